@@ -1,0 +1,124 @@
+# profd: one entry point for build, test, run and install.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+
+CC      ?= cc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+WARN     := -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS   ?= -O2 -g
+CFLAGS   += $(WARN) -std=gnu11 -fno-omit-frame-pointer -D_GNU_SOURCE -MMD -MP
+CPPFLAGS += -Ilib -Ibpf -I$(BUILD)
+LDLIBS   += -lbpf -lelf -ldw -lunwind-generic -lunwind-ptrace -lunwind -lzstd -llzma -lz -lm
+
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf
+
+LIB_SRC  := $(sort $(wildcard lib/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+DMN_SRC  := $(sort $(wildcard daemon/*.c))
+DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o)
+CLI_SRC  := $(sort $(wildcard cli/*.c))
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+BPF_SRC  := $(sort $(wildcard bpf/*.bpf.c))
+BPF_OBJ  := $(BPF_SRC:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
+SKELS    := $(BPF_SRC:bpf/%.bpf.c=$(BUILD)/%.skel.h)
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TP_SRC   := $(sort $(wildcard tests/testprogs/*.c tests/testprogs/*.cc))
+TP_BIN   := $(patsubst tests/testprogs/%,$(BUILD)/testprogs/%,$(basename $(TP_SRC)))
+
+.SECONDARY:
+.PHONY: all deps test unit integration run install uninstall clean bench fuzz soak vmlinux
+all: $(BUILD)/profd $(BUILD)/profctl
+
+# Debian packages; idempotent and quick when everything is present.
+deps:
+	@./scripts/deps.sh
+
+$(BUILD)/vmlinux.h:
+	@mkdir -p $(@D)
+	./scripts/gen-vmlinux.sh $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h $(BUILD)/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/%.o: %.c | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libprofd.a: $(LIB_OBJ)
+	$(AR) rcs $@ $^
+
+$(BUILD)/profd: $(DMN_OBJ) $(BUILD)/libprofd.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/profctl: $(CLI_OBJ) $(BUILD)/libprofd.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libprofd.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Test programs keep frame pointers unless their name says otherwise (*_nofp).
+TP_FLAGS = -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -pthread
+$(BUILD)/testprogs/%_nofp: tests/testprogs/%_nofp.c
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fomit-frame-pointer -fno-inline -pthread -o $@ $< -lm
+$(BUILD)/testprogs/%: tests/testprogs/%.c
+	@mkdir -p $(@D)
+	$(CC) $(TP_FLAGS) -o $@ $< -lm -ldl
+$(BUILD)/testprogs/%: tests/testprogs/%.cc
+	@mkdir -p $(@D)
+	$(CXX) $(TP_FLAGS) -o $@ $< -lm -ldl
+
+test: deps-test
+	@$(MAKE) --no-print-directory all tests-build
+	@BUILD=$(BUILD) ./tests/run.sh all
+
+.PHONY: deps-test tests-build
+deps-test:
+	@./scripts/deps.sh --test
+tests-build: $(UNIT_BIN) $(TP_BIN)
+
+unit: all tests-build
+	@BUILD=$(BUILD) ./tests/run.sh unit
+
+integration: all tests-build
+	@BUILD=$(BUILD) ./tests/run.sh integration
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	./$(BUILD)/profd
+
+bench: deps-test
+	@$(MAKE) --no-print-directory all tests-build
+	@BUILD=$(BUILD) ./tests/bench/run.sh
+
+fuzz: all
+	@BUILD=$(BUILD) ./tests/fuzz/run.sh long
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/profd $(DESTDIR)$(PREFIX)/sbin/profd
+	install -m 0755 $(BUILD)/profctl $(DESTDIR)$(PREFIX)/bin/profctl
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/profd
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' systemd/profd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service
+	[ -e $(DESTDIR)/etc/profd/profd.conf ] || install -m 0644 systemd/profd.conf $(DESTDIR)/etc/profd/profd.conf
+	if [ -d docs/man ]; then install -d $(DESTDIR)$(PREFIX)/share/man/man8 && install -m 0644 docs/man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/profd $(DESTDIR)$(PREFIX)/bin/profctl
+	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/profd.8 $(DESTDIR)$(PREFIX)/share/man/man8/profctl.8
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* On-CPU sampling: one perf_event per CPU runs this at the sampling frequency. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "profd.h"
+
+#define PF_KTHREAD 0x00200000
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile __u32 self_tgid = 0; /* profd itself is not profiled */
+
+__u64 counters[PROFD_CNT_MAX] = {};
+
+/*
+ * Two generations of counts and stacks maps. User space swaps the inner map
+ * in the one-slot outer map; the kernel waits for running programs before
+ * that update returns (maybe_wait_bpf_programs), so the map user space then
+ * drains is no longer written: every sample is counted exactly once.
+ */
+struct counts_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct profd_key);
+	__type(value, __u64);
+} counts_a SEC(".maps"), counts_b SEC(".maps");
+
+struct stacks_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct profd_stack);
+} stacks_a SEC(".maps"), stacks_b SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct counts_map);
+} counts SEC(".maps") = {
+	.values = { &counts_a },
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct stacks_map);
+} stacks SEC(".maps") = {
+	.values = { &stacks_a },
+};
+
+/* Two per-CPU buffers: a nested program (NMI over softirq) must not clobber ours. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct profd_stack);
+} scratch SEC(".maps");
+
+static __always_inline void count(enum profd_counter c)
+{
+	__sync_fetch_and_add(&counters[c], 1);
+}
+
+static __always_inline __u64 stack_hash(const struct profd_stack *s, __u32 n)
+{
+	__u64 h = 0xcbf29ce484222325ULL ^ n;
+
+	for (__u32 i = 0; i < PROFD_MAX_DEPTH; i++) {
+		if (i >= n)
+			break;
+		h ^= s->ips[i];
+		h *= 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+static __always_inline int same_stack(const struct profd_stack *a, const struct profd_stack *b)
+{
+	if (a->len != b->len)
+		return 0;
+	for (__u32 i = 0; i < PROFD_MAX_DEPTH; i++) {
+		if (i >= a->len)
+			break;
+		if (a->ips[i] != b->ips[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* Returns the stack id (0 when the stack could not be stored; the reason is counted). */
+static __always_inline __u64 store_stack(void *ctx, void *stack_map, __u32 slot, int user,
+					 __u32 *flags)
+{
+	struct profd_stack *buf, *old;
+	__u64 id;
+	long n;
+	int err;
+
+	buf = bpf_map_lookup_elem(&scratch, &slot);
+	if (!buf)
+		return 0;
+	n = bpf_get_stack(ctx, buf->ips, sizeof(buf->ips), user ? BPF_F_USER_STACK : 0);
+	if (n <= 0) {
+		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
+		return 0;
+	}
+	buf->len = n / sizeof(__u64);
+	buf->pad = 0;
+	if (buf->len >= PROFD_MAX_DEPTH) {
+		count(PROFD_CNT_TRUNCATED);
+		*flags |= user ? PROFD_F_USTACK_TRUNC : PROFD_F_KSTACK_TRUNC;
+	}
+	id = (stack_hash(buf, buf->len) & ~1ULL) | (user ? 0 : 1);
+	if (id <= 1)
+		id = 2 | (user ? 0 : 1);
+
+	err = bpf_map_update_elem(stack_map, &id, buf, BPF_NOEXIST);
+	if (err == 0)
+		return id;
+	if (err != -17 /* EEXIST */) {
+		count(PROFD_CNT_STACKS_FULL);
+		return 0;
+	}
+	old = bpf_map_lookup_elem(stack_map, &id);
+	if (old && same_stack(old, buf))
+		return id;
+	count(PROFD_CNT_HASH_CLASH);
+	return 0;
+}
+
+static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct profd_key key = {};
+	void *cmap, *smap;
+	__u32 zero = 0;
+	__u64 *v;
+
+	key.pid = pid_tgid >> 32;
+	key.tid = (__u32)pid_tgid;
+	key.kind = kind;
+
+	cmap = bpf_map_lookup_elem(&counts, &zero);
+	smap = bpf_map_lookup_elem(&stacks, &zero);
+	if (!cmap || !smap) {
+		count(PROFD_CNT_NO_MAP);
+		return 0;
+	}
+
+	key.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(key.thread, sizeof(key.thread));
+	BPF_CORE_READ_STR_INTO(&key.comm, task, group_leader, comm);
+
+	key.kstack = store_stack(ctx, smap, slot, 0, &key.flags);
+	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD))
+		key.ustack = store_stack(ctx, smap, slot, 1, &key.flags);
+
+	v = bpf_map_lookup_elem(cmap, &key);
+	if (v) {
+		__sync_fetch_and_add(v, value);
+		return 0;
+	}
+	if (bpf_map_update_elem(cmap, &key, &value, BPF_NOEXIST) == 0)
+		return 0;
+	/* Lost the race to another CPU inserting the same key: add to theirs. */
+	v = bpf_map_lookup_elem(cmap, &key);
+	if (v) {
+		__sync_fetch_and_add(v, value);
+		return 0;
+	}
+	count(PROFD_CNT_COUNTS_FULL);
+	return 0;
+}
+
+SEC("perf_event")
+int on_cpu(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	count(PROFD_CNT_SAMPLES);
+	if ((__u32)pid_tgid == 0) {
+		count(PROFD_CNT_IDLE);
+		return 0;
+	}
+	if (self_tgid && (pid_tgid >> 32) == self_tgid)
+		return 0;
+	return record(ctx, PROFD_KIND_CPU, 1, 0);
+}

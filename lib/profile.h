@@ -1,0 +1,101 @@
+/* A profile: aggregated samples over interned strings, frames and stacks. */
+#ifndef PROFD_PROFILE_H
+#define PROFD_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct profile;
+
+enum pf_frame_kind {
+	PF_FRAME_USER = 0,   /* native code in a file mapping */
+	PF_FRAME_KERNEL = 1, /* kernel or kernel module */
+	PF_FRAME_JIT = 2,    /* named from a perf map */
+};
+
+enum pf_sample_kind {
+	PF_KIND_CPU = 0,    /* value: samples */
+	PF_KIND_OFFCPU = 1, /* value: nanoseconds blocked */
+	PF_KIND_RUNQ = 2,   /* value: nanoseconds waiting for a CPU */
+	PF_KIND_MAX,
+};
+
+/*
+ * A frame. name is the symbol ("" when unknown); module the file path or
+ * kernel module ("" when unknown); offset the file-relative offset inside
+ * module, or the raw address when module is "". All three are what a user
+ * needs to resolve a frame later.
+ */
+struct pf_frame {
+	uint32_t name;   /* string id */
+	uint32_t module; /* string id */
+	uint64_t offset;
+	uint32_t kind;   /* enum pf_frame_kind */
+};
+
+struct pf_sample {
+	uint32_t pid, tid;
+	uint32_t comm;    /* string id: process name */
+	uint32_t thread;  /* string id: thread name */
+	uint32_t cgroup;  /* string id: cgroup path ("" when unknown) */
+	uint32_t stack;   /* stack id */
+	uint32_t kind;    /* enum pf_sample_kind */
+	uint64_t value;
+};
+
+struct pf_counter {
+	uint32_t name; /* string id */
+	uint64_t value;
+};
+
+/* Window metadata. Times are CLOCK_REALTIME nanoseconds, [start, end). */
+struct pf_meta {
+	int64_t start_ns, end_ns;
+	uint32_t host, kernel, event; /* string ids */
+	uint32_t frequency;           /* Hz */
+};
+
+int profile__new(struct profile **out);
+void profile__free(struct profile *p);
+/* Drops samples, stacks, frames, strings and metadata; keeps allocations. */
+void profile__reset(struct profile *p);
+
+/* Strings: id 0 is always "". */
+int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id);
+int profile__intern_str(struct profile *p, const char *s, uint32_t *id);
+const char *profile__str(const struct profile *p, uint32_t id);
+size_t profile__nstrs(const struct profile *p);
+
+int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id);
+const struct pf_frame *profile__frame(const struct profile *p, uint32_t id);
+size_t profile__nframes(const struct profile *p);
+
+/* Stacks are frame ids, root first. Stack 0 is the empty stack. */
+int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, uint32_t *id);
+const uint32_t *profile__stack(const struct profile *p, uint32_t id, uint32_t *n);
+size_t profile__nstacks(const struct profile *p);
+
+/* Adds value to the sample with the same labels, stack and kind. */
+int profile__add(struct profile *p, const struct pf_sample *s);
+size_t profile__nsamples(const struct profile *p);
+const struct pf_sample *profile__sample(const struct profile *p, size_t i);
+
+struct pf_meta *profile__meta(struct profile *p);
+const struct pf_meta *profile__meta_const(const struct profile *p);
+
+/* Counters (losses, totals) by name; add accumulates. */
+int profile__counter_add(struct profile *p, const char *name, uint64_t value);
+size_t profile__ncounters(const struct profile *p);
+const struct pf_counter *profile__counter(const struct profile *p, size_t i);
+uint64_t profile__counter_get(const struct profile *p, const char *name);
+
+/*
+ * Merges src into dst, re-interning everything. keep() may reject a sample
+ * (return 0); NULL keeps all. Metadata: dst's time range grows to cover
+ * src's; counters add up; host/kernel/event are taken from src when dst has
+ * none.
+ */
+typedef int (*profile_keep_fn)(const struct profile *src, const struct pf_sample *s, void *arg);
+int profile__merge(struct profile *dst, const struct profile *src, profile_keep_fn keep, void *arg);
+
+#endif

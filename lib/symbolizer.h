@@ -1,0 +1,54 @@
+/* Names addresses: user addresses through process mappings and ELF files, kernel addresses through kallsyms. */
+#ifndef PROFD_SYMBOLIZER_H
+#define PROFD_SYMBOLIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+struct symbolizer_opts {
+	const char *proc_root;  /* "/proc" unless a test says otherwise */
+	const char *kallsyms;   /* "/proc/kallsyms" unless a test says otherwise */
+	size_t max_files;       /* ELF files kept parsed (LRU); 0: default */
+	size_t max_pids;        /* process mapping tables kept (LRU); 0: default */
+};
+
+enum sym_kind { SYM_USER = 0, SYM_KERNEL = 1, SYM_JIT = 2 };
+
+/*
+ * What a frame resolved to. Strings stay valid until the next call on the
+ * same symbolizer. name is NULL when no symbol covers the address; module
+ * is NULL when not even the mapping is known (offset is then the address).
+ */
+struct sym {
+	const char *name;
+	const char *module;  /* path of the mapped file, "[vdso]", or kernel module name */
+	uint64_t offset;     /* file-relative offset in module, or the address */
+	int kind;            /* enum sym_kind */
+};
+
+struct symbolizer_stats {
+	uint64_t file_hits, file_misses, file_evictions, files_cached;
+	uint64_t pid_hits, pid_misses, pid_evictions, pids_cached;
+	uint64_t bad_files;  /* ELF files rejected as malformed */
+};
+
+int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out);
+void symbolizer__free(struct symbolizer *s);
+
+/*
+ * ip is an address in process pid. is_return: ip is a return address (not the
+ * leaf), so the call instruction before it is looked up.
+ * Returns 0 (a result is always filled, even when unnamed) or -errno for
+ * allocation failure.
+ */
+int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, struct sym *out);
+int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
+
+/* The process exec'd or exited: drop its mapping table (files stay cached). */
+void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid);
+
+void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out);
+
+#endif

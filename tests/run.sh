@@ -1,0 +1,49 @@
+#!/bin/bash
+# Runs the test tiers and ends with "N passed, N failed"; exits 1 when any failed.
+# Unit tests: build/tests/test_* (no root). Integration: tests/integration/NN-*.sh
+# (root, real kernel), each sourcing tests/integration/lib.sh.
+set -u
+cd "$(dirname "$0")/.."
+export BUILD=${BUILD:-build}
+tier=${1:-all}
+only=${TESTS:-}
+passed=0 failed=0 failed_names=()
+
+run_one() {
+	local name=$1; shift
+	local log=$BUILD/test-logs/$(basename "$name").log t0=$SECONDS
+	mkdir -p "$BUILD/test-logs"
+	if "$@" >"$log" 2>&1; then
+		passed=$((passed + 1)); printf 'PASS %-50s %3ds\n' "$name" $((SECONDS - t0))
+	else
+		failed=$((failed + 1)); failed_names+=("$name")
+		printf 'FAIL %-50s %3ds (log: %s)\n' "$name" $((SECONDS - t0)) "$log"
+		tail -n 25 "$log" | sed 's/^/    /'
+	fi
+}
+
+if [ "$tier" = all ] || [ "$tier" = unit ]; then
+	for t in "$BUILD"/tests/test_*; do
+		[ -x "$t" ] || continue
+		[ -n "$only" ] && [[ "$t" != *$only* ]] && continue
+		run_one "unit/$(basename "$t")" "$t"
+	done
+fi
+
+if [ "$tier" = all ] || [ "$tier" = integration ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "integration tests need root (perf_event_open, BPF); run 'sudo make test'" >&2
+		failed=$((failed + 1)); failed_names+=("integration (not root)")
+	else
+		for t in tests/integration/[0-9]*.sh; do
+			[ -f "$t" ] || continue
+			[ -n "$only" ] && [[ "$t" != *$only* ]] && continue
+			run_one "integration/$(basename "$t" .sh)" timeout -k 10 600 bash "$t"
+		done
+	fi
+fi
+
+echo
+[ ${#failed_names[@]} -gt 0 ] && printf 'failed: %s\n' "${failed_names[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
