@@ -1,0 +1,32 @@
+/* Folding: stacks keyed only by what a view prints, in the view's units. */
+#ifndef PROFD_FOLD_H
+#define PROFD_FOLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct profile;
+struct query;
+
+/*
+ * The printed label of a frame: "name", "name_[k]" for kernel frames,
+ * "[module+0xOFF]" when unnamed, "[unknown]" when even the module is unknown.
+ */
+void fold__frame_label(const struct profile *p, uint32_t frame, char *buf, size_t len);
+
+/*
+ * dst (empty) gets one sample per distinct printed line: the process name as
+ * root frame's owner (comm), the thread name when q->threads, pid/tid/cgroup
+ * cleared, kernel frames dropped when q->no_kernel, values in the units of
+ * q->type (samples for cpu, microseconds otherwise; wall converts on-CPU
+ * samples with the window's frequency).
+ */
+int fold__collapse(const struct query *q, const struct profile *src, struct profile *dst);
+
+/* Writes folded lines ("comm[;thread];root;...;leaf value"), sorted by value. */
+int fold__write(const struct query *q, const struct profile *collapsed, FILE *f);
+/* A collapsed value in printed units (samples, or microseconds from nanoseconds). */
+uint64_t fold__printed_value(const struct query *q, uint64_t v);
+
+#endif

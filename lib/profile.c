@@ -1,0 +1,610 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile.h"
+
+/*
+ * Every table is an append-only array plus an open-addressing index of
+ * (array position + 1). Strings live in one arena so a window of thousands of
+ * frames costs a few allocations, not one per name.
+ */
+struct index {
+	uint32_t *slots;
+	size_t cap; /* power of two */
+	size_t used;
+};
+
+struct profile {
+	char *arena;
+	size_t arena_len, arena_cap;
+	uint32_t *str_off;
+	size_t nstr, str_cap;
+	struct index str_idx;
+
+	struct pf_frame *frames;
+	size_t nframes, frames_cap;
+	struct index frame_idx;
+
+	uint32_t *stack_data; /* frames of all stacks */
+	size_t stack_data_len, stack_data_cap;
+	uint32_t *stack_off;  /* nstacks + 1 entries */
+	size_t nstacks, stacks_cap;
+	struct index stack_idx;
+
+	struct pf_sample *samples;
+	size_t nsamples, samples_cap;
+	struct index sample_idx;
+
+	struct pf_counter *counters;
+	size_t ncounters, counters_cap;
+
+	struct pf_meta meta;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 32);
+}
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static int grow(void **ptr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 16;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / elem)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	n = realloc(*ptr, ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	*ptr = n;
+	*cap = ncap;
+	return 0;
+}
+
+typedef uint64_t (*hash_at_fn)(const struct profile *p, uint32_t i);
+
+static int index_rehash(struct index *ix, const struct profile *p, hash_at_fn h)
+{
+	size_t ncap = ix->cap ? ix->cap * 2 : 64;
+	uint32_t *ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return -ENOMEM;
+	for (size_t i = 0; i < ix->cap; i++) {
+		uint32_t v = ix->slots[i];
+		size_t j;
+
+		if (!v)
+			continue;
+		j = h(p, v - 1) & (ncap - 1);
+		while (ns[j])
+			j = (j + 1) & (ncap - 1);
+		ns[j] = v;
+	}
+	free(ix->slots);
+	ix->slots = ns;
+	ix->cap = ncap;
+	return 0;
+}
+
+static int index_reserve(struct index *ix, const struct profile *p, hash_at_fn h)
+{
+	if ((ix->used + 1) * 4 < ix->cap * 3)
+		return 0;
+	return index_rehash(ix, p, h);
+}
+
+static void index_clear(struct index *ix)
+{
+	if (ix->slots)
+		memset(ix->slots, 0, ix->cap * sizeof(*ix->slots));
+	ix->used = 0;
+}
+
+/* ---- strings ---- */
+
+static uint64_t str_hash_at(const struct profile *p, uint32_t i)
+{
+	const char *s = p->arena + p->str_off[i];
+
+	return hash_bytes(s, strlen(s));
+}
+
+int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id)
+{
+	uint64_t h;
+	size_t j;
+	int err;
+
+	if (!s)
+		len = 0;
+	/* An embedded NUL would make two different inputs one string: cut there. */
+	if (len && memchr(s, 0, len))
+		len = strlen(s);
+	if (len > UINT32_MAX / 2)
+		return -E2BIG;
+	err = index_reserve(&p->str_idx, p, str_hash_at);
+	if (err)
+		return err;
+	h = hash_bytes(s, len);
+	for (j = h & (p->str_idx.cap - 1); p->str_idx.slots[j]; j = (j + 1) & (p->str_idx.cap - 1)) {
+		uint32_t i = p->str_idx.slots[j] - 1;
+		const char *t = p->arena + p->str_off[i];
+
+		if (!strncmp(t, s ? s : "", len) && t[len] == 0) {
+			*id = i;
+			return 0;
+		}
+	}
+	if (p->arena_len + len + 1 > UINT32_MAX)
+		return -E2BIG;
+	err = grow((void **)&p->arena, &p->arena_cap, p->arena_len + len + 1, 1);
+	if (!err)
+		err = grow((void **)&p->str_off, &p->str_cap, p->nstr + 1, sizeof(*p->str_off));
+	if (err)
+		return err;
+	if (len)
+		memcpy(p->arena + p->arena_len, s, len);
+	p->arena[p->arena_len + len] = 0;
+	p->str_off[p->nstr] = p->arena_len;
+	p->arena_len += len + 1;
+	p->str_idx.slots[j] = p->nstr + 1;
+	p->str_idx.used++;
+	*id = p->nstr++;
+	return 0;
+}
+
+int profile__intern_str(struct profile *p, const char *s, uint32_t *id)
+{
+	return profile__intern(p, s, s ? strlen(s) : 0, id);
+}
+
+const char *profile__str(const struct profile *p, uint32_t id)
+{
+	if (id >= p->nstr)
+		return "";
+	return p->arena + p->str_off[id];
+}
+
+size_t profile__nstrs(const struct profile *p)
+{
+	return p->nstr;
+}
+
+/* ---- frames ---- */
+
+static uint64_t frame_hash(const struct pf_frame *f)
+{
+	return mix(mix(mix(f->name, f->module), f->offset), f->kind);
+}
+
+static uint64_t frame_hash_at(const struct profile *p, uint32_t i)
+{
+	return frame_hash(&p->frames[i]);
+}
+
+int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id)
+{
+	size_t j;
+	int err;
+
+	if (f->name >= p->nstr || f->module >= p->nstr)
+		return -EINVAL;
+	err = index_reserve(&p->frame_idx, p, frame_hash_at);
+	if (err)
+		return err;
+	for (j = frame_hash(f) & (p->frame_idx.cap - 1); p->frame_idx.slots[j];
+	     j = (j + 1) & (p->frame_idx.cap - 1)) {
+		const struct pf_frame *g = &p->frames[p->frame_idx.slots[j] - 1];
+
+		if (g->name == f->name && g->module == f->module && g->offset == f->offset &&
+		    g->kind == f->kind) {
+			*id = p->frame_idx.slots[j] - 1;
+			return 0;
+		}
+	}
+	if (p->nframes >= UINT32_MAX - 1)
+		return -E2BIG;
+	err = grow((void **)&p->frames, &p->frames_cap, p->nframes + 1, sizeof(*p->frames));
+	if (err)
+		return err;
+	p->frames[p->nframes] = *f;
+	p->frame_idx.slots[j] = p->nframes + 1;
+	p->frame_idx.used++;
+	*id = p->nframes++;
+	return 0;
+}
+
+const struct pf_frame *profile__frame(const struct profile *p, uint32_t id)
+{
+	return id < p->nframes ? &p->frames[id] : NULL;
+}
+
+size_t profile__nframes(const struct profile *p)
+{
+	return p->nframes;
+}
+
+/* ---- stacks ---- */
+
+static uint64_t stack_hash(const uint32_t *f, uint32_t n)
+{
+	uint64_t h = n;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = mix(h, f[i]);
+	return h;
+}
+
+static uint64_t stack_hash_at(const struct profile *p, uint32_t i)
+{
+	return stack_hash(p->stack_data + p->stack_off[i], p->stack_off[i + 1] - p->stack_off[i]);
+}
+
+int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, uint32_t *id)
+{
+	size_t j;
+	int err;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (frames[i] >= p->nframes)
+			return -EINVAL;
+	err = index_reserve(&p->stack_idx, p, stack_hash_at);
+	if (err)
+		return err;
+	for (j = stack_hash(frames, n) & (p->stack_idx.cap - 1); p->stack_idx.slots[j];
+	     j = (j + 1) & (p->stack_idx.cap - 1)) {
+		uint32_t i = p->stack_idx.slots[j] - 1;
+		uint32_t m = p->stack_off[i + 1] - p->stack_off[i];
+
+		if (m == n && !memcmp(p->stack_data + p->stack_off[i], frames, n * sizeof(*frames))) {
+			*id = i;
+			return 0;
+		}
+	}
+	if (p->stack_data_len + n > UINT32_MAX)
+		return -E2BIG;
+	err = grow((void **)&p->stack_data, &p->stack_data_cap, p->stack_data_len + n + 1,
+		   sizeof(*p->stack_data));
+	if (!err)
+		err = grow((void **)&p->stack_off, &p->stacks_cap, p->nstacks + 2, sizeof(*p->stack_off));
+	if (err)
+		return err;
+	if (n)
+		memcpy(p->stack_data + p->stack_data_len, frames, n * sizeof(*frames));
+	p->stack_data_len += n;
+	p->stack_off[p->nstacks + 1] = p->stack_data_len;
+	p->stack_idx.slots[j] = p->nstacks + 1;
+	p->stack_idx.used++;
+	*id = p->nstacks++;
+	return 0;
+}
+
+const uint32_t *profile__stack(const struct profile *p, uint32_t id, uint32_t *n)
+{
+	if (id >= p->nstacks) {
+		*n = 0;
+		return NULL;
+	}
+	*n = p->stack_off[id + 1] - p->stack_off[id];
+	return p->stack_data + p->stack_off[id];
+}
+
+size_t profile__nstacks(const struct profile *p)
+{
+	return p->nstacks;
+}
+
+/* ---- samples ---- */
+
+static uint64_t sample_hash(const struct pf_sample *s)
+{
+	uint64_t h = mix(s->pid, s->tid);
+
+	h = mix(h, s->comm);
+	h = mix(h, s->thread);
+	h = mix(h, s->cgroup);
+	h = mix(h, s->stack);
+	return mix(h, s->kind);
+}
+
+static uint64_t sample_hash_at(const struct profile *p, uint32_t i)
+{
+	return sample_hash(&p->samples[i]);
+}
+
+static int same_labels(const struct pf_sample *a, const struct pf_sample *b)
+{
+	return a->pid == b->pid && a->tid == b->tid && a->comm == b->comm &&
+	       a->thread == b->thread && a->cgroup == b->cgroup && a->stack == b->stack &&
+	       a->kind == b->kind;
+}
+
+int profile__add(struct profile *p, const struct pf_sample *s)
+{
+	size_t j;
+	int err;
+
+	if (s->comm >= p->nstr || s->thread >= p->nstr || s->cgroup >= p->nstr ||
+	    s->stack >= p->nstacks || s->kind >= PF_KIND_MAX)
+		return -EINVAL;
+	err = index_reserve(&p->sample_idx, p, sample_hash_at);
+	if (err)
+		return err;
+	for (j = sample_hash(s) & (p->sample_idx.cap - 1); p->sample_idx.slots[j];
+	     j = (j + 1) & (p->sample_idx.cap - 1)) {
+		struct pf_sample *t = &p->samples[p->sample_idx.slots[j] - 1];
+
+		if (same_labels(t, s)) {
+			t->value += s->value;
+			return 0;
+		}
+	}
+	if (p->nsamples >= UINT32_MAX - 1)
+		return -E2BIG;
+	err = grow((void **)&p->samples, &p->samples_cap, p->nsamples + 1, sizeof(*p->samples));
+	if (err)
+		return err;
+	p->samples[p->nsamples] = *s;
+	p->sample_idx.slots[j] = p->nsamples + 1;
+	p->sample_idx.used++;
+	p->nsamples++;
+	return 0;
+}
+
+size_t profile__nsamples(const struct profile *p)
+{
+	return p->nsamples;
+}
+
+const struct pf_sample *profile__sample(const struct profile *p, size_t i)
+{
+	return i < p->nsamples ? &p->samples[i] : NULL;
+}
+
+/* ---- meta, counters ---- */
+
+struct pf_meta *profile__meta(struct profile *p)
+{
+	return &p->meta;
+}
+
+const struct pf_meta *profile__meta_const(const struct profile *p)
+{
+	return &p->meta;
+}
+
+int profile__counter_add(struct profile *p, const char *name, uint64_t value)
+{
+	uint32_t id;
+	int err;
+
+	err = profile__intern_str(p, name, &id);
+	if (err)
+		return err;
+	for (size_t i = 0; i < p->ncounters; i++) {
+		if (p->counters[i].name == id) {
+			p->counters[i].value += value;
+			return 0;
+		}
+	}
+	err = grow((void **)&p->counters, &p->counters_cap, p->ncounters + 1, sizeof(*p->counters));
+	if (err)
+		return err;
+	p->counters[p->ncounters++] = (struct pf_counter){ .name = id, .value = value };
+	return 0;
+}
+
+size_t profile__ncounters(const struct profile *p)
+{
+	return p->ncounters;
+}
+
+const struct pf_counter *profile__counter(const struct profile *p, size_t i)
+{
+	return i < p->ncounters ? &p->counters[i] : NULL;
+}
+
+uint64_t profile__counter_get(const struct profile *p, const char *name)
+{
+	for (size_t i = 0; i < p->ncounters; i++)
+		if (!strcmp(profile__str(p, p->counters[i].name), name))
+			return p->counters[i].value;
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+
+void profile__reset(struct profile *p)
+{
+	uint32_t id;
+
+	p->arena_len = 0;
+	p->nstr = 0;
+	p->nframes = 0;
+	p->stack_data_len = 0;
+	p->nstacks = 0;
+	p->nsamples = 0;
+	p->ncounters = 0;
+	index_clear(&p->str_idx);
+	index_clear(&p->frame_idx);
+	index_clear(&p->stack_idx);
+	index_clear(&p->sample_idx);
+	memset(&p->meta, 0, sizeof(p->meta));
+	/* Allocations of a fresh profile cannot fail here: the tables already have room. */
+	if (profile__intern(p, "", 0, &id) == 0 && p->stack_off)
+		p->stack_off[0] = 0;
+	if (p->stack_off)
+		profile__stack_add(p, NULL, 0, &id);
+}
+
+int profile__new(struct profile **out)
+{
+	struct profile *p = calloc(1, sizeof(*p));
+	uint32_t id;
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	err = grow((void **)&p->stack_off, &p->stacks_cap, 2, sizeof(*p->stack_off));
+	if (err)
+		goto fail;
+	p->stack_off[0] = 0;
+	err = profile__intern(p, "", 0, &id);
+	if (!err)
+		err = profile__stack_add(p, NULL, 0, &id);
+	if (err)
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	profile__free(p);
+	return err;
+}
+
+void profile__free(struct profile *p)
+{
+	if (!p)
+		return;
+	free(p->arena);
+	free(p->str_off);
+	free(p->str_idx.slots);
+	free(p->frames);
+	free(p->frame_idx.slots);
+	free(p->stack_data);
+	free(p->stack_off);
+	free(p->stack_idx.slots);
+	free(p->samples);
+	free(p->sample_idx.slots);
+	free(p->counters);
+	free(p);
+}
+
+/* ---- merge ---- */
+
+int profile__merge(struct profile *dst, const struct profile *src, profile_keep_fn keep, void *arg)
+{
+	const struct pf_meta *sm = &src->meta;
+	struct pf_meta *dm = &dst->meta;
+	uint32_t *smap = NULL, *fmap = NULL, *kmap = NULL, *buf = NULL;
+	size_t bufcap = 0;
+	int err = -ENOMEM;
+
+	/* Maps from src ids to dst ids, filled lazily: UINT32_MAX means not yet mapped. */
+	smap = malloc((src->nstr ? src->nstr : 1) * sizeof(*smap));
+	fmap = malloc((src->nframes ? src->nframes : 1) * sizeof(*fmap));
+	kmap = malloc((src->nstacks ? src->nstacks : 1) * sizeof(*kmap));
+	if (!smap || !fmap || !kmap)
+		goto out;
+	memset(smap, 0xff, (src->nstr ? src->nstr : 1) * sizeof(*smap));
+	memset(fmap, 0xff, (src->nframes ? src->nframes : 1) * sizeof(*fmap));
+	memset(kmap, 0xff, (src->nstacks ? src->nstacks : 1) * sizeof(*kmap));
+
+#define MAPSTR(id, outv) do { \
+	if (smap[(id)] == UINT32_MAX) { \
+		err = profile__intern_str(dst, profile__str(src, (id)), &smap[(id)]); \
+		if (err) goto out; \
+	} \
+	(outv) = smap[(id)]; \
+} while (0)
+
+	for (size_t i = 0; i < src->nsamples; i++) {
+		const struct pf_sample *s = &src->samples[i];
+		struct pf_sample d = *s;
+
+		if (keep && !keep(src, s, arg))
+			continue;
+		if (s->comm >= src->nstr || s->thread >= src->nstr || s->cgroup >= src->nstr ||
+		    s->stack >= src->nstacks) {
+			err = -EINVAL;
+			goto out;
+		}
+		MAPSTR(s->comm, d.comm);
+		MAPSTR(s->thread, d.thread);
+		MAPSTR(s->cgroup, d.cgroup);
+		if (kmap[s->stack] == UINT32_MAX) {
+			uint32_t n;
+			const uint32_t *fr = profile__stack(src, s->stack, &n);
+
+			if (n > bufcap) {
+				uint32_t *nb = realloc(buf, n * sizeof(*buf));
+
+				if (!nb) {
+					err = -ENOMEM;
+					goto out;
+				}
+				buf = nb;
+				bufcap = n;
+			}
+			for (uint32_t k = 0; k < n; k++) {
+				uint32_t f = fr[k];
+
+				if (fmap[f] == UINT32_MAX) {
+					struct pf_frame nf = src->frames[f];
+
+					MAPSTR(src->frames[f].name, nf.name);
+					MAPSTR(src->frames[f].module, nf.module);
+					err = profile__frame_add(dst, &nf, &fmap[f]);
+					if (err)
+						goto out;
+				}
+				buf[k] = fmap[f];
+			}
+			err = profile__stack_add(dst, buf, n, &kmap[s->stack]);
+			if (err)
+				goto out;
+		}
+		d.stack = kmap[s->stack];
+		err = profile__add(dst, &d);
+		if (err)
+			goto out;
+	}
+#undef MAPSTR
+
+	for (size_t i = 0; i < src->ncounters; i++) {
+		err = profile__counter_add(dst, profile__str(src, src->counters[i].name),
+					   src->counters[i].value);
+		if (err)
+			goto out;
+	}
+	if (sm->start_ns && (!dm->start_ns || sm->start_ns < dm->start_ns))
+		dm->start_ns = sm->start_ns;
+	if (sm->end_ns > dm->end_ns)
+		dm->end_ns = sm->end_ns;
+	if (!dm->frequency)
+		dm->frequency = sm->frequency;
+	err = 0;
+	if (!dm->host && sm->host)
+		err = profile__intern_str(dst, profile__str(src, sm->host), &dm->host);
+	if (!err && !dm->kernel && sm->kernel)
+		err = profile__intern_str(dst, profile__str(src, sm->kernel), &dm->kernel);
+	if (!err && !dm->event && sm->event)
+		err = profile__intern_str(dst, profile__str(src, sm->event), &dm->event);
+out:
+	free(smap);
+	free(fmap);
+	free(kmap);
+	free(buf);
+	return err;
+}
