@@ -1,0 +1,335 @@
+/* Parser for /proc/<pid>/maps: untrusted text, so every field is bounded and checked. */
+#include "procmaps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+/* vm.max_map_count defaults to 65530; a few processes raise it. */
+#define MAX_MAPPINGS (1u << 20)
+#define MAX_MAPS_BYTES (256u << 20)
+#define MAX_PATH_LEN 4096
+
+struct procmaps {
+	struct procmap *maps;
+	size_t n, cap;
+	size_t bad_lines;
+};
+
+int procmaps__read_file(int dirfd, const char *path, int extra_flags, size_t max, char **buf, size_t *len)
+{
+	struct stat st;
+	char *b = NULL, *nb;
+	size_t n = 0, cap = 0;
+	int fd, err = 0;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | extra_flags);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -EINVAL;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (cap - n < 2) {
+			size_t ncap = cap ? cap * 2 : 16384;
+
+			if (ncap > max + 2)
+				ncap = max + 2;
+			if (ncap <= cap) {
+				err = -EFBIG;
+				goto out;
+			}
+			nb = realloc(b, ncap);
+			if (!nb) {
+				err = -ENOMEM;
+				goto out;
+			}
+			b = nb;
+			cap = ncap;
+		}
+		r = read(fd, b + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > max) {
+			err = -EFBIG;
+			goto out;
+		}
+	}
+	if (!b) {
+		b = malloc(1);
+		if (!b) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	b[n] = 0;
+	*buf = b;
+	*len = n;
+	b = NULL;
+out:
+	free(b);
+	close(fd);
+	return err;
+}
+
+static int parse_hex(const char **p, const char *end, uint64_t *v)
+{
+	const char *s = *p;
+	uint64_t x = 0;
+	int digits = 0;
+
+	while (s < end) {
+		int d;
+		char c = *s;
+
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			break;
+		if (++digits > 16)
+			return -EINVAL;
+		x = x << 4 | (uint64_t)d;
+		s++;
+	}
+	if (!digits)
+		return -EINVAL;
+	*p = s;
+	*v = x;
+	return 0;
+}
+
+static int parse_dec(const char **p, const char *end, uint64_t *v)
+{
+	const char *s = *p;
+	uint64_t x = 0;
+	int digits = 0;
+
+	while (s < end && *s >= '0' && *s <= '9') {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (x > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		x = x * 10 + d;
+		digits++;
+		s++;
+	}
+	if (!digits)
+		return -EINVAL;
+	*p = s;
+	*v = x;
+	return 0;
+}
+
+static int expect(const char **p, const char *end, char c)
+{
+	if (*p >= end || **p != c)
+		return -EINVAL;
+	(*p)++;
+	return 0;
+}
+
+/* 0: parsed into *m (path malloc'ed or NULL); 1: valid but not executable; <0: malformed. */
+static int parse_line(const char *s, const char *end, struct procmap *m)
+{
+	static const char deleted[] = " (deleted)";
+	const size_t dlen = sizeof(deleted) - 1;
+	uint64_t major, minor;
+	const char *perms;
+	size_t plen;
+
+	memset(m, 0, sizeof(*m));
+	if (parse_hex(&s, end, &m->start) || expect(&s, end, '-') || parse_hex(&s, end, &m->end) ||
+	    expect(&s, end, ' '))
+		return -EINVAL;
+	if (end - s < 5 || s[4] != ' ')
+		return -EINVAL;
+	perms = s;
+	s += 5;
+	if (parse_hex(&s, end, &m->offset) || expect(&s, end, ' ') || parse_hex(&s, end, &major) ||
+	    expect(&s, end, ':') || parse_hex(&s, end, &minor) || expect(&s, end, ' ') ||
+	    parse_dec(&s, end, &m->inode))
+		return -EINVAL;
+	if (m->end <= m->start || major > 0xfffff || minor > 0xfffff)
+		return -EINVAL;
+	if (s < end && *s != ' ')
+		return -EINVAL;
+	if (perms[2] != 'x')
+		return 1;
+	m->dev = makedev((unsigned)major, (unsigned)minor);
+	while (s < end && *s == ' ')
+		s++;
+	plen = (size_t)(end - s);
+	if (plen > MAX_PATH_LEN)
+		return -ENAMETOOLONG;
+	if (plen == 0) {
+		m->flags |= PROCMAP_ANON;
+		return 0;
+	}
+	if (s[0] == '[') {
+		m->flags |= PROCMAP_ANON;
+		m->flags |= plen == 6 && !memcmp(s, "[vdso]", 6) ? PROCMAP_VDSO : PROCMAP_SPECIAL;
+	} else if (plen > dlen && !memcmp(end - dlen, deleted, dlen)) {
+		m->flags |= PROCMAP_DELETED;
+		plen -= dlen;
+	}
+	if (m->inode == 0)
+		m->flags |= PROCMAP_ANON; /* no inode: there is no file to open */
+	m->path = strndup(s, plen);
+	if (!m->path)
+		return -ENOMEM;
+	return 0;
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct procmap *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
+{
+	struct procmaps *m;
+	const char *s = buf, *end = buf + len;
+	int err = 0;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *le = nl ? nl : end;
+		struct procmap pm;
+		int r;
+
+		r = le > s ? parse_line(s, le, &pm) : 1;
+		s = nl ? nl + 1 : end;
+		if (r == -ENOMEM) {
+			err = r;
+			goto out;
+		}
+		if (r < 0) {
+			m->bad_lines++;
+			continue;
+		}
+		if (r > 0)
+			continue;
+		if (m->n == MAX_MAPPINGS) {
+			free((void *)pm.path);
+			m->bad_lines++;
+			continue;
+		}
+		if (m->n == m->cap) {
+			size_t ncap = m->cap ? m->cap * 2 : 64;
+			struct procmap *nm = realloc(m->maps, ncap * sizeof(*nm));
+
+			if (!nm) {
+				free((void *)pm.path);
+				err = -ENOMEM;
+				goto out;
+			}
+			m->maps = nm;
+			m->cap = ncap;
+		}
+		m->maps[m->n++] = pm;
+	}
+	/* The kernel prints in address order; sort anyway, lookups depend on it. */
+	qsort(m->maps, m->n, sizeof(*m->maps), cmp_start);
+	*out = m;
+	m = NULL;
+out:
+	procmaps__free(m);
+	return err;
+}
+
+int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out)
+{
+	char path[32], *buf = NULL;
+	size_t len = 0;
+	int err;
+
+	snprintf(path, sizeof(path), "%u/maps", pid);
+	err = procmaps__read_file(proc_fd, path, O_NOFOLLOW, MAX_MAPS_BYTES, &buf, &len);
+	if (err)
+		return err;
+	err = procmaps__parse(buf, len, out);
+	free(buf);
+	return err;
+}
+
+int procmaps__read(const char *proc_root, uint32_t pid, struct procmaps **out)
+{
+	int dirfd, err;
+
+	dirfd = open(proc_root ? proc_root : "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	err = procmaps__read_at(dirfd, pid, out);
+	close(dirfd);
+	return err;
+}
+
+void procmaps__free(struct procmaps *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		free((void *)m->maps[i].path);
+	free(m->maps);
+	free(m);
+}
+
+const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	return addr < m->maps[lo - 1].end ? &m->maps[lo - 1] : NULL;
+}
+
+size_t procmaps__count(const struct procmaps *m)
+{
+	return m->n;
+}
+
+const struct procmap *procmaps__get(const struct procmaps *m, size_t i)
+{
+	return i < m->n ? &m->maps[i] : NULL;
+}
+
+size_t procmaps__bad_lines(const struct procmaps *m)
+{
+	return m->bad_lines;
+}

@@ -1,0 +1,50 @@
+/* Executable mappings of one process, parsed from /proc/<pid>/maps. */
+#ifndef PROFD_PROCMAPS_H
+#define PROFD_PROCMAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum procmap_flags {
+	PROCMAP_DELETED = 1 << 0, /* path ended in " (deleted)": only map_files still reaches it */
+	PROCMAP_ANON    = 1 << 1, /* no backing file (inode 0): JIT code, [anon:...], [heap] */
+	PROCMAP_VDSO    = 1 << 2, /* [vdso]: an ELF image living only in the process memory */
+	PROCMAP_SPECIAL = 1 << 3, /* any other [name]: [vsyscall], [uprobes] */
+};
+
+struct procmap {
+	uint64_t start, end; /* [start, end) */
+	uint64_t offset;     /* file offset of start */
+	uint64_t dev;        /* makedev(major, minor) as in st_dev */
+	uint64_t inode;
+	const char *path;    /* without " (deleted)"; NULL for unnamed anonymous memory */
+	uint32_t flags;      /* enum procmap_flags */
+};
+
+struct procmaps;
+
+/* Reads <proc_root>/<pid>/maps; keeps executable mappings, sorted by start. */
+int procmaps__read(const char *proc_root, uint32_t pid, struct procmaps **out);
+/* The same relative to an open directory fd of the proc root. */
+int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out);
+/* The same from text already in memory (tests, fuzzing). */
+int procmaps__parse(const char *buf, size_t len, struct procmaps **out);
+void procmaps__free(struct procmaps *m);
+
+/* The mapping containing addr, or NULL. */
+const struct procmap *procmaps__find(const struct procmaps *m, uint64_t addr);
+size_t procmaps__count(const struct procmaps *m);
+const struct procmap *procmaps__get(const struct procmaps *m, size_t i);
+/* Lines that did not parse (malformed or over the limits). */
+size_t procmaps__bad_lines(const struct procmaps *m);
+
+/*
+ * Reads a whole regular file of at most max bytes into a NUL-terminated
+ * buffer. Refuses FIFOs, devices and anything else that is not S_ISREG, so
+ * a path planted in a container cannot hang or flood the reader. /proc files
+ * report size 0, so the limit is enforced while reading. Shared by the
+ * modules that read /proc and other untrusted text files.
+ */
+int procmaps__read_file(int dirfd, const char *path, int extra_flags, size_t max, char **buf, size_t *len);
+
+#endif

@@ -1,0 +1,537 @@
+/*
+ * Symbolizer: process mappings (per pid, LRU) -> ELF file (per dev/inode,
+ * LRU) -> symbol. Everything read here is untrusted; failures leave the
+ * frame unnamed ([module+0xOFF]) and are counted, never logged.
+ */
+#include "symbolizer.h"
+#include "elfsym.h"
+#include "kallsyms.h"
+#include "procmaps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_FILES 512
+#define DEFAULT_MAX_PIDS 4096
+/* A miss outside every mapping re-reads maps at most this often per pid. */
+#define MAPS_REFRESH_MS 1000
+/* A file we could not open (process gone, EACCES) is retried after this. */
+#define OPEN_RETRY_MS 5000
+#define KALLSYMS_REFRESH_MS 10000
+#define MAX_VDSO_BYTES (1u << 20)
+
+struct lru {
+	struct lru *prev, *next;
+};
+
+struct file_ent {
+	struct lru lru;
+	struct file_ent *hnext;
+	uint64_t dev, ino;
+	struct elfsym *es;    /* NULL: negative entry */
+	int64_t retry_at_ms;  /* negative entries: when to try again (INT64_MAX: never) */
+};
+
+struct pid_ent {
+	struct lru lru;
+	struct pid_ent *hnext;
+	uint32_t pid;
+	struct procmaps *maps; /* NULL when maps could not be read */
+	int64_t read_ms;
+};
+
+struct symbolizer {
+	int proc_fd;
+	char *kallsyms_path;
+	size_t max_files, max_pids;
+
+	struct file_ent **fbuckets;
+	size_t nfbuckets, nfiles;
+	struct lru flru;
+
+	struct pid_ent **pbuckets;
+	size_t npbuckets, npids;
+	struct lru plru;
+
+	struct kallsyms *ks;
+	int64_t ks_read_ms;
+	bool ks_tried;
+
+	struct symbolizer_stats st;
+	char *modbuf;
+	size_t modcap;
+};
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+static void lru_init(struct lru *h)
+{
+	h->prev = h->next = h;
+}
+
+static void lru_del(struct lru *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+}
+
+static void lru_push_front(struct lru *h, struct lru *n)
+{
+	n->next = h->next;
+	n->prev = h;
+	h->next->prev = n;
+	h->next = n;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static size_t buckets_for(size_t max)
+{
+	size_t n = 16;
+
+	while (n < max * 2 && n < (1u << 24))
+		n <<= 1;
+	return n;
+}
+
+int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
+{
+	struct symbolizer *s;
+	const char *proc_root = o && o->proc_root ? o->proc_root : "/proc";
+	int err = 0;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->proc_fd = -1;
+	lru_init(&s->flru);
+	lru_init(&s->plru);
+	s->max_files = o && o->max_files ? o->max_files : DEFAULT_MAX_FILES;
+	s->max_pids = o && o->max_pids ? o->max_pids : DEFAULT_MAX_PIDS;
+	s->kallsyms_path = strdup(o && o->kallsyms ? o->kallsyms : "/proc/kallsyms");
+	s->nfbuckets = buckets_for(s->max_files);
+	s->npbuckets = buckets_for(s->max_pids);
+	s->fbuckets = calloc(s->nfbuckets, sizeof(*s->fbuckets));
+	s->pbuckets = calloc(s->npbuckets, sizeof(*s->pbuckets));
+	if (!s->kallsyms_path || !s->fbuckets || !s->pbuckets) {
+		err = -ENOMEM;
+		goto out;
+	}
+	s->proc_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->proc_fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	*out = s;
+	s = NULL;
+out:
+	symbolizer__free(s);
+	return err;
+}
+
+static void file_ent_free(struct file_ent *f)
+{
+	elfsym__free(f->es);
+	free(f);
+}
+
+static void pid_ent_free(struct pid_ent *p)
+{
+	procmaps__free(p->maps);
+	free(p);
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->fbuckets && i < s->nfbuckets; i++) {
+		for (struct file_ent *f = s->fbuckets[i], *n; f; f = n) {
+			n = f->hnext;
+			file_ent_free(f);
+		}
+	}
+	for (size_t i = 0; s->pbuckets && i < s->npbuckets; i++) {
+		for (struct pid_ent *p = s->pbuckets[i], *n; p; p = n) {
+			n = p->hnext;
+			pid_ent_free(p);
+		}
+	}
+	free(s->fbuckets);
+	free(s->pbuckets);
+	kallsyms__free(s->ks);
+	free(s->kallsyms_path);
+	free(s->modbuf);
+	if (s->proc_fd >= 0)
+		close(s->proc_fd);
+	free(s);
+}
+
+/* ---- process mapping tables ---- */
+
+static struct pid_ent **pid_slot(struct symbolizer *s, uint32_t pid)
+{
+	struct pid_ent **pp = &s->pbuckets[hash64(pid) & (s->npbuckets - 1)];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->hnext;
+	return pp;
+}
+
+static void pid_remove(struct symbolizer *s, struct pid_ent *p)
+{
+	struct pid_ent **pp = pid_slot(s, p->pid);
+
+	if (*pp == p)
+		*pp = p->hnext;
+	lru_del(&p->lru);
+	s->npids--;
+	pid_ent_free(p);
+}
+
+static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
+{
+	struct procmaps *m = NULL;
+
+	if (procmaps__read_at(s->proc_fd, p->pid, &m) == 0) {
+		procmaps__free(p->maps);
+		p->maps = m;
+	}
+	p->read_ms = now_ms();
+}
+
+static int pid_get(struct symbolizer *s, uint32_t pid, struct pid_ent **out)
+{
+	struct pid_ent **pp = pid_slot(s, pid), *p = *pp;
+
+	if (p) {
+		s->st.pid_hits++;
+		lru_del(&p->lru);
+		lru_push_front(&s->plru, &p->lru);
+		*out = p;
+		return 0;
+	}
+	s->st.pid_misses++;
+	if (s->npids >= s->max_pids) {
+		pid_remove(s, container_of(s->plru.prev, struct pid_ent, lru));
+		s->st.pid_evictions++;
+		pp = pid_slot(s, pid);
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	pid_read_maps(s, p);
+	p->hnext = NULL;
+	*pp = p;
+	lru_push_front(&s->plru, &p->lru);
+	s->npids++;
+	*out = p;
+	return 0;
+}
+
+void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
+{
+	struct pid_ent *p = *pid_slot(s, pid);
+
+	if (p)
+		pid_remove(s, p);
+}
+
+/* ---- ELF files ---- */
+
+static struct file_ent **file_slot(struct symbolizer *s, uint64_t dev, uint64_t ino)
+{
+	struct file_ent **pp = &s->fbuckets[hash64(dev * 0x9e3779b97f4a7c15ULL ^ ino) & (s->nfbuckets - 1)];
+
+	while (*pp && ((*pp)->dev != dev || (*pp)->ino != ino))
+		pp = &(*pp)->hnext;
+	return pp;
+}
+
+static void file_remove(struct symbolizer *s, struct file_ent *f)
+{
+	struct file_ent **pp = file_slot(s, f->dev, f->ino);
+
+	if (*pp == f)
+		*pp = f->hnext;
+	lru_del(&f->lru);
+	s->nfiles--;
+	file_ent_free(f);
+}
+
+static int open_in_root(int rootfd, const char *path)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd;
+
+	/* The path is the process's view: resolve it, symlinks included, inside its root. */
+	fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+		return fd < 0 ? -errno : fd;
+	while (*path == '/')
+		path++;
+	fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * map_files reaches the very file mapped, even deleted or in another mount
+ * namespace; it needs CAP_SYS_ADMIN. The path through the process's root is
+ * the fallback, never for a deleted file (the path names another file now).
+ */
+static int open_mapped(struct symbolizer *s, uint32_t pid, const struct procmap *m)
+{
+	char path[96];
+	int fd, rootfd, err;
+
+	snprintf(path, sizeof(path), "%u/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	fd = openat(s->proc_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0)
+		return fd;
+	err = -errno;
+	if ((m->flags & PROCMAP_DELETED) || !m->path || m->path[0] != '/')
+		return err;
+	snprintf(path, sizeof(path), "%u/root", pid);
+	rootfd = openat(s->proc_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return -errno;
+	fd = open_in_root(rootfd, m->path);
+	close(rootfd);
+	return fd;
+}
+
+static int read_vdso(struct symbolizer *s, uint32_t pid, const struct procmap *m, struct elfsym **es)
+{
+	char path[32];
+	size_t len = m->end - m->start;
+	void *buf = NULL;
+	ssize_t r;
+	int fd, err;
+
+	if (len > MAX_VDSO_BYTES)
+		return -EFBIG;
+	snprintf(path, sizeof(path), "%u/mem", pid);
+	fd = openat(s->proc_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(len);
+	if (!buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	r = pread(fd, buf, len, (off_t)m->start);
+	if (r < 0) {
+		err = -errno;
+		goto out;
+	}
+	err = elfsym__open_mem(buf, (size_t)r, es);
+out:
+	free(buf);
+	close(fd);
+	return err;
+}
+
+static bool is_bad_file_error(int err)
+{
+	return err == -EINVAL || err == -ENOEXEC || err == -EFBIG;
+}
+
+static int load_file(struct symbolizer *s, uint32_t pid, const struct procmap *m, struct elfsym **es)
+{
+	int fd, err;
+
+	if (m->flags & PROCMAP_VDSO)
+		return read_vdso(s, pid, m, es);
+	fd = open_mapped(s, pid, m);
+	if (fd < 0)
+		return fd;
+	err = elfsym__open_fd(fd, es);
+	close(fd);
+	return err;
+}
+
+/* Returns the cached file (es may be NULL for a file that cannot be read), or NULL on ENOMEM. */
+static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struct procmap *m)
+{
+	/* The vdso has no inode; its size tells a 32-bit process's image from a 64-bit one. */
+	uint64_t dev = m->flags & PROCMAP_VDSO ? 0 : m->dev;
+	uint64_t ino = m->flags & PROCMAP_VDSO ? m->end - m->start : m->inode;
+	struct file_ent **pp = file_slot(s, dev, ino), *f = *pp;
+	int64_t now;
+	int err;
+
+	if (f && (f->es || now_ms() < f->retry_at_ms)) {
+		s->st.file_hits++;
+		lru_del(&f->lru);
+		lru_push_front(&s->flru, &f->lru);
+		return f;
+	}
+	s->st.file_misses++;
+	if (!f) {
+		if (s->nfiles >= s->max_files) {
+			file_remove(s, container_of(s->flru.prev, struct file_ent, lru));
+			s->st.file_evictions++;
+			pp = file_slot(s, dev, ino);
+		}
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return NULL;
+		f->dev = dev;
+		f->ino = ino;
+		*pp = f;
+		lru_push_front(&s->flru, &f->lru);
+		s->nfiles++;
+	} else {
+		lru_del(&f->lru);
+		lru_push_front(&s->flru, &f->lru);
+	}
+	err = load_file(s, pid, m, &f->es);
+	now = now_ms();
+	if (err == -ENOMEM) {
+		f->retry_at_ms = now;
+		return f;
+	}
+	if (err) {
+		f->es = NULL;
+		if (is_bad_file_error(err)) {
+			s->st.bad_files++;
+			f->retry_at_ms = INT64_MAX;
+		} else {
+			f->retry_at_ms = now + OPEN_RETRY_MS;
+		}
+	}
+	return f;
+}
+
+static const char *set_module(struct symbolizer *s, const char *path)
+{
+	size_t len = strlen(path) + 1;
+
+	if (len > s->modcap) {
+		char *nb = realloc(s->modbuf, len);
+
+		if (!nb)
+			return NULL;
+		s->modbuf = nb;
+		s->modcap = len;
+	}
+	memcpy(s->modbuf, path, len);
+	return s->modbuf;
+}
+
+int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, struct sym *out)
+{
+	uint64_t addr = is_return && ip ? ip - 1 : ip, vaddr;
+	const struct procmap *m = NULL;
+	struct pid_ent *p;
+	struct file_ent *f;
+	const char *name;
+	int err;
+
+	out->name = NULL;
+	out->module = NULL;
+	out->offset = ip;
+	out->kind = SYM_USER;
+
+	err = pid_get(s, pid, &p);
+	if (err)
+		return err;
+	if (p->maps)
+		m = procmaps__find(p->maps, addr);
+	if (!m && now_ms() - p->read_ms >= MAPS_REFRESH_MS) {
+		/* A miss may be a mapping made since we read maps (dlopen, JIT). */
+		pid_read_maps(s, p);
+		if (p->maps)
+			m = procmaps__find(p->maps, addr);
+	}
+	if (!m || !m->path)
+		return 0;
+	out->module = set_module(s, m->path);
+	if (!out->module)
+		return -ENOMEM;
+	out->offset = ip - m->start + m->offset;
+	if ((m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))
+		return 0;
+	f = file_get(s, pid, m);
+	if (!f)
+		return -ENOMEM;
+	if (!f->es)
+		return 0;
+	if (elfsym__file_to_vaddr(f->es, addr - m->start + m->offset, &vaddr))
+		return 0;
+	if (elfsym__lookup(f->es, vaddr, &name, NULL) == 0)
+		out->name = name;
+	return 0;
+}
+
+int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out)
+{
+	const char *name, *module;
+	int64_t now;
+
+	out->name = NULL;
+	out->module = NULL;
+	out->offset = ip;
+	out->kind = SYM_KERNEL;
+	if (s->ks && kallsyms__lookup(s->ks, ip, &name, &module, NULL) == 0)
+		goto found;
+	now = now_ms();
+	/* Modules load and unload: a miss re-reads kallsyms, at most every few seconds. */
+	if (s->ks_tried && now - s->ks_read_ms < KALLSYMS_REFRESH_MS)
+		return 0;
+	{
+		struct kallsyms *k = NULL;
+
+		s->ks_tried = true;
+		s->ks_read_ms = now;
+		if (kallsyms__load(s->kallsyms_path, &k) == -ENOMEM)
+			return -ENOMEM;
+		if (k) {
+			kallsyms__free(s->ks);
+			s->ks = k;
+		}
+	}
+	if (!s->ks || kallsyms__lookup(s->ks, ip, &name, &module, NULL))
+		return 0;
+found:
+	out->name = name;
+	out->module = module ? module : "[kernel.kallsyms]";
+	return 0;
+}
+
+void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out)
+{
+	*out = s->st;
+	out->files_cached = s->nfiles;
+	out->pids_cached = s->npids;
+}
