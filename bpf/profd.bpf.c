@@ -10,16 +10,20 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 self_tgid = 0; /* profd itself is not profiled */
+const volatile __u32 self_tgid = 0; /* when set, profd itself is not profiled */
 
 __u64 counters[PROFD_CNT_MAX] = {};
 
 /*
- * Two generations of counts and stacks maps. User space swaps the inner map
- * in the one-slot outer map; the kernel waits for running programs before
- * that update returns (maybe_wait_bpf_programs), so the map user space then
- * drains is no longer written: every sample is counted exactly once.
+ * Two generations of counts and stacks maps, chosen by gen. To drain, user
+ * space flips gen and then rewrites a slot of a map-in-map: the kernel waits
+ * for running programs before that update returns (maybe_wait_bpf_programs),
+ * so the generation user space then drains is no longer written. A program
+ * reads gen once, so its count and its stacks land in the same generation:
+ * every sample is counted exactly once.
  */
+__u32 gen = 0;
+
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -36,20 +40,20 @@ struct stacks_map {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__array(values, struct counts_map);
 } counts SEC(".maps") = {
-	.values = { &counts_a },
+	.values = { &counts_a, &counts_b },
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__array(values, struct stacks_map);
 } stacks SEC(".maps") = {
-	.values = { &stacks_a },
+	.values = { &stacks_a, &stacks_b },
 };
 
 /* Two per-CPU buffers: a nested program (NMI over softirq) must not clobber ours. */
@@ -105,10 +109,11 @@ static __always_inline __u64 store_stack(void *ctx, void *stack_map, __u32 slot,
 	if (!buf)
 		return 0;
 	n = bpf_get_stack(ctx, buf->ips, sizeof(buf->ips), user ? BPF_F_USER_STACK : 0);
-	if (n <= 0) {
+	if (n < 0)
 		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
+	/* Zero frames is normal: a sample in user mode has no kernel stack. */
+	if (n <= 0)
 		return 0;
-	}
 	buf->len = n / sizeof(__u64);
 	buf->pad = 0;
 	if (buf->len >= PROFD_MAX_DEPTH) {
@@ -138,16 +143,16 @@ static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct profd_key key = {};
+	__u32 g = *(volatile __u32 *)&gen & 1;
 	void *cmap, *smap;
-	__u32 zero = 0;
 	__u64 *v;
 
 	key.pid = pid_tgid >> 32;
 	key.tid = (__u32)pid_tgid;
 	key.kind = kind;
 
-	cmap = bpf_map_lookup_elem(&counts, &zero);
-	smap = bpf_map_lookup_elem(&stacks, &zero);
+	cmap = bpf_map_lookup_elem(&counts, &g);
+	smap = bpf_map_lookup_elem(&stacks, &g);
 	if (!cmap || !smap) {
 		count(PROFD_CNT_NO_MAP);
 		return 0;

@@ -1,0 +1,370 @@
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "profd.skel.h"
+#include "sampler.h"
+
+struct sampler {
+	struct profd_bpf *skel;
+	int *pfds;
+	struct bpf_link **links;
+	int ncpus;
+	unsigned nopen;
+	const char *event;
+	struct sampler_opts o;
+
+	/* Drain buffers, sized for a full generation. */
+	struct profd_key *keys;
+	uint64_t *vals;
+	uint64_t *skeys;
+	struct profd_stack *svals;
+	uint32_t nstacks;
+	uint64_t *sindex; /* open addressing: stack id -> position + 1 in svals */
+	uint32_t sindex_cap;
+};
+
+/* Parses a kernel CPU list ("0-3,8,10-11") into flags for CPUs below n. */
+static int online_cpus(bool *online, int n)
+{
+	char buf[4096], *p = buf, *end;
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	size_t len;
+
+	if (!f)
+		return -errno;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = 0;
+	while (*p && *p != '\n') {
+		unsigned long a = strtoul(p, &end, 10), b = a;
+
+		if (end == p)
+			return -EINVAL;
+		p = end;
+		if (*p == '-') {
+			b = strtoul(++p, &end, 10);
+			if (end == p || b < a)
+				return -EINVAL;
+			p = end;
+		}
+		for (unsigned long c = a; c <= b && c < (unsigned long)n; c++)
+			online[c] = true;
+		if (*p == ',')
+			p++;
+		else if (*p && *p != '\n')
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int perf_open(struct perf_event_attr *attr, int cpu)
+{
+	return syscall(SYS_perf_event_open, attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Hardware cycles where a PMU exists; virtual machines often have none. */
+static int open_events(struct sampler *s, char *err, size_t errlen)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.freq = 1,
+		.sample_freq = s->o.frequency,
+	};
+	bool *online = calloc(s->ncpus, sizeof(*online));
+	int n = s->ncpus, ret = 0;
+
+	if (!online)
+		return -ENOMEM;
+	ret = online_cpus(online, n);
+	if (ret) {
+		free(online);
+		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/online: %s", strerror(-ret));
+		return ret;
+	}
+	for (int type = 0; type < 2 && !s->event; type++) {
+		attr.type = type == 0 ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE;
+		attr.config = type == 0 ? PERF_COUNT_HW_CPU_CYCLES : PERF_COUNT_SW_CPU_CLOCK;
+		for (int cpu = 0; cpu < s->ncpus; cpu++)
+			s->pfds[cpu] = -1;
+		s->nopen = 0;
+		for (int cpu = 0; cpu < s->ncpus && cpu < n; cpu++) {
+			if (!online[cpu])
+				continue;
+			s->pfds[cpu] = perf_open(&attr, cpu);
+			if (s->pfds[cpu] < 0) {
+				ret = -errno;
+				break;
+			}
+			s->nopen++;
+		}
+		if (s->nopen && ret == 0) {
+			s->event = type == 0 ? "cycles" : "cpu-clock";
+			break;
+		}
+		for (int cpu = 0; cpu < s->ncpus; cpu++)
+			if (s->pfds[cpu] >= 0)
+				close(s->pfds[cpu]);
+		if (ret == -EACCES || ret == -EPERM)
+			break;
+		if (type == 0)
+			ret = 0;
+	}
+	free(online);
+	if (!s->event) {
+		if (ret == -EACCES || ret == -EPERM)
+			snprintf(err, errlen,
+				 "perf_event_open not permitted (%s): run as root or with CAP_PERFMON, "
+				 "and check kernel.perf_event_paranoid", strerror(-ret));
+		else
+			snprintf(err, errlen, "perf_event_open failed for cycles and cpu-clock: %s",
+				 strerror(ret ? -ret : ENODEV));
+		return ret ? ret : -ENODEV;
+	}
+	return 0;
+}
+
+static int alloc_buffers(struct sampler *s)
+{
+	uint32_t c = s->o.counts_entries, k = s->o.stacks_entries;
+
+	s->keys = calloc(c, sizeof(*s->keys));
+	s->vals = calloc(c, sizeof(*s->vals));
+	s->skeys = calloc(k, sizeof(*s->skeys));
+	s->svals = calloc(k, sizeof(*s->svals));
+	s->sindex_cap = 1;
+	while (s->sindex_cap < k * 2)
+		s->sindex_cap <<= 1;
+	s->sindex = calloc(s->sindex_cap, sizeof(*s->sindex));
+	if (!s->keys || !s->vals || !s->skeys || !s->svals || !s->sindex)
+		return -ENOMEM;
+	return 0;
+}
+
+int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
+{
+	struct sampler *s = calloc(1, sizeof(*s));
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus <= 0) {
+		ret = s->ncpus ? s->ncpus : -ENODEV;
+		snprintf(err, errlen, "cannot count possible CPUs: %s", strerror(-ret));
+		goto fail;
+	}
+	s->pfds = calloc(s->ncpus, sizeof(*s->pfds));
+	s->links = calloc(s->ncpus, sizeof(*s->links));
+	if (!s->pfds || !s->links) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = alloc_buffers(s);
+	if (ret) {
+		snprintf(err, errlen, "cannot allocate drain buffers for %u counts and %u stacks",
+			 o->counts_entries, o->stacks_entries);
+		goto fail;
+	}
+
+	s->skel = profd_bpf__open();
+	if (!s->skel) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-ret));
+		goto fail;
+	}
+	bpf_map__set_max_entries(s->skel->maps.counts_a, o->counts_entries);
+	bpf_map__set_max_entries(s->skel->maps.counts_b, o->counts_entries);
+	bpf_map__set_max_entries(s->skel->maps.stacks_a, o->stacks_entries);
+	bpf_map__set_max_entries(s->skel->maps.stacks_b, o->stacks_entries);
+	/*
+	 * The outer maps' inner template keeps its compiled size: the kernel does
+	 * not compare max_entries of hash inner maps (and libbpf 1.1 crashes on
+	 * resizing a template).
+	 */
+
+	ret = profd_bpf__load(s->skel);
+	if (ret) {
+		ret = ret < 0 ? ret : -errno;
+		if (ret == -EPERM || ret == -EACCES)
+			snprintf(err, errlen, "loading BPF programs not permitted (%s): run as root "
+				 "or with CAP_BPF and CAP_PERFMON", strerror(-ret));
+		else
+			snprintf(err, errlen, "cannot load BPF programs (%s): the kernel needs BTF "
+				 "and BPF perf_event support", strerror(-ret));
+		goto fail;
+	}
+
+	ret = open_events(s, err, errlen);
+	if (ret)
+		goto fail;
+	for (int cpu = 0; cpu < s->ncpus; cpu++) {
+		if (s->pfds[cpu] < 0)
+			continue;
+		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.on_cpu, s->pfds[cpu]);
+		if (!s->links[cpu]) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot attach the BPF program to CPU %d: %s", cpu,
+				 strerror(-ret));
+			goto fail;
+		}
+	}
+	*out = s;
+	return 0;
+fail:
+	sampler__free(s);
+	return ret;
+}
+
+void sampler__free(struct sampler *s)
+{
+	if (!s)
+		return;
+	for (int cpu = 0; s->links && cpu < s->ncpus; cpu++)
+		bpf_link__destroy(s->links[cpu]);
+	for (int cpu = 0; s->pfds && cpu < s->ncpus; cpu++)
+		if (s->pfds[cpu] > 0)
+			close(s->pfds[cpu]);
+	profd_bpf__destroy(s->skel);
+	free(s->pfds);
+	free(s->links);
+	free(s->keys);
+	free(s->vals);
+	free(s->skeys);
+	free(s->svals);
+	free(s->sindex);
+	free(s);
+}
+
+/* Reads and deletes every entry of a hash map in batches; returns the count read. */
+static int read_and_clear(int fd, void *keys, void *vals, uint32_t cap, uint32_t *got)
+{
+	uint32_t batch, total = 0;
+	void *in = NULL;
+	int err = 0;
+	size_t ksz, vsz;
+	struct bpf_map_info info = {};
+	uint32_t ilen = sizeof(info);
+
+	err = bpf_obj_get_info_by_fd(fd, &info, &ilen);
+	if (err)
+		return -errno;
+	ksz = info.key_size;
+	vsz = info.value_size;
+	while (total < cap) {
+		uint32_t n = cap - total;
+
+		err = bpf_map_lookup_and_delete_batch(fd, in, &batch, (char *)keys + total * ksz,
+						      (char *)vals + total * vsz, &n, NULL);
+		if (err)
+			err = -errno;
+		total += n;
+		in = &batch;
+		if (err == -ENOENT) {
+			err = 0;
+			break;
+		}
+		if (err)
+			break;
+	}
+	*got = total;
+	return err;
+}
+
+static void index_stacks(struct sampler *s)
+{
+	uint32_t mask = s->sindex_cap - 1;
+
+	memset(s->sindex, 0, s->sindex_cap * sizeof(*s->sindex));
+	for (uint32_t i = 0; i < s->nstacks; i++) {
+		uint32_t j = (uint32_t)(s->skeys[i] * 0x9e3779b97f4a7c15ULL >> 32) & mask;
+
+		while (s->sindex[j])
+			j = (j + 1) & mask;
+		s->sindex[j] = i + 1;
+	}
+}
+
+static const struct profd_stack *find_stack(const struct sampler *s, uint64_t id)
+{
+	uint32_t mask = s->sindex_cap - 1;
+	uint32_t j = (uint32_t)(id * 0x9e3779b97f4a7c15ULL >> 32) & mask;
+
+	for (; s->sindex[j]; j = (j + 1) & mask)
+		if (s->skeys[s->sindex[j] - 1] == id)
+			return &s->svals[s->sindex[j] - 1];
+	return NULL;
+}
+
+int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg)
+{
+	uint32_t old = s->skel->bss->gen & 1, ncounts = 0;
+	struct bpf_map *cmaps[2] = { s->skel->maps.counts_a, s->skel->maps.counts_b };
+	struct bpf_map *smaps[2] = { s->skel->maps.stacks_a, s->skel->maps.stacks_b };
+	int outer = bpf_map__fd(s->skel->maps.counts), inner_fd = bpf_map__fd(cmaps[old]);
+	int err;
+
+	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
+	/* Rewriting a map-in-map slot waits for running programs (synchronize_rcu). */
+	if (bpf_map_update_elem(outer, &old, &inner_fd, BPF_ANY))
+		return -errno;
+
+	err = read_and_clear(bpf_map__fd(smaps[old]), s->skeys, s->svals, s->o.stacks_entries,
+			     &s->nstacks);
+	if (err)
+		return err;
+	err = read_and_clear(bpf_map__fd(cmaps[old]), s->keys, s->vals, s->o.counts_entries,
+			     &ncounts);
+	if (err)
+		return err;
+	index_stacks(s);
+
+	for (uint32_t i = 0; i < ncounts; i++) {
+		const struct profd_stack *us = s->keys[i].ustack ? find_stack(s, s->keys[i].ustack) : NULL;
+		const struct profd_stack *ks = s->keys[i].kstack ? find_stack(s, s->keys[i].kstack) : NULL;
+		struct sampler_entry e = {
+			.key = &s->keys[i],
+			.value = s->vals[i],
+			.ustack = us ? us->ips : NULL,
+			.nustack = us ? (us->len > PROFD_MAX_DEPTH ? PROFD_MAX_DEPTH : us->len) : 0,
+			.kstack = ks ? ks->ips : NULL,
+			.nkstack = ks ? (ks->len > PROFD_MAX_DEPTH ? PROFD_MAX_DEPTH : ks->len) : 0,
+		};
+
+		err = fn(&e, arg);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void sampler__counters(const struct sampler *s, uint64_t out[PROFD_CNT_MAX])
+{
+	for (int i = 0; i < PROFD_CNT_MAX; i++)
+		out[i] = __atomic_load_n(&s->skel->bss->counters[i], __ATOMIC_RELAXED);
+}
+
+const char *sampler__event(const struct sampler *s)
+{
+	return s->event;
+}
+
+unsigned sampler__ncpus(const struct sampler *s)
+{
+	return s->nopen;
+}
+
+uint64_t sampler__map_bytes(const struct sampler *s)
+{
+	return 2ULL * s->o.counts_entries * (sizeof(struct profd_key) + 8 + 16) +
+	       2ULL * s->o.stacks_entries * (sizeof(struct profd_stack) + 8 + 16);
+}

@@ -1,0 +1,43 @@
+/* Kernel side set-up: the BPF object, one perf event per CPU, generation flips and drains. */
+#ifndef PROFD_SAMPLER_H
+#define PROFD_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "profd.h"
+
+struct sampler;
+
+struct sampler_opts {
+	unsigned frequency;      /* Hz */
+	uint32_t counts_entries; /* per generation */
+	uint32_t stacks_entries; /* per generation */
+};
+
+/* One aggregated entry of a drained generation; stacks are leaf first. */
+struct sampler_entry {
+	const struct profd_key *key;
+	uint64_t value;
+	const __u64 *ustack;
+	uint32_t nustack;
+	const __u64 *kstack;
+	uint32_t nkstack;
+};
+
+typedef int (*sampler_entry_fn)(const struct sampler_entry *e, void *arg);
+
+/* Errors: -EPERM/-EACCES (no privilege), -ENOENT/-EOPNOTSUPP (kernel lacks a feature). */
+int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen);
+void sampler__free(struct sampler *s);
+/* Flips the generation, then reads and clears the previous one. */
+int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg);
+void sampler__counters(const struct sampler *s, uint64_t out[PROFD_CNT_MAX]);
+const char *sampler__event(const struct sampler *s);
+unsigned sampler__ncpus(const struct sampler *s);
+/* Kernel memory held by the maps, in bytes (an estimate from their sizes). */
+uint64_t sampler__map_bytes(const struct sampler *s);
+
+#endif

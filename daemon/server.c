@@ -1,0 +1,231 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "server.h"
+
+#define MAX_CLIENTS 32
+#define CLIENT_TIMEOUT_MS 2000
+
+struct client {
+	int fd;
+	int64_t deadline_ms;
+	size_t len;
+	char req[CTL_MAX_REQUEST];
+	char *reply;
+	size_t rlen, rsent;
+};
+
+struct server {
+	int fd, epfd;
+	char *path;
+	server_handler_fn fn;
+	void *arg;
+	struct client clients[MAX_CLIENTS];
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int server__open(const char *path, int epfd, server_handler_fn fn, void *arg, struct server **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct server *s;
+	mode_t old;
+	int err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->epfd = epfd;
+	s->fn = fn;
+	s->arg = arg;
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		s->clients[i].fd = -1;
+	s->path = strdup(path);
+	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (!s->path || s->fd < 0) {
+		err = s->path ? -errno : -ENOMEM;
+		goto fail;
+	}
+	strcpy(sa.sun_path, path);
+	/* A stale socket from a crashed run: only ever unlink a socket, never a file. */
+	{
+		struct stat st;
+
+		if (!lstat(path, &st) && S_ISSOCK(st.st_mode))
+			unlink(path);
+	}
+	old = umask(0117);
+	err = bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	umask(old);
+	if (err)
+		goto fail;
+	if (listen(s->fd, 16)) {
+		err = -errno;
+		goto fail;
+	}
+	ev.data.ptr = s;
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, s->fd, &ev)) {
+		err = -errno;
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->path);
+	free(s);
+	return err;
+}
+
+static void drop(struct server *s, struct client *c)
+{
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	free(c->reply);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+void server__free(struct server *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (s->clients[i].fd >= 0)
+			drop(s, &s->clients[i]);
+	close(s->fd);
+	unlink(s->path);
+	free(s->path);
+	free(s);
+}
+
+static void accept_all(struct server *s)
+{
+	for (;;) {
+		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct epoll_event ev = { .events = EPOLLIN };
+		struct client *c = NULL;
+
+		if (fd < 0)
+			return;
+		for (int i = 0; i < MAX_CLIENTS; i++) {
+			if (s->clients[i].fd < 0) {
+				c = &s->clients[i];
+				break;
+			}
+		}
+		if (!c) {
+			/* Too many clients: refusing one keeps the loop responsive. */
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->len = 0;
+		c->deadline_ms = mono_ms() + CLIENT_TIMEOUT_MS;
+		ev.data.ptr = c;
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			c->fd = -1;
+		}
+	}
+}
+
+static void write_reply(struct server *s, struct client *c)
+{
+	while (c->rsent < c->rlen) {
+		ssize_t w = send(c->fd, c->reply + c->rsent, c->rlen - c->rsent, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EAGAIN) {
+				struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
+
+				epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+				return;
+			}
+			break;
+		}
+		c->rsent += w;
+	}
+	drop(s, c);
+}
+
+static void read_request(struct server *s, struct client *c)
+{
+	char *nl;
+	ssize_t r;
+
+	r = recv(c->fd, c->req + c->len, sizeof(c->req) - 1 - c->len, 0);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		drop(s, c);
+		return;
+	}
+	c->len += r;
+	c->req[c->len] = 0;
+	nl = strchr(c->req, '\n');
+	if (!nl) {
+		if (c->len >= sizeof(c->req) - 1)
+			drop(s, c); /* over the request bound */
+		return;
+	}
+	*nl = 0;
+	if (s->fn(c->req, &c->reply, s->arg) || !c->reply) {
+		free(c->reply);
+		c->reply = strdup("error\tinternal error\n");
+		if (!c->reply) {
+			drop(s, c);
+			return;
+		}
+	}
+	c->rlen = strlen(c->reply);
+	c->rsent = 0;
+	write_reply(s, c);
+}
+
+int server__dispatch(struct server *s, void *tag, uint32_t events)
+{
+	if (tag == s) {
+		accept_all(s);
+		return 1;
+	}
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		struct client *c = &s->clients[i];
+
+		if (tag != c)
+			continue;
+		if (c->fd < 0)
+			return 1;
+		if (c->reply)
+			write_reply(s, c);
+		else if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			read_request(s, c);
+		return 1;
+	}
+	return 0;
+}
+
+void server__reap(struct server *s, int64_t now_ms)
+{
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (s->clients[i].fd >= 0 && now_ms > s->clients[i].deadline_ms)
+			drop(s, &s->clients[i]);
+}

@@ -1,0 +1,175 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroups.h"
+
+#define MAX_DEPTH 32
+#define MAX_ENTRIES 200000
+
+struct cg_entry {
+	uint64_t id;
+	char *path;
+};
+
+struct cgroups {
+	char *root;
+	struct cg_entry *e; /* sorted by id */
+	size_t n, cap;
+	int64_t last_scan_ns;
+	int scanned;
+};
+
+static int add(struct cgroups *c, uint64_t id, const char *path)
+{
+	if (c->n >= MAX_ENTRIES)
+		return -E2BIG;
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 256;
+		struct cg_entry *ne = realloc(c->e, ncap * sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM;
+		c->e = ne;
+		c->cap = ncap;
+	}
+	c->e[c->n].path = strdup(path);
+	if (!c->e[c->n].path)
+		return -ENOMEM;
+	c->e[c->n++].id = id;
+	return 0;
+}
+
+/* Walks with openat on directory fds so a renamed parent cannot redirect us. */
+static int walk(struct cgroups *c, int dfd, char *path, size_t len, int depth)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	int err = 0;
+
+	if (fstat(dfd, &st)) {
+		close(dfd);
+		return -errno;
+	}
+	err = add(c, st.st_ino, len ? path : "/");
+	if (err || depth >= MAX_DEPTH) {
+		close(dfd);
+		return err;
+	}
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		size_t nl = strlen(de->d_name);
+		int sub;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if (len + 1 + nl >= 4096)
+			continue;
+		sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			continue;
+		path[len] = '/';
+		memcpy(path + len + 1, de->d_name, nl + 1);
+		err = walk(c, sub, path, len + 1 + nl, depth + 1);
+		path[len] = 0;
+		if (err)
+			break;
+	}
+	closedir(d);
+	return err;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	const struct cg_entry *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void clear(struct cgroups *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->e[i].path);
+	c->n = 0;
+}
+
+static int rescan(struct cgroups *c)
+{
+	char path[4096] = "";
+	int fd, err;
+
+	clear(c);
+	fd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = walk(c, fd, path, 0, 0);
+	qsort(c->e, c->n, sizeof(*c->e), cmp);
+	/* A partial table (E2BIG) is still useful. */
+	return err == -E2BIG ? 0 : err;
+}
+
+int cgroups__new(const char *root, struct cgroups **out)
+{
+	struct cgroups *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->root = strdup(root ? root : "/sys/fs/cgroup");
+	if (!c->root) {
+		free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+void cgroups__free(struct cgroups *c)
+{
+	if (!c)
+		return;
+	clear(c);
+	free(c->e);
+	free(c->root);
+	free(c);
+}
+
+static const char *find(const struct cgroups *c, uint64_t id)
+{
+	size_t lo = 0, hi = c->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->e[mid].id == id)
+			return c->e[mid].path;
+		if (c->e[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+const char *cgroups__path(struct cgroups *c, uint64_t id, int64_t now_ns)
+{
+	const char *p = find(c, id);
+
+	if (p || !id)
+		return p;
+	if (c->scanned && now_ns - c->last_scan_ns < 1000000000LL)
+		return NULL;
+	c->scanned = 1;
+	c->last_scan_ns = now_ns;
+	if (rescan(c))
+		return NULL;
+	return find(c, id);
+}
