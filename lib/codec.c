@@ -1,0 +1,449 @@
+/*
+ * Window payload encoder and decoder. See docs/FORMAT.md, "Payload".
+ *
+ * The encoder writes tables in id order, so ids in the payload are the
+ * profile's own ids and it needs no maps. The decoder re-interns everything
+ * through the profile API and keeps maps from payload ids to profile ids:
+ * a hostile payload may repeat a string or a frame, and interning would then
+ * fold two payload ids into one profile id.
+ */
+#include "codec.h"
+#include "profile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct codec {
+	uint8_t *buf;
+	size_t len, cap;
+	int err;                  /* sticky encode error: checked once at the end */
+	uint32_t *smap, *fmap, *kmap; /* payload id -> profile id: strings, frames, stacks */
+	size_t smap_cap, fmap_cap, kmap_cap;
+	uint32_t *prev, *cur;      /* decoded stacks, in payload frame ids */
+	size_t prev_cap, cur_cap;
+	struct pf_sample *samples;
+	size_t samples_cap;
+};
+
+int codec__new(struct codec **out)
+{
+	struct codec *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	*out = c;
+	return 0;
+}
+
+void codec__free(struct codec *c)
+{
+	if (!c)
+		return;
+	free(c->buf);
+	free(c->smap);
+	free(c->fmap);
+	free(c->kmap);
+	free(c->prev);
+	free(c->cur);
+	free(c->samples);
+	free(c);
+}
+
+/* Grows *arr to hold n elements of size sz; keeps the contents. */
+static int grow(void **arr, size_t *cap, size_t n, size_t sz)
+{
+	if (n <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : 64;
+	while (ncap < n) {
+		if (ncap > SIZE_MAX / 2 / sz)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	void *p = realloc(*arr, ncap * sz);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+/* ---- encoding ---- */
+
+static void put_bytes(struct codec *c, const void *p, size_t n)
+{
+	if (c->err)
+		return;
+	if (n > SIZE_MAX - c->len) {
+		c->err = -ENOMEM;
+		return;
+	}
+	void *b = c->buf;
+	int r = grow(&b, &c->cap, c->len + n, 1);
+	c->buf = b;
+	if (r) {
+		c->err = r;
+		return;
+	}
+	memcpy(c->buf + c->len, p, n);
+	c->len += n;
+}
+
+static void put_u(struct codec *c, uint64_t v)
+{
+	uint8_t b[10];
+	size_t n = 0;
+	while (v >= 0x80) {
+		b[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	b[n++] = (uint8_t)v;
+	put_bytes(c, b, n);
+}
+
+static uint64_t zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+int codec__encode(struct codec *c, const struct profile *p, const uint8_t **buf, size_t *len)
+{
+	c->len = 0;
+	c->err = 0;
+	put_u(c, CODEC_PAYLOAD_VERSION);
+
+	size_t nstr = profile__nstrs(p);
+	put_u(c, nstr ? nstr - 1 : 0);
+	for (size_t i = 1; i < nstr; i++) {
+		const char *s = profile__str(p, (uint32_t)i);
+		size_t n = strlen(s);
+		put_u(c, n);
+		put_bytes(c, s, n);
+	}
+
+	const struct pf_meta *m = profile__meta_const(p);
+	put_u(c, zigzag(m->start_ns));
+	/* Unsigned difference: wraps the same way on decode, whatever the input. */
+	put_u(c, (uint64_t)m->end_ns - (uint64_t)m->start_ns);
+	put_u(c, m->host);
+	put_u(c, m->kernel);
+	put_u(c, m->event);
+	put_u(c, m->frequency);
+
+	size_t nc = profile__ncounters(p);
+	put_u(c, nc);
+	for (size_t i = 0; i < nc; i++) {
+		const struct pf_counter *k = profile__counter(p, i);
+		put_u(c, k->name);
+		put_u(c, k->value);
+	}
+
+	/* Columns: a run of similar small numbers compresses far better than interleaved records. */
+	size_t nf = profile__nframes(p);
+	put_u(c, nf);
+	for (size_t i = 0; i < nf; i++)
+		put_u(c, profile__frame(p, (uint32_t)i)->kind);
+	for (size_t i = 0; i < nf; i++)
+		put_u(c, profile__frame(p, (uint32_t)i)->module);
+	for (size_t i = 0; i < nf; i++)
+		put_u(c, profile__frame(p, (uint32_t)i)->name);
+	for (size_t i = 0; i < nf; i++)
+		put_u(c, profile__frame(p, (uint32_t)i)->offset);
+
+	/*
+	 * Stacks are root first, so stacks added one after the other tend to
+	 * share their first frames (main, the event loop, the syscall path): each
+	 * stack stores only how many frames it shares with the previous one.
+	 */
+	size_t nk = profile__nstacks(p);
+	put_u(c, nk ? nk - 1 : 0);
+	const uint32_t *prev = NULL;
+	uint32_t nprev = 0;
+	for (size_t i = 1; i < nk; i++) {
+		uint32_t n;
+		const uint32_t *f = profile__stack(p, (uint32_t)i, &n);
+		uint32_t shared = 0;
+		while (shared < n && shared < nprev && f[shared] == prev[shared])
+			shared++;
+		put_u(c, shared);
+		put_u(c, n - shared);
+		for (uint32_t j = shared; j < n; j++)
+			put_u(c, f[j]);
+		prev = f;
+		nprev = n;
+	}
+
+	size_t ns = profile__nsamples(p);
+	put_u(c, ns);
+	for (size_t i = 0; i < ns; i++)
+		put_u(c, profile__sample(p, i)->kind);
+	for (size_t i = 0; i < ns; i++)
+		put_u(c, profile__sample(p, i)->stack);
+	for (size_t i = 0; i < ns; i++)
+		put_u(c, profile__sample(p, i)->value);
+	/* Samples of one process arrive together: pids as deltas, tids against their pid. */
+	uint32_t ppid = 0;
+	for (size_t i = 0; i < ns; i++) {
+		uint32_t pid = profile__sample(p, i)->pid;
+		put_u(c, zigzag((int64_t)pid - ppid));
+		ppid = pid;
+	}
+	for (size_t i = 0; i < ns; i++) {
+		const struct pf_sample *s = profile__sample(p, i);
+		put_u(c, zigzag((int64_t)s->tid - s->pid));
+	}
+	for (size_t i = 0; i < ns; i++)
+		put_u(c, profile__sample(p, i)->comm);
+	for (size_t i = 0; i < ns; i++)
+		put_u(c, profile__sample(p, i)->thread);
+	for (size_t i = 0; i < ns; i++)
+		put_u(c, profile__sample(p, i)->cgroup);
+
+	if (c->err)
+		return c->err;
+	*buf = c->buf;
+	*len = c->len;
+	return 0;
+}
+
+void codec__totals(const struct profile *p, uint64_t *samples, uint64_t *lost)
+{
+	uint64_t s = 0, l = 0;
+	size_t ns = profile__nsamples(p), nc = profile__ncounters(p);
+	for (size_t i = 0; i < ns; i++) {
+		const struct pf_sample *x = profile__sample(p, i);
+		if (x->kind == PF_KIND_CPU)
+			s += x->value;
+	}
+	for (size_t i = 0; i < nc; i++) {
+		const struct pf_counter *k = profile__counter(p, i);
+		if (!strncmp(profile__str(p, k->name), "lost", 4))
+			l += k->value;
+	}
+	*samples = s;
+	*lost = l;
+}
+
+/* ---- decoding ---- */
+
+struct rd {
+	const uint8_t *p, *end;
+};
+
+static int get_u(struct rd *r, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (r->p >= r->end)
+			return -EBADMSG;
+		uint8_t b = *r->p++;
+		/* The tenth byte may carry only the top bit of a 64-bit value. */
+		if (shift == 63 && b > 1)
+			return -EBADMSG;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
+static int get_u32(struct rd *r, uint32_t *v)
+{
+	uint64_t x;
+	int e = get_u(r, &x);
+	if (e)
+		return e;
+	if (x > UINT32_MAX)
+		return -EBADMSG;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+/* Reads a count of items that each take at least min_bytes: bounds allocations by the input size. */
+static int get_count(struct rd *r, size_t min_bytes, size_t *n)
+{
+	uint64_t x;
+	int e = get_u(r, &x);
+	if (e)
+		return e;
+	if (x > (uint64_t)(r->end - r->p) / min_bytes || x >= UINT32_MAX)
+		return -EBADMSG;
+	*n = (size_t)x;
+	return 0;
+}
+
+/* Reads a string id and maps it; id must be below n. */
+static int get_str(struct codec *c, struct rd *r, size_t n, uint32_t *id)
+{
+	uint32_t v;
+	int e = get_u32(r, &v);
+	if (e)
+		return e;
+	if (v >= n)
+		return -EBADMSG;
+	*id = c->smap[v];
+	return 0;
+}
+
+#define TRY(x) do { if ((err = (x))) goto out; } while (0)
+#define BAD() do { err = -EBADMSG; goto out; } while (0)
+
+int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profile *p)
+{
+	struct rd r = { buf, buf + len };
+	uint64_t v;
+	size_t nstr, nc, nf, nk, ns;
+	int err;
+
+	profile__reset(p);
+	TRY(get_u(&r, &v));
+	if (v != CODEC_PAYLOAD_VERSION)
+		BAD();
+
+	TRY(get_count(&r, 1, &nstr));
+	nstr++; /* id 0, "", is implicit */
+	TRY(grow((void **)&c->smap, &c->smap_cap, nstr, sizeof(uint32_t)));
+	c->smap[0] = 0;
+	for (size_t i = 1; i < nstr; i++) {
+		size_t n;
+		TRY(get_count(&r, 1, &n));
+		/* A NUL inside would make the C string differ from the stored bytes. */
+		if (memchr(r.p, 0, n))
+			BAD();
+		TRY(profile__intern(p, (const char *)r.p, n, &c->smap[i]));
+		r.p += n;
+	}
+
+	struct pf_meta m = { 0 };
+	uint64_t dur;
+	TRY(get_u(&r, &v));
+	m.start_ns = unzigzag(v);
+	TRY(get_u(&r, &dur));
+	m.end_ns = (int64_t)((uint64_t)m.start_ns + dur);
+	TRY(get_str(c, &r, nstr, &m.host));
+	TRY(get_str(c, &r, nstr, &m.kernel));
+	TRY(get_str(c, &r, nstr, &m.event));
+	TRY(get_u32(&r, &m.frequency));
+	*profile__meta(p) = m;
+
+	TRY(get_count(&r, 2, &nc));
+	for (size_t i = 0; i < nc; i++) {
+		uint32_t name;
+		TRY(get_str(c, &r, nstr, &name));
+		TRY(get_u(&r, &v));
+		TRY(profile__counter_add(p, profile__str(p, name), v));
+	}
+
+	TRY(get_count(&r, 4, &nf));
+	TRY(grow((void **)&c->fmap, &c->fmap_cap, nf, sizeof(uint32_t)));
+	/* Columns: hold kind, module and name in the samples scratch until offsets arrive. */
+	TRY(grow((void **)&c->samples, &c->samples_cap, nf, sizeof(*c->samples)));
+	for (size_t i = 0; i < nf; i++) {
+		TRY(get_u32(&r, &c->samples[i].kind));
+		if (c->samples[i].kind > 255)
+			BAD();
+	}
+	for (size_t i = 0; i < nf; i++)
+		TRY(get_str(c, &r, nstr, &c->samples[i].comm));
+	for (size_t i = 0; i < nf; i++)
+		TRY(get_str(c, &r, nstr, &c->samples[i].thread));
+	for (size_t i = 0; i < nf; i++) {
+		struct pf_frame f = {
+			.kind = c->samples[i].kind,
+			.module = c->samples[i].comm,
+			.name = c->samples[i].thread,
+		};
+		TRY(get_u(&r, &f.offset));
+		TRY(profile__frame_add(p, &f, &c->fmap[i]));
+	}
+
+	TRY(get_count(&r, 2, &nk));
+	nk++; /* stack 0, the empty stack, is implicit */
+	TRY(grow((void **)&c->kmap, &c->kmap_cap, nk, sizeof(uint32_t)));
+	c->kmap[0] = 0;
+	size_t nprev = 0;
+	for (size_t i = 1; i < nk; i++) {
+		size_t nsuf;
+		uint64_t shared;
+		/* Not a get_count(): shared frames take no bytes of their own. */
+		TRY(get_u(&r, &shared));
+		if (shared > nprev)
+			BAD();
+		TRY(get_count(&r, 1, &nsuf));
+		size_t n = shared + nsuf;
+		if (n > UINT32_MAX)
+			BAD();
+		TRY(grow((void **)&c->cur, &c->cur_cap, n ? n : 1, sizeof(uint32_t)));
+		TRY(grow((void **)&c->prev, &c->prev_cap, n ? n : 1, sizeof(uint32_t)));
+		memcpy(c->cur, c->prev, shared * sizeof(uint32_t));
+		for (size_t j = shared; j < n; j++) {
+			uint32_t f;
+			TRY(get_u32(&r, &f));
+			if (f >= nf)
+				BAD();
+			c->cur[j] = f;
+		}
+		/* prev keeps payload ids (for the next prefix); cur becomes profile ids. */
+		memcpy(c->prev, c->cur, n * sizeof(uint32_t));
+		nprev = n;
+		for (size_t j = 0; j < n; j++)
+			c->cur[j] = c->fmap[c->cur[j]];
+		TRY(profile__stack_add(p, c->cur, (uint32_t)n, &c->kmap[i]));
+	}
+
+	TRY(get_count(&r, 8, &ns));
+	TRY(grow((void **)&c->samples, &c->samples_cap, ns, sizeof(*c->samples)));
+	struct pf_sample *s = c->samples;
+	for (size_t i = 0; i < ns; i++) {
+		TRY(get_u32(&r, &s[i].kind));
+		if (s[i].kind >= PF_KIND_MAX)
+			BAD();
+	}
+	for (size_t i = 0; i < ns; i++) {
+		uint32_t k;
+		TRY(get_u32(&r, &k));
+		if (k >= nk)
+			BAD();
+		s[i].stack = c->kmap[k];
+	}
+	for (size_t i = 0; i < ns; i++)
+		TRY(get_u(&r, &s[i].value));
+	int64_t pid = 0;
+	for (size_t i = 0; i < ns; i++) {
+		TRY(get_u(&r, &v));
+		pid += unzigzag(v);
+		if (pid < 0 || pid > UINT32_MAX)
+			BAD();
+		s[i].pid = (uint32_t)pid;
+	}
+	for (size_t i = 0; i < ns; i++) {
+		TRY(get_u(&r, &v));
+		int64_t d = unzigzag(v);
+		if (d < -(int64_t)UINT32_MAX || d > (int64_t)UINT32_MAX)
+			BAD();
+		int64_t tid = (int64_t)s[i].pid + d;
+		if (tid < 0 || tid > UINT32_MAX)
+			BAD();
+		s[i].tid = (uint32_t)tid;
+	}
+	for (size_t i = 0; i < ns; i++)
+		TRY(get_str(c, &r, nstr, &s[i].comm));
+	for (size_t i = 0; i < ns; i++)
+		TRY(get_str(c, &r, nstr, &s[i].thread));
+	for (size_t i = 0; i < ns; i++)
+		TRY(get_str(c, &r, nstr, &s[i].cgroup));
+	if (r.p != r.end)
+		BAD();
+	for (size_t i = 0; i < ns; i++)
+		TRY(profile__add(p, &s[i]));
+	err = 0;
+out:
+	return err;
+}
