@@ -67,16 +67,20 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libprofd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Test programs keep frame pointers unless their name says otherwise (*_nofp).
+# clang: gcc 12 ignores -mno-omit-leaf-frame-pointer, which loses the caller of
+# every leaf function under frame-pointer unwinding.
+TP_CC  ?= clang
+TP_CXX ?= clang++
 TP_FLAGS = -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -pthread
 $(BUILD)/testprogs/%_nofp: tests/testprogs/%_nofp.c
 	@mkdir -p $(@D)
-	$(CC) -O1 -g -fomit-frame-pointer -fno-inline -pthread -o $@ $< -lm
+	$(TP_CC) -O1 -g -fomit-frame-pointer -fno-inline -pthread -o $@ $< -lm
 $(BUILD)/testprogs/%: tests/testprogs/%.c
 	@mkdir -p $(@D)
-	$(CC) $(TP_FLAGS) -o $@ $< -lm -ldl
+	$(TP_CC) $(TP_FLAGS) -o $@ $< -lm -ldl
 $(BUILD)/testprogs/%: tests/testprogs/%.cc
 	@mkdir -p $(@D)
-	$(CXX) $(TP_FLAGS) -o $@ $< -lm -ldl
+	$(TP_CXX) $(TP_FLAGS) -o $@ $< -lm -ldl
 
 test: deps-test
 	@$(MAKE) --no-print-directory all tests-build

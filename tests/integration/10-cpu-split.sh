@@ -1,0 +1,32 @@
+#!/bin/bash
+# Foundation: a program with a known 50/30/20 CPU split through main -> run ->
+# phase -> leaf, profiled by profd on the real kernel with frame pointers.
+source "$(dirname "$0")/lib.sh"
+
+SECS=8
+start_profd
+"$TP/phases" $SECS >"$T/phases.out" &
+PID=$!
+wait $PID
+profctl dump --pid $PID --since 2m >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
+head -5 "$T/folded"
+
+total=$(awk '{ s += $NF } END { print s + 0 }' "$T/folded")
+echo "samples for pid $PID: $total"
+cpu_s=$(awk '{ s += $2 } END { printf "%.3f", s / 1e9 }' "$T/phases.out")
+expect=$(awk -v c="$cpu_s" 'BEGIN { printf "%.0f", c * 99 }')
+check "sample count $total within 15% of 99 x $cpu_s s = $expect" \
+	within "$total" "$expect" "$(awk -v e="$expect" 'BEGIN { print e * 0.15 }')"
+
+for ph in phase_a phase_b phase_c; do
+	want=$(awk -v p=$ph '$1 == p { n = $2 } { s += $2 } END { printf "%.2f", 100 * n / s }' "$T/phases.out")
+	got=$(awk -v p=";$ph;" 'index($0, p) { n += $NF } { s += $NF } END { printf "%.2f", s ? 100 * n / s : 0 }' "$T/folded")
+	check "$ph share $got% within 5 points of measured $want%" within "$got" "$want" 5
+done
+
+chain=$(awk '/;main;run;phase_[abc];leaf( |;)/ { n += $NF } { s += $NF } END { printf "%.2f", s ? 100 * n / s : 0 }' "$T/folded")
+check "samples carrying main;run;phase;leaf: $chain% >= 95%" awk -v c="$chain" 'BEGIN { exit !(c >= 95) }'
+check "every line starts with the process name" awk '$0 !~ /^phases;/ { exit 1 }' "$T/folded"
+
+check "profd exits 0 on SIGTERM" stop_profd
+done_test

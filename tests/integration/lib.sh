@@ -1,0 +1,67 @@
+# Shared helpers for integration tests (sourced). Each test runs as root on the
+# real kernel, with its own state dir and socket, and cleans up on exit.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROOT=$PWD
+BUILD=${BUILD:-build}
+BUILD=$(cd "$BUILD" && pwd)
+PROFD=$BUILD/profd
+PROFCTL_BIN=$BUILD/profctl
+TP=$BUILD/testprogs
+T=$(mktemp -d /tmp/profd-test.XXXXXX)
+STATE=$T/state
+SOCK=$T/profd.sock
+PROFD_PID=
+FAILS=0
+CHECKS=0
+CLEANUP_CMDS=()
+
+cleanup() {
+	for c in "${CLEANUP_CMDS[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
+	if [ -n "$PROFD_PID" ] && kill -0 "$PROFD_PID" 2>/dev/null; then
+		kill -TERM "$PROFD_PID" 2>/dev/null; wait "$PROFD_PID" 2>/dev/null
+	fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+on_exit() { CLEANUP_CMDS+=("$1"); }
+
+profctl() { "$PROFCTL_BIN" --state-dir "$STATE" --socket "$SOCK" "$@"; }
+
+# start_profd [profd options...]: starts profd with a 1 s flush interval and waits for its socket.
+start_profd() {
+	"$PROFD" --state-dir "$STATE" --socket "$SOCK" --flush-interval 1s "$@" >"$T/profd.log" 2>&1 &
+	PROFD_PID=$!
+	for _ in $(seq 1 100); do
+		[ -S "$SOCK" ] && return 0
+		kill -0 "$PROFD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "profd did not start:"; cat "$T/profd.log"
+	exit 1
+}
+
+stop_profd() {
+	[ -n "$PROFD_PID" ] || return 0
+	kill -TERM "$PROFD_PID"
+	wait "$PROFD_PID"
+	local rc=$?
+	PROFD_PID=
+	return $rc
+}
+
+ok() { CHECKS=$((CHECKS + 1)); echo "ok: $*"; }
+fail() { CHECKS=$((CHECKS + 1)); FAILS=$((FAILS + 1)); echo "FAIL: $*"; }
+check() { # check DESCRIPTION CMD...
+	local d=$1; shift
+	if "$@"; then ok "$d"; else fail "$d"; fi
+}
+# within A B TOL: |A - B| <= TOL (floating point)
+within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
+
+done_test() {
+	echo "$CHECKS checks, $FAILS failed"
+	[ "$FAILS" -eq 0 ]
+	exit $?
+}
