@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "log.h"
 #include "profd.skel.h"
 #include "sampler.h"
 
@@ -149,6 +151,22 @@ static int alloc_buffers(struct sampler *s)
 	return 0;
 }
 
+/* libbpf's own messages are details behind our one-line errors: debug level only. */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	log_debug("libbpf: %s", buf);
+	return 0;
+}
+
 int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s = calloc(1, sizeof(*s));
@@ -176,6 +194,7 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 		goto fail;
 	}
 
+	libbpf_set_print(libbpf_print);
 	s->skel = profd_bpf__open();
 	if (!s->skel) {
 		ret = -errno;
