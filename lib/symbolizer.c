@@ -4,12 +4,14 @@
  * frame unnamed ([module+0xOFF]) and are counted, never logged.
  */
 #include "symbolizer.h"
+#include "demangle.h"
 #include "elfsym.h"
 #include "kallsyms.h"
 #include "procmaps.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,6 +30,9 @@
 #define OPEN_RETRY_MS 5000
 #define KALLSYMS_REFRESH_MS 10000
 #define MAX_VDSO_BYTES (1u << 20)
+/* Debug files are checksummed whole for .gnu_debuglink; beyond this we do not try. */
+#define MAX_DEBUG_FILE_BYTES (2ull << 30)
+#define NAME_BUF 4096
 
 struct lru {
 	struct lru *prev, *next;
@@ -51,6 +56,7 @@ struct pid_ent {
 
 struct symbolizer {
 	int proc_fd;
+	int debug_fd; /* the host's debug root, or -1 */
 	char *kallsyms_path;
 	size_t max_files, max_pids;
 
@@ -69,6 +75,7 @@ struct symbolizer {
 	struct symbolizer_stats st;
 	char *modbuf;
 	size_t modcap;
+	char namebuf[NAME_BUF];
 };
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
@@ -129,6 +136,7 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 	if (!s)
 		return -ENOMEM;
 	s->proc_fd = -1;
+	s->debug_fd = -1;
 	lru_init(&s->flru);
 	lru_init(&s->plru);
 	s->max_files = o && o->max_files ? o->max_files : DEFAULT_MAX_FILES;
@@ -147,6 +155,9 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 		err = -errno;
 		goto out;
 	}
+	/* No debug root is fine: binaries then name what their own tables hold. */
+	s->debug_fd = open(o && o->debug_root ? o->debug_root : "/usr/lib/debug",
+			   O_PATH | O_DIRECTORY | O_CLOEXEC);
 	*out = s;
 	s = NULL;
 out:
@@ -189,6 +200,8 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->modbuf);
 	if (s->proc_fd >= 0)
 		close(s->proc_fd);
+	if (s->debug_fd >= 0)
+		close(s->debug_fd);
 	free(s);
 }
 
@@ -366,8 +379,130 @@ static bool is_bad_file_error(int err)
 	return err == -EINVAL || err == -ENOEXEC || err == -EFBIG;
 }
 
+static int open_root(struct symbolizer *s, uint32_t pid)
+{
+	char path[32];
+	int fd;
+
+	snprintf(path, sizeof(path), "%u/root", pid);
+	fd = openat(s->proc_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Opens a candidate debug file and keeps it only if it is the one asked for. */
+static int try_debug_file(int fd, const uint8_t *id, size_t idlen, const uint32_t *crc, struct elfsym **out)
+{
+	struct elfsym *d = NULL;
+	const uint8_t *did;
+	uint32_t c;
+	int err;
+
+	if (fd < 0)
+		return fd;
+	if (crc) {
+		err = elfsym__crc32_fd(fd, MAX_DEBUG_FILE_BYTES, &c);
+		if (!err && c != *crc)
+			err = -ESTALE;
+		if (err)
+			goto out;
+	}
+	err = elfsym__open_fd(fd, &d);
+	if (err)
+		goto out;
+	if (idlen && (elfsym__build_id(d, &did) != idlen || memcmp(did, id, idlen))) {
+		err = -ESTALE;
+		goto out;
+	}
+	*out = d;
+	d = NULL;
+out:
+	elfsym__free(d);
+	close(fd);
+	return err;
+}
+
+static int open_host_debug(struct symbolizer *s, const char *rel)
+{
+	int fd;
+
+	if (s->debug_fd < 0)
+		return -ENOENT;
+	/* The host's debug root is trusted (root-owned); its build-id links are symlinks on Fedora. */
+	fd = openat(s->debug_fd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Separate debug info for a binary without .symtab: by build-id in the
+ * host's debug root then the process's, then by .gnu_debuglink next to the
+ * binary, in its .debug/ and under the debug roots (gdb's order). Only a
+ * file with the same build-id or the recorded CRC is accepted, and debug
+ * files' own links are never followed: no loops.
+ */
+static int find_debug(struct symbolizer *s, uint32_t pid, const struct procmap *m, const struct elfsym *es,
+		      struct elfsym **out)
+{
+	char rel[PATH_MAX + 64], dir[PATH_MAX];
+	const uint8_t *id;
+	size_t idlen = elfsym__build_id(es, &id);
+	const char *link, *slash;
+	uint32_t crc;
+	int rootfd = -1, err = -ENOENT;
+
+	if (idlen >= 2) {
+		int o = snprintf(rel, sizeof(rel), ".build-id/%02x/", id[0]);
+
+		for (size_t i = 1; i < idlen; i++)
+			o += snprintf(rel + o, sizeof(rel) - (size_t)o, "%02x", id[i]);
+		snprintf(rel + o, sizeof(rel) - (size_t)o, ".debug");
+		err = try_debug_file(open_host_debug(s, rel), id, idlen, NULL, out);
+		if (!err || err == -ENOMEM)
+			goto out;
+		rootfd = open_root(s, pid);
+		if (rootfd >= 0) {
+			char path[PATH_MAX + 80];
+
+			snprintf(path, sizeof(path), "/usr/lib/debug/%s", rel);
+			err = try_debug_file(open_in_root(rootfd, path), id, idlen, NULL, out);
+			if (!err || err == -ENOMEM)
+				goto out;
+		}
+	}
+	link = elfsym__debuglink(es, &crc);
+	if (!link || !m->path || m->path[0] != '/')
+		goto out;
+	slash = strrchr(m->path, '/');
+	if ((size_t)(slash - m->path) >= sizeof(dir))
+		goto out;
+	memcpy(dir, m->path, (size_t)(slash - m->path));
+	dir[slash - m->path] = 0;
+	if (rootfd < 0)
+		rootfd = open_root(s, pid);
+	if (rootfd >= 0) {
+		static const char *const fmts[] = { "%s/%s", "%s/.debug/%s", "/usr/lib/debug%s/%s" };
+
+		for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+			if (snprintf(rel, sizeof(rel), fmts[i], dir, link) >= (int)sizeof(rel))
+				continue;
+			/* A debuglink naming the binary itself cannot match its own CRC; skip the read. */
+			if (!strcmp(rel, m->path))
+				continue;
+			err = try_debug_file(open_in_root(rootfd, rel), NULL, 0, &crc, out);
+			if (!err || err == -ENOMEM)
+				goto out;
+		}
+	}
+	if (snprintf(rel, sizeof(rel), "%s%s%s", dir[0] ? dir + 1 : "", dir[0] ? "/" : "", link) < (int)sizeof(rel))
+		err = try_debug_file(open_host_debug(s, rel), NULL, 0, &crc, out);
+out:
+	if (rootfd >= 0)
+		close(rootfd);
+	return err;
+}
+
 static int load_file(struct symbolizer *s, uint32_t pid, const struct procmap *m, struct elfsym **es)
 {
+	struct elfsym *d = NULL;
 	int fd, err;
 
 	if (m->flags & PROCMAP_VDSO)
@@ -377,7 +512,20 @@ static int load_file(struct symbolizer *s, uint32_t pid, const struct procmap *m
 		return fd;
 	err = elfsym__open_fd(fd, es);
 	close(fd);
-	return err;
+	if (err || elfsym__has_full_symtab(*es))
+		return err;
+	err = find_debug(s, pid, m, *es, &d);
+	if (!err) {
+		/* A failed merge leaves what fitted: still better than .dynsym alone. */
+		err = elfsym__merge(*es, d);
+		elfsym__free(d);
+		if (err == -ENOMEM) {
+			elfsym__free(*es);
+			*es = NULL;
+			return err;
+		}
+	}
+	return 0;
 }
 
 /* Returns the cached file (es may be NULL for a file that cannot be read), or NULL on ENOMEM. */
@@ -490,7 +638,7 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	if (elfsym__file_to_vaddr(f->es, addr - m->start + m->offset, &vaddr))
 		return 0;
 	if (elfsym__lookup(f->es, vaddr, &name, NULL) == 0)
-		out->name = name;
+		out->name = demangle(name, s->namebuf, sizeof(s->namebuf)) == 0 ? s->namebuf : name;
 	return 0;
 }
 

@@ -12,6 +12,7 @@ struct symbolizer_opts {
 	const char *kallsyms;   /* "/proc/kallsyms" unless a test says otherwise */
 	size_t max_files;       /* ELF files kept parsed (LRU); 0: default */
 	size_t max_pids;        /* process mapping tables kept (LRU); 0: default */
+	const char *debug_root; /* "/usr/lib/debug" unless a test says otherwise: .build-id and debuglink files */
 };
 
 enum sym_kind { SYM_USER = 0, SYM_KERNEL = 1, SYM_JIT = 2 };

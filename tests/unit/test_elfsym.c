@@ -154,6 +154,45 @@ static void test_builds(void)
 	}
 }
 
+/* MiniDebugInfo as Fedora builds it: the symtab, xz-compressed into .gnu_debugdata of a stripped binary. */
+static void test_minidebuginfo(void)
+{
+	char cmd[1024];
+	struct elfsym *e;
+	int err;
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && cc -O1 -fPIE -pie -o mini prog.c && objcopy --only-keep-debug mini mini.dbg &&"
+		 " objcopy -R .debug_info -R .debug_abbrev -R .debug_line -R .debug_str -R .debug_aranges"
+		 " -R .debug_line_str -R .debug_rnglists -R .debug_loclists mini.dbg &&"
+		 " xz -f mini.dbg && strip -s mini && objcopy --add-section .gnu_debugdata=mini.dbg.xz mini",
+		 dir);
+	if (run(cmd))
+		return;
+	snprintf(cmd, sizeof(cmd), "%s/mini", dir);
+	check_binary(cmd, 1);
+	e = open_path(cmd, &err);
+	CHECK_EQ_INT(err, 0);
+	if (e) {
+		CHECK(elfsym__has_full_symtab(e));
+		elfsym__free(e);
+	}
+	/* A corrupt .gnu_debugdata leaves the binary readable, unnamed. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && cc -O1 -fPIE -pie -o mini2 prog.c && strip -s mini2 && head -c 3000 /dev/urandom > junk.xz &&"
+		 " objcopy --add-section .gnu_debugdata=junk.xz mini2",
+		 dir);
+	if (run(cmd))
+		return;
+	snprintf(cmd, sizeof(cmd), "%s/mini2", dir);
+	e = open_path(cmd, &err);
+	CHECK_EQ_INT(err, 0);
+	if (e) {
+		CHECK(!elfsym__has_full_symtab(e));
+		elfsym__free(e);
+	}
+}
+
 static void test_hostile(void)
 {
 	char path[256], cmd[512];
@@ -244,6 +283,7 @@ int main(void)
 		return 1;
 	}
 	test_builds();
+	test_minidebuginfo();
 	test_hostile();
 	test_crc();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -1,4 +1,5 @@
 /* symbolizer: this process's own frames, dlopen'ed code, caches, kernel fixture, a deleted binary. */
+#include "demangle.h"
 #include "procmaps.h"
 #include "symbolizer.h"
 #include "t.h"
@@ -237,6 +238,178 @@ static void test_kernel(void)
 	symbolizer__free(s);
 }
 
+/* Starts bin, which prints one hex address and waits; returns its pid. */
+static pid_t spawn(const char *bin, unsigned long *addr)
+{
+	char line[64];
+	int pfd[2];
+	pid_t child;
+	FILE *f;
+
+	*addr = 0;
+	if (pipe(pfd))
+		return -1;
+	child = fork();
+	if (child == 0) {
+		dup2(pfd[1], 1);
+		execl(bin, bin, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	f = fdopen(pfd[0], "r");
+	if (f && fgets(line, sizeof(line), f))
+		*addr = strtoul(line, NULL, 16);
+	if (f)
+		fclose(f);
+	return child;
+}
+
+static void reap(pid_t child)
+{
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+}
+
+static const char dbg_prog[] =
+	"#include <stdio.h>\n#include <unistd.h>\n"
+	"__attribute__((noinline)) static void dbg_local_fn(void) { pause(); }\n"
+	"int main(void) { printf(\"%lx\\n\", (unsigned long)dbg_local_fn); fflush(stdout);"
+	" dbg_local_fn(); return 0; }\n";
+
+static const char cxx_prog[] =
+	"#include <cstdio>\n#include <cstring>\n#include <unistd.h>\n"
+	"namespace wlspace { template <typename T> struct Matrix { T v;\n"
+	"  __attribute__((noinline)) T multiply(int n) { pause(); return v * n; } }; }\n"
+	"int main() { wlspace::Matrix<double> m{2.0}; auto p = &wlspace::Matrix<double>::multiply;\n"
+	"  void *a; std::memcpy(&a, &p, sizeof a); std::printf(\"%lx\\n\", (unsigned long)a);\n"
+	"  std::fflush(stdout); return (int)m.multiply(3); }\n";
+
+/* Resolves the address a program printed; returns the name or NULL (static buffer). */
+static const char *resolve_child(const char *bin, const char *debug_root)
+{
+	static char name[512];
+	struct symbolizer_opts o = { .debug_root = debug_root };
+	struct symbolizer *s = NULL;
+	unsigned long addr;
+	pid_t child = spawn(bin, &addr);
+	struct sym r;
+
+	name[0] = 0;
+	CHECK(addr != 0);
+	if (addr && symbolizer__new(&o, &s) == 0 && symbolizer__user(s, (uint32_t)child, addr, 0, &r) == 0 &&
+	    r.name)
+		snprintf(name, sizeof(name), "%s", r.name);
+	symbolizer__free(s);
+	reap(child);
+	return name[0] ? name : NULL;
+}
+
+static void test_debug_files(void)
+{
+	char path[256], cmd[2048], dbg[300];
+	const char *name;
+
+	snprintf(path, sizeof(path), "%s/dbg.c", dir);
+	CHECK_EQ_INT(write_file(path, dbg_prog), 0);
+	snprintf(dbg, sizeof(dbg), "%s/debugroot", dir);
+
+	/* Stripped, nothing to find: the static function is unnamed. */
+	snprintf(cmd, sizeof(cmd), "cd %s && cc -O1 -g -o plain dbg.c && strip -s plain", dir);
+	if (run(cmd))
+		return;
+	snprintf(path, sizeof(path), "%s/plain", dir);
+	CHECK(resolve_child(path, dbg) == NULL);
+
+	/* By build-id under the debug root. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && cc -O1 -g -Wl,--build-id=sha1 -o bid dbg.c && objcopy --only-keep-debug bid bid.debug &&"
+		 " strip -s bid && id=$(readelf -n bid | sed -n 's/.*Build ID: *//p') &&"
+		 " mkdir -p debugroot/.build-id/${id%%${id#??}} && mv bid.debug debugroot/.build-id/${id%%${id#??}}/${id#??}.debug",
+		 dir);
+	if (!run(cmd)) {
+		snprintf(path, sizeof(path), "%s/bid", dir);
+		name = resolve_child(path, dbg);
+		CHECK_EQ_STR(name, "dbg_local_fn");
+	}
+
+	/* By .gnu_debuglink next to the binary, CRC checked. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && cc -O1 -g -Wl,--build-id=none -o dl dbg.c && objcopy --only-keep-debug dl dl.debug &&"
+		 " strip -s dl && objcopy --add-gnu-debuglink=dl.debug dl && mkdir -p sub/.debug &&"
+		 " cc -O1 -g -Wl,--build-id=none -o sub/dl2 dbg.c && objcopy --only-keep-debug sub/dl2 sub/.debug/dl2.debug &&"
+		 " strip -s sub/dl2 && (cd sub && objcopy --add-gnu-debuglink=.debug/dl2.debug dl2) &&"
+		 " cc -O1 -g -Wl,--build-id=none -o bad dbg.c && objcopy --only-keep-debug bad bad.debug &&"
+		 " strip -s bad && objcopy --add-gnu-debuglink=bad.debug bad && echo '/* other */' >> dbg.c &&"
+		 " cc -O2 -g -Wl,--build-id=none -o other dbg.c && objcopy --only-keep-debug other bad.debug",
+		 dir);
+	if (!run(cmd)) {
+		snprintf(path, sizeof(path), "%s/dl", dir);
+		CHECK_EQ_STR(resolve_child(path, dbg), "dbg_local_fn");
+		snprintf(path, sizeof(path), "%s/sub/dl2", dir);
+		CHECK_EQ_STR(resolve_child(path, dbg), "dbg_local_fn");
+		/* The debug file was replaced: its CRC no longer matches, it is not used. */
+		snprintf(path, sizeof(path), "%s/bad", dir);
+		CHECK(resolve_child(path, dbg) == NULL);
+	}
+}
+
+static void test_cxx(void)
+{
+	char path[256], cmd[512];
+
+	snprintf(path, sizeof(path), "%s/m.cc", dir);
+	CHECK_EQ_INT(write_file(path, cxx_prog), 0);
+	snprintf(cmd, sizeof(cmd), "cd %s && c++ -O1 -o cxx m.cc", dir);
+	if (run(cmd)) {
+		printf("skip: no C++ compiler\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/cxx", dir);
+	CHECK_EQ_STR(resolve_child(path, NULL), "wlspace::Matrix<double>::multiply(int)");
+}
+
+static void test_demangle(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "_ZN7wlspace6MatrixIdE8multiplyEi", "wlspace::Matrix<double>::multiply(int)" },
+		{ "_Z3foov.cold", "foo() [clone .cold]" },
+		{ "_ZN3std2rt10lang_start17h0123456789abcdefE", "std::rt::lang_start" },
+		{ "_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$closure$u7d$$u7d$$GT$17h0123456789abcdefE",
+		  "core::ptr::drop_in_place<std::rt::lang_start<()>::{{closure}}>" },
+		{ "_RNvNtCs1234_7mycrate3foo3bar", "mycrate::foo::bar" },
+		{ "_RINvNtC3std3mem8align_ofjEC3foo", "std::mem::align_of::<usize>" },
+		{ "_RNvMNtCs1234_7mycrate3fooNtB2_3Bar3new", "<mycrate::foo::Bar>::new" },
+		{ "_RNvXs_Cs1234_7mycrateNtB4_3FooNtNtCs5678_4core3fmt7Display3fmt",
+		  "<mycrate::Foo as core::fmt::Display>::fmt" },
+		{ "_RNCNvCsgStHSCytQ6I_7mycrate4main0B3_", "mycrate::main::{closure#0}" },
+		{ "_RINvCs1234_7mycrate3fooRShEB2_", "mycrate::foo::<&[u8]>" },
+	};
+	static const char *const bad[] = { "main", "_Z", "_ZZZ", "_RB0_", "_RNvNvB0_1a1b", "_RC999999999x", "" };
+	char out[256], big[8192];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CHECK_EQ_INT(demangle(cases[i].in, out, sizeof(out)), 0);
+		CHECK_EQ_STR(out, cases[i].out);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(demangle(bad[i], out, sizeof(out)) < 0);
+	/* Output is truncated, never overrun. */
+	CHECK_EQ_INT(demangle("_ZN7wlspace6MatrixIdE8multiplyEi", out, 8), 0);
+	CHECK_EQ_STR(out, "wlspace");
+	/* Deep nesting through backrefs stays bounded. */
+	memcpy(big, "_R", 2);
+	for (size_t i = 2; i < sizeof(big) - 1; i++)
+		big[i] = "IN"[i & 1];
+	big[sizeof(big) - 1] = 0;
+	CHECK(demangle(big, out, sizeof(out)) < 0);
+	snprintf(big, sizeof(big), "_RNvB%s", "0_");
+	CHECK(demangle(big, out, sizeof(out)) < 0);
+}
+
 /* As root: a binary deleted after it started is still named, through map_files. */
 static void test_deleted(void)
 {
@@ -298,11 +471,14 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	test_demangle();
 	test_self();
 	test_dlopen_refresh();
 	test_lru();
 	test_kernel();
 	test_deleted();
+	test_debug_files();
+	test_cxx();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	run(cmd);
 	T_DONE();
