@@ -1,0 +1,1022 @@
+/*
+ * The state directory: segment files of checksummed, zstd-compressed window
+ * records. docs/FORMAT.md is the specification; this file implements it.
+ *
+ * Invariants the code relies on:
+ * - Only the writer (holding the flock on "lock") creates, appends to,
+ *   truncates, renames or removes segments.
+ * - A record is written with one pwritev() at the end of the open segment,
+ *   header first. A reader trusts a record only when its header checksum is
+ *   right and the whole record lies inside the file size it saw, and trusts
+ *   its payload only when the payload checksum is right. So a reader racing
+ *   the writer sees either nothing of a record or all of it, without locks.
+ * - Within a segment, record start times never go down (the writer opens a
+ *   new segment when the clock steps back), so a scan stops at the first
+ *   record starting at or after `until`.
+ * - The open segment is "seg-<start>.pfd"; sealing renames it to
+ *   "seg-<start>-<end>.pfd". Names alone decide which segments a time range
+ *   needs, so opening a year of segments reads one directory.
+ */
+#include "store.h"
+#include "codec.h"
+#include "crc32c.h"
+#include "profile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#define REC_MAGIC        0x52444650u /* "PFDR" little-endian */
+#define REC_VERSION      1
+#define REC_HDR          64
+#define REC_FLAG_ZSTD    1u
+#define REC_MAX_PAYLOAD  (256u << 20) /* either length; a 10 s window is a few MB at most */
+
+#define DEF_ZSTD_LEVEL   3
+#define DEF_SEG_BYTES    (8ull << 20)
+#define MIN_SEG_BYTES    (64ull << 10)
+#define DEF_SEG_SPAN_NS  (3600ll * 1000000000ll)
+
+#define NAME_MAX_LEN     64
+
+struct rec_hdr {
+	uint32_t flags, comp_len, raw_len, payload_crc;
+	int64_t start_ns, end_ns;
+	uint64_t samples, lost;
+};
+
+struct seg {
+	char name[NAME_MAX_LEN];
+	int64_t start, end; /* end: INT64_MAX while unsealed */
+	int sealed;
+	uint64_t size;
+};
+
+struct seg_list {
+	struct seg *v;
+	size_t n, cap;
+};
+
+struct store {
+	struct store_opts o;
+	char *dir;
+	int dfd, lockfd;
+	struct codec *codec;
+	ZSTD_CCtx *cctx;
+	ZSTD_DCtx *dctx;
+	struct profile *prof;
+	uint8_t *zbuf, *rbuf;
+	size_t zcap, rcap;
+	uint64_t seg_bytes;
+	int64_t seg_span;
+	/* the open segment (writer only); afd < 0 when none */
+	int afd;
+	char aname[NAME_MAX_LEN];
+	int64_t astart, alast_start, amax_end;
+	uint64_t asize;
+	struct store_stats st;
+};
+
+/* ---- small helpers ---- */
+
+static void warnf(struct store *s, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!s->o.warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s->o.warn(s->o.warn_arg, msg);
+}
+
+static void put32(uint8_t *b, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *b, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *b)
+{
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint64_t get64(const uint8_t *b)
+{
+	return (uint64_t)get32(b) | (uint64_t)get32(b + 4) << 32;
+}
+
+static void hdr_pack(const struct rec_hdr *h, uint8_t b[REC_HDR])
+{
+	memset(b, 0, REC_HDR);
+	put32(b + 0, REC_MAGIC);
+	b[4] = REC_VERSION;
+	b[5] = 0;
+	b[6] = REC_HDR;
+	b[7] = 0;
+	put32(b + 8, h->flags);
+	put32(b + 12, h->comp_len);
+	put32(b + 16, h->raw_len);
+	put32(b + 20, h->payload_crc);
+	put64(b + 24, (uint64_t)h->start_ns);
+	put64(b + 32, (uint64_t)h->end_ns);
+	put64(b + 40, h->samples);
+	put64(b + 48, h->lost);
+	/* 56..59 reserved, zero */
+	put32(b + 60, crc32c(0, b, 60));
+}
+
+/* 0: a v1 header we can frame by; -EBADMSG otherwise. */
+static int hdr_unpack(const uint8_t b[REC_HDR], struct rec_hdr *h)
+{
+	if (get32(b) != REC_MAGIC || get32(b + 60) != crc32c(0, b, 60))
+		return -EBADMSG;
+	if (b[4] != REC_VERSION || b[5] || b[6] != REC_HDR || b[7])
+		return -EBADMSG;
+	h->flags = get32(b + 8);
+	h->comp_len = get32(b + 12);
+	h->raw_len = get32(b + 16);
+	h->payload_crc = get32(b + 20);
+	h->start_ns = (int64_t)get64(b + 24);
+	h->end_ns = (int64_t)get64(b + 32);
+	h->samples = get64(b + 40);
+	h->lost = get64(b + 48);
+	if (h->comp_len > REC_MAX_PAYLOAD || h->raw_len > REC_MAX_PAYLOAD)
+		return -EBADMSG;
+	return 0;
+}
+
+/* A window [start, end) overlaps [since, until); an empty window counts as 1 ns long. */
+static int64_t eff_end(int64_t start, int64_t end)
+{
+	if (end > start)
+		return end;
+	return start == INT64_MAX ? start : start + 1;
+}
+
+static int overlaps(int64_t start, int64_t end, int64_t since, int64_t until)
+{
+	return start < until && eff_end(start, end) > since;
+}
+
+static ssize_t pread_full(int fd, void *buf, size_t n, uint64_t off)
+{
+	size_t done = 0;
+	while (done < n) {
+		ssize_t r = pread(fd, (uint8_t *)buf + done, n - done, (off_t)(off + done));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+static int grow_buf(uint8_t **b, size_t *cap, size_t n)
+{
+	if (n <= *cap)
+		return 0;
+	uint8_t *p = realloc(*b, n);
+	if (!p)
+		return -ENOMEM;
+	*b = p;
+	*cap = n;
+	return 0;
+}
+
+/* ---- segment names ---- */
+
+/* Exactly 19 decimal digits (the width of INT64_MAX), non-negative, no overflow. */
+static int parse19(const char *p, int64_t *out)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 19; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(p[i] - '0');
+	}
+	if (v > INT64_MAX)
+		return -EINVAL;
+	*out = (int64_t)v;
+	return 0;
+}
+
+static int parse_name(const char *name, struct seg *g)
+{
+	size_t n = strlen(name);
+	if (strncmp(name, "seg-", 4) || parse19(name + 4, &g->start))
+		return -EINVAL;
+	if (n == 27 && !strcmp(name + 23, ".pfd")) {
+		g->sealed = 0;
+		g->end = INT64_MAX;
+	} else if (n == 47 && name[23] == '-' && !parse19(name + 24, &g->end) && !strcmp(name + 43, ".pfd")) {
+		g->sealed = 1;
+	} else {
+		return -EINVAL;
+	}
+	memcpy(g->name, name, n + 1);
+	return 0;
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+	const struct seg *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	/* the same start: sealed before the open one, which is newer */
+	return x->sealed != y->sealed ? y->sealed - x->sealed : strcmp(x->name, y->name);
+}
+
+/* Reads the directory: segment names only, sorted by start; sizes with want_size. */
+static int list_segments(struct store *s, struct seg_list *l, int want_size)
+{
+	int fd = -1, err = 0;
+	DIR *d = NULL;
+	struct dirent *de;
+
+	l->n = 0;
+	/* A fresh descriptor: a DIR stream shares the offset of the fd it wraps. */
+	fd = openat(s->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		err = -errno;
+		goto out;
+	}
+	fd = -1;
+	while ((errno = 0, de = readdir(d))) {
+		struct seg g;
+		if (parse_name(de->d_name, &g))
+			continue;
+		g.size = 0;
+		if (want_size) {
+			struct stat st;
+			if (fstatat(s->dfd, g.name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			g.size = (uint64_t)st.st_size;
+		}
+		if (l->n == l->cap) {
+			size_t ncap = l->cap ? l->cap * 2 : 64;
+			struct seg *v = realloc(l->v, ncap * sizeof(*v));
+			if (!v) {
+				err = -ENOMEM;
+				goto out;
+			}
+			l->v = v;
+			l->cap = ncap;
+		}
+		l->v[l->n++] = g;
+	}
+	if (errno)
+		err = -errno;
+	qsort(l->v, l->n, sizeof(*l->v), cmp_seg);
+out:
+	if (d)
+		closedir(d);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/*
+ * Opens a segment for reading. O_NOFOLLOW: a symlink planted in the state
+ * dir is never followed; O_NONBLOCK: a planted FIFO does not hang the open.
+ */
+static int open_seg(struct store *s, const char *name, int flags, uint64_t *size)
+{
+	struct stat st;
+	int fd = openat(s->dfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EBADF;
+	}
+	*size = (uint64_t)st.st_size;
+	return fd;
+}
+
+/* ---- scanning one segment ---- */
+
+enum scan_flags {
+	SCAN_QUIET_TAIL = 1, /* an incomplete last record is the writer at work, not damage */
+	SCAN_VERIFY = 2,     /* read and check every payload (recovery) */
+};
+
+struct scan {
+	int64_t since, until;
+	int flags;
+	/* called for every record with a good header (and good payload with SCAN_VERIFY) */
+	int (*fn)(struct store *s, const struct seg *g, int fd, uint64_t off,
+		  const struct rec_hdr *h, void *arg);
+	void *arg;
+	uint64_t good_end;  /* out: end of the last good record */
+	int64_t max_end;    /* out: largest effective end of a good record */
+	uint64_t nrecords;  /* out */
+};
+
+/*
+ * After damage at off: finds the next offset holding a valid record header,
+ * or size when there is none. Reads the rest of the file in blocks; this is
+ * only paid on damage.
+ */
+static uint64_t resync(int fd, uint64_t off, uint64_t size)
+{
+	uint8_t buf[65536 + REC_HDR];
+	uint64_t pos = off + 1;
+
+	while (pos + REC_HDR <= size) {
+		size_t want = sizeof(buf);
+		if (size - pos < want)
+			want = (size_t)(size - pos);
+		ssize_t r = pread_full(fd, buf, want, pos);
+		if (r < REC_HDR)
+			return size;
+		for (size_t i = 0; i + REC_HDR <= (size_t)r; i++) {
+			struct rec_hdr h;
+			if (buf[i] == 'P' && !hdr_unpack(buf + i, &h))
+				return pos + i;
+		}
+		pos += (uint64_t)r - REC_HDR + 1;
+	}
+	return size;
+}
+
+static int check_payload(struct store *s, int fd, uint64_t off, const struct rec_hdr *h, const char **why)
+{
+	int err = grow_buf(&s->zbuf, &s->zcap, h->comp_len ? h->comp_len : 1);
+	if (err)
+		return err;
+	ssize_t r = pread_full(fd, s->zbuf, h->comp_len, off + REC_HDR);
+	if (r < 0)
+		return (int)r;
+	if ((size_t)r != h->comp_len) {
+		*why = "payload cut short";
+		return -EBADMSG;
+	}
+	if (crc32c(0, s->zbuf, h->comp_len) != h->payload_crc) {
+		*why = "payload checksum mismatch";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t size, struct scan *sc)
+{
+	uint64_t off = 0;
+	int err = 0;
+
+	sc->good_end = 0;
+	sc->max_end = INT64_MIN;
+	sc->nrecords = 0;
+	while (off < size) {
+		uint8_t b[REC_HDR];
+		struct rec_hdr h;
+		const char *why = NULL;
+
+		if (size - off < REC_HDR) {
+			if (!(sc->flags & SCAN_QUIET_TAIL)) {
+				warnf(s, "%s/%s: offset %llu: truncated record header (%llu bytes), ignored",
+				      s->dir, g->name, (unsigned long long)off, (unsigned long long)(size - off));
+				s->st.corrupt_records++;
+			}
+			break;
+		}
+		ssize_t r = pread_full(fd, b, REC_HDR, off);
+		if (r < 0) {
+			err = (int)r;
+			goto out;
+		}
+		if (r < REC_HDR) /* the file shrank under us: it is being recovered or removed */
+			break;
+		if (hdr_unpack(b, &h)) {
+			uint64_t next = resync(fd, off, size);
+			/* Garbage up to end of file in the open segment is a torn write, not a broken record. */
+			if (!(next == size && (sc->flags & SCAN_QUIET_TAIL))) {
+				warnf(s, "%s/%s: offset %llu: bad record header, skipped %llu bytes",
+				      s->dir, g->name, (unsigned long long)off, (unsigned long long)(next - off));
+				s->st.corrupt_records++;
+			}
+			off = next;
+			continue;
+		}
+		uint64_t end = off + REC_HDR + h.comp_len;
+		if (end > size) {
+			if (!(sc->flags & SCAN_QUIET_TAIL)) {
+				warnf(s, "%s/%s: offset %llu: record runs past end of file (%llu > %llu), ignored",
+				      s->dir, g->name, (unsigned long long)off, (unsigned long long)end,
+				      (unsigned long long)size);
+				s->st.corrupt_records++;
+			}
+			break;
+		}
+		if (sc->flags & SCAN_VERIFY) {
+			err = check_payload(s, fd, off, &h, &why);
+			if (err == -EBADMSG) {
+				warnf(s, "%s/%s: offset %llu: %s, record skipped",
+				      s->dir, g->name, (unsigned long long)off, why);
+				s->st.corrupt_records++;
+				err = 0;
+				off = end;
+				continue;
+			}
+			if (err)
+				goto out;
+		}
+		sc->good_end = end;
+		sc->nrecords++;
+		if (eff_end(h.start_ns, h.end_ns) > sc->max_end)
+			sc->max_end = eff_end(h.start_ns, h.end_ns);
+		if (h.start_ns >= sc->until)
+			break;
+		if (sc->fn && overlaps(h.start_ns, h.end_ns, sc->since, sc->until)) {
+			err = sc->fn(s, g, fd, off, &h, sc->arg);
+			if (err)
+				goto out;
+		}
+		off = end;
+	}
+out:
+	return err;
+}
+
+/* ---- open, recovery, sealing ---- */
+
+static int sync_dir(struct store *s)
+{
+	return fsync(s->dfd) < 0 ? -errno : 0;
+}
+
+static void seal_name(char *out, int64_t start, int64_t end)
+{
+	snprintf(out, NAME_MAX_LEN, "seg-%019lld-%019lld.pfd", (long long)start, (long long)end);
+}
+
+/* Renames an open segment to its sealed name; end is bumped past a name clash. */
+static int seal_as(struct store *s, const char *name, int64_t start, int64_t end)
+{
+	char sealed[NAME_MAX_LEN];
+	for (int i = 0; i < 16; i++, end++) {
+		seal_name(sealed, start, end);
+		if (!renameat2(s->dfd, name, s->dfd, sealed, RENAME_NOREPLACE))
+			return sync_dir(s);
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/*
+ * Writer start-up for a segment left open by an earlier run: keeps every
+ * record whose header and payload check out, cuts the file after the last
+ * one (the torn tail of a crash; the only in-place change the format
+ * allows), and seals it. An open segment with no good record is removed.
+ */
+static int recover_segment(struct store *s, const struct seg *g)
+{
+	/* QUIET_TAIL: the cut below reports an incomplete tail once. */
+	struct scan sc = { .since = INT64_MIN, .until = INT64_MAX, .flags = SCAN_VERIFY | SCAN_QUIET_TAIL };
+	uint64_t size;
+	int err, fd = open_seg(s, g->name, O_RDWR, &size);
+
+	if (fd == -ELOOP || fd == -EBADF) {
+		warnf(s, "%s/%s: not a regular file, ignored", s->dir, g->name);
+		return 0;
+	}
+	if (fd < 0)
+		return fd;
+	err = scan_segment(s, g, fd, size, &sc);
+	if (err)
+		goto out;
+	if (sc.good_end < size) {
+		warnf(s, "%s/%s: offset %llu: torn tail of %llu bytes cut",
+		      s->dir, g->name, (unsigned long long)sc.good_end,
+		      (unsigned long long)(size - sc.good_end));
+		if (ftruncate(fd, (off_t)sc.good_end) < 0 || fdatasync(fd) < 0) {
+			err = -errno;
+			goto out;
+		}
+	}
+	if (!sc.nrecords) {
+		if (unlinkat(s->dfd, g->name, 0) < 0)
+			err = -errno;
+		goto out;
+	}
+	err = seal_as(s, g->name, g->start, sc.max_end);
+out:
+	close(fd);
+	return err;
+}
+
+static int refresh_disk_stats(struct store *s)
+{
+	struct seg_list l = { 0 };
+	int err = list_segments(s, &l, 1);
+	if (!err) {
+		s->st.segments = l.n;
+		s->st.bytes_on_disk = 0;
+		for (size_t i = 0; i < l.n; i++)
+			s->st.bytes_on_disk += l.v[i].size;
+	}
+	free(l.v);
+	return err;
+}
+
+static int open_dir(struct store *s)
+{
+	struct stat st;
+
+	if (s->o.writer && mkdir(s->dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	s->dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dfd < 0)
+		return -errno;
+	if (!s->o.writer)
+		return 0;
+	if (fstat(s->dfd, &st) < 0)
+		return -errno;
+	/* Someone else's directory could hold files planted for us to trust. */
+	if (st.st_uid != geteuid())
+		return -EPERM;
+	if ((st.st_mode & 07777) != 0700 && fchmod(s->dfd, 0700) < 0)
+		return -errno;
+	return 0;
+}
+
+int store__open(const struct store_opts *o, struct store **out)
+{
+	struct seg_list l = { 0 };
+	struct store *s;
+	int err;
+
+	if (!o || !o->dir || !*o->dir)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	s->dfd = s->lockfd = s->afd = -1;
+	s->dir = strdup(o->dir);
+	if (!s->dir) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	s->o.dir = s->dir;
+	if (!s->o.zstd_level)
+		s->o.zstd_level = DEF_ZSTD_LEVEL;
+	s->seg_bytes = o->segment_bytes ? o->segment_bytes : DEF_SEG_BYTES;
+	/* Retention removes whole segments: keep them small against the size limit. */
+	if (o->max_bytes && s->seg_bytes > o->max_bytes / 8)
+		s->seg_bytes = o->max_bytes / 8 > MIN_SEG_BYTES ? o->max_bytes / 8 : MIN_SEG_BYTES;
+	s->seg_span = o->segment_span_ns > 0 ? o->segment_span_ns : DEF_SEG_SPAN_NS;
+
+	if ((err = codec__new(&s->codec)) || (err = profile__new(&s->prof)))
+		goto fail;
+	s->dctx = ZSTD_createDCtx();
+	if (!s->dctx) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if ((err = open_dir(s)))
+		goto fail;
+
+	if (s->o.writer) {
+		s->cctx = ZSTD_createCCtx();
+		if (!s->cctx) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(s->cctx, ZSTD_c_compressionLevel, s->o.zstd_level))) {
+			err = -EINVAL;
+			goto fail;
+		}
+		s->lockfd = openat(s->dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+		if (s->lockfd < 0) {
+			err = -errno;
+			goto fail;
+		}
+		/* One writer per directory: a second profd would interleave records. */
+		if (flock(s->lockfd, LOCK_EX | LOCK_NB) < 0) {
+			err = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			goto fail;
+		}
+		if ((err = list_segments(s, &l, 0)))
+			goto fail;
+		for (size_t i = 0; i < l.n; i++) {
+			if (l.v[i].sealed)
+				continue;
+			err = recover_segment(s, &l.v[i]);
+			if (err)
+				goto fail;
+		}
+	}
+	err = refresh_disk_stats(s);
+	if (err)
+		goto fail;
+	free(l.v);
+	*out = s;
+	return 0;
+fail:
+	free(l.v);
+	store__close(s);
+	return err;
+}
+
+static void close_active(struct store *s, int seal)
+{
+	if (s->afd < 0)
+		return;
+	close(s->afd);
+	s->afd = -1;
+	/* A failed seal leaves an open segment; the next writer start recovers and seals it. */
+	if (seal)
+		(void)seal_as(s, s->aname, s->astart, s->amax_end);
+}
+
+void store__close(struct store *s)
+{
+	if (!s)
+		return;
+	close_active(s, 1);
+	if (s->lockfd >= 0)
+		close(s->lockfd);
+	if (s->dfd >= 0)
+		close(s->dfd);
+	ZSTD_freeCCtx(s->cctx);
+	ZSTD_freeDCtx(s->dctx);
+	codec__free(s->codec);
+	profile__free(s->prof);
+	free(s->zbuf);
+	free(s->rbuf);
+	free(s->dir);
+	free(s);
+}
+
+/* ---- appending ---- */
+
+static int open_new_segment(struct store *s, int64_t start)
+{
+	/* Names must be non-negative and unique; start - i keeps the name a lower bound. */
+	int64_t name_start = start < 0 ? 0 : start;
+	for (int i = 0; i < 16; i++, name_start = name_start ? name_start - 1 : 0) {
+		snprintf(s->aname, sizeof(s->aname), "seg-%019lld.pfd", (long long)name_start);
+		int fd = openat(s->dfd, s->aname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+		if (fd < 0) {
+			if (errno == EEXIST && name_start)
+				continue;
+			return -errno;
+		}
+		s->afd = fd;
+		s->astart = name_start;
+		s->alast_start = start;
+		s->amax_end = eff_end(start, start);
+		s->asize = 0;
+		s->st.segments++;
+		/* The new name must survive a crash, or its fdatasync'd records are lost with it. */
+		int err = sync_dir(s);
+		if (err)
+			close_active(s, 0);
+		return err;
+	}
+	return -EEXIST;
+}
+
+static int write_record(struct store *s, const uint8_t *hdr, const uint8_t *payload, size_t plen)
+{
+	struct iovec iov[2] = {
+		{ (void *)hdr, REC_HDR },
+		{ (void *)payload, plen },
+	};
+	size_t total = REC_HDR + plen, done = 0;
+
+	while (done < total) {
+		/* One pwritev per record, so readers see a record appear whole or not at all. */
+		struct iovec v[2];
+		int nv = 0;
+		size_t skip = done;
+		for (int i = 0; i < 2; i++) {
+			if (skip >= iov[i].iov_len) {
+				skip -= iov[i].iov_len;
+				continue;
+			}
+			v[nv].iov_base = (uint8_t *)iov[i].iov_base + skip;
+			v[nv].iov_len = iov[i].iov_len - skip;
+			skip = 0;
+			nv++;
+		}
+		ssize_t r = pwritev(s->afd, v, nv, (off_t)(s->asize + done));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		done += (size_t)r;
+	}
+	/*
+	 * fdatasync per record: at one record per flush interval (10 s) it costs
+	 * a few ms of disk time per window and bounds a crash to the open window.
+	 */
+	if (fdatasync(s->afd) < 0)
+		return -errno;
+	return 0;
+}
+
+int store__append(struct store *s, const struct profile *window)
+{
+	const struct pf_meta *m = profile__meta_const(window);
+	const uint8_t *raw;
+	uint8_t hdr[REC_HDR];
+	struct rec_hdr h = { .flags = REC_FLAG_ZSTD };
+	size_t rawlen;
+	int err;
+
+	if (!s->o.writer)
+		return -EPERM;
+	err = codec__encode(s->codec, window, &raw, &rawlen);
+	if (err)
+		goto drop;
+	if (rawlen > REC_MAX_PAYLOAD) {
+		err = -EFBIG;
+		goto drop;
+	}
+	size_t bound = ZSTD_compressBound(rawlen);
+	if ((err = grow_buf(&s->zbuf, &s->zcap, bound)))
+		goto drop;
+	size_t z = ZSTD_compress2(s->cctx, s->zbuf, bound, raw, rawlen);
+	if (ZSTD_isError(z)) {
+		err = -EIO;
+		goto drop;
+	}
+	h.comp_len = (uint32_t)z;
+	h.raw_len = (uint32_t)rawlen;
+	h.payload_crc = crc32c(0, s->zbuf, z);
+	h.start_ns = m->start_ns;
+	h.end_ns = m->end_ns;
+	codec__totals(window, &h.samples, &h.lost);
+	hdr_pack(&h, hdr);
+
+	uint64_t rec = REC_HDR + z;
+	int64_t span;
+	if (s->afd >= 0 &&
+	    (m->start_ns < s->alast_start ||                       /* clock stepped back */
+	     (s->asize && s->asize + rec > s->seg_bytes) ||
+	     __builtin_sub_overflow(m->start_ns, s->astart, &span) || span >= s->seg_span))
+		close_active(s, 1);
+	if (s->afd < 0 && (err = open_new_segment(s, m->start_ns)))
+		goto fail;
+
+	err = write_record(s, hdr, s->zbuf, z);
+	if (err) {
+		/*
+		 * Cut what part of the record reached the file so the segment ends on
+		 * a record boundary. If even that fails, or fdatasync failed (the page
+		 * cache state is then unknown), give up on this segment: the next
+		 * append starts a new one and the next writer start recovers this one.
+		 */
+		if (err == -EIO || ftruncate(s->afd, (off_t)s->asize) < 0)
+			close_active(s, 0);
+		goto fail;
+	}
+	s->asize += rec;
+	s->alast_start = m->start_ns;
+	if (eff_end(m->start_ns, m->end_ns) > s->amax_end)
+		s->amax_end = eff_end(m->start_ns, m->end_ns);
+	s->st.windows_written++;
+	s->st.bytes_written += rec;
+	s->st.bytes_on_disk += rec;
+	return 0;
+fail:
+	s->st.write_errors++;
+drop:
+	s->st.windows_dropped++;
+	return err;
+}
+
+/* ---- retention ---- */
+
+int store__retain(struct store *s, int64_t now_ns)
+{
+	struct seg_list l = { 0 };
+	uint64_t total = 0;
+	int err, first_err = 0;
+
+	if (!s->o.writer)
+		return -EPERM;
+	if ((err = list_segments(s, &l, 1)))
+		goto out;
+	for (size_t i = 0; i < l.n; i++)
+		total += l.v[i].size;
+	int64_t cutoff = s->o.max_age_ns > 0 && now_ns > INT64_MIN + s->o.max_age_ns ?
+			 now_ns - s->o.max_age_ns : INT64_MIN;
+	for (size_t i = 0; i < l.n; i++) {
+		const struct seg *g = &l.v[i];
+		/* Never the open segment; an unsealed one left by a failed seal counts by size only. */
+		if (s->afd >= 0 && !strcmp(g->name, s->aname))
+			continue;
+		int old = g->sealed && g->end <= cutoff;
+		int big = s->o.max_bytes && total > s->o.max_bytes;
+		if (!old && !big)
+			continue;
+		if (unlinkat(s->dfd, g->name, 0) < 0) {
+			if (!first_err && errno != ENOENT)
+				first_err = -errno;
+			continue;
+		}
+		total -= g->size;
+		s->st.segments_removed++;
+	}
+	err = refresh_disk_stats(s);
+	if (!err)
+		err = first_err;
+out:
+	free(l.v);
+	return err;
+}
+
+/* ---- queries ---- */
+
+struct query {
+	store_info_fn info;
+	store_window_fn window;
+	void *arg;
+	int stop; /* the callback's non-zero return */
+};
+
+static void fill_info(const struct seg *g, uint64_t off, const struct rec_hdr *h, struct store_window_info *w)
+{
+	w->start_ns = h->start_ns;
+	w->end_ns = h->end_ns;
+	w->samples = h->samples;
+	w->lost = h->lost;
+	w->bytes = REC_HDR + h->comp_len;
+	w->segment = g->name;
+	w->offset = off;
+}
+
+static int on_info(struct store *s, const struct seg *g, int fd, uint64_t off,
+		   const struct rec_hdr *h, void *arg)
+{
+	struct query *q = arg;
+	struct store_window_info w;
+
+	fill_info(g, off, h, &w);
+	return q->stop = q->info(&w, q->arg);
+}
+
+static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
+		     const struct rec_hdr *h, void *arg)
+{
+	struct query *q = arg;
+	struct store_window_info w;
+	const char *why = NULL;
+	int err;
+
+	err = check_payload(s, fd, off, h, &why);
+	if (err == -EBADMSG)
+		goto bad;
+	if (err)
+		return err;
+	if (h->flags & ~REC_FLAG_ZSTD) {
+		why = "unknown record flags";
+		goto bad;
+	}
+	const uint8_t *raw = s->zbuf;
+	if (h->flags & REC_FLAG_ZSTD) {
+		if ((err = grow_buf(&s->rbuf, &s->rcap, h->raw_len ? h->raw_len : 1)))
+			return err;
+		size_t r = ZSTD_decompressDCtx(s->dctx, s->rbuf, h->raw_len, s->zbuf, h->comp_len);
+		if (ZSTD_isError(r) || r != h->raw_len) {
+			why = "payload does not decompress";
+			goto bad;
+		}
+		raw = s->rbuf;
+	} else if (h->raw_len != h->comp_len) {
+		why = "raw and stored lengths differ";
+		goto bad;
+	}
+	err = codec__decode(s->codec, raw, h->raw_len, s->prof);
+	if (err == -EBADMSG) {
+		why = "payload does not decode";
+		goto bad;
+	}
+	if (err)
+		return err;
+	fill_info(g, off, h, &w);
+	return q->stop = q->window(&w, s->prof, q->arg);
+bad:
+	warnf(s, "%s/%s: offset %llu: %s, record skipped", s->dir, g->name, (unsigned long long)off, why);
+	s->st.corrupt_records++;
+	return 0;
+}
+
+/*
+ * The writer may seal (rename) an open segment between our readdir and our
+ * open: its sealed name starts the same way, so look it up again.
+ */
+static int reopen_sealed(struct store *s, struct seg *g, uint64_t *size)
+{
+	struct seg_list l = { 0 };
+	int fd = -ENOENT;
+
+	if (list_segments(s, &l, 0))
+		goto out;
+	for (size_t i = 0; i < l.n; i++) {
+		if (l.v[i].sealed && l.v[i].start == g->start) {
+			fd = open_seg(s, l.v[i].name, O_RDONLY, size);
+			if (fd >= 0) {
+				*g = l.v[i];
+				break;
+			}
+		}
+	}
+out:
+	free(l.v);
+	return fd;
+}
+
+static int query(struct store *s, int64_t since, int64_t until, struct query *q)
+{
+	struct seg_list l = { 0 };
+	int err;
+
+	if ((err = list_segments(s, &l, 0)))
+		goto out;
+	for (size_t i = 0; i < l.n && !err; i++) {
+		struct seg g = l.v[i];
+		uint64_t size;
+		int fd;
+
+		if (g.start >= until)
+			break;
+		if (g.sealed && g.end <= since)
+			continue;
+		fd = open_seg(s, g.name, O_RDONLY, &size);
+		if (fd == -ENOENT && !g.sealed)
+			fd = reopen_sealed(s, &g, &size);
+		if (fd == -ENOENT) /* removed by retention meanwhile */
+			continue;
+		if (fd == -ELOOP || fd == -EBADF) { /* a planted symlink, FIFO or directory */
+			warnf(s, "%s/%s: not a regular file, ignored", s->dir, g.name);
+			continue;
+		}
+		if (fd < 0) {
+			err = fd;
+			break;
+		}
+		struct scan sc = {
+			.since = since, .until = until,
+			.flags = g.sealed ? 0 : SCAN_QUIET_TAIL,
+			.fn = q->info ? on_info : on_window, .arg = q,
+		};
+		err = scan_segment(s, &g, fd, size, &sc);
+		close(fd);
+	}
+	if (q->stop)
+		err = q->stop;
+out:
+	free(l.v);
+	return err;
+}
+
+int store__list(struct store *s, int64_t since, int64_t until, store_info_fn fn, void *arg)
+{
+	struct query q = { .info = fn, .arg = arg };
+	return query(s, since, until, &q);
+}
+
+int store__read(struct store *s, int64_t since, int64_t until, store_window_fn fn, void *arg)
+{
+	struct query q = { .window = fn, .arg = arg };
+	return query(s, since, until, &q);
+}
+
+void store__stats(const struct store *s, struct store_stats *out)
+{
+	*out = s->st;
+}

@@ -1,0 +1,553 @@
+/* Segment store: round trips, crash recovery, damage, retention, write errors, permissions. */
+#include "codec.h"
+#include "profile.h"
+#include "store.h"
+#include "t.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SEC 1000000000ll
+#define T0 (1764000000ll * SEC)
+
+static int nwarn;
+static char lastwarn[512];
+
+static void on_warn(void *arg, const char *msg)
+{
+	nwarn++;
+	snprintf(lastwarn, sizeof(lastwarn), "%s", msg);
+	if (getenv("T_VERBOSE"))
+		fprintf(stderr, "warn: %s\n", msg);
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int type, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static void rm_rf(const char *dir)
+{
+	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A small window: i decides its time and contents. */
+static void make_window(struct profile *p, int i, int64_t start, int64_t len)
+{
+	uint32_t s_main, s_f, s_mod, s_comm, s_host, f[3], st;
+	char name[32];
+
+	profile__reset(p);
+	profile__intern_str(p, "main", &s_main);
+	snprintf(name, sizeof(name), "func_%d", i % 7);
+	profile__intern_str(p, name, &s_f);
+	profile__intern_str(p, "/usr/bin/app", &s_mod);
+	profile__intern_str(p, "app", &s_comm);
+	profile__intern_str(p, "host-a", &s_host);
+	struct pf_frame fr[3] = {
+		{ .name = s_main, .module = s_mod, .offset = 0x1000, .kind = PF_FRAME_USER },
+		{ .name = s_f, .module = s_mod, .offset = 0x2000 + (uint64_t)i, .kind = PF_FRAME_USER },
+		{ .name = s_f, .module = 0, .offset = 0xffffffff81000000ull, .kind = PF_FRAME_KERNEL },
+	};
+	for (int k = 0; k < 3; k++)
+		profile__frame_add(p, &fr[k], &f[k]);
+	profile__stack_add(p, f, 3, &st);
+	struct pf_sample s = { .pid = 100 + (uint32_t)i, .tid = 100 + (uint32_t)i, .comm = s_comm,
+			       .thread = s_comm, .stack = st, .kind = PF_KIND_CPU, .value = 10 + (uint64_t)i };
+	profile__add(p, &s);
+	s.kind = PF_KIND_OFFCPU;
+	s.value = 1000000;
+	profile__add(p, &s);
+	profile__counter_add(p, "lost.map_full", (uint64_t)i % 3);
+	struct pf_meta *m = profile__meta(p);
+	m->start_ns = start;
+	m->end_ns = start + len;
+	m->host = s_host;
+	m->frequency = 99;
+}
+
+struct seen {
+	int n;
+	int64_t starts[4096];
+	uint64_t samples_sum;
+	int bad;
+};
+
+static int on_info(const struct store_window_info *w, void *arg)
+{
+	struct seen *s = arg;
+	if (s->n < 4096)
+		s->starts[s->n] = w->start_ns;
+	s->n++;
+	s->samples_sum += w->samples;
+	return 0;
+}
+
+/* Checks each window decodes to what make_window() built for its start time. */
+static int on_window(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	struct seen *s = arg;
+	int i = (int)((w->start_ns - T0) / (10 * SEC));
+	const struct pf_meta *m = profile__meta_const(p);
+
+	if (s->n < 4096)
+		s->starts[s->n] = w->start_ns;
+	s->n++;
+	if (m->start_ns != w->start_ns || m->end_ns != w->end_ns || profile__nsamples(p) != 2 ||
+	    profile__sample(p, 0)->value != 10 + (uint64_t)i || strcmp(profile__str(p, m->host), "host-a") ||
+	    w->samples != 10 + (uint64_t)i || w->lost != (uint64_t)i % 3)
+		s->bad++;
+	return 0;
+}
+
+static int open_store(const char *dir, int writer, struct store **s, struct store_opts *extra)
+{
+	struct store_opts o = { .dir = dir, .writer = writer, .warn = on_warn };
+	if (extra) {
+		o.segment_bytes = extra->segment_bytes;
+		o.segment_span_ns = extra->segment_span_ns;
+		o.max_age_ns = extra->max_age_ns;
+		o.max_bytes = extra->max_bytes;
+	}
+	return store__open(&o, s);
+}
+
+static int count_files(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix)))
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* The only segment file, or the first by name. */
+static int seg_path(const char *dir, char *out, size_t n)
+{
+	struct dirent **names;
+	int k = scandir(dir, &names, NULL, alphasort), found = -1;
+	for (int i = 0; i < k; i++) {
+		if (found < 0 && !strncmp(names[i]->d_name, "seg-", 4)) {
+			snprintf(out, n, "%s/%s", dir, names[i]->d_name);
+			found = 0;
+		}
+		free(names[i]);
+	}
+	free(names);
+	return found;
+}
+
+static void test_roundtrip(const char *base)
+{
+	char dir[256];
+	struct store *w, *r;
+	struct profile *p;
+	struct seen s;
+	struct store_opts o = { .segment_span_ns = 600 * SEC }; /* 60 windows a segment */
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/rt", base);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+	CHECK(!stat(dir, &st) && (st.st_mode & 0777) == 0700);
+	for (int i = 0; i < 200; i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	/* A second writer is refused; a reader works while the writer is open. */
+	struct store *w2;
+	CHECK_EQ_INT(open_store(dir, 1, &w2, NULL), -EBUSY);
+	CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ_INT(store__list(r, INT64_MIN, INT64_MAX, on_info, &s), 0);
+	CHECK_EQ_INT(s.n, 200);
+	int sorted = 1;
+	for (int i = 1; i < 200; i++)
+		sorted &= s.starts[i] > s.starts[i - 1];
+	CHECK(sorted);
+
+	/* [T0+95s, T0+125s) overlaps windows 9..12. */
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ_INT(store__read(r, T0 + 95 * SEC, T0 + 125 * SEC, on_window, &s), 0);
+	CHECK_EQ_INT(s.n, 4);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK_EQ_INT(s.starts[0], T0 + 90 * SEC);
+
+	/* A range across segment boundaries, and one past the end. */
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ_INT(store__read(r, T0 + 550 * SEC, T0 + 1300 * SEC, on_window, &s), 0);
+	CHECK_EQ_INT(s.n, 75);
+	CHECK_EQ_INT(s.bad, 0);
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ_INT(store__list(r, T0 + 2000 * SEC, INT64_MAX, on_info, &s), 0);
+	CHECK_EQ_INT(s.n, 0);
+	CHECK_EQ_INT(store__append(r, p), -EPERM);
+	store__close(r);
+
+	struct store_stats ss;
+	store__stats(w, &ss);
+	CHECK_EQ_INT(ss.windows_written, 200);
+	CHECK_EQ_INT(ss.write_errors, 0);
+	CHECK_EQ_INT(ss.segments, 4);
+	store__close(w);
+	CHECK_EQ_INT(count_files(dir, "seg-"), 4);
+	CHECK_EQ_INT(nwarn, 0);
+
+	/* Clock stepped back: a new segment, every window still listed. */
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	make_window(p, 5, T0 + 50 * SEC + 1, 10 * SEC);
+	CHECK_EQ_INT(store__append(w, p), 0);
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ_INT(store__list(w, INT64_MIN, INT64_MAX, on_info, &s), 0);
+	CHECK_EQ_INT(s.n, 201);
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ_INT(store__list(w, T0 + 50 * SEC, T0 + 51 * SEC, on_info, &s), 0);
+	CHECK_EQ_INT(s.n, 2);
+	store__close(w);
+
+	/* Every file 0600. */
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int badmode = 0;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &st) || (st.st_mode & 0777) != 0600)
+			badmode++;
+	}
+	if (d)
+		closedir(d);
+	CHECK_EQ_INT(badmode, 0);
+	profile__free(p);
+}
+
+/* Writes n windows from a child that dies without closing: the segment stays open. */
+static void crash_writer(const char *dir, int n)
+{
+	pid_t pid = fork();
+	if (!pid) {
+		struct store *w;
+		struct profile *p;
+		profile__new(&p);
+		if (open_store(dir, 1, &w, NULL))
+			_exit(1);
+		for (int i = 0; i < n; i++) {
+			make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+			if (store__append(w, p))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static int read_all(const char *dir, struct seen *s)
+{
+	struct store *r;
+	int err = open_store(dir, 0, &r, NULL);
+	if (err)
+		return err;
+	memset(s, 0, sizeof(*s));
+	err = store__read(r, INT64_MIN, INT64_MAX, on_window, s);
+	store__close(r);
+	return err;
+}
+
+static void test_torn_tail(const char *base)
+{
+	char dir[256], path[512];
+	struct seen s;
+	struct stat st;
+	struct store *w;
+
+	snprintf(dir, sizeof(dir), "%s/torn", base);
+	crash_writer(dir, 10);
+	CHECK(!seg_path(dir, path, sizeof(path)));
+	CHECK(strlen(strrchr(path, '/')) == 28); /* still the open name */
+	CHECK(!stat(path, &st));
+	off_t full = st.st_size;
+
+	/* A reader copes with the unsealed segment silently. */
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, 10);
+	CHECK_EQ_INT(nwarn, 0);
+
+	/* Tear the last record: cut 5 bytes off its payload, then add garbage. */
+	CHECK(!truncate(path, full - 5));
+	int fd = open(path, O_WRONLY | O_APPEND);
+	CHECK(write(fd, "garbage", 7) == 7);
+	close(fd);
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, 9);
+	CHECK_EQ_INT(nwarn, 1); /* the last header is fine but its payload is not */
+
+	/* The writer cuts the tail and seals the segment; nothing else changes. */
+	nwarn = 0;
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	CHECK_EQ_INT(nwarn, 2); /* the bad payload, then the cut */
+	CHECK(strstr(lastwarn, "torn tail") && strstr(lastwarn, "seg-"));
+	struct profile *p;
+	profile__new(&p);
+	make_window(p, 10, T0 + 100 * SEC, 10 * SEC);
+	CHECK_EQ_INT(store__append(w, p), 0);
+	store__close(w);
+	profile__free(p);
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, 10);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK_EQ_INT(nwarn, 0);
+	CHECK_EQ_INT(count_files(dir, "seg-"), 2);
+
+	/* A crash right after creating a segment leaves an empty file: removed on start. */
+	snprintf(dir, sizeof(dir), "%s/torn2", base);
+	crash_writer(dir, 0);
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/seg-%019lld.pfd", dir, (long long)T0);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	CHECK(write(fd, "PFD", 3) == 3);
+	close(fd);
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	store__close(w);
+	CHECK_EQ_INT(count_files(dir, "seg-"), 0);
+}
+
+/* Copies a segment file with one change, then reads it back. */
+static int damaged_read(const char *dir, const char *name, const uint8_t *data, size_t len, struct seen *s)
+{
+	char path[512];
+	rm_rf(dir);
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len)
+		return -EIO;
+	close(fd);
+	return read_all(dir, s);
+}
+
+static void test_damage(const char *base)
+{
+	char dir[256], path[512], work[256];
+	struct seen s;
+	struct store *w;
+	struct profile *p;
+	const int N = 6;
+
+	snprintf(dir, sizeof(dir), "%s/dmg", base);
+	snprintf(work, sizeof(work), "%s/dmgwork", base);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	for (int i = 0; i < N; i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+	CHECK(!seg_path(dir, path, sizeof(path)));
+	const char *name = strrchr(path, '/') + 1;
+	FILE *f = fopen(path, "rb");
+	uint8_t data[65536];
+	size_t len = fread(data, 1, sizeof(data), f);
+	fclose(f);
+	CHECK(len > 0 && len < sizeof(data));
+	printf("damage tests over a %zu-byte segment of %d records\n", len, N);
+
+	/* Truncation at every byte: only whole records before the cut are read, with a warning unless the cut falls on a boundary. */
+	int trunc_bad = 0, trunc_nowarn = 0;
+	for (size_t cut = 0; cut < len; cut++) {
+		nwarn = 0;
+		if (damaged_read(work, name, data, cut, &s) || s.bad) {
+			trunc_bad++;
+			continue;
+		}
+		size_t whole = (size_t)s.n * (len / N); /* records are near equal in size */
+		if (whole > cut + 64)
+			trunc_bad++;
+		if (!nwarn && cut % (len / N))
+			trunc_nowarn++;
+	}
+	CHECK_EQ_INT(trunc_bad, 0);
+	CHECK_EQ_INT(trunc_nowarn, 0);
+
+	/* Every single bit flipped: exactly one record lost, always reported. */
+	int flip_bad = 0, flip_nowarn = 0;
+	for (size_t bit = 0; bit < len * 8; bit++) {
+		data[bit / 8] ^= (uint8_t)(1 << (bit % 8));
+		nwarn = 0;
+		int err = damaged_read(work, name, data, len, &s);
+		if (err || s.bad || s.n != N - 1) {
+			if (flip_bad++ < 5)
+				fprintf(stderr, "bit %zu: err %d, %d windows, %d bad\n", bit, err, s.n, s.bad);
+		}
+		if (!nwarn)
+			flip_nowarn++;
+		data[bit / 8] ^= (uint8_t)(1 << (bit % 8));
+	}
+	CHECK_EQ_INT(flip_bad, 0);
+	CHECK_EQ_INT(flip_nowarn, 0);
+
+	/* One warning names the file and the offset. */
+	data[200] ^= 0xff;
+	nwarn = 0;
+	damaged_read(work, name, data, len, &s);
+	CHECK_EQ_INT(nwarn, 1);
+	CHECK(strstr(lastwarn, name) && strstr(lastwarn, "offset "));
+	data[200] ^= 0xff;
+}
+
+static void test_retention(const char *base)
+{
+	char dir[256];
+	struct store *w;
+	struct profile *p;
+	struct seen s;
+	struct store_stats st;
+	struct store_opts o = { .segment_span_ns = 100 * SEC, .max_age_ns = 1000 * SEC };
+
+	snprintf(dir, sizeof(dir), "%s/ret", base);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+	for (int i = 0; i < 300; i++) { /* 3000 s, 30 segments */
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	/* By age: now = T0+3000s keeps windows ending after T0+2000s, whole segments only. */
+	CHECK_EQ_INT(store__retain(w, T0 + 3000 * SEC), 0);
+	memset(&s, 0, sizeof(s));
+	store__list(w, INT64_MIN, INT64_MAX, on_info, &s);
+	CHECK_EQ_INT(s.n, 100);
+	CHECK_EQ_INT(s.starts[0], T0 + 2000 * SEC);
+	store__stats(w, &st);
+	CHECK_EQ_INT(st.segments_removed, 20);
+	CHECK_EQ_INT(st.segments, 10);
+
+	/* By size: a limit of about 4 segments, the open one included. */
+	uint64_t per_seg = st.bytes_on_disk / 10;
+	store__close(w);
+	o.max_age_ns = 0;
+	o.max_bytes = per_seg * 4 + per_seg / 2;
+	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+	make_window(p, 300, T0 + 3000 * SEC, 10 * SEC);
+	CHECK_EQ_INT(store__append(w, p), 0);
+	CHECK_EQ_INT(store__retain(w, T0 + 3010 * SEC), 0);
+	store__stats(w, &st);
+	CHECK(st.bytes_on_disk <= o.max_bytes);
+	memset(&s, 0, sizeof(s));
+	store__list(w, INT64_MIN, INT64_MAX, on_info, &s);
+	CHECK_EQ_INT(s.starts[s.n - 1], T0 + 3000 * SEC); /* newest kept */
+	CHECK_EQ_INT(s.n, 41);
+	store__close(w);
+	profile__free(p);
+}
+
+static void test_write_errors(const char *base)
+{
+	char dir[256];
+	struct store *w;
+	struct profile *p;
+	struct store_stats st;
+	struct seen s;
+	struct rlimit old, lim;
+
+	/* RLIMIT_FSIZE stands in for a full disk: writes past it fail with EFBIG. */
+	snprintf(dir, sizeof(dir), "%s/full", base);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim = old;
+	lim.rlim_cur = 2000;
+	CHECK(!setrlimit(RLIMIT_FSIZE, &lim));
+	int ok = 0, failed = 0;
+	for (int i = 0; i < 40; i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		int err = store__append(w, p);
+		if (!err)
+			ok++;
+		else if (err == -EFBIG)
+			failed++;
+	}
+	CHECK(ok > 0 && failed > 0 && ok + failed == 40);
+	store__stats(w, &st);
+	CHECK_EQ_INT(st.write_errors, failed);
+	CHECK_EQ_INT(st.windows_dropped, failed);
+	/* Space returns: the same store writes again, and every written window reads. */
+	CHECK(!setrlimit(RLIMIT_FSIZE, &old));
+	for (int i = 40; i < 45; i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, ok + 5);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK_EQ_INT(nwarn, 0);
+	profile__free(p);
+}
+
+static void test_symlinks(const char *base)
+{
+	char dir[256], link[512], target[512];
+	struct store *w;
+	struct seen s;
+
+	snprintf(dir, sizeof(dir), "%s/sym", base);
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	store__close(w);
+	snprintf(target, sizeof(target), "%s/target", base);
+	int fd = open(target, O_WRONLY | O_CREAT, 0600);
+	close(fd);
+	snprintf(link, sizeof(link), "%s/seg-%019lld.pfd", dir, (long long)T0);
+	CHECK(!symlink(target, link));
+	snprintf(link, sizeof(link), "%s/seg-%019lld-%019lld.pfd", dir, (long long)T0, (long long)T0 + 1);
+	CHECK(!symlink(target, link));
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, 0);
+	CHECK_EQ_INT(nwarn, 2);
+	/* The writer neither follows nor truncates through a symlink; it warns and goes on. */
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	store__close(w);
+	struct stat st;
+	CHECK(!lstat(target, &st) && S_ISREG(st.st_mode));
+}
+
+int main(void)
+{
+	char base[] = "/tmp/profd-test-store.XXXXXX";
+
+	if (!mkdtemp(base)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_roundtrip(base);
+	test_torn_tail(base);
+	test_damage(base);
+	test_retention(base);
+	test_write_errors(base);
+	test_symlinks(base);
+	rm_rf(base);
+	T_DONE();
+}
