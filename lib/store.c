@@ -293,7 +293,8 @@ static int list_segments(struct store *s, struct seg_list *l, int want_size)
 	}
 	if (errno)
 		err = -errno;
-	qsort(l->v, l->n, sizeof(*l->v), cmp_seg);
+	if (l->n)
+		qsort(l->v, l->n, sizeof(*l->v), cmp_seg);
 out:
 	if (d)
 		closedir(d);
