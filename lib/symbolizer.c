@@ -7,6 +7,7 @@
 #include "demangle.h"
 #include "elfsym.h"
 #include "kallsyms.h"
+#include "perfmap.h"
 #include "procmaps.h"
 
 #include <errno.h>
@@ -29,6 +30,9 @@
 /* A file we could not open (process gone, EACCES) is retried after this. */
 #define OPEN_RETRY_MS 5000
 #define KALLSYMS_REFRESH_MS 10000
+/* A JIT frame the perf map does not name yet re-reads its growth at most this often. */
+#define PERFMAP_REFRESH_MS 1000
+#define MAX_STATUS_BYTES (64u << 10)
 #define MAX_VDSO_BYTES (1u << 20)
 /* Debug files are checksummed whole for .gnu_debuglink; beyond this we do not try. */
 #define MAX_DEBUG_FILE_BYTES (2ull << 30)
@@ -52,6 +56,10 @@ struct pid_ent {
 	uint32_t pid;
 	struct procmaps *maps; /* NULL when maps could not be read */
 	int64_t read_ms;
+	struct perfmap *pm;    /* NULL until a JIT frame asks */
+	int64_t pm_read_ms;
+	bool pm_tried;
+	uint32_t nspid;        /* pid inside its own namespace: names the perf map */
 };
 
 struct symbolizer {
@@ -173,6 +181,7 @@ static void file_ent_free(struct file_ent *f)
 
 static void pid_ent_free(struct pid_ent *p)
 {
+	perfmap__free(p->pm);
 	procmaps__free(p->maps);
 	free(p);
 }
@@ -298,11 +307,11 @@ static void file_remove(struct symbolizer *s, struct file_ent *f)
 	file_ent_free(f);
 }
 
-static int open_in_root(int rootfd, const char *path)
+static int open_in_root_how(int rootfd, const char *path, uint64_t resolve)
 {
 	struct open_how how = {
 		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | resolve,
 	};
 	int fd;
 
@@ -314,6 +323,11 @@ static int open_in_root(int rootfd, const char *path)
 		path++;
 	fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
 	return fd < 0 ? -errno : fd;
+}
+
+static int open_in_root(int rootfd, const char *path)
+{
+	return open_in_root_how(rootfd, path, 0);
 }
 
 /*
@@ -581,6 +595,106 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 	return f;
 }
 
+static int parse_u32(const char *s, const char **end, uint32_t *v)
+{
+	uint64_t x = 0;
+	const char *p = s;
+
+	while (*p >= '0' && *p <= '9') {
+		x = x * 10 + (uint64_t)(*p++ - '0');
+		if (x > UINT32_MAX)
+			return -EINVAL;
+	}
+	if (p == s)
+		return -EINVAL;
+	*end = p;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+/* Real uid and innermost-namespace pid from /proc/<pid>/status. */
+static int read_status(struct symbolizer *s, uint32_t pid, uint32_t *uid, uint32_t *nspid)
+{
+	char path[32], *buf = NULL, *line;
+	const char *end;
+	size_t len;
+	bool have_uid = false;
+	int err;
+
+	snprintf(path, sizeof(path), "%u/status", pid);
+	err = procmaps__read_file(s->proc_fd, path, O_NOFOLLOW, MAX_STATUS_BYTES, &buf, &len);
+	if (err)
+		return err;
+	*nspid = pid; /* kernels before 4.1 have no NSpid: no pid namespaces to speak of */
+	for (line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		if (!strncmp(line, "Uid:\t", 5)) {
+			have_uid = parse_u32(line + 5, &end, uid) == 0;
+		} else if (!strncmp(line, "NSpid:", 6)) {
+			const char *p = line + 6;
+			uint32_t v;
+
+			/* The last field is the pid as the process's own namespace sees it. */
+			while (*p == '\t' || *p == ' ') {
+				while (*p == '\t' || *p == ' ')
+					p++;
+				if (parse_u32(p, &end, &v))
+					break;
+				*nspid = v;
+				p = end;
+			}
+		}
+	}
+	free(buf);
+	return have_uid ? 0 : -EINVAL;
+}
+
+/*
+ * (Re)reads the process's perf map. /tmp is world-writable, so a map is
+ * believed only when the process's own (real) user owns it.
+ */
+static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
+{
+	char path[48];
+	struct stat st;
+	uint32_t uid;
+	int rootfd, fd;
+
+	p->pm_tried = true;
+	p->pm_read_ms = now_ms();
+	if (read_status(s, p->pid, &uid, &p->nspid))
+		return;
+	rootfd = open_root(s, p->pid);
+	if (rootfd < 0)
+		return;
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
+	/* No symlinks at all: a planted link could point the owner check at any file. */
+	fd = open_in_root_how(rootfd, path, RESOLVE_NO_SYMLINKS);
+	close(rootfd);
+	if (fd == -ELOOP)
+		s->st.perfmaps_rejected++;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
+		s->st.perfmaps_rejected++;
+		goto out;
+	}
+	if (!p->pm && perfmap__new(&p->pm))
+		goto out;
+	perfmap__update_fd(p->pm, fd);
+out:
+	close(fd);
+}
+
+static bool jit_lookup(struct symbolizer *s, struct pid_ent *p, uint64_t addr, const char **name)
+{
+	if (p->pm && perfmap__lookup(p->pm, addr, name, NULL) == 0)
+		return true;
+	if (p->pm_tried && now_ms() - p->pm_read_ms < PERFMAP_REFRESH_MS)
+		return false;
+	perfmap_refresh(s, p);
+	return p->pm && perfmap__lookup(p->pm, addr, name, NULL) == 0;
+}
+
 static const char *set_module(struct symbolizer *s, const char *path)
 {
 	size_t len = strlen(path) + 1;
@@ -621,6 +735,22 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 		pid_read_maps(s, p);
 		if (p->maps)
 			m = procmaps__find(p->maps, addr);
+	}
+	if (!m || ((m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))) {
+		char jm[48];
+
+		/* JIT code lives in anonymous memory; a perf map may name it. */
+		if (jit_lookup(s, p, addr, &name)) {
+			snprintf(jm, sizeof(jm), "/tmp/perf-%u.map", p->nspid);
+			out->module = set_module(s, jm);
+			if (!out->module)
+				return -ENOMEM;
+			snprintf(s->namebuf, sizeof(s->namebuf), "%s", name);
+			out->name = s->namebuf;
+			out->kind = SYM_JIT;
+			s->st.jit_hits++;
+			return 0;
+		}
 	}
 	if (!m || !m->path)
 		return 0;

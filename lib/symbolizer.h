@@ -33,6 +33,8 @@ struct symbolizer_stats {
 	uint64_t file_hits, file_misses, file_evictions, files_cached;
 	uint64_t pid_hits, pid_misses, pid_evictions, pids_cached;
 	uint64_t bad_files;  /* ELF files rejected as malformed */
+	uint64_t jit_hits;          /* frames named from a perf map */
+	uint64_t perfmaps_rejected; /* perf maps not owned by the process's user (or not regular files) */
 };
 
 int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out);
