@@ -1,0 +1,170 @@
+/* The folding table: interning, aggregation, merge with filters, folded output. */
+#include <stdlib.h>
+
+#include "fold.h"
+#include "profile.h"
+#include "query.h"
+#include "t.h"
+
+static uint32_t frame(struct profile *p, const char *name, const char *mod, uint64_t off, int kind)
+{
+	struct pf_frame f = { .offset = off, .kind = kind };
+	uint32_t id;
+
+	profile__intern_str(p, name, &f.name);
+	profile__intern_str(p, mod, &f.module);
+	CHECK(profile__frame_add(p, &f, &id) == 0);
+	return id;
+}
+
+static void add(struct profile *p, uint32_t pid, const char *comm, const char *thread,
+		const char *cg, const uint32_t *fr, uint32_t n, int kind, uint64_t v)
+{
+	struct pf_sample s = { .pid = pid, .tid = pid, .kind = kind, .value = v };
+
+	profile__intern_str(p, comm, &s.comm);
+	profile__intern_str(p, thread, &s.thread);
+	profile__intern_str(p, cg, &s.cgroup);
+	CHECK(profile__stack_add(p, fr, n, &s.stack) == 0);
+	CHECK(profile__add(p, &s) == 0);
+}
+
+static char *folded(const struct query *q, const struct profile *p)
+{
+	struct profile *c;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CHECK(profile__new(&c) == 0);
+	CHECK(fold__collapse(q, p, c) == 0);
+	CHECK(fold__write(q, c, f) == 0);
+	fclose(f);
+	profile__free(c);
+	return buf;
+}
+
+int main(void)
+{
+	struct profile *p, *m;
+	uint32_t a, b, k, u, id1, id2, fr[3];
+	char *out;
+
+	CHECK(profile__new(&p) == 0);
+	CHECK_EQ_STR(profile__str(p, 0), "");
+	CHECK(profile__intern_str(p, "main", &id1) == 0);
+	CHECK(profile__intern(p, "main!!", 4, &id2) == 0);
+	CHECK(id1 == id2);
+	CHECK(profile__intern_str(p, "mai", &id2) == 0 && id2 != id1);
+
+	a = frame(p, "main", "/bin/app", 0x10, PF_FRAME_USER);
+	CHECK(frame(p, "main", "/bin/app", 0x10, PF_FRAME_USER) == a);
+	b = frame(p, "work", "/bin/app", 0x20, PF_FRAME_USER);
+	k = frame(p, "do_syscall_64", "", 0, PF_FRAME_KERNEL);
+	u = frame(p, "", "/usr/lib/libx.so", 0x1234, PF_FRAME_USER);
+
+	fr[0] = a; fr[1] = b; fr[2] = k;
+	add(p, 10, "app", "worker", "/system.slice/app.service", fr, 3, PF_KIND_CPU, 3);
+	add(p, 10, "app", "worker", "/system.slice/app.service", fr, 3, PF_KIND_CPU, 4);
+	add(p, 11, "app", "main", "/system.slice/app.service", fr, 2, PF_KIND_CPU, 5);
+	fr[1] = u;
+	add(p, 12, "other", "other", "/user.slice", fr, 2, PF_KIND_CPU, 2);
+	add(p, 12, "other", "other", "/user.slice", fr, 2, PF_KIND_OFFCPU, 2500);
+	CHECK_EQ_INT(profile__nsamples(p), 4);
+
+	/* Aggregation: identical labels, stack and kind add up. */
+	CHECK_EQ_INT(profile__sample(p, 0)->value, 7);
+
+	/* Many stacks force rehashing; ids stay stable. */
+	for (uint32_t i = 0; i < 5000; i++) {
+		uint32_t f2[2] = { a, frame(p, "f", "/bin/app", i, PF_FRAME_USER) };
+
+		add(p, 1000 + i % 7, "bulk", "bulk", "", f2, 2, PF_KIND_CPU, 1);
+	}
+	CHECK_EQ_INT(profile__nsamples(p), 5004);
+	CHECK_EQ_STR(profile__str(p, profile__frame(p, b)->name), "work");
+
+	/* Folded: root first, kernel suffix, unnamed frames as [module+0xOFF], sorted by value. */
+	{
+		struct query q = { .type = QUERY_CPU, .comm = "app" };
+
+		out = folded(&q, p);
+		CHECK_EQ_STR(out, "app;main;work;do_syscall_64_[k] 7\napp;main;work 5\n");
+		free(out);
+		q.threads = 1;
+		q.no_kernel = 1;
+		out = folded(&q, p);
+		CHECK_EQ_STR(out, "app;worker;main;work 7\napp;main;main;work 5\n");
+		free(out);
+	}
+	{
+		struct query q = { .type = QUERY_CPU, .comm = "oth*" };
+
+		out = folded(&q, p);
+		CHECK_EQ_STR(out, "other;main;[libx.so+0x1234] 2\n");
+		free(out);
+		q.type = QUERY_OFFCPU;
+		out = folded(&q, p);
+		CHECK_EQ_STR(out, "other;main;[libx.so+0x1234] 3\n"); /* 2500 ns -> 3 us */
+		free(out);
+	}
+	{
+		uint32_t pids[] = { 11 };
+		struct query q = { .type = QUERY_CPU, .pids = pids, .npids = 1 };
+
+		out = folded(&q, p);
+		CHECK_EQ_STR(out, "app;main;work 5\n");
+		free(out);
+	}
+	{
+		struct query q = { .type = QUERY_CPU, .cgroup = "app.service" };
+
+		out = folded(&q, p);
+		CHECK_EQ_STR(out, "app;main;work;do_syscall_64_[k] 7\napp;main;work 5\n");
+		free(out);
+		q.cgroup = "/system.slice/app";
+		out = folded(&q, p);
+		CHECK_EQ_STR(out, "");
+		free(out);
+		q.cgroup = "/system.slice";
+		out = folded(&q, p);
+		CHECK(strstr(out, "app;main;work 5\n") != NULL);
+		free(out);
+	}
+
+	/* Merge: re-interns into another profile, filtered; meta and counters combine. */
+	CHECK(profile__new(&m) == 0);
+	profile__meta(p)->start_ns = 100;
+	profile__meta(p)->end_ns = 200;
+	profile__counter_add(p, "lost", 3);
+	{
+		struct query q = { .type = QUERY_CPU, .comm = "app" };
+
+		CHECK(profile__merge(m, p, query__keep, &q) == 0);
+		CHECK(profile__merge(m, p, query__keep, &q) == 0);
+		CHECK_EQ_INT(profile__nsamples(m), 2);
+		CHECK_EQ_INT(profile__counter_get(m, "lost"), 6);
+		CHECK_EQ_INT(profile__meta(m)->start_ns, 100);
+		out = folded(&q, m);
+		CHECK_EQ_STR(out, "app;main;work;do_syscall_64_[k] 14\napp;main;work 10\n");
+		free(out);
+	}
+
+	/* Reset keeps the profile usable. */
+	profile__reset(m);
+	CHECK_EQ_INT(profile__nsamples(m), 0);
+	CHECK_EQ_STR(profile__str(m, 0), "");
+	CHECK(profile__intern_str(m, "x", &id1) == 0 && id1 == 1);
+
+	/* Bad ids are refused, not followed. */
+	{
+		struct pf_sample s = { .stack = 999999 };
+
+		CHECK(profile__add(m, &s) < 0);
+		fr[0] = 424242;
+		CHECK(profile__stack_add(m, fr, 1, &id1) < 0);
+	}
+	profile__free(m);
+	profile__free(p);
+	T_DONE();
+}
