@@ -288,18 +288,20 @@ static void v0_const(struct v0 *d, bool unused)
 	} else {
 		char t = v0_peek(d);
 
-		d->pos++;
-		if (!strchr("abchijlmnostxy", t) || !t) {
+		if (!t || !strchr("abchijlmnostxy", t)) {
 			d->bad = true;
 		} else {
-			bool neg = v0_eat(d, 'n');
-			size_t st = d->pos;
+			bool neg;
+			size_t st;
 
+			d->pos++;
+			neg = v0_eat(d, 'n');
+			st = d->pos;
 			while (isxdigit((unsigned char)v0_peek(d)))
 				d->pos++;
-			if (!v0_eat(d, '_'))
+			if (!v0_eat(d, '_')) {
 				d->bad = true;
-			if (t == 'b') {
+			} else if (t == 'b') {
 				v0_put(d, d->pos - st == 2 && d->s[st] == '1' ? "true" : "false");
 			} else {
 				if (neg)
@@ -369,7 +371,11 @@ static void v0_type(struct v0 *d)
 	if (!v0_enter(d))
 		return;
 	c = v0_peek(d);
-	b = c ? v0_basic(c) : NULL;
+	if (!c) {
+		d->bad = true;
+		goto out;
+	}
+	b = v0_basic(c);
 	if (b) {
 		d->pos++;
 		v0_put(d, b);
@@ -518,6 +524,11 @@ static void v0_path(struct v0 *d, bool in_value)
 	if (!v0_enter(d))
 		return;
 	c = v0_peek(d);
+	if (!c) {
+		d->bad = true;
+		d->depth--;
+		return;
+	}
 	d->pos++;
 	switch (c) {
 	case 'C':
@@ -550,11 +561,11 @@ static void v0_path(struct v0 *d, bool in_value)
 		char ns = v0_peek(d), num[32];
 		uint64_t dis;
 
-		d->pos++;
 		if (!isalpha((unsigned char)ns)) {
 			d->bad = true;
 			break;
 		}
+		d->pos++;
 		v0_path(d, in_value);
 		dis = v0_disambiguator(d);
 		if (ns >= 'A' && ns <= 'Z') {

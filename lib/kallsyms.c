@@ -178,7 +178,8 @@ int kallsyms__parse(const char *buf, size_t len, struct kallsyms **out)
 	}
 	if (!nonzero)
 		k->n = 0;
-	qsort(k->syms, k->n, sizeof(*k->syms), cmp_ksym);
+	if (k->n)
+		qsort(k->syms, k->n, sizeof(*k->syms), cmp_ksym);
 	*out = k;
 	k = NULL;
 out:

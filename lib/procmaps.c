@@ -257,7 +257,8 @@ int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
 		m->maps[m->n++] = pm;
 	}
 	/* The kernel prints in address order; sort anyway, lookups depend on it. */
-	qsort(m->maps, m->n, sizeof(*m->maps), cmp_start);
+	if (m->n)
+		qsort(m->maps, m->n, sizeof(*m->maps), cmp_start);
 	*out = m;
 	m = NULL;
 out:

@@ -1,0 +1,69 @@
+#!/bin/bash
+# Builds the libFuzzer targets (clang -fsanitize=fuzzer,address,undefined) and runs each
+# for a while: about 10 s each by default (make test), 5 minutes each with "long" (make fuzz).
+# Corpora persist in $BUILD/fuzz/corpus-<target>; crashes are written to $BUILD/fuzz/.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+CLANG=${CLANG:-clang}
+secs=${FUZZ_SECONDS:-10}
+[ "${1:-}" = long ] && secs=${FUZZ_SECONDS:-300}
+out=$BUILD/fuzz
+mkdir -p "$out"
+passed=0 failed=0
+
+if ! echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' |
+	"$CLANG" -fsanitize=fuzzer -x c - -o "$out/.probe" 2>/dev/null; then
+	echo "fuzz: $CLANG cannot build libFuzzer targets; install clang and libclang-rt-dev" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 -D_GNU_SOURCE -Ilib"
+LIBS="-lelf -llzma -lz"
+
+build() { # target sources...
+	local t=$1; shift
+	"$CLANG" $FLAGS -o "$out/$t" "tests/fuzz/$t.c" "$@" $LIBS
+}
+
+seed_elf() {
+	local c=$out/corpus-fuzz_elf
+	mkdir -p "$c"
+	[ -n "$(ls -A "$c")" ] && return
+	printf 'int f(int x){return x+1;} int main(void){return f(0);}\n' >"$out/seed.c"
+	cc -O1 -o "$c/pie" "$out/seed.c" 2>/dev/null
+	cc -O1 -no-pie -fno-pie -o "$c/nopie" "$out/seed.c" 2>/dev/null
+	cp "$c/pie" "$c/stripped" && strip -s "$c/stripped"
+	printf '_ZN7wlspace6MatrixIdE8multiplyEi' >"$c/cxx"
+	printf '_RNvXs_Cs1234_7mycrateNtB4_3FooNtNtCs5678_4core3fmt7Display3fmt' >"$c/rust"
+}
+
+seed_text() {
+	local c=$out/corpus-fuzz_perfmap
+	mkdir -p "$c"
+	[ -n "$(ls -A "$c")" ] && return
+	printf '1000 100 first\n0x2000 0x10 LazyCompile:*foo /a.js:1\n' >"$c/perfmap"
+	printf '5581a0001000-5581a0005000 r-xp 00001000 fd:01 1234 /usr/bin/app\n7ffd0-7ffd2 r-xp 0 00:00 0 [vdso]\n' >"$c/maps"
+	printf 'ffffffff81000000 T _stext\nffffffffc0a00000 t ext4_readpage\t[ext4]\n' >"$c/kallsyms"
+}
+
+run_one() { # target max_len
+	local t=$1 max_len=$2
+	local log=$out/$t.log
+	if "$out/$t" -max_total_time="$secs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix="$out/$t-" -print_final_stats=1 "$out/corpus-$t" >"$log" 2>&1; then
+		passed=$((passed + 1)); echo "PASS fuzz/$t ($secs s, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs)"
+	else
+		failed=$((failed + 1)); echo "FAIL fuzz/$t (log: $log)"; tail -n 30 "$log" | sed 's/^/    /'
+	fi
+}
+
+build fuzz_elf lib/elfsym.c lib/demangle.c || { echo "0 passed, 1 failed"; exit 1; }
+build fuzz_perfmap lib/perfmap.c lib/procmaps.c lib/kallsyms.c || { echo "0 passed, 1 failed"; exit 1; }
+seed_elf
+seed_text
+run_one fuzz_elf 65536
+run_one fuzz_perfmap 16384
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
