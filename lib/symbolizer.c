@@ -80,6 +80,9 @@ struct symbolizer {
 	int64_t ks_read_ms;
 	bool ks_tried;
 
+	void (*bad_file)(void *arg, uint32_t pid, const char *path, int err);
+	void *bad_file_arg;
+
 	struct symbolizer_stats st;
 	char *modbuf;
 	size_t modcap;
@@ -149,6 +152,10 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 	lru_init(&s->plru);
 	s->max_files = o && o->max_files ? o->max_files : DEFAULT_MAX_FILES;
 	s->max_pids = o && o->max_pids ? o->max_pids : DEFAULT_MAX_PIDS;
+	if (o) {
+		s->bad_file = o->bad_file;
+		s->bad_file_arg = o->bad_file_arg;
+	}
 	s->kallsyms_path = strdup(o && o->kallsyms ? o->kallsyms : "/proc/kallsyms");
 	s->nfbuckets = buckets_for(s->max_files);
 	s->npbuckets = buckets_for(s->max_pids);
@@ -588,6 +595,8 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 		if (is_bad_file_error(err)) {
 			s->st.bad_files++;
 			f->retry_at_ms = INT64_MAX;
+			if (s->bad_file)
+				s->bad_file(s->bad_file_arg, pid, m->path ? m->path : "?", err);
 		} else {
 			f->retry_at_ms = now + OPEN_RETRY_MS;
 		}
@@ -804,6 +813,30 @@ int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out)
 found:
 	out->name = name;
 	out->module = module ? module : "[kernel.kallsyms]";
+	return 0;
+}
+
+int symbolizer__capture(struct symbolizer *s, uint32_t pid)
+{
+	uint64_t misses = s->st.pid_misses;
+	struct pid_ent *p;
+	int err;
+
+	err = pid_get(s, pid, &p);
+	if (err)
+		return err;
+	if (s->st.pid_misses == misses)
+		pid_read_maps(s, p); /* known pid: it may have exec'd since */
+	if (!p->maps)
+		return -ENOENT;
+	for (size_t i = 0; i < procmaps__count(p->maps); i++) {
+		const struct procmap *m = procmaps__get(p->maps, i);
+
+		if (!m->path || ((m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO)))
+			continue;
+		if (!file_get(s, pid, m))
+			return -ENOMEM;
+	}
 	return 0;
 }
 

@@ -13,6 +13,13 @@ struct symbolizer_opts {
 	size_t max_files;       /* ELF files kept parsed (LRU); 0: default */
 	size_t max_pids;        /* process mapping tables kept (LRU); 0: default */
 	const char *debug_root; /* "/usr/lib/debug" unless a test says otherwise: .build-id and debuglink files */
+	/*
+	 * Called once per file rejected as malformed or over the limits (err:
+	 * -EINVAL, -ENOEXEC, -EFBIG), while it stays cached as bad, so the
+	 * caller can log one warning per file. path is the process's view.
+	 */
+	void (*bad_file)(void *arg, uint32_t pid, const char *path, int err);
+	void *bad_file_arg;
 };
 
 enum sym_kind { SYM_USER = 0, SYM_KERNEL = 1, SYM_JIT = 2 };
@@ -48,6 +55,14 @@ void symbolizer__free(struct symbolizer *s);
  */
 int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, struct sym *out);
 int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
+
+/*
+ * Reads pid's mappings now and parses every mapped file into the cache, so
+ * that a process that exits before the next drain is still named (call it
+ * on exec, or when a pid is first seen). Returns 0 or -errno (-ENOENT: the
+ * process is already gone).
+ */
+int symbolizer__capture(struct symbolizer *s, uint32_t pid);
 
 /* The process exec'd or exited: drop its mapping table (files stay cached). */
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid);

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
@@ -355,6 +356,82 @@ static void test_debug_files(void)
 	}
 }
 
+static int bad_calls;
+static char bad_path[256];
+
+static void on_bad(void *arg, uint32_t pid, const char *path, int err)
+{
+	bad_calls++;
+	snprintf(bad_path, sizeof(bad_path), "%s", path);
+}
+
+/* A mapped file that is not a valid ELF: unnamed [module+0xOFF], counted, reported once. */
+static void test_bad_file(void)
+{
+	struct symbolizer_opts o = { .bad_file = on_bad };
+	struct symbolizer *s = NULL;
+	struct symbolizer_stats st;
+	char path[256];
+	void *map;
+	struct sym r;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/notelf.bin", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	CHECK(fd >= 0);
+	CHECK(write(fd, "\177ELF garbage garbage garbage garbage garbage garbage garbage garbage", 60) == 60);
+	CHECK_EQ_INT(ftruncate(fd, 8192), 0);
+	map = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	close(fd);
+	CHECK(map != MAP_FAILED);
+	if (map == MAP_FAILED)
+		return;
+	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
+	for (int i = 0; s && i < 3; i++) {
+		CHECK_EQ_INT(symbolizer__user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)map + 0x1234, 0, &r), 0);
+		CHECK(r.name == NULL);
+		CHECK_EQ_STR(r.module, path);
+		CHECK_EQ_INT(r.offset, 0x1234);
+	}
+	if (s) {
+		symbolizer__stats(s, &st);
+		CHECK_EQ_INT(st.bad_files, 1);
+		CHECK_EQ_INT(bad_calls, 1);
+		CHECK_EQ_STR(bad_path, path);
+	}
+	symbolizer__free(s);
+	munmap(map, 8192);
+}
+
+/* A process captured at first sight is named after it exited and /proc forgot it. */
+static void test_capture(void)
+{
+	struct symbolizer *s = NULL;
+	char path[256], cmd[512];
+	unsigned long addr;
+	pid_t child;
+	struct sym r;
+
+	snprintf(cmd, sizeof(cmd), "cd %s && cc -O1 -g -o short dbg.c", dir);
+	if (run(cmd))
+		return;
+	snprintf(path, sizeof(path), "%s/short", dir);
+	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	if (!s)
+		return;
+	child = spawn(path, &addr);
+	CHECK(addr != 0);
+	CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child), 0);
+	reap(child);
+	CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, addr, 0, &r), 0);
+	CHECK_EQ_STR(r.name, "dbg_local_fn");
+	CHECK(r.module && strstr(r.module, "/short"));
+	CHECK(symbolizer__capture(s, (uint32_t)child) == 0); /* the old table stays when /proc has none */
+	symbolizer__forget_pid(s, (uint32_t)child);
+	CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child), -ENOENT);
+	symbolizer__free(s);
+}
+
 static void test_cxx(void)
 {
 	char path[256], cmd[512];
@@ -478,6 +555,8 @@ int main(void)
 	test_kernel();
 	test_deleted();
 	test_debug_files();
+	test_capture();
+	test_bad_file();
 	test_cxx();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	run(cmd);
