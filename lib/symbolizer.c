@@ -37,6 +37,11 @@
 /* Debug files are checksummed whole for .gnu_debuglink; beyond this we do not try. */
 #define MAX_DEBUG_FILE_BYTES (2ull << 30)
 #define NAME_BUF 4096
+/*
+ * Demangling a long C++ name takes microseconds; a drain sees the same hot
+ * functions over and over. Direct-mapped, keyed by (file load, symbol).
+ */
+#define DEMANGLE_SLOTS 4096
 
 struct lru {
 	struct lru *prev, *next;
@@ -46,6 +51,7 @@ struct file_ent {
 	struct lru lru;
 	struct file_ent *hnext;
 	uint64_t dev, ino;
+	uint64_t id;          /* unique per load: keys the demangle cache */
 	struct elfsym *es;    /* NULL: negative entry */
 	int64_t retry_at_ms;  /* negative entries: when to try again (INT64_MAX: never) */
 };
@@ -82,6 +88,12 @@ struct symbolizer {
 
 	void (*bad_file)(void *arg, uint32_t pid, const char *path, int err);
 	void *bad_file_arg;
+
+	struct dm_slot {
+		uint64_t file_id, addr;
+		char *name;
+	} *dm;
+	uint64_t next_file_id;
 
 	struct symbolizer_stats st;
 	char *modbuf;
@@ -159,9 +171,10 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 	s->kallsyms_path = strdup(o && o->kallsyms ? o->kallsyms : "/proc/kallsyms");
 	s->nfbuckets = buckets_for(s->max_files);
 	s->npbuckets = buckets_for(s->max_pids);
+	s->dm = calloc(DEMANGLE_SLOTS, sizeof(*s->dm));
 	s->fbuckets = calloc(s->nfbuckets, sizeof(*s->fbuckets));
 	s->pbuckets = calloc(s->npbuckets, sizeof(*s->pbuckets));
-	if (!s->kallsyms_path || !s->fbuckets || !s->pbuckets) {
+	if (!s->kallsyms_path || !s->fbuckets || !s->pbuckets || !s->dm) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -209,6 +222,9 @@ void symbolizer__free(struct symbolizer *s)
 			pid_ent_free(p);
 		}
 	}
+	for (size_t i = 0; s->dm && i < DEMANGLE_SLOTS; i++)
+		free(s->dm[i].name);
+	free(s->dm);
 	free(s->fbuckets);
 	free(s->pbuckets);
 	kallsyms__free(s->ks);
@@ -585,6 +601,7 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 		lru_push_front(&s->flru, &f->lru);
 	}
 	err = load_file(s, pid, m, &f->es);
+	f->id = ++s->next_file_id;
 	now = now_ms();
 	if (err == -ENOMEM) {
 		f->retry_at_ms = now;
@@ -720,9 +737,29 @@ static const char *set_module(struct symbolizer *s, const char *path)
 	return s->modbuf;
 }
 
+static const char *demangled(struct symbolizer *s, const struct file_ent *f, uint64_t start, const char *name)
+{
+	struct dm_slot *d;
+	char *copy;
+
+	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+		return name;
+	d = &s->dm[hash64(f->id * 0x9e3779b97f4a7c15ULL ^ start) & (DEMANGLE_SLOTS - 1)];
+	if (d->name && d->file_id == f->id && d->addr == start)
+		return d->name;
+	if (demangle(name, s->namebuf, sizeof(s->namebuf)))
+		return name; /* not cached: failures are rare and cheap to repeat */
+	copy = strdup(s->namebuf);
+	if (copy) {
+		free(d->name);
+		*d = (struct dm_slot){ f->id, start, copy };
+	}
+	return s->namebuf;
+}
+
 int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, struct sym *out)
 {
-	uint64_t addr = is_return && ip ? ip - 1 : ip, vaddr;
+	uint64_t addr = is_return && ip ? ip - 1 : ip, vaddr, start;
 	const struct procmap *m = NULL;
 	struct pid_ent *p;
 	struct file_ent *f;
@@ -776,8 +813,8 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 		return 0;
 	if (elfsym__file_to_vaddr(f->es, addr - m->start + m->offset, &vaddr))
 		return 0;
-	if (elfsym__lookup(f->es, vaddr, &name, NULL) == 0)
-		out->name = demangle(name, s->namebuf, sizeof(s->namebuf)) == 0 ? s->namebuf : name;
+	if (elfsym__lookup(f->es, vaddr, &name, &start) == 0)
+		out->name = demangled(s, f, start, name);
 	return 0;
 }
 

@@ -300,8 +300,12 @@ static const char *resolve_child(const char *bin, const char *debug_root)
 	name[0] = 0;
 	CHECK(addr != 0);
 	if (addr && symbolizer__new(&o, &s) == 0 && symbolizer__user(s, (uint32_t)child, addr, 0, &r) == 0 &&
-	    r.name)
+	    r.name) {
 		snprintf(name, sizeof(name), "%s", r.name);
+		/* Again, warm (demangle cache): the same answer. */
+		CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, addr, 0, &r), 0);
+		CHECK_EQ_STR(r.name, name);
+	}
 	symbolizer__free(s);
 	reap(child);
 	return name[0] ? name : NULL;
