@@ -26,7 +26,10 @@ done
 
 chain=$(awk '/;main;run;phase_[abc];leaf( |;)/ { n += $NF } { s += $NF } END { printf "%.2f", s ? 100 * n / s : 0 }' "$T/folded")
 check "samples carrying main;run;phase;leaf: $chain% >= 95%" awk -v c="$chain" 'BEGIN { exit !(c >= 95) }'
-check "every line starts with the process name" awk '$0 !~ /^phases;/ { exit 1 }' "$T/folded"
+# The pid is bash's between fork and exec: a few samples may carry its name.
+named=$(awk '/^phases;/ { n += $NF } { s += $NF } END { printf "%.2f", s ? 100 * n / s : 0 }' "$T/folded")
+check "samples under the process name 'phases': $named% >= 99%" awk -v c="$named" 'BEGIN { exit !(c >= 99) }'
+grep -v '^phases;' "$T/folded" | head -3
 
 check "profd exits 0 on SIGTERM" stop_profd
 done_test
