@@ -202,10 +202,8 @@ static int status_reply(struct profd *d, char **out)
 	sampler__counters(d->sampler, c);
 	symbolizer__stats(d->sym, &ss);
 	store__stats(d->store, &st);
-	for (int i = PROFD_CNT_COUNTS_FULL; i <= PROFD_CNT_NO_MAP; i++)
-		if (i != PROFD_CNT_TRUNCATED && i != PROFD_CNT_STACKS_FULL && i != PROFD_CNT_USTACK_ERR &&
-		    i != PROFD_CNT_KSTACK_ERR && i != PROFD_CNT_HASH_CLASH)
-			lost += c[i];
+	/* Samples dropped whole; the stack losses keep the sample without that stack. */
+	lost = c[PROFD_CNT_COUNTS_FULL] + c[PROFD_CNT_NO_MAP];
 	ADD("pid\t%d", (int)getpid());
 	ADD("uptime_s\t%" PRId64, (clock_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000);
 	ADD("host\t%s", d->uts.nodename);
@@ -216,6 +214,8 @@ static int status_reply(struct profd *d, char **out)
 	ADD("state_dir\t%s", d->o.state_dir);
 	ADD("samples\t%" PRIu64, d->samples_total);
 	ADD("samples_lost\t%" PRIu64, lost);
+	ADD("stacks_lost\t%" PRIu64, c[PROFD_CNT_STACKS_FULL] + c[PROFD_CNT_USTACK_ERR] +
+				       c[PROFD_CNT_KSTACK_ERR] + c[PROFD_CNT_HASH_CLASH]);
 	for (int i = 0; i < PROFD_CNT_MAX; i++)
 		ADD("%s\t%" PRIu64, counter_names[i], c[i]);
 	ADD("stacks_unresolved\t%" PRIu64, d->unsymbolized_stacks);
