@@ -534,9 +534,110 @@ static void test_symlinks(const char *base)
 	CHECK(!lstat(target, &st) && S_ISREG(st.st_mode));
 }
 
-int main(void)
+/*
+ * Driver for tests/integration/41-store-full-disk.sh: MNT is a small tmpfs.
+ * Fills it with a ballast file until the store's appends fail with ENOSPC,
+ * checks the store stays usable and counts the drops, frees the ballast and
+ * checks appends resume and every written window reads back.
+ */
+static int full_disk(const char *mnt)
+{
+	char dir[512], ballast[512];
+	struct store *w;
+	struct profile *p;
+	struct store_stats st;
+	struct seen s;
+	static char junk[4096];
+	int i = 0, ok = 0, nospc = 0;
+
+	snprintf(dir, sizeof(dir), "%s/state", mnt);
+	snprintf(ballast, sizeof(ballast), "%s/ballast", mnt);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	for (; i < 20; i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	ok = i;
+	/* Fill the file system to the last block. */
+	int fd = open(ballast, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	while (write(fd, junk, sizeof(junk)) > 0)
+		;
+	while (write(fd, junk, 1) > 0)
+		;
+	for (int k = 0; k < 30; k++, i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		int err = store__append(w, p);
+		if (!err)
+			ok++;
+		else if (err == -ENOSPC)
+			nospc++;
+		else
+			CHECK_EQ_INT(err, -ENOSPC);
+	}
+	printf("disk full: %d appends failed with ENOSPC\n", nospc);
+	CHECK(nospc >= 25); /* a few may fit in the segment's last page */
+	store__stats(w, &st);
+	CHECK_EQ_INT(st.write_errors, nospc);
+	CHECK_EQ_INT(st.windows_dropped, nospc);
+	/* Readers still read everything written, with no damage reported. */
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, ok);
+	CHECK_EQ_INT(nwarn, 0);
+	/* Space returns: the same store object writes again. */
+	close(fd);
+	CHECK(!unlink(ballast));
+	for (int k = 0; k < 10; k++, i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	ok += 10;
+	store__close(w);
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, ok);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK_EQ_INT(nwarn, 0);
+	profile__free(p);
+	return 0;
+}
+
+/* Driver for the read-only half: MNT holds a store and is mounted read-only. */
+static int read_only(const char *mnt)
+{
+	char dir[512];
+	struct store *w;
+	struct seen s;
+
+	snprintf(dir, sizeof(dir), "%s/state", mnt);
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), -EROFS);
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK(s.n > 0);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK_EQ_INT(nwarn, 0);
+	printf("read-only: writer refused with EROFS, %d windows read\n", s.n);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	char base[] = "/tmp/profd-test-store.XXXXXX";
+
+	if (argc == 3 && !strcmp(argv[1], "--full-disk")) {
+		full_disk(argv[2]);
+		T_DONE();
+	}
+	if (argc == 3 && !strcmp(argv[1], "--read-only")) {
+		read_only(argv[2]);
+		T_DONE();
+	}
+	if (argc != 1) {
+		fprintf(stderr, "usage: %s [--full-disk MNT | --read-only MNT]\n", argv[0]);
+		return 2;
+	}
 
 	if (!mkdtemp(base)) {
 		perror("mkdtemp");
