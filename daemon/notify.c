@@ -1,4 +1,7 @@
 #include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +10,7 @@
 #include <unistd.h>
 
 #include "notify.h"
+#include "parse.h"
 
 int notify_send(const char *msg)
 {
@@ -30,4 +34,28 @@ int notify_send(const char *msg)
 		err = -errno;
 	close(fd);
 	return err;
+}
+
+int notify_sendf(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return notify_send(buf);
+}
+
+int64_t notify_watchdog_ns(void)
+{
+	const char *us = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
+	uint64_t v, p;
+
+	if (!us || parse_u64(us, &v) || v == 0 || v > INT64_MAX / 1000)
+		return 0;
+	/* WATCHDOG_PID names the process systemd watches; a child that inherited it is not it. */
+	if (pid && (parse_u64(pid, &p) || p != (uint64_t)getpid()))
+		return 0;
+	return (int64_t)v * 1000;
 }

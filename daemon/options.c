@@ -1,25 +1,81 @@
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "config.h"
 #include "log.h"
 #include "options.h"
 #include "parse.h"
 
-#define MIN_FREQ 1
-#define MAX_FREQ 10000
+#define MS 1000000LL
+#define SEC 1000000000LL
+
+enum kind { K_STR, K_UINT, K_DUR, K_SIZE, K_BOOL, K_UNWIND, K_LEVEL };
+
+enum {
+	LIVE = 1,      /* a reload applies it without a restart */
+	FLAG_ONLY = 2, /* not a config key */
+};
+
+struct opt_def {
+	const char *key; /* config key; the flag is --key */
+	enum kind kind;
+	size_t off, width;
+	uint64_t min, max; /* numbers, durations (ns) and sizes; strings: min 1 = not empty */
+	unsigned flags;
+	const char *arg;
+	const char *help;
+};
+
+#define F(field) offsetof(struct profd_opts, field), sizeof(((struct profd_opts *)0)->field)
+
+/*
+ * The one definition of every setting. Adding a setting: a field in struct
+ * profd_opts, its default in options_defaults() and one line here; the flag,
+ * the config key, --help, --print-config, `profctl status` and reload follow.
+ */
+static const struct opt_def defs[] = {
+	{ "config", K_STR, F(config), 1, 0, FLAG_ONLY, "FILE",
+	  "configuration file (default " PROFD_DEFAULT_CONFIG ", when it exists)" },
+	{ "state-dir", K_STR, F(state_dir), 1, 0, 0, "DIR", "where profiles are stored" },
+	{ "socket", K_STR, F(socket), 1, 0, 0, "PATH", "control socket" },
+	{ "socket-group", K_STR, F(socket_group), 0, 0, LIVE, "GROUP",
+	  "group that may use the control socket; empty: root only" },
+	{ "frequency", K_UINT, F(frequency), 1, 10000, LIVE, "HZ", "samples per second per CPU" },
+	{ "flush-interval", K_DUR, F(flush_interval_ns), 100 * MS, 86400 * SEC, LIVE, "DUR",
+	  "write the open window this often" },
+	{ "drain-interval", K_DUR, F(drain_interval_ns), 10 * MS, 60 * SEC, LIVE, "DUR",
+	  "read the kernel maps this often" },
+	{ "retention", K_DUR, F(retention_ns), 60 * SEC, 3650 * 86400 * SEC, LIVE, "DUR",
+	  "delete windows older than this" },
+	{ "max-disk", K_SIZE, F(max_disk), 1 << 20, 1ULL << 50, LIVE, "SIZE",
+	  "keep the state directory under this size" },
+	{ "unwind", K_UNWIND, F(unwind), 0, 0, 0, "fp|dwarf|auto", "user stack unwinding" },
+	{ "offcpu", K_BOOL, F(offcpu), 0, 0, 0, "yes|no", "record where threads block (off-CPU time)" },
+	{ "counts-entries", K_UINT, F(counts_entries), 64, 1 << 24, 0, "N",
+	  "kernel counts map entries per generation" },
+	{ "stacks-entries", K_UINT, F(stacks_entries), 64, 1 << 22, 0, "N",
+	  "kernel stacks map entries per generation" },
+	{ "max-files", K_UINT, F(max_files), 16, 65536, 0, "N", "ELF files held in the symbol cache" },
+	{ "max-pids", K_UINT, F(max_pids), 16, 1 << 20, 0, "N", "processes whose mappings are cached" },
+	{ "zstd-level", K_UINT, F(zstd_level), 1, 19, LIVE, "N", "compression level of stored windows" },
+	{ "log-level", K_LEVEL, F(log_level), 0, 0, LIVE, "LEVEL", "error, warning, info or debug" },
+};
+#define NDEFS (sizeof(defs) / sizeof(defs[0]))
 
 void options_defaults(struct profd_opts *o)
 {
 	*o = (struct profd_opts){
-		.config = NULL,
 		.state_dir = "/var/lib/profd",
 		.socket = "/run/profd/profd.sock",
 		.frequency = 99,
-		.flush_interval_ns = 10 * 1000000000LL,
-		.drain_interval_ns = 1000000000LL,
-		.retention_ns = 7 * 86400 * 1000000000LL,
+		.flush_interval_ns = 10 * SEC,
+		.drain_interval_ns = SEC,
+		.retention_ns = 7 * 86400 * SEC,
 		.max_disk = 1ULL << 30,
 		.unwind = UNWIND_AUTO,
 		.offcpu = 1,
@@ -32,165 +88,401 @@ void options_defaults(struct profd_opts *o)
 	};
 }
 
+static void *field(const struct profd_opts *o, const struct opt_def *d)
+{
+	return (char *)o + d->off;
+}
+
+static uint64_t get_num(const struct profd_opts *o, const struct opt_def *d)
+{
+	if (d->width == 4)
+		return *(uint32_t *)field(o, d);
+	return *(uint64_t *)field(o, d);
+}
+
+static void set_num(struct profd_opts *o, const struct opt_def *d, uint64_t v)
+{
+	if (d->width == 4)
+		*(uint32_t *)field(o, d) = (uint32_t)v;
+	else
+		*(uint64_t *)field(o, d) = v;
+}
+
+/* Durations and sizes in the largest unit that is exact, so they parse back unchanged. */
+static void fmt_duration(int64_t ns, char *buf, size_t len)
+{
+	static const struct { const char *u; int64_t ns; } units[] = {
+		{ "d", 86400 * SEC }, { "h", 3600 * SEC }, { "m", 60 * SEC }, { "s", SEC },
+		{ "ms", MS }, { "us", 1000 },
+	};
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ns % units[i].ns == 0) {
+			snprintf(buf, len, "%lld%s", (long long)(ns / units[i].ns), units[i].u);
+			return;
+		}
+	}
+	snprintf(buf, len, "%lldus", (long long)(ns / 1000));
+}
+
+static void fmt_size(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "TGMK";
+
+	for (int i = 0; i < 4; i++) {
+		unsigned shift = 10 * (4 - i);
+
+		if (v && v % (1ULL << shift) == 0) {
+			snprintf(buf, len, "%llu%c", (unsigned long long)(v >> shift), units[i]);
+			return;
+		}
+	}
+	snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+static void fmt_value(const struct profd_opts *o, const struct opt_def *d, char *buf, size_t len)
+{
+	static const char *const unwind[] = { "auto", "fp", "dwarf" };
+	int i;
+
+	switch (d->kind) {
+	case K_STR: snprintf(buf, len, "%s", (const char *)field(o, d)); break;
+	case K_UINT: snprintf(buf, len, "%llu", (unsigned long long)get_num(o, d)); break;
+	case K_DUR: fmt_duration((int64_t)get_num(o, d), buf, len); break;
+	case K_SIZE: fmt_size(get_num(o, d), buf, len); break;
+	case K_BOOL: snprintf(buf, len, "%s", get_num(o, d) ? "yes" : "no"); break;
+	case K_UNWIND:
+		i = (int)get_num(o, d);
+		snprintf(buf, len, "%s", i >= 0 && i < 3 ? unwind[i] : "?");
+		break;
+	case K_LEVEL:
+		i = (int)get_num(o, d);
+		snprintf(buf, len, "%s", i <= LOG_LVL_ERR ? "error" : i == LOG_LVL_WARN ? "warning" :
+					 i == LOG_LVL_INFO ? "info" : "debug");
+		break;
+	}
+}
+
+static int range_err(const struct opt_def *d, char *why, size_t len)
+{
+	char a[32], b[32];
+
+	if (d->kind == K_DUR) {
+		fmt_duration(d->min, a, sizeof(a));
+		fmt_duration(d->max, b, sizeof(b));
+	} else if (d->kind == K_SIZE) {
+		fmt_size(d->min, a, sizeof(a));
+		fmt_size(d->max, b, sizeof(b));
+	} else {
+		snprintf(a, sizeof(a), "%llu", (unsigned long long)d->min);
+		snprintf(b, sizeof(b), "%llu", (unsigned long long)d->max);
+	}
+	snprintf(why, len, "expected %s from %s to %s",
+		 d->kind == K_DUR ? "a duration" : d->kind == K_SIZE ? "a size" : "a whole number", a, b);
+	return -EINVAL;
+}
+
+static int set_value(struct profd_opts *o, const struct opt_def *d, const char *val, char *why, size_t len)
+{
+	uint64_t v;
+	int64_t ns;
+	int i;
+
+	switch (d->kind) {
+	case K_STR:
+		if (strlen(val) >= d->width)
+			return snprintf(why, len, "longer than %zu bytes", d->width - 1), -EINVAL;
+		if (d->min && !*val)
+			return snprintf(why, len, "must not be empty"), -EINVAL;
+		/* Checked here so a bad group is refused where it was written, not at bind time. */
+		if (field(o, d) == o->socket_group && *val && !getgrnam(val))
+			return snprintf(why, len, "no group named '%s'", val), -EINVAL;
+		strcpy(field(o, d), val);
+		return 0;
+	case K_UINT:
+		if (parse_u64(val, &v) || v < d->min || v > d->max)
+			return range_err(d, why, len);
+		set_num(o, d, v);
+		return 0;
+	case K_DUR:
+		if (parse_duration_ns(val, &ns)) {
+			snprintf(why, len, "expected a duration like 500ms, 10s, 5m, 2h, 7d");
+			return -EINVAL;
+		}
+		if (ns < (int64_t)d->min || ns > (int64_t)d->max)
+			return range_err(d, why, len);
+		set_num(o, d, (uint64_t)ns);
+		return 0;
+	case K_SIZE:
+		if (parse_size(val, &v)) {
+			snprintf(why, len, "expected a size like 512M or 1G");
+			return -EINVAL;
+		}
+		if (v < d->min || v > d->max)
+			return range_err(d, why, len);
+		set_num(o, d, v);
+		return 0;
+	case K_BOOL:
+		if (!strcasecmp(val, "yes") || !strcasecmp(val, "true") || !strcasecmp(val, "on") || !strcmp(val, "1"))
+			set_num(o, d, 1);
+		else if (!strcasecmp(val, "no") || !strcasecmp(val, "false") || !strcasecmp(val, "off") || !strcmp(val, "0"))
+			set_num(o, d, 0);
+		else
+			return snprintf(why, len, "expected yes or no"), -EINVAL;
+		return 0;
+	case K_UNWIND:
+		if (!strcmp(val, "auto"))
+			set_num(o, d, UNWIND_AUTO);
+		else if (!strcmp(val, "fp"))
+			set_num(o, d, UNWIND_FP);
+		else if (!strcmp(val, "dwarf"))
+			set_num(o, d, UNWIND_DWARF);
+		else
+			return snprintf(why, len, "expected fp, dwarf or auto"), -EINVAL;
+		return 0;
+	case K_LEVEL:
+		if (log_parse_level(val, &i))
+			return snprintf(why, len, "expected error, warning, info or debug"), -EINVAL;
+		set_num(o, d, (uint64_t)i);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int config_set(const char *key, const char *val, char *why, size_t len, void *arg)
+{
+	for (size_t i = 0; i < NDEFS; i++) {
+		if (strcmp(defs[i].key, key) || (defs[i].flags & FLAG_ONLY))
+			continue;
+		if (set_value(arg, &defs[i], val, why, len)) {
+			char msg[256];
+
+			/* Prefix the value the reason is about: "invalid value 'x': ...". */
+			snprintf(msg, sizeof(msg), "invalid value '%.64s': %s", val, why);
+			snprintf(why, len, "%s", msg);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	snprintf(why, len, "unknown key; see profd --help for the keys");
+	return -ENOENT;
+}
+
 static void usage(FILE *f)
 {
+	struct profd_opts def;
+
+	options_defaults(&def);
 	fprintf(f,
 		"Usage: profd [OPTIONS]\n"
 		"Always-on whole-host sampling profiler. Samples every CPU, folds stacks in\n"
 		"the kernel, symbolizes them on the host and stores compressed windows.\n"
 		"\n"
-		"  --config FILE          configuration file (key = value)\n"
-		"  --state-dir DIR        where profiles are stored (default /var/lib/profd)\n"
-		"  --socket PATH          control socket (default /run/profd/profd.sock)\n"
-		"  --frequency HZ         samples per second per CPU, %d..%d (default 99)\n"
-		"  --flush-interval DUR   write a window this often (default 10s)\n"
-		"  --drain-interval DUR   read kernel maps this often (default 1s)\n"
-		"  --retention DUR        delete windows older than this (default 7d)\n"
-		"  --max-disk SIZE        keep the state dir under this size (default 1G)\n"
-		"  --unwind fp|dwarf|auto user stack unwinding (default auto)\n"
-		"  --no-offcpu            do not record off-CPU time\n"
-		"  --counts-entries N     kernel counts map entries per generation (default 16384)\n"
-		"  --stacks-entries N     kernel stacks map entries per generation (default 8192)\n"
-		"  --zstd-level N         compression level 1..19 (default 3)\n"
-		"  --log-level LEVEL      error, warning, info, debug (default info)\n"
-		"  -h, --help             this help\n"
+		"Every option is also a key of the configuration file (\"frequency = 49\");\n"
+		"flags win over the file. Settings marked * are applied live on SIGHUP or\n"
+		"`reload`; the others need a restart.\n"
+		"\n");
+	for (size_t i = 0; i < NDEFS; i++) {
+		const struct opt_def *d = &defs[i];
+		char flag[64], val[64] = "", lim[96] = "";
+
+		if (d->kind == K_BOOL)
+			snprintf(flag, sizeof(flag), "--%s, --no-%s", d->key, d->key);
+		else
+			snprintf(flag, sizeof(flag), "--%s %s", d->key, d->arg);
+		if (d->kind == K_UINT)
+			snprintf(lim, sizeof(lim), ", %llu..%llu", (unsigned long long)d->min,
+				 (unsigned long long)d->max);
+		if (!(d->flags & FLAG_ONLY))
+			fmt_value(&def, d, val, sizeof(val));
+		fprintf(f, "  %-26s %c %s%s", flag, d->flags & LIVE ? '*' : ' ', d->help, lim);
+		if (d->flags & FLAG_ONLY)
+			fputc('\n', f);
+		else
+			fprintf(f, " (default %s)\n", *val ? val : "none");
+	}
+	fprintf(f,
+		"  %-26s   print the effective settings as a configuration file and exit\n"
+		"  %-26s   this help\n"
+		"\n"
+		"DUR: 500ms, 10s, 5m, 2h, 7d. SIZE: bytes or 64K, 512M, 1G, 1T.\n"
+		"Signals: SIGHUP re-reads the configuration; SIGTERM and SIGINT write the open\n"
+		"window and exit. Exit status: 0 clean stop, 1 runtime error, 2 bad usage or\n"
+		"configuration (each error is one line on stderr).\n"
 		"\n"
 		"Example: profd --state-dir /var/lib/profd --flush-interval 10s\n",
-		MIN_FREQ, MAX_FREQ);
+		"--print-config", "-h, --help");
 }
 
-static int bad(const char *opt, const char *val, const char *why)
+/*
+ * The effective settings as a documented config file: a setting at its
+ * default stays commented out, so a later default still reaches it.
+ * systemd/profd.conf is this output for the defaults.
+ */
+static void print_config(const struct profd_opts *o, FILE *f)
 {
-	fprintf(stderr, "profd: invalid value '%s' for %s: %s; see profd --help\n", val, opt, why);
-	return -EINVAL;
-}
+	struct profd_opts def;
 
-static int duration_opt(const char *name, const char *val, int64_t min, int64_t *out)
-{
-	int64_t d;
+	options_defaults(&def);
+	fprintf(f,
+		"# profd configuration: \"key = value\", one per line; '#' starts a comment.\n"
+		"# Every key is also a command-line flag (--key value), and flags win.\n"
+		"# An unknown key or a bad value stops profd with the file, line and key.\n"
+		"# A reload (SIGHUP, systemctl reload profd) applies the keys marked [live]\n"
+		"# and logs the others as needing a restart.\n"
+		"# DUR: 500ms, 10s, 5m, 2h, 7d. SIZE: bytes or 64K, 512M, 1G, 1T.\n"
+		"# Commented-out lines show the defaults.\n");
+	for (size_t i = 0; i < NDEFS; i++) {
+		const struct opt_def *d = &defs[i];
+		char val[4096], dval[4096];
 
-	if (parse_duration_ns(val, &d))
-		return bad(name, val, "expected a duration like 500ms, 10s, 5m, 2h, 7d");
-	if (d < min)
-		return bad(name, val, "too short");
-	*out = d;
-	return 0;
-}
-
-static int u32_opt(const char *name, const char *val, uint64_t min, uint64_t max, uint64_t *out)
-{
-	uint64_t v;
-
-	if (parse_u64(val, &v) || v < min || v > max) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "expected a whole number from %llu to %llu",
-			 (unsigned long long)min, (unsigned long long)max);
-		return bad(name, val, why);
+		if (d->flags & FLAG_ONLY)
+			continue;
+		fmt_value(o, d, val, sizeof(val));
+		fmt_value(&def, d, dval, sizeof(dval));
+		fprintf(f, "\n# %s%s", d->help, d->flags & LIVE ? " [live]" : "");
+		if (d->kind == K_UINT)
+			fprintf(f, "; %llu..%llu", (unsigned long long)d->min, (unsigned long long)d->max);
+		else if (d->kind != K_STR)
+			fprintf(f, "; %s", d->arg);
+		fprintf(f, "\n%s%s = %s\n", strcmp(val, dval) ? "" : "#", d->key, val);
 	}
-	*out = v;
-	return 0;
+}
+
+struct flag_val {
+	const struct opt_def *d;
+	const char *val;
+};
+
+int options_load(struct profd_opts *o, int argc, char **argv, char *err, size_t errlen)
+{
+	enum { O_HELP = 1, O_PRINT, O_BASE = 256, O_NEG = 512 };
+	struct option lo[2 * NDEFS + 3];
+	struct flag_val *fv = calloc(argc > 0 ? argc : 1, sizeof(*fv));
+	const char *config = NULL;
+	char why[256];
+	size_t n = 0, nfv = 0;
+	int c, ret = 0, help = 0, print = 0;
+
+	if (!fv)
+		return snprintf(err, errlen, "out of memory"), -ENOMEM;
+	for (size_t i = 0; i < NDEFS; i++) {
+		lo[n++] = (struct option){ defs[i].key, defs[i].kind == K_BOOL ? optional_argument : required_argument,
+					   0, O_BASE + (int)i };
+		if (defs[i].kind == K_BOOL) {
+			static char neg[NDEFS][40];
+
+			snprintf(neg[i], sizeof(neg[i]), "no-%s", defs[i].key);
+			lo[n++] = (struct option){ neg[i], no_argument, 0, O_NEG + (int)i };
+		}
+	}
+	lo[n++] = (struct option){ "help", no_argument, 0, O_HELP };
+	lo[n++] = (struct option){ "print-config", no_argument, 0, O_PRINT };
+	lo[n] = (struct option){ 0 };
+
+	/* First pass: collect, so the config file is read before any flag applies. */
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+		if (c == 'h' || c == O_HELP) {
+			help = 1;
+		} else if (c == O_PRINT) {
+			print = 1;
+		} else if (c >= O_NEG) {
+			fv[nfv++] = (struct flag_val){ &defs[c - O_NEG], "no" };
+		} else if (c >= O_BASE) {
+			const struct opt_def *d = &defs[c - O_BASE];
+
+			if (d->off == offsetof(struct profd_opts, config))
+				config = optarg;
+			else
+				fv[nfv++] = (struct flag_val){ d, optarg ? optarg : "yes" };
+		} else if (c == ':') {
+			snprintf(err, errlen, "option %s needs a value; see profd --help", argv[optind - 1]);
+			ret = -EINVAL;
+			goto out;
+		} else {
+			snprintf(err, errlen, "unknown option '%s'; see profd --help", argv[optind - 1]);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	if (optind < argc) {
+		snprintf(err, errlen, "unexpected argument '%s'; see profd --help", argv[optind]);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (help) {
+		usage(stdout);
+		ret = 1;
+		goto out;
+	}
+
+	if (config && !*config) {
+		snprintf(err, errlen, "--config needs a file name; see profd --help");
+		ret = -EINVAL;
+		goto out;
+	}
+	o->config[0] = 0;
+	ret = config_read(config ? config : PROFD_DEFAULT_CONFIG, config_set, o, err, errlen);
+	if (ret == -ENOENT && !config) {
+		ret = 0; /* the default file is optional; a named one is not */
+	} else if (ret) {
+		ret = -EINVAL;
+		goto out;
+	} else {
+		snprintf(o->config, sizeof(o->config), "%s", config ? config : PROFD_DEFAULT_CONFIG);
+	}
+
+	for (size_t i = 0; i < nfv; i++) {
+		if (set_value(o, fv[i].d, fv[i].val, why, sizeof(why))) {
+			snprintf(err, errlen, "invalid value '%.64s' for --%s: %s; see profd --help", fv[i].val,
+				 fv[i].d->key, why);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	if (print) {
+		print_config(o, stdout);
+		ret = 1;
+	}
+out:
+	free(fv);
+	return ret;
 }
 
 int options_parse(struct profd_opts *o, int argc, char **argv)
 {
-	enum { O_CONFIG = 256, O_STATE, O_SOCKET, O_FREQ, O_FLUSH, O_DRAIN, O_RET, O_DISK,
-	       O_UNWIND, O_NOOFF, O_LOG, O_COUNTS, O_STACKS, O_ZSTD };
-	static const struct option lo[] = {
-		{ "config", required_argument, 0, O_CONFIG },
-		{ "state-dir", required_argument, 0, O_STATE },
-		{ "socket", required_argument, 0, O_SOCKET },
-		{ "frequency", required_argument, 0, O_FREQ },
-		{ "flush-interval", required_argument, 0, O_FLUSH },
-		{ "drain-interval", required_argument, 0, O_DRAIN },
-		{ "retention", required_argument, 0, O_RET },
-		{ "max-disk", required_argument, 0, O_DISK },
-		{ "unwind", required_argument, 0, O_UNWIND },
-		{ "no-offcpu", no_argument, 0, O_NOOFF },
-		{ "log-level", required_argument, 0, O_LOG },
-		{ "counts-entries", required_argument, 0, O_COUNTS },
-		{ "stacks-entries", required_argument, 0, O_STACKS },
-		{ "zstd-level", required_argument, 0, O_ZSTD },
-		{ "help", no_argument, 0, 'h' },
-		{ 0 },
-	};
-	uint64_t v;
-	int c;
+	char err[512];
+	int ret = options_load(o, argc, argv, err, sizeof(err));
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-		switch (c) {
-		case O_CONFIG: o->config = optarg; break;
-		case O_STATE: o->state_dir = optarg; break;
-		case O_SOCKET: o->socket = optarg; break;
-		case O_FREQ:
-			if (u32_opt("--frequency", optarg, MIN_FREQ, MAX_FREQ, &v))
-				return -EINVAL;
-			o->frequency = v;
-			break;
-		case O_FLUSH:
-			if (duration_opt("--flush-interval", optarg, 100000000LL, &o->flush_interval_ns))
-				return -EINVAL;
-			break;
-		case O_DRAIN:
-			if (duration_opt("--drain-interval", optarg, 10000000LL, &o->drain_interval_ns))
-				return -EINVAL;
-			break;
-		case O_RET:
-			if (duration_opt("--retention", optarg, 60000000000LL, &o->retention_ns))
-				return -EINVAL;
-			break;
-		case O_DISK:
-			if (parse_size(optarg, &o->max_disk))
-				return bad("--max-disk", optarg, "expected a size like 512M or 1G");
-			if (o->max_disk < (1ULL << 20))
-				return bad("--max-disk", optarg, "at least 1M");
-			break;
-		case O_UNWIND:
-			if (!strcmp(optarg, "auto"))
-				o->unwind = UNWIND_AUTO;
-			else if (!strcmp(optarg, "fp"))
-				o->unwind = UNWIND_FP;
-			else if (!strcmp(optarg, "dwarf"))
-				o->unwind = UNWIND_DWARF;
-			else
-				return bad("--unwind", optarg, "expected fp, dwarf or auto");
-			break;
-		case O_NOOFF: o->offcpu = 0; break;
-		case O_LOG:
-			if (log_parse_level(optarg, &o->log_level))
-				return bad("--log-level", optarg, "expected error, warning, info or debug");
-			break;
-		case O_COUNTS:
-			if (u32_opt("--counts-entries", optarg, 64, 1 << 24, &v))
-				return -EINVAL;
-			o->counts_entries = v;
-			break;
-		case O_STACKS:
-			if (u32_opt("--stacks-entries", optarg, 64, 1 << 22, &v))
-				return -EINVAL;
-			o->stacks_entries = v;
-			break;
-		case O_ZSTD:
-			if (u32_opt("--zstd-level", optarg, 1, 19, &v))
-				return -EINVAL;
-			o->zstd_level = v;
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		case ':':
-			fprintf(stderr, "profd: option %s needs a value; see profd --help\n", argv[optind - 1]);
-			return -EINVAL;
-		default:
-			fprintf(stderr, "profd: unknown option '%s'; see profd --help\n", argv[optind - 1]);
-			return -EINVAL;
-		}
+	if (ret < 0)
+		fprintf(stderr, "profd: %s\n", err);
+	return ret;
+}
+
+void options_foreach(const struct profd_opts *o, options_fn fn, void *arg)
+{
+	for (size_t i = 0; i < NDEFS; i++) {
+		char val[4096];
+
+		if (defs[i].flags & FLAG_ONLY)
+			continue;
+		fmt_value(o, &defs[i], val, sizeof(val));
+		fn(defs[i].key, val, arg);
 	}
-	if (optind < argc) {
-		fprintf(stderr, "profd: unexpected argument '%s'; see profd --help\n", argv[optind]);
-		return -EINVAL;
+}
+
+void options_diff(const struct profd_opts *a, const struct profd_opts *b, options_diff_fn fn, void *arg)
+{
+	for (size_t i = 0; i < NDEFS; i++) {
+		char va[4096], vb[4096];
+
+		if (defs[i].flags & FLAG_ONLY)
+			continue;
+		fmt_value(a, &defs[i], va, sizeof(va));
+		fmt_value(b, &defs[i], vb, sizeof(vb));
+		if (strcmp(va, vb))
+			fn(defs[i].key, va, vb, !!(defs[i].flags & LIVE), arg);
 	}
-	return 0;
 }

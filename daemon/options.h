@@ -1,16 +1,25 @@
-/* profd's settings: defaults, command-line flags (and the config file, later keys alike). */
+/*
+ * profd's settings. One table (options.c) defines each setting once: its
+ * command-line flag --KEY, its config-file key KEY, its help, its limits and
+ * whether a reload (SIGHUP) can change it live. Precedence: built-in default,
+ * then the config file, then flags.
+ */
 #ifndef PROFD_OPTIONS_H
 #define PROFD_OPTIONS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#define PROFD_DEFAULT_CONFIG "/etc/profd/profd.conf"
+
 enum unwind_mode { UNWIND_AUTO = 0, UNWIND_FP = 1, UNWIND_DWARF = 2 };
 
+/* Plain values and fixed buffers: a copy is an assignment, nothing to free. */
 struct profd_opts {
-	const char *config;
-	const char *state_dir;
-	const char *socket;
+	char config[4096];       /* the file that was read; "" when none */
+	char state_dir[4096];
+	char socket[108];        /* sizeof(sockaddr_un.sun_path) */
+	char socket_group[64];   /* "" : root only */
 	unsigned frequency;
 	int64_t flush_interval_ns;
 	int64_t drain_interval_ns;
@@ -28,9 +37,20 @@ struct profd_opts {
 
 void options_defaults(struct profd_opts *o);
 /*
- * Parses argv over o. Returns 0, 1 when --help/--version was printed (exit
- * 0), or -EINVAL after printing a one-line error (exit 2).
+ * Defaults, then the config file (--config FILE, else /etc/profd/profd.conf
+ * when it exists), then the flags in argv. Returns 0, 1 when --help was
+ * printed (exit 0), or -EINVAL with a one-line reason in err (exit 2).
  */
+int options_load(struct profd_opts *o, int argc, char **argv, char *err, size_t errlen);
+/* options_load printing the reason to stderr as "profd: ...". */
 int options_parse(struct profd_opts *o, int argc, char **argv);
+
+/* Every setting that has a config key, with its value as the config file would spell it. */
+typedef void (*options_fn)(const char *key, const char *value, void *arg);
+void options_foreach(const struct profd_opts *o, options_fn fn, void *arg);
+
+/* Every setting that differs between a and b; live: a reload can apply it. */
+typedef void (*options_diff_fn)(const char *key, const char *old, const char *new, int live, void *arg);
+void options_diff(const struct profd_opts *a, const struct profd_opts *b, options_diff_fn fn, void *arg);
 
 #endif
