@@ -59,11 +59,23 @@ run_one() { # target max_len
 	fi
 }
 
-build fuzz_elf lib/elfsym.c lib/demangle.c || { echo "0 passed, 1 failed"; exit 1; }
-build fuzz_perfmap lib/perfmap.c lib/procmaps.c lib/kallsyms.c || { echo "0 passed, 1 failed"; exit 1; }
 seed_elf
 seed_text
-run_one fuzz_elf 65536
-run_one fuzz_perfmap 16384
+# Every tests/fuzz/fuzz_*.c is a target; the symbolizer's name their few sources,
+# any other links against the whole library.
+for src in tests/fuzz/fuzz_*.c; do
+	t=$(basename "$src" .c)
+	case $t in
+	fuzz_elf) srcs="lib/elfsym.c lib/demangle.c" max_len=65536 LIBS="-lelf -llzma -lz" ;;
+	fuzz_perfmap) srcs="lib/perfmap.c lib/procmaps.c lib/kallsyms.c" max_len=16384 LIBS="-lelf -llzma -lz" ;;
+	*) srcs=$(ls lib/*.c) max_len=65536 LIBS="-lbpf -lelf -ldw -lzstd -llzma -lz -lm" ;;
+	esac
+	mkdir -p "$out/corpus-$t"
+	# shellcheck disable=SC2086
+	if ! build "$t" $srcs; then
+		failed=$((failed + 1)); echo "FAIL fuzz/$t (build)"; continue
+	fi
+	run_one "$t" "$max_len"
+done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
