@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +24,8 @@ struct sampler {
 	unsigned nopen;
 	const char *event;
 	struct sampler_opts o;
+	struct perf_event_attr attr; /* as opened: for re-opening after CPU hotplug */
+	uint64_t *enabled_ns;        /* per CPU: time_enabled at the last hotplug check */
 
 	/* Drain buffers, sized for a full generation. */
 	struct profd_key *keys;
@@ -80,6 +83,8 @@ static int open_events(struct sampler *s, char *err, size_t errlen)
 		.size = sizeof(attr),
 		.freq = 1,
 		.sample_freq = s->o.frequency,
+		/* An event detached by CPU hotplug stops its enabled clock: how refresh_cpus spots it. */
+		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED,
 	};
 	bool *online = calloc(s->ncpus, sizeof(*online));
 	int n = s->ncpus, ret = 0;
@@ -110,6 +115,7 @@ static int open_events(struct sampler *s, char *err, size_t errlen)
 		}
 		if (s->nopen && ret == 0) {
 			s->event = type == 0 ? "cycles" : "cpu-clock";
+			s->attr = attr;
 			break;
 		}
 		for (int cpu = 0; cpu < s->ncpus; cpu++)
@@ -183,7 +189,8 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 	}
 	s->pfds = calloc(s->ncpus, sizeof(*s->pfds));
 	s->links = calloc(s->ncpus, sizeof(*s->links));
-	if (!s->pfds || !s->links) {
+	s->enabled_ns = calloc(s->ncpus, sizeof(*s->enabled_ns));
+	if (!s->pfds || !s->links || !s->enabled_ns) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -256,6 +263,7 @@ void sampler__free(struct sampler *s)
 	profd_bpf__destroy(s->skel);
 	free(s->pfds);
 	free(s->links);
+	free(s->enabled_ns);
 	free(s->keys);
 	free(s->vals);
 	free(s->skeys);
@@ -386,4 +394,92 @@ uint64_t sampler__map_bytes(const struct sampler *s)
 {
 	return 2ULL * s->o.counts_entries * (sizeof(struct profd_key) + 8 + 16) +
 	       2ULL * s->o.stacks_entries * (sizeof(struct profd_stack) + 8 + 16);
+}
+
+/* ---- live frequency and CPU hotplug (issue 8) ---- */
+
+int sampler__set_frequency(struct sampler *s, unsigned hz)
+{
+	uint64_t v = hz, old = s->attr.sample_freq;
+
+	/* In freq mode PERF_EVENT_IOC_PERIOD sets sample_freq: no re-open, no gap in sampling. */
+	for (int cpu = 0; cpu < s->ncpus; cpu++) {
+		if (s->pfds[cpu] >= 0 && ioctl(s->pfds[cpu], PERF_EVENT_IOC_PERIOD, &v)) {
+			int err = -errno;
+
+			for (int c = 0; c < cpu; c++)
+				if (s->pfds[c] >= 0)
+					ioctl(s->pfds[c], PERF_EVENT_IOC_PERIOD, &old);
+			return err;
+		}
+	}
+	s->attr.sample_freq = hz;
+	s->o.frequency = hz;
+	return 0;
+}
+
+static int reopen_cpu(struct sampler *s, int cpu)
+{
+	struct bpf_link *link;
+	int fd;
+
+	fd = perf_open(&s->attr, cpu);
+	if (fd < 0)
+		return -errno;
+	link = bpf_program__attach_perf_event(s->skel->progs.on_cpu, fd);
+	if (!link) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	bpf_link__destroy(s->links[cpu]);
+	if (s->pfds[cpu] >= 0)
+		close(s->pfds[cpu]);
+	s->links[cpu] = link;
+	s->pfds[cpu] = fd;
+	s->enabled_ns[cpu] = 0;
+	return 0;
+}
+
+/*
+ * Perf events are bound to a CPU; when it goes offline the kernel detaches
+ * them for good, so a CPU that comes back must get a new event. A dead event
+ * is one whose enabled time stood still while its CPU is online; that catches
+ * an offline/online cycle shorter than the check interval too.
+ */
+int sampler__refresh_cpus(struct sampler *s)
+{
+	bool *online = calloc(s->ncpus, sizeof(*online));
+	int ret, reopened = 0;
+	unsigned n = 0;
+
+	if (!online)
+		return -ENOMEM;
+	ret = online_cpus(online, s->ncpus);
+	for (int cpu = 0; !ret && cpu < s->ncpus; cpu++) {
+		uint64_t rf[2]; /* value, time_enabled */
+		int dead = s->pfds[cpu] < 0;
+
+		if (!dead && read(s->pfds[cpu], rf, sizeof(rf)) == (ssize_t)sizeof(rf)) {
+			dead = online[cpu] && s->enabled_ns[cpu] && rf[1] == s->enabled_ns[cpu];
+			s->enabled_ns[cpu] = rf[1];
+		}
+		if (online[cpu] && dead) {
+			int err = reopen_cpu(s, cpu);
+
+			if (err)
+				log_warn("CPU %d is online but its perf event cannot be re-opened: %s", cpu,
+					 strerror(-err));
+			else
+				reopened++;
+		}
+		if (online[cpu] && s->pfds[cpu] >= 0)
+			n++;
+	}
+	free(online);
+	if (ret)
+		return ret;
+	s->nopen = n;
+	return reopened;
 }

@@ -39,5 +39,9 @@ const char *sampler__event(const struct sampler *s);
 unsigned sampler__ncpus(const struct sampler *s);
 /* Kernel memory held by the maps, in bytes (an estimate from their sizes). */
 uint64_t sampler__map_bytes(const struct sampler *s);
+/* Changes the sampling rate of the open events in place; -EINVAL past kernel.perf_event_max_sample_rate. */
+int sampler__set_frequency(struct sampler *s, unsigned hz);
+/* Re-opens the events of CPUs that came back online; returns how many, or -errno. */
+int sampler__refresh_cpus(struct sampler *s);
 
 #endif
