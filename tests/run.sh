@@ -30,6 +30,13 @@ if [ "$tier" = all ] || [ "$tier" = unit ]; then
 	done
 fi
 
+# Short fuzz runs (tests/fuzz/run.sh; `make fuzz` runs them long).
+if [ "$tier" = all ] || [ "$tier" = unit ]; then
+	if [ -x tests/fuzz/run.sh ] && { [ -z "$only" ] || [[ fuzz == *$only* ]]; }; then
+		run_one "fuzz/short" tests/fuzz/run.sh
+	fi
+fi
+
 if [ "$tier" = all ] || [ "$tier" = integration ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "integration tests need root (perf_event_open, BPF); run 'sudo make test'" >&2
