@@ -24,6 +24,8 @@ struct codec {
 	size_t prev_cap, cur_cap;
 	struct pf_sample *samples;
 	size_t samples_cap;
+	uint32_t *order, *rank;    /* encoder: stacks in payload order; profile id -> payload id */
+	size_t order_cap, rank_cap;
 };
 
 int codec__new(struct codec **out)
@@ -46,6 +48,8 @@ void codec__free(struct codec *c)
 	free(c->prev);
 	free(c->cur);
 	free(c->samples);
+	free(c->order);
+	free(c->rank);
 	free(c);
 }
 
@@ -111,6 +115,18 @@ static int64_t unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+static int cmp_stack(const void *a, const void *b, void *arg)
+{
+	const struct profile *p = arg;
+	uint32_t na, nb;
+	const uint32_t *fa = profile__stack(p, *(const uint32_t *)a, &na);
+	const uint32_t *fb = profile__stack(p, *(const uint32_t *)b, &nb);
+	for (uint32_t i = 0; i < na && i < nb; i++)
+		if (fa[i] != fb[i])
+			return fa[i] < fb[i] ? -1 : 1;
+	return na < nb ? -1 : na > nb;
+}
+
 int codec__encode(struct codec *c, const struct profile *p, const uint8_t **buf, size_t *len)
 {
 	c->len = 0;
@@ -156,17 +172,33 @@ int codec__encode(struct codec *c, const struct profile *p, const uint8_t **buf,
 		put_u(c, profile__frame(p, (uint32_t)i)->offset);
 
 	/*
-	 * Stacks are root first, so stacks added one after the other tend to
-	 * share their first frames (main, the event loop, the syscall path): each
-	 * stack stores only how many frames it shares with the previous one.
+	 * Stacks are root first and written in sorted order, so each one shares
+	 * its first frames (main, the event loop, the syscall path) with the one
+	 * before and stores only how many: the stack table becomes a walk of the
+	 * call tree, each tree edge written about once.
 	 */
 	size_t nk = profile__nstacks(p);
-	put_u(c, nk ? nk - 1 : 0);
+	if (!nk)
+		nk = 1;
+	void *o = c->order, *rk = c->rank;
+	int e1 = grow(&o, &c->order_cap, nk, sizeof(uint32_t));
+	c->order = o;
+	int e2 = grow(&rk, &c->rank_cap, nk, sizeof(uint32_t));
+	c->rank = rk;
+	if (e1 || e2)
+		return -ENOMEM;
+	for (size_t i = 1; i < nk; i++)
+		c->order[i - 1] = (uint32_t)i;
+	qsort_r(c->order, nk - 1, sizeof(uint32_t), cmp_stack, (void *)p);
+	c->rank[0] = 0;
+	for (size_t i = 1; i < nk; i++)
+		c->rank[c->order[i - 1]] = (uint32_t)i;
+	put_u(c, nk - 1);
 	const uint32_t *prev = NULL;
 	uint32_t nprev = 0;
 	for (size_t i = 1; i < nk; i++) {
 		uint32_t n;
-		const uint32_t *f = profile__stack(p, (uint32_t)i, &n);
+		const uint32_t *f = profile__stack(p, c->order[i - 1], &n);
 		uint32_t shared = 0;
 		while (shared < n && shared < nprev && f[shared] == prev[shared])
 			shared++;
@@ -183,7 +215,7 @@ int codec__encode(struct codec *c, const struct profile *p, const uint8_t **buf,
 	for (size_t i = 0; i < ns; i++)
 		put_u(c, profile__sample(p, i)->kind);
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, profile__sample(p, i)->stack);
+		put_u(c, c->rank[profile__sample(p, i)->stack]);
 	for (size_t i = 0; i < ns; i++)
 		put_u(c, profile__sample(p, i)->value);
 	/* Samples of one process arrive together: pids as deltas, tids against their pid. */

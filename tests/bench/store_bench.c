@@ -15,6 +15,7 @@
  * CPU-hour, then store__list / store__read (decode + merge, like
  * `profctl dump`) times for the last 10 min and the whole 24 h.
  */
+#include "codec.h"
 #include "profile.h"
 #include "store.h"
 
@@ -27,6 +28,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #define SEC 1000000000ll
 #define WINDOW (10 * SEC)
@@ -259,9 +261,55 @@ static void query(struct store *s, const char *label, int64_t since, int64_t unt
 	}
 }
 
+/*
+ * -x: what cross-window compression would buy. Compresses each window's
+ * payload alone and with the previous window's payload as a zstd prefix
+ * (what a keyframe/delta record scheme would do), without writing.
+ */
+static int experiment(int nwin, int cpus, int level)
+{
+	struct codec *c;
+	struct profile *p;
+	ZSTD_CCtx *z = ZSTD_createCCtx();
+	uint8_t *prev = NULL, *out = NULL;
+	size_t prevlen = 0, cap = 0;
+	double alone = 0, chained = 0, raw = 0;
+
+	codec__new(&c);
+	profile__new(&p);
+	ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, level ? level : 3);
+	for (int i = 0; i < nwin; i++) {
+		const uint8_t *buf;
+		size_t len;
+		make_window(p, (int64_t)i * WINDOW, cpus);
+		codec__encode(c, p, &buf, &len);
+		if (ZSTD_compressBound(len) > cap) {
+			cap = ZSTD_compressBound(len);
+			out = realloc(out, cap);
+		}
+		raw += (double)len;
+		alone += (double)ZSTD_compress2(z, out, cap, buf, len);
+		if (prev) {
+			ZSTD_CCtx_refPrefix(z, prev, prevlen);
+			chained += (double)ZSTD_compress2(z, out, cap, buf, len);
+		}
+		prev = realloc(prev, len);
+		memcpy(prev, buf, len);
+		prevlen = len;
+	}
+	printf("per window: raw payload %.0f B, zstd alone %.0f B, zstd with previous window as prefix %.0f B\n",
+	       raw / nwin, alone / nwin, chained / (nwin - 1));
+	ZSTD_freeCCtx(z);
+	free(prev);
+	free(out);
+	codec__free(c);
+	profile__free(p);
+	return 0;
+}
+
 static void usage(const char *argv0)
 {
-	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k]\n", argv0);
+	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x]\n", argv0);
 	exit(2);
 }
 
@@ -279,15 +327,16 @@ int main(int argc, char **argv)
 {
 	char dirbuf[] = "/var/tmp/profd-bench.XXXXXX";
 	const char *dir = NULL;
-	int hours = 24, cpus = 4, level = 0, keep = 0, c;
+	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, c;
 
-	while ((c = getopt(argc, argv, "d:H:c:l:k")) != -1) {
+	while ((c = getopt(argc, argv, "d:H:c:l:kx")) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'H': hours = num(optarg, 1, 24 * 365, argv[0]); break;
 		case 'c': cpus = num(optarg, 1, 1024, argv[0]); break;
 		case 'l': level = num(optarg, -5, 22, argv[0]); break;
 		case 'k': keep = 1; break;
+		case 'x': exper = 1; break;
 		default: usage(argv[0]);
 		}
 	}
@@ -303,6 +352,8 @@ int main(int argc, char **argv)
 		build(&procs[i].root, 0, procs[i].depth, procs[i].fanout, i < 2 || i == 3, procs[i].modules[2] ? 3 : procs[i].modules[1] ? 2 : 1);
 	}
 	build(&kernel_root, 0, 14, 3, 0, 1);
+	if (exper)
+		return experiment(30, cpus, level);
 
 	struct store *s;
 	struct store_opts o = { .dir = dir, .writer = 1, .zstd_level = level };
