@@ -53,4 +53,89 @@ enum profd_counter {
 	PROFD_CNT_MAX,
 };
 
+/* --- DWARF unwinding (issue 7): shared by bpf/unwind.h, lib/unwind_table.c, daemon/tables.c --- */
+
+/*
+ * One unwind row: from pc (an ELF virtual address of the file) up to the
+ * next row's pc, how to find the caller. 8 bytes, so a 1 MB budget holds
+ * 128 K rows (libc needs about 30 K). Rows of one file are sorted by pc and
+ * stored contiguously in the rows array; a NONE row closes a function.
+ */
+struct profd_urow {
+	__u32 pc;
+	__u16 cfa_off;  /* CFA = reg + cfa_off; DEREF_RBP: (__s16) offset */
+	__u8 kind;      /* PROFD_UR_CFA_* | PROFD_UR_RBP_* << 4 */
+	__s8 rbp_off;   /* RBP_AT_CFA: saved rbp at CFA + 8 * rbp_off; PLT: threshold */
+};
+
+enum profd_ur_cfa {
+	PROFD_UR_CFA_NONE = 0,  /* no unwind info here: frame pointers */
+	PROFD_UR_CFA_RSP,       /* CFA = rsp + off */
+	PROFD_UR_CFA_RBP,       /* CFA = rbp + off */
+	PROFD_UR_CFA_PLT,       /* CFA = rsp + off + ((rip & 15) >= thr ? 8 : 0): PLT stubs */
+	PROFD_UR_CFA_DEREF_RBP, /* CFA = *(rbp + off): stack realignment (gcc main) */
+	PROFD_UR_CFA_SIGNAL,    /* rt_sigreturn trampoline: registers in the ucontext at rsp */
+	PROFD_UR_CFA_END,       /* return address undefined: outermost frame (_start) */
+	PROFD_UR_CFA_UNSUP,     /* a rule we cannot evaluate: the walk stops here */
+};
+
+enum profd_ur_rbp {
+	PROFD_UR_RBP_SAME = 0,  /* caller's rbp is ours */
+	PROFD_UR_RBP_AT_CFA,    /* saved at CFA + 8 * rbp_off */
+	PROFD_UR_RBP_UNDEF,     /* unknown (undefined or a rule we do not evaluate) */
+};
+
+#define PROFD_UR_CFA(k) ((k) & 15)
+#define PROFD_UR_RBP(k) ((k) >> 4)
+
+/* Executable mappings of one process, sorted by start; value of the umaps map. */
+#define PROFD_MAX_UMAPS 64
+struct profd_umap {
+	__u64 start, end;
+	__u64 bias;       /* runtime address - ELF virtual address */
+	__u32 first, count; /* rows [first, first + count) of the rows array; count 0: frame pointers */
+};
+
+struct profd_umaps {
+	__u32 n;          /* 0: tables not loaded yet (frame pointers) */
+	__u32 refresh;    /* set by BPF when a pc fell outside every mapping */
+	struct profd_umap m[PROFD_MAX_UMAPS];
+};
+
+/* Ring buffer events from the walker to user space. */
+enum profd_uevent_type {
+	PROFD_UEV_NEW_PID = 1, /* a sampled process has no tables yet */
+	PROFD_UEV_REFRESH,     /* a pc fell outside every known mapping (dlopen, exec) */
+	PROFD_UEV_SNAPSHOT,    /* test mode: registers, stack copy and the walker's frames */
+};
+
+#define PROFD_SNAP_STACK 16384
+/* DWARF register numbers of x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
+#define PROFD_SNAP_NREGS 17
+
+struct profd_uevent {
+	__u32 type;
+	__u32 pid;
+	__u32 tid;
+	__u32 nframes;
+	__u64 stack_len;   /* bytes copied from regs[7] (rsp) upwards */
+	__u64 regs[PROFD_SNAP_NREGS];
+	__u64 frames[PROFD_MAX_DEPTH];
+	__u8 stack[PROFD_SNAP_STACK]; /* SNAPSHOT only; other events stop before it */
+};
+
+enum profd_ucounter {
+	PROFD_UCNT_WALKS = 0,   /* user stacks walked with tables */
+	PROFD_UCNT_FRAMES_DWARF,/* frames recovered from unwind rows */
+	PROFD_UCNT_FRAMES_FP,   /* frames recovered by frame pointers (no row) */
+	PROFD_UCNT_UNSUP,       /* walks stopped at an unsupported rule */
+	PROFD_UCNT_BAD_READ,    /* walks stopped at an unreadable stack word */
+	PROFD_UCNT_NO_PID,      /* samples of processes whose tables were not loaded yet */
+	PROFD_UCNT_PIDS_FULL,   /* umaps map full: process walked by frame pointers */
+	PROFD_UCNT_EVENTS_LOST, /* ring buffer full: a load request or snapshot dropped */
+	PROFD_UCNT_MAX,
+};
+
+/* --- end DWARF unwinding --- */
+
 #endif
