@@ -352,8 +352,11 @@ int main(int argc, char **argv)
 		build(&procs[i].root, 0, procs[i].depth, procs[i].fanout, i < 2 || i == 3, procs[i].modules[2] ? 3 : procs[i].modules[1] ? 2 : 1);
 	}
 	build(&kernel_root, 0, 14, 3, 0, 1);
-	if (exper)
+	if (exper) {
+		if (dir == dirbuf)
+			rmdir(dir);
 		return experiment(30, cpus, level);
+	}
 
 	struct store *s;
 	struct store_opts o = { .dir = dir, .writer = 1, .zstd_level = level };
