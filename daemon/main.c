@@ -1,5 +1,6 @@
 /* profd: wires the sampler, symbolizer, window and store into one event loop. */
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +9,8 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/utsname.h>
@@ -15,6 +18,7 @@
 #include <unistd.h>
 
 #include "cgroups.h"
+#include "lock.h"
 #include "log.h"
 #include "notify.h"
 #include "options.h"
@@ -41,6 +45,14 @@ struct profd {
 	int64_t last_write_warn_ns;
 	uint32_t *frames_buf;
 	int stop;
+	/* service (issue 8): reload re-reads argv and the config file */
+	int argc;
+	char **argv;
+	struct pidlock *lock;
+	int wd_tfd;
+	char restart_pending[256];
+	uint64_t status_samples;
+	int64_t status_ns;
 };
 
 static const char *const counter_names[PROFD_CNT_MAX] = {
@@ -53,6 +65,8 @@ static const char *const counter_names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_TRUNCATED] = "truncated_stacks",
 	[PROFD_CNT_NO_MAP] = "lost_no_map",
 	[PROFD_CNT_IDLE] = "idle_samples",
+	[PROFD_CNT_OFFCPU_NO_STATE] = "lost_offcpu_no_task_state",
+	[PROFD_CNT_OFFCPU_SHORT] = "offcpu_below_minimum",
 };
 
 static int64_t clock_ns(clockid_t id)
@@ -189,6 +203,11 @@ static int flush(struct profd *d)
 
 #define ADD(fmt, ...) fprintf(f, fmt "\n", __VA_ARGS__)
 
+static void status_setting(const char *key, const char *value, void *arg)
+{
+	fprintf(arg, "config.%s\t%s\n", key, value);
+}
+
 static int status_reply(struct profd *d, char **out)
 {
 	uint64_t c[PROFD_CNT_MAX], lost = 0;
@@ -205,6 +224,10 @@ static int status_reply(struct profd *d, char **out)
 	/* Samples dropped whole; the stack losses keep the sample without that stack. */
 	lost = c[PROFD_CNT_COUNTS_FULL] + c[PROFD_CNT_NO_MAP];
 	ADD("pid\t%d", (int)getpid());
+	ADD("config\t%s", d->o.config[0] ? d->o.config : "none");
+	options_foreach(&d->o, status_setting, f);
+	if (d->restart_pending[0])
+		ADD("config.restart_needed\t%s", d->restart_pending);
 	ADD("uptime_s\t%" PRId64, (clock_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000);
 	ADD("host\t%s", d->uts.nodename);
 	ADD("kernel\t%s", d->uts.release);
@@ -245,6 +268,8 @@ static int status_reply(struct profd *d, char **out)
 	return fclose(f) ? -ENOMEM : 0;
 }
 
+static int reload(struct profd *d, char **reply);
+
 static int handle(const char *req, char **reply, void *arg)
 {
 	struct profd *d = arg;
@@ -260,7 +285,9 @@ static int handle(const char *req, char **reply, void *arg)
 			r = asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n", d->windows_written);
 		return r < 0 ? -ENOMEM : 0;
 	}
-	return asprintf(reply, "error\tunknown request '%.64s' (try status, flush)\n", req) < 0 ? -ENOMEM : 0;
+	if (!strcmp(req, "reload"))
+		return reload(d, reply);
+	return asprintf(reply, "error\tunknown request '%.64s' (try status, flush, reload)\n", req) < 0 ? -ENOMEM : 0;
 }
 
 static int timer_open(int epfd, int64_t interval_ns, int *out)
@@ -306,6 +333,220 @@ static int mkdir_parent(const char *path)
 	return err;
 }
 
+/* ---- service (issue 8): lock, socket group, watchdog, STATUS=, hotplug, reload ---- */
+
+static struct store_opts store_opts(const struct profd_opts *o)
+{
+	return (struct store_opts){
+		.dir = o->state_dir, .writer = 1, .zstd_level = o->zstd_level,
+		.max_age_ns = o->retention_ns, .max_bytes = o->max_disk,
+		.warn = store_warn,
+	};
+}
+
+static int take_lock(struct profd *d)
+{
+	pid_t holder;
+	int err = pidlock__take(d->o.state_dir, &d->lock, &holder);
+
+	if (err == -EBUSY)
+		log_err("another profd (pid %d) is using %s; stop it first or give this one another --state-dir",
+			(int)holder, d->o.state_dir);
+	else if (err)
+		log_err("state directory %s is not writable: %s; check its permissions and mount (or pick one with --state-dir)",
+			d->o.state_dir, strerror(-err));
+	return err;
+}
+
+/* The socket is created 0660 root:root; a configured group may use it too. */
+static int socket_group(struct profd *d, const char *name)
+{
+	gid_t gid = 0;
+
+	if (*name) {
+		struct group *g = getgrnam(name);
+
+		if (!g) {
+			log_err("socket-group: no group named '%s'", name);
+			return -ENOENT;
+		}
+		gid = g->gr_gid;
+	}
+	if (chown(d->o.socket, (uid_t)-1, gid) || chmod(d->o.socket, 0660)) {
+		int err = -errno;
+
+		log_err("cannot give %s to group %s: %s", d->o.socket, *name ? name : "root", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* Binding unlinks a stale socket first; a live one belongs to another profd. */
+static int socket_in_use(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, used;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 0;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	used = !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return used;
+}
+
+static int timer_set(int fd, int64_t interval_ns)
+{
+	struct itimerspec its = {
+		.it_interval = { interval_ns / 1000000000, interval_ns % 1000000000 },
+		.it_value = { interval_ns / 1000000000, interval_ns % 1000000000 },
+	};
+
+	return timerfd_settime(fd, 0, &its, NULL) ? -errno : 0;
+}
+
+/* Pings at half of WatchdogSec from the event loop, so a stuck loop is what systemd sees. */
+static int watchdog_open(struct profd *d)
+{
+	int64_t wd = notify_watchdog_ns();
+
+	if (!wd)
+		return 0;
+	log_debug("systemd watchdog: %" PRId64 " ms; pinging every %" PRId64 " ms", wd / 1000000, wd / 2000000);
+	notify_send("WATCHDOG=1");
+	return timer_open(d->epfd, wd / 2, &d->wd_tfd);
+}
+
+static void notify_status(struct profd *d)
+{
+	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	struct store_stats st;
+	double rate = 0;
+
+	store__stats(d->store, &st);
+	if (d->status_ns && now > d->status_ns)
+		rate = (double)(d->samples_total - d->status_samples) * 1e9 / (double)(now - d->status_ns);
+	d->status_ns = now;
+	d->status_samples = d->samples_total;
+	notify_sendf("STATUS=sampling %u CPUs at %u Hz (%s), %.0f samples/s; %" PRIu64 " windows, %.1f MiB on disk",
+		     sampler__ncpus(d->sampler), d->o.frequency, sampler__event(d->sampler), rate,
+		     d->windows_written, (double)st.bytes_on_disk / (1 << 20));
+}
+
+static void refresh_cpus(struct profd *d)
+{
+	static int64_t last_warn;
+	int n = sampler__refresh_cpus(d->sampler);
+
+	if (n > 0)
+		log_info("%d CPU(s) came back online: sampling %u CPUs again", n, sampler__ncpus(d->sampler));
+	else if (n < 0)
+		log_ratelimited(&last_warn, 600000000000LL, LOG_LVL_WARN, "cannot check for CPU hotplug: %s",
+				strerror(-n));
+}
+
+struct reload_log {
+	char *pending;
+	size_t len;
+};
+
+static void reload_change(const char *key, const char *old, const char *new, int live, void *arg)
+{
+	struct reload_log *r = arg;
+	size_t n = strlen(r->pending);
+
+	if (live) {
+		log_info("reload: %s %s -> %s", key, *old ? old : "none", *new ? new : "none");
+		return;
+	}
+	log_warn("reload: %s %s -> %s needs a restart; still using %s", key, *old ? old : "none",
+		 *new ? new : "none", *old ? old : "none");
+	snprintf(r->pending + n, r->len - n, "%s%s", n ? "," : "", key);
+}
+
+/*
+ * Re-reads the config file (and the flags given at start, which still win)
+ * and applies what can change live. The open window is never dropped: a new
+ * frequency closes it first, so each stored window has one frequency.
+ */
+static int reload(struct profd *d, char **reply)
+{
+	struct profd_opts n, old = d->o;
+	char err[512], pending[256] = "";
+	struct reload_log rl = { pending, sizeof(pending) };
+	int ret;
+
+	options_defaults(&n);
+	ret = options_load(&n, d->argc, d->argv, err, sizeof(err));
+	if (ret) {
+		log_err("reload refused, keeping the running configuration: %s", err);
+		return asprintf(reply, "error\t%s\n", err) < 0 ? -ENOMEM : 0;
+	}
+	options_diff(&d->o, &n, reload_change, &rl);
+
+	snprintf(d->o.config, sizeof(d->o.config), "%s", n.config);
+	if (n.frequency != old.frequency) {
+		if (flush(d))
+			log_warn("reload: the window before the frequency change could not be written");
+		ret = sampler__set_frequency(d->sampler, n.frequency);
+		if (ret) {
+			log_err("reload: cannot sample at %u Hz (%s); staying at %u Hz (see kernel.perf_event_max_sample_rate)",
+				n.frequency, strerror(-ret), old.frequency);
+		} else {
+			d->o.frequency = n.frequency;
+			profile__meta(d->window)->frequency = n.frequency;
+		}
+	}
+	if (n.flush_interval_ns != old.flush_interval_ns && !timer_set(d->flush_tfd, n.flush_interval_ns))
+		d->o.flush_interval_ns = n.flush_interval_ns;
+	if (n.drain_interval_ns != old.drain_interval_ns && !timer_set(d->drain_tfd, n.drain_interval_ns))
+		d->o.drain_interval_ns = n.drain_interval_ns;
+	if (n.retention_ns != old.retention_ns || n.max_disk != old.max_disk || n.zstd_level != old.zstd_level) {
+		struct store_opts to;
+		struct store *st;
+
+		/* The store has no setters: re-open it (our pid lock keeps the directory ours meanwhile). */
+		d->o.retention_ns = n.retention_ns;
+		d->o.max_disk = n.max_disk;
+		d->o.zstd_level = n.zstd_level;
+		to = store_opts(&d->o);
+		store__close(d->store);
+		d->store = NULL;
+		ret = store__open(&to, &st);
+		if (ret) {
+			log_err("reload: cannot re-open %s with the new retention (%s); keeping the old one",
+				d->o.state_dir, strerror(-ret));
+			d->o.retention_ns = old.retention_ns;
+			d->o.max_disk = old.max_disk;
+			d->o.zstd_level = old.zstd_level;
+			to = store_opts(&d->o);
+			ret = store__open(&to, &st);
+		}
+		if (ret) {
+			log_err("cannot re-open %s: %s; stopping", d->o.state_dir, strerror(-ret));
+			d->stop = 1;
+			return asprintf(reply, "error\tstate directory lost: %s\n", strerror(-ret)) < 0 ? -ENOMEM : 0;
+		}
+		d->store = st;
+		store__retain(d->store, clock_ns(CLOCK_REALTIME));
+	}
+	if (strcmp(n.socket_group, old.socket_group) && !socket_group(d, n.socket_group))
+		snprintf(d->o.socket_group, sizeof(d->o.socket_group), "%s", n.socket_group);
+	if (n.log_level != old.log_level) {
+		d->o.log_level = n.log_level;
+		log_set_level(n.log_level);
+	}
+	snprintf(d->restart_pending, sizeof(d->restart_pending), "%s", pending);
+	log_info("configuration reloaded from %s%s%s", d->o.config[0] ? d->o.config : "defaults and flags",
+		 pending[0] ? "; restart to apply: " : "", pending);
+	notify_status(d);
+	return asprintf(reply, "ok\treloaded\nconfig\t%s\nrestart_needed\t%s\n", d->o.config[0] ? d->o.config : "none",
+			pending[0] ? pending : "none") < 0 ? -ENOMEM : 0;
+}
+
 static int setup(struct profd *d)
 {
 	struct sampler_opts so = {
@@ -314,11 +555,7 @@ static int setup(struct profd *d)
 		.stacks_entries = d->o.stacks_entries,
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_pids = d->o.max_pids };
-	struct store_opts to = {
-		.dir = d->o.state_dir, .writer = 1, .zstd_level = d->o.zstd_level,
-		.max_age_ns = d->o.retention_ns, .max_bytes = d->o.max_disk,
-		.warn = store_warn,
-	};
+	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
 	char err_msg[256] = "";
 	sigset_t mask;
@@ -330,6 +567,9 @@ static int setup(struct profd *d)
 		return log_err("out of memory"), -ENOMEM;
 
 	mkdir_parent(d->o.state_dir);
+	err = take_lock(d);
+	if (err)
+		return err;
 	err = store__open(&to, &d->store);
 	if (err) {
 		log_err("cannot open state directory %s: %s; check that it is writable by profd (or pick one with --state-dir)",
@@ -339,6 +579,14 @@ static int setup(struct profd *d)
 	if (symbolizer__new(&yo, &d->sym) || cgroups__new(NULL, &d->cg))
 		return log_err("out of memory"), -ENOMEM;
 
+	/* tp_btf programs and CO-RE relocations cannot load without the kernel's BTF. */
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		log_err("no kernel BTF at /sys/kernel/btf/vmlinux (%s): profd needs a kernel built with "
+			"CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
+		return -ENOENT;
+	}
+	/* Loading and verifying the programs can outlast TimeoutStartSec on a busy host. */
+	notify_send("EXTEND_TIMEOUT_USEC=60000000");
 	err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
 	if (err) {
 		log_err("%s", err_msg);
@@ -363,17 +611,26 @@ static int setup(struct profd *d)
 		return log_err("cannot create timers: %s", strerror(-err)), err;
 
 	mkdir_parent(d->o.socket);
+	if (socket_in_use(d->o.socket))
+		return log_err("another process is listening on %s; stop it or pick another path with --socket",
+			       d->o.socket), -EADDRINUSE;
 	err = server__open(d->o.socket, d->epfd, handle, d, &d->server);
 	if (err) {
 		log_err("cannot listen on %s: %s; pick another path with --socket", d->o.socket, strerror(-err));
 		return err;
 	}
+	if ((err = socket_group(d, d->o.socket_group)))
+		return err;
+	if ((err = watchdog_open(d)))
+		return log_err("cannot create the watchdog timer: %s", strerror(-err)), err;
 	return 0;
 }
 
 static void teardown(struct profd *d)
 {
 	server__free(d->server);
+	if (d->wd_tfd >= 0)
+		close(d->wd_tfd);
 	sampler__free(d->sampler);
 	store__close(d->store);
 	symbolizer__free(d->sym);
@@ -382,6 +639,7 @@ static void teardown(struct profd *d)
 	free(d->frames_buf);
 	if (d->epfd > 0)
 		close(d->epfd);
+	pidlock__free(d->lock);
 }
 
 static void on_signal(struct profd *d)
@@ -389,9 +647,12 @@ static void on_signal(struct profd *d)
 	struct signalfd_siginfo si;
 
 	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGHUP)
-			log_info("SIGHUP: nothing to reload without --config");
-		else
+		if (si.ssi_signo == SIGHUP) {
+			char *reply = NULL;
+
+			reload(d, &reply);
+			free(reply);
+		} else
 			d->stop = 1;
 	}
 }
@@ -418,9 +679,14 @@ static int loop(struct profd *d)
 				if (read(d->drain_tfd, &ticks, sizeof(ticks)) > 0)
 					drain(d);
 				server__reap(d->server, clock_ns(CLOCK_MONOTONIC) / 1000000);
+				refresh_cpus(d);
 			} else if (tag == &d->flush_tfd) {
 				if (read(d->flush_tfd, &ticks, sizeof(ticks)) > 0)
 					flush(d);
+				notify_status(d);
+			} else if (tag == &d->wd_tfd) {
+				if (read(d->wd_tfd, &ticks, sizeof(ticks)) > 0)
+					notify_send("WATCHDOG=1");
 			} else {
 				server__dispatch(d->server, tag, evs[i].events);
 			}
@@ -431,7 +697,8 @@ static int loop(struct profd *d)
 
 int main(int argc, char **argv)
 {
-	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1 };
+	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1,
+			   .argc = argc, .argv = argv };
 	int err;
 
 	options_defaults(&d.o);
@@ -450,6 +717,7 @@ int main(int argc, char **argv)
 		 sampler__ncpus(d.sampler), d.o.frequency, sampler__event(d.sampler),
 		 d.o.flush_interval_ns / 1000000000, d.o.state_dir, d.o.socket);
 	notify_send("READY=1");
+	notify_status(&d);
 
 	err = loop(&d);
 	notify_send("STOPPING=1");
