@@ -5,6 +5,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "profd.h"
+#include "unwind.h" /* DWARF user-stack walker (issue 7) */
 
 #define PF_KTHREAD 0x00200000
 
@@ -108,7 +109,7 @@ static __always_inline __u64 store_stack(void *ctx, void *stack_map, __u32 slot,
 	buf = bpf_map_lookup_elem(&scratch, &slot);
 	if (!buf)
 		return 0;
-	n = bpf_get_stack(ctx, buf->ips, sizeof(buf->ips), user ? BPF_F_USER_STACK : 0);
+	n = user ? user_stack(ctx, buf->ips, sizeof(buf->ips)) : bpf_get_stack(ctx, buf->ips, sizeof(buf->ips), 0);
 	if (n < 0)
 		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
 	/* Zero frames is normal: a sample in user mode has no kernel stack. */

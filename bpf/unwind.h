@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The DWARF user-stack walker, included by profd.bpf.c. User space compiles
+ * each executable file's .eh_frame into sorted rows (lib/unwind_table.c)
+ * stored contiguously in urows, and describes each process's executable
+ * mappings in umaps (daemon/tables.c). Per frame: find the mapping of the
+ * pc, binary-search its rows, compute the CFA, read the return address at
+ * CFA - 8 and the caller's rbp; where there is no row, frame pointers.
+ * The frame loop runs under bpf_loop, so its cost does not multiply the
+ * verifier's work by the depth.
+ */
+#ifndef PROFD_UNWIND_BPF_H
+#define PROFD_UNWIND_BPF_H
+
+const volatile __u32 unwind_dwarf = 0;  /* 0: bpf_get_stack (frame pointers) */
+const volatile __u32 snapshot_tgid = 0; /* test mode: snapshots of this process's samples */
+
+__u64 ucounters[PROFD_UCNT_MAX] = {};
+
+/* Sized by user space before load; 1 entry when DWARF unwinding is off. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct profd_urow);
+} urows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct profd_umaps);
+} umaps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct profd_umaps);
+} umaps_zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} uevents SEC(".maps");
+
+#define UW_ROW_STEPS 24 /* binary search over up to 16 M rows */
+#define UW_MAP_STEPS 7  /* over up to 64 mappings */
+
+static __always_inline void ucount(enum profd_ucounter c)
+{
+	__sync_fetch_and_add(&ucounters[c], 1);
+}
+
+struct uw_state {
+	struct profd_umaps *um; /* NULL: no tables for this process (yet) */
+	__u64 *ips;
+	__u64 pc, sp, bp;
+	__u32 n;
+	__u32 exact;            /* pc is not a return address (leaf, or after a signal frame) */
+	__u32 stop;
+	__u32 pid;
+};
+
+static __always_inline void uevent_small(__u32 type, __u32 pid)
+{
+	struct profd_uevent *ev = bpf_ringbuf_reserve(&uevents, offsetof(struct profd_uevent, regs), 0);
+
+	if (!ev) {
+		ucount(PROFD_UCNT_EVENTS_LOST);
+		return;
+	}
+	ev->type = type;
+	ev->pid = pid;
+	ev->tid = 0;
+	ev->nframes = 0;
+	ev->stack_len = 0;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* The mapping holding pc, or NULL. */
+static __always_inline struct profd_umap *uw_find_map(struct profd_umaps *um, __u64 pc)
+{
+	__u32 lo = 0, hi = um->n, mid;
+
+	if (hi > PROFD_MAX_UMAPS)
+		hi = PROFD_MAX_UMAPS;
+	for (int i = 0; i < UW_MAP_STEPS && lo < hi; i++) {
+		mid = (lo + hi) / 2;
+		if (um->m[mid & (PROFD_MAX_UMAPS - 1)].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	lo = (lo - 1) & (PROFD_MAX_UMAPS - 1);
+	if (pc >= um->m[lo].end)
+		return NULL;
+	return &um->m[lo];
+}
+
+/* The row covering vaddr in [first, first + count), or NULL. */
+static __always_inline struct profd_urow *uw_find_row(__u32 first, __u32 count, __u64 vaddr)
+{
+	__u32 lo = first, hi = first + count, mid;
+	struct profd_urow *r;
+
+	for (int i = 0; i < UW_ROW_STEPS && lo < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(&urows, &mid);
+		if (!r)
+			return NULL;
+		if (r->pc <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo <= first)
+		return NULL;
+	lo -= 1;
+	return bpf_map_lookup_elem(&urows, &lo);
+}
+
+static __always_inline int uw_read(__u64 *dst, __u64 addr)
+{
+	if (bpf_probe_read_user(dst, sizeof(*dst), (void *)addr)) {
+		ucount(PROFD_UCNT_BAD_READ);
+		return -1;
+	}
+	return 0;
+}
+
+static long uw_step(__u64 index, void *arg)
+{
+	struct uw_state *s = arg;
+	struct profd_umap *m = NULL;
+	struct profd_urow *row = NULL;
+	__u64 cfa, ra, bp = s->bp, sp = s->sp;
+	__u32 kind = PROFD_UR_CFA_NONE;
+
+	if (s->n >= PROFD_MAX_DEPTH)
+		return 1;
+	s->ips[s->n & 127] = s->pc; /* n < 127 checked above; the mask is for the verifier */
+	s->n++;
+
+	if (s->um) {
+		m = uw_find_map(s->um, s->pc);
+		if (m && m->count) {
+			row = uw_find_row(m->first, m->count, s->pc - m->bias - (s->exact ? 0 : 1));
+			if (row)
+				kind = PROFD_UR_CFA(row->kind);
+		} else if (!m && s->pc > 4096 && s->pc < 0x800000000000ULL && !s->um->refresh) {
+			/* Racy on purpose: a duplicate request costs user space one maps read. */
+			s->um->refresh = 1;
+			uevent_small(PROFD_UEV_REFRESH, s->pid);
+		}
+	}
+	if (!row)
+		kind = PROFD_UR_CFA_NONE;
+
+	switch (kind) {
+	case PROFD_UR_CFA_NONE:
+		/* Frame pointers: the saved rbp at [rbp], the return address above it. */
+		if (bp == 0 || bp < sp)
+			return 1;
+		if (uw_read(&ra, bp + 8) || uw_read(&s->bp, bp))
+			return 1;
+		s->sp = bp + 16;
+		s->pc = ra;
+		s->exact = 0;
+		ucount(PROFD_UCNT_FRAMES_FP);
+		return ra == 0;
+	case PROFD_UR_CFA_RSP:
+		cfa = sp + row->cfa_off;
+		break;
+	case PROFD_UR_CFA_RBP:
+		cfa = bp + row->cfa_off;
+		break;
+	case PROFD_UR_CFA_PLT:
+		cfa = sp + row->cfa_off + ((s->pc & 15) >= (__u64)row->rbp_off ? 8 : 0);
+		break;
+	case PROFD_UR_CFA_DEREF_RBP:
+		if (uw_read(&cfa, bp + (__s16)row->cfa_off))
+			return 1;
+		break;
+	case PROFD_UR_CFA_SIGNAL:
+		/* rsp points at the ucontext: uc_mcontext at 40; rbp, rsp, rip at 120, 160, 168. */
+		if (uw_read(&s->bp, sp + 120) || uw_read(&s->sp, sp + 160) || uw_read(&s->pc, sp + 168))
+			return 1;
+		s->exact = 1;
+		ucount(PROFD_UCNT_FRAMES_DWARF);
+		return s->pc == 0;
+	case PROFD_UR_CFA_END:
+		return 1;
+	default:
+		ucount(PROFD_UCNT_UNSUP);
+		return 1;
+	}
+	if (cfa <= sp && kind != PROFD_UR_CFA_DEREF_RBP)
+		return 1; /* the stack grows down: a caller's CFA above ours, or a loop */
+	if (uw_read(&ra, cfa - 8))
+		return 1;
+	switch (PROFD_UR_RBP(row->kind)) {
+	case PROFD_UR_RBP_AT_CFA:
+		if (uw_read(&s->bp, cfa + (__s64)row->rbp_off * 8))
+			return 1;
+		break;
+	case PROFD_UR_RBP_UNDEF:
+		s->bp = 0;
+		break;
+	}
+	s->sp = cfa;
+	s->pc = ra;
+	s->exact = 0;
+	ucount(PROFD_UCNT_FRAMES_DWARF);
+	return ra == 0;
+}
+
+/* The tables of this process, or NULL; asks user space to load them on the first sample. */
+static __always_inline struct profd_umaps *uw_umaps(__u32 pid)
+{
+	struct profd_umaps *um = bpf_map_lookup_elem(&umaps, &pid), *zero;
+	__u32 z = 0;
+	long err;
+
+	if (um)
+		return um->n ? um : NULL;
+	ucount(PROFD_UCNT_NO_PID);
+	zero = bpf_map_lookup_elem(&umaps_zero, &z);
+	if (!zero)
+		return NULL;
+	/* The placeholder (n = 0) makes the request once per process. */
+	err = bpf_map_update_elem(&umaps, &pid, zero, BPF_NOEXIST);
+	if (err == 0)
+		uevent_small(PROFD_UEV_NEW_PID, pid);
+	else if (err != -17 /* EEXIST */)
+		ucount(PROFD_UCNT_PIDS_FULL);
+	return NULL;
+}
+
+/* Test mode: the registers, the top of the stack and the walker's result, for the libunwind oracle. */
+static __always_inline void uw_snapshot(struct pt_regs *regs, __u32 pid, __u32 tid,
+					const __u64 *ips, __u32 n)
+{
+	struct profd_uevent *ev = bpf_ringbuf_reserve(&uevents, sizeof(*ev), 0);
+	__u64 sp = regs->sp, off = 0, size;
+
+	if (!ev) {
+		ucount(PROFD_UCNT_EVENTS_LOST);
+		return;
+	}
+	ev->type = PROFD_UEV_SNAPSHOT;
+	ev->pid = pid;
+	ev->tid = tid;
+	ev->nframes = n;
+	ev->regs[0] = regs->ax;
+	ev->regs[1] = regs->dx;
+	ev->regs[2] = regs->cx;
+	ev->regs[3] = regs->bx;
+	ev->regs[4] = regs->si;
+	ev->regs[5] = regs->di;
+	ev->regs[6] = regs->bp;
+	ev->regs[7] = regs->sp;
+	ev->regs[8] = regs->r8;
+	ev->regs[9] = regs->r9;
+	ev->regs[10] = regs->r10;
+	ev->regs[11] = regs->r11;
+	ev->regs[12] = regs->r12;
+	ev->regs[13] = regs->r13;
+	ev->regs[14] = regs->r14;
+	ev->regs[15] = regs->r15;
+	ev->regs[16] = regs->ip;
+	bpf_probe_read_kernel(ev->frames, sizeof(ev->frames), ips);
+	/* Page by page: the copy stops at the first page that is not there (the stack's top). */
+	size = 4096 - (sp & 4095);
+	for (int k = 0; k < PROFD_SNAP_STACK / 4096 + 1; k++) {
+		if (off >= PROFD_SNAP_STACK)
+			break;
+		off &= PROFD_SNAP_STACK - 1;
+		if (size > 4096)
+			size = 4096;
+		if (size == 0 || bpf_probe_read_user(ev->stack + off, size, (void *)(sp + off)))
+			break;
+		off += size;
+		size = 4096;
+	}
+	ev->stack_len = off > PROFD_SNAP_STACK ? PROFD_SNAP_STACK : off;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* Walks the current task's user stack into ips; returns the number of frames. */
+static __always_inline long unwind_user(__u64 *ips)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct uw_state s = {};
+
+	if (!regs)
+		return 0;
+	s.pid = pid_tgid >> 32;
+	s.um = uw_umaps(s.pid);
+	s.ips = ips;
+	s.pc = BPF_CORE_READ(regs, ip);
+	s.sp = BPF_CORE_READ(regs, sp);
+	s.bp = BPF_CORE_READ(regs, bp);
+	s.exact = 1;
+	if (s.pc == 0)
+		return 0;
+	if (s.um)
+		ucount(PROFD_UCNT_WALKS);
+	bpf_loop(PROFD_MAX_DEPTH, uw_step, &s, 0);
+	if (snapshot_tgid && s.pid == snapshot_tgid) {
+		struct pt_regs r;
+
+		if (!bpf_probe_read_kernel(&r, sizeof(r), regs))
+			uw_snapshot(&r, s.pid, (__u32)pid_tgid, ips, s.n);
+	}
+	return s.n;
+}
+
+/* Drop-in for bpf_get_stack(ctx, ips, size, BPF_F_USER_STACK): bytes written, or -errno. */
+static __always_inline long user_stack(void *ctx, __u64 *ips, __u32 size)
+{
+	if (!unwind_dwarf)
+		return bpf_get_stack(ctx, ips, size, BPF_F_USER_STACK);
+	return unwind_user(ips) * sizeof(__u64);
+}
+
+#endif
