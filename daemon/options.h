@@ -26,6 +26,7 @@ struct profd_opts {
 	int64_t retention_ns;
 	uint64_t max_disk;
 	int unwind;
+	uint64_t unwind_memory;  /* kernel memory for DWARF unwind tables (rows) */
 	int offcpu;
 	int log_level;
 	uint32_t counts_entries;
