@@ -19,7 +19,7 @@ if ! echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0
 	exit 1
 fi
 
-FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 -D_GNU_SOURCE -Ilib"
+FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 -D_GNU_SOURCE -Ilib -Ibpf -I$BUILD"
 LIBS="-lelf -llzma -lz"
 
 build() { # target sources...
@@ -68,7 +68,8 @@ for src in tests/fuzz/fuzz_*.c; do
 	case $t in
 	fuzz_elf) srcs="lib/elfsym.c lib/demangle.c" max_len=65536 LIBS="-lelf -llzma -lz" ;;
 	fuzz_perfmap) srcs="lib/perfmap.c lib/procmaps.c lib/kallsyms.c" max_len=16384 LIBS="-lelf -llzma -lz" ;;
-	*) srcs=$(ls lib/*.c) max_len=65536 LIBS="-lbpf -lelf -ldw -lzstd -llzma -lz -lm" ;;
+	fuzz_segment) srcs="lib/store.c lib/codec.c lib/crc32c.c lib/profile.c" max_len=65536 LIBS="-lzstd -lz -lm" ;;
+	*) srcs=$(ls lib/*.c) max_len=65536 LIBS="-lbpf -lelf -ldw -lunwind-generic -lunwind -lzstd -llzma -lz -lm" ;;
 	esac
 	mkdir -p "$out/corpus-$t"
 	# shellcheck disable=SC2086
