@@ -1,0 +1,59 @@
+/*
+ * DWARF unwind tables in the kernel: builds the table of each executable
+ * file a sampled process maps (lib/unwind_table), stores it once per file in
+ * the BPF rows array, and describes each process's mappings in the umaps
+ * map for bpf/unwind.h. Loading is lazy: the walker asks for a process on
+ * its first sample (ring buffer), and walks it by frame pointers until the
+ * tables are there. Memory is bounded (rows array) and files nobody maps
+ * any more are evicted.
+ */
+#ifndef PROFD_TABLES_H
+#define PROFD_TABLES_H
+
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "profd.h"
+
+struct profd_bpf;
+struct tables;
+
+struct tables_opts {
+	int enabled;           /* the DWARF walker runs; 0: bpf_get_stack (frame pointers) */
+	uint64_t max_bytes;    /* rows array size */
+	uint32_t max_pids;     /* umaps entries */
+	uint32_t snapshot_pid; /* test mode: snapshots of this process's samples */
+};
+
+struct tables_stats {
+	uint64_t files;           /* files with a table in the kernel */
+	uint64_t files_failed;    /* files without one: no unwind info, unreadable, over budget */
+	uint64_t over_budget;     /* tables that did not fit in the rows array */
+	uint64_t rows_used, rows_cap;
+	uint64_t kernel_bytes;    /* rows array + umaps + ring buffer, allocated */
+	uint64_t pids;            /* processes described in umaps */
+	uint64_t pid_loads;       /* mappings read (first sample, dlopen/exec refreshes) */
+	uint64_t evictions;       /* tables dropped after no process mapped them */
+	uint64_t build_us_total;  /* time spent building tables */
+	uint64_t bpf[PROFD_UCNT_MAX];
+};
+
+/* Between __open() and __load(): sizes the maps, sets the walker's rodata. */
+void tables__configure(struct profd_bpf *skel, const struct tables_opts *o);
+/* After __load(). */
+int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tables **out);
+void tables__free(struct tables *t);
+
+/* Readable when the walker asked for something; then call tables__poll. */
+int tables__fd(const struct tables *t);
+int tables__poll(struct tables *t);
+/* Periodic upkeep: forgets exited processes, evicts unused tables, retries refreshes. */
+void tables__gc(struct tables *t);
+
+typedef void (*tables_snapshot_fn)(const struct profd_uevent *ev, void *arg);
+void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg);
+
+void tables__stats(const struct tables *t, struct tables_stats *st);
+
+#endif
