@@ -139,6 +139,27 @@ static __always_inline __u64 store_stack(void *ctx, void *stack_map, __u32 slot,
 	return 0;
 }
 
+static __always_inline int add_count(void *cmap, const struct profd_key *key, __u64 value)
+{
+	__u64 *v;
+
+	v = bpf_map_lookup_elem(cmap, key);
+	if (v) {
+		__sync_fetch_and_add(v, value);
+		return 0;
+	}
+	if (bpf_map_update_elem(cmap, key, &value, BPF_NOEXIST) == 0)
+		return 0;
+	/* Lost the race to another CPU inserting the same key: add to theirs. */
+	v = bpf_map_lookup_elem(cmap, key);
+	if (v) {
+		__sync_fetch_and_add(v, value);
+		return 0;
+	}
+	count(PROFD_CNT_COUNTS_FULL);
+	return 0;
+}
+
 static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -146,7 +167,6 @@ static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot
 	struct profd_key key = {};
 	__u32 g = *(volatile __u32 *)&gen & 1;
 	void *cmap, *smap;
-	__u64 *v;
 
 	key.pid = pid_tgid >> 32;
 	key.tid = (__u32)pid_tgid;
@@ -167,21 +187,7 @@ static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot
 	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD))
 		key.ustack = store_stack(ctx, smap, slot, 1, &key.flags);
 
-	v = bpf_map_lookup_elem(cmap, &key);
-	if (v) {
-		__sync_fetch_and_add(v, value);
-		return 0;
-	}
-	if (bpf_map_update_elem(cmap, &key, &value, BPF_NOEXIST) == 0)
-		return 0;
-	/* Lost the race to another CPU inserting the same key: add to theirs. */
-	v = bpf_map_lookup_elem(cmap, &key);
-	if (v) {
-		__sync_fetch_and_add(v, value);
-		return 0;
-	}
-	count(PROFD_CNT_COUNTS_FULL);
-	return 0;
+	return add_count(cmap, &key, value);
 }
 
 SEC("perf_event")
@@ -197,4 +203,154 @@ int on_cpu(struct bpf_perf_event_data *ctx)
 	if (self_tgid && (pid_tgid >> 32) == self_tgid)
 		return 0;
 	return record(ctx, PROFD_KIND_CPU, 1, 0);
+}
+
+/* --- off-CPU (issue 6): blocked and run-queue time from sched_switch --- */
+
+#define TASK_RUNNING 0
+#define TASK_DEAD 0x80
+
+const volatile __u64 offcpu_min_ns = 1000;
+
+/*
+ * Per-thread state between switch-out and switch-in. The frames are kept
+ * here, not stack ids: the generation may flip while the thread is away,
+ * and the count must land with its stacks in the generation current at
+ * switch-in, so the stacks are interned only then.
+ */
+struct offcpu_task {
+	__u64 ts;  /* switch-out time; 0: nothing pending */
+	struct profd_key key; /* labels at switch-out; stacks and kind filled at switch-in */
+	struct profd_stack ustk;
+	struct profd_stack kstk;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct offcpu_task);
+} offcpu_tasks SEC(".maps");
+
+/* Returns the frame count stored in s (0: none; errors are counted). */
+static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 *flags)
+{
+	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), user ? BPF_F_USER_STACK : 0);
+
+	if (n < 0)
+		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
+	if (n <= 0)
+		return s->len = 0;
+	s->len = n / sizeof(__u64);
+	if (s->len >= PROFD_MAX_DEPTH) {
+		count(PROFD_CNT_TRUNCATED);
+		*flags |= user ? PROFD_F_USTACK_TRUNC : PROFD_F_KSTACK_TRUNC;
+	}
+	return s->len;
+}
+
+/*
+ * Same ids as store_stack, so on-CPU and off-CPU counts share stacks. Looks
+ * up first: a thread blocks in few places, so the stack is usually there and
+ * the lookup avoids the bucket lock of an update.
+ */
+static __always_inline __u64 intern_stack(void *smap, struct profd_stack *s, int user)
+{
+	struct profd_stack *old;
+	__u64 id;
+	int err;
+
+	if (!s->len)
+		return 0;
+	s->pad = 0;
+	id = (stack_hash(s, s->len) & ~1ULL) | (user ? 0 : 1);
+	if (id <= 1)
+		id = 2 | (user ? 0 : 1);
+	old = bpf_map_lookup_elem(smap, &id);
+	if (!old) {
+		err = bpf_map_update_elem(smap, &id, s, BPF_NOEXIST);
+		if (err == 0)
+			return id;
+		if (err != -17 /* EEXIST */) {
+			count(PROFD_CNT_STACKS_FULL);
+			return 0;
+		}
+		old = bpf_map_lookup_elem(smap, &id);
+	}
+	if (old && same_stack(old, s))
+		return id;
+	count(PROFD_CNT_HASH_CLASH);
+	return 0;
+}
+
+static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev,
+				       unsigned int prev_state)
+{
+	struct offcpu_task *t;
+	__u32 flags = 0;
+
+	/* The idle task never waits; a dead task never comes back. */
+	if (prev->pid == 0 || (prev_state & TASK_DEAD))
+		return;
+	if (self_tgid && prev->tgid == self_tgid)
+		return;
+	t = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t) {
+		count(PROFD_CNT_OFFCPU_NO_STATE);
+		return;
+	}
+	/* prev is current here: its kernel stack is ours, its user registers are in pt_regs. */
+	capture(ctx, &t->kstk, 0, &flags);
+	if (!(prev->flags & PF_KTHREAD))
+		capture(ctx, &t->ustk, 1, &flags);
+	else
+		t->ustk.len = 0;
+	t->key.pid = prev->tgid;
+	t->key.tid = prev->pid;
+	t->key.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(t->key.thread, sizeof(t->key.thread));
+	BPF_CORE_READ_STR_INTO(&t->key.comm, prev, group_leader, comm);
+	t->key.flags = flags;
+	/* A preempted task stays runnable whatever its state said (see __trace_sched_switch_state). */
+	t->key.kind = preempt || prev_state == TASK_RUNNING ? PROFD_KIND_RUNQ : PROFD_KIND_OFFCPU;
+	t->ts = bpf_ktime_get_ns();
+}
+
+static __always_inline void switch_in(struct task_struct *next)
+{
+	__u32 g = *(volatile __u32 *)&gen & 1;
+	struct offcpu_task *t;
+	void *cmap, *smap;
+	__u64 delta;
+
+	if (next->pid == 0)
+		return;
+	/* No state: the task is new or left before we attached. */
+	t = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
+	if (!t || !t->ts)
+		return;
+	delta = bpf_ktime_get_ns() - t->ts;
+	t->ts = 0;
+	if (delta < offcpu_min_ns) {
+		count(PROFD_CNT_OFFCPU_SHORT);
+		return;
+	}
+	cmap = bpf_map_lookup_elem(&counts, &g);
+	smap = bpf_map_lookup_elem(&stacks, &g);
+	if (!cmap || !smap) {
+		count(PROFD_CNT_NO_MAP);
+		return;
+	}
+	t->key.ustack = intern_stack(smap, &t->ustk, 1);
+	t->key.kstack = intern_stack(smap, &t->kstk, 0);
+	add_count(cmap, &t->key, delta);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(off_cpu, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	switch_out(ctx, preempt, prev, prev_state);
+	switch_in(next);
+	return 0;
 }

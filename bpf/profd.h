@@ -50,6 +50,9 @@ enum profd_counter {
 	PROFD_CNT_TRUNCATED,       /* stack deeper than PROFD_MAX_DEPTH */
 	PROFD_CNT_NO_MAP,          /* no active generation (should not happen) */
 	PROFD_CNT_IDLE,            /* samples in the idle task, not counted */
+	/* off-CPU (sched_switch) */
+	PROFD_CNT_OFFCPU_NO_STATE, /* no per-task state (allocation failed): a block not timed */
+	PROFD_CNT_OFFCPU_SHORT,    /* blocks or waits below the minimum, not counted */
 	PROFD_CNT_MAX,
 };
 

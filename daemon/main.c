@@ -91,12 +91,31 @@ static int add_frame(struct profd *d, const struct sym *y, uint32_t *id)
 	return err;
 }
 
+/*
+ * A sched_switch stack starts in the tracing glue that ran our program
+ * (bpf_prog_*, bpf_trace_run*, __traceiter_*), not where the thread waited:
+ * returns how many leaf frames to leave out. Which glue frames appear
+ * depends on the kernel, so they are matched by name.
+ */
+static uint32_t offcpu_glue_frames(struct profd *d, const struct sampler_entry *e)
+{
+	struct sym y;
+	uint32_t i;
+
+	for (i = 0; i < e->nkstack; i++)
+		if (symbolizer__kernel(d->sym, e->kstack[i], &y) || !y.name ||
+		    (strncmp(y.name, "bpf_", 4) && strncmp(y.name, "__bpf_", 6) &&
+		     strncmp(y.name, "__traceiter_", 12)))
+			break;
+	return i;
+}
+
 static int on_entry(const struct sampler_entry *e, void *arg)
 {
 	struct profd *d = arg;
 	const struct profd_key *k = e->key;
 	struct pf_sample s = { .pid = k->pid, .tid = k->tid, .value = e->value };
-	uint32_t n = 0;
+	uint32_t n = 0, kskip = k->kind == PROFD_KIND_CPU ? 0 : offcpu_glue_frames(d, e);
 	struct sym y;
 	int err;
 
@@ -108,7 +127,7 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 		if (err)
 			return err;
 	}
-	for (uint32_t i = e->nkstack; i-- > 0;) {
+	for (uint32_t i = e->nkstack; i-- > kskip;) {
 		err = symbolizer__kernel(d->sym, e->kstack[i], &y);
 		if (!err)
 			err = add_frame(d, &y, &d->frames_buf[n++]);
@@ -250,6 +269,7 @@ static int status_reply(struct profd *d, char **out)
 	ADD("segments\t%" PRIu64, st.segments);
 	ADD("bytes_on_disk\t%" PRIu64, st.bytes_on_disk);
 	ADD("segments_removed\t%" PRIu64, st.segments_removed);
+	ADD("offcpu\t%s", sampler__offcpu(d->sampler) > 0 ? "on" : sampler__offcpu(d->sampler) ? "unavailable" : "off");
 	ADD("kernel_map_bytes\t%" PRIu64, sampler__map_bytes(d->sampler));
 	ADD("symbol_files_cached\t%" PRIu64, ss.files_cached);
 	ADD("symbol_file_hits\t%" PRIu64, ss.file_hits);
@@ -553,6 +573,8 @@ static int setup(struct profd *d)
 		.frequency = d->o.frequency,
 		.counts_entries = d->o.counts_entries,
 		.stacks_entries = d->o.stacks_entries,
+		.offcpu = d->o.offcpu,
+		.offcpu_min_ns = 1000, /* shorter waits are mostly lock hand-offs: noise for the cost */
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_pids = d->o.max_pids };
 	struct store_opts to = store_opts(&d->o);
@@ -592,6 +614,9 @@ static int setup(struct profd *d)
 		log_err("%s", err_msg);
 		return err;
 	}
+	if (sampler__offcpu(d->sampler) < 0)
+		log_warn("off-CPU profiling unavailable (%s): the kernel needs tp_btf and task storage; "
+			 "on-CPU profiles only", strerror(-sampler__offcpu(d->sampler)));
 	if (window_begin(d))
 		return -ENOMEM;
 

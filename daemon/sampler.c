@@ -24,6 +24,8 @@ struct sampler {
 	unsigned nopen;
 	const char *event;
 	struct sampler_opts o;
+	struct bpf_link *offcpu_link;
+	int offcpu; /* 1: attached, 0: off, -errno: unavailable */
 	struct perf_event_attr attr; /* as opened: for re-opening after CPU hotplug */
 	uint64_t *enabled_ns;        /* per CPU: time_enabled at the last hotplug check */
 
@@ -173,6 +175,41 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/*
+ * Opens, sizes and loads the BPF object; the off-CPU program and its task
+ * storage only when asked, so --no-offcpu costs nothing in the kernel.
+ */
+static int load_object(struct sampler *s, bool offcpu)
+{
+	int ret;
+
+	profd_bpf__destroy(s->skel);
+	s->skel = profd_bpf__open();
+	if (!s->skel)
+		return -errno;
+	bpf_map__set_max_entries(s->skel->maps.counts_a, s->o.counts_entries);
+	bpf_map__set_max_entries(s->skel->maps.counts_b, s->o.counts_entries);
+	bpf_map__set_max_entries(s->skel->maps.stacks_a, s->o.stacks_entries);
+	bpf_map__set_max_entries(s->skel->maps.stacks_b, s->o.stacks_entries);
+	/*
+	 * The outer maps' inner template keeps its compiled size: the kernel does
+	 * not compare max_entries of hash inner maps (and libbpf 1.1 crashes on
+	 * resizing a template).
+	 */
+	s->skel->rodata->offcpu_min_ns = s->o.offcpu_min_ns;
+	bpf_program__set_autoload(s->skel->progs.off_cpu, offcpu);
+	bpf_map__set_autocreate(s->skel->maps.offcpu_tasks, offcpu);
+	tables__configure(s->skel, &s->o.unwind);
+	ret = profd_bpf__load(s->skel);
+	if (ret) {
+		ret = ret < 0 ? ret : -errno;
+		profd_bpf__destroy(s->skel);
+		s->skel = NULL;
+		return ret;
+	}
+	return 0;
+}
+
 int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s = calloc(1, sizeof(*s));
@@ -202,25 +239,14 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 	}
 
 	libbpf_set_print(libbpf_print);
-	s->skel = profd_bpf__open();
-	if (!s->skel) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-ret));
-		goto fail;
+	ret = load_object(s, o->offcpu);
+	s->offcpu = !ret && o->offcpu;
+	if (ret && o->offcpu && ret != -EPERM && ret != -EACCES) {
+		/* Without tp_btf or task storage the host still gets on-CPU profiles. */
+		s->offcpu = ret;
+		ret = load_object(s, false);
 	}
-	bpf_map__set_max_entries(s->skel->maps.counts_a, o->counts_entries);
-	bpf_map__set_max_entries(s->skel->maps.counts_b, o->counts_entries);
-	bpf_map__set_max_entries(s->skel->maps.stacks_a, o->stacks_entries);
-	bpf_map__set_max_entries(s->skel->maps.stacks_b, o->stacks_entries);
-	/*
-	 * The outer maps' inner template keeps its compiled size: the kernel does
-	 * not compare max_entries of hash inner maps (and libbpf 1.1 crashes on
-	 * resizing a template).
-	 */
-
-	ret = profd_bpf__load(s->skel);
 	if (ret) {
-		ret = ret < 0 ? ret : -errno;
 		if (ret == -EPERM || ret == -EACCES)
 			snprintf(err, errlen, "loading BPF programs not permitted (%s): run as root "
 				 "or with CAP_BPF and CAP_PERFMON", strerror(-ret));
@@ -244,6 +270,11 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 			goto fail;
 		}
 	}
+	if (s->offcpu == 1) {
+		s->offcpu_link = bpf_program__attach(s->skel->progs.off_cpu);
+		if (!s->offcpu_link)
+			s->offcpu = -errno;
+	}
 	*out = s;
 	return 0;
 fail:
@@ -255,6 +286,7 @@ void sampler__free(struct sampler *s)
 {
 	if (!s)
 		return;
+	bpf_link__destroy(s->offcpu_link);
 	for (int cpu = 0; s->links && cpu < s->ncpus; cpu++)
 		bpf_link__destroy(s->links[cpu]);
 	for (int cpu = 0; s->pfds && cpu < s->ncpus; cpu++)
@@ -482,4 +514,14 @@ int sampler__refresh_cpus(struct sampler *s)
 		return ret;
 	s->nopen = n;
 	return reopened;
+}
+
+int sampler__offcpu(const struct sampler *s)
+{
+	return s->offcpu;
+}
+
+struct profd_bpf *sampler__skel(const struct sampler *s)
+{
+	return s->skel;
 }

@@ -8,6 +8,7 @@
 #include <linux/types.h>
 
 #include "profd.h"
+#include "tables.h"
 
 struct sampler;
 
@@ -15,6 +16,9 @@ struct sampler_opts {
 	unsigned frequency;      /* Hz */
 	uint32_t counts_entries; /* per generation */
 	uint32_t stacks_entries; /* per generation */
+	struct tables_opts unwind; /* DWARF walker: rodata and map sizes (daemon/tables.h) */
+	int offcpu;              /* sched_switch hook: blocked and run-queue time */
+	uint64_t offcpu_min_ns;  /* shorter blocks and waits are not counted */
 };
 
 /* One aggregated entry of a drained generation; stacks are leaf first. */
@@ -37,8 +41,12 @@ int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg);
 void sampler__counters(const struct sampler *s, uint64_t out[PROFD_CNT_MAX]);
 const char *sampler__event(const struct sampler *s);
 unsigned sampler__ncpus(const struct sampler *s);
+/* The loaded BPF object, for modules that own some of its maps (daemon/tables.c). */
+struct profd_bpf *sampler__skel(const struct sampler *s);
 /* Kernel memory held by the maps, in bytes (an estimate from their sizes). */
 uint64_t sampler__map_bytes(const struct sampler *s);
+/* Off-CPU profiling: 1 attached, 0 turned off, -errno when the kernel refused it. */
+int sampler__offcpu(const struct sampler *s);
 /* Changes the sampling rate of the open events in place; -EINVAL past kernel.perf_event_max_sample_rate. */
 int sampler__set_frequency(struct sampler *s, unsigned hz);
 /* Re-opens the events of CPUs that came back online; returns how many, or -errno. */

@@ -1,0 +1,94 @@
+#!/bin/bash
+# Off-CPU, run-queue and wall-clock profiles from sched_switch on the real
+# kernel: threads that sleep, wait on a pipe, wait on a join (a block that
+# spans several drains), and four busy threads sharing one CPU.
+source "$(dirname "$0")/lib.sh"
+
+SECS=3
+start_profd
+
+# per_thread TYPE PID: "<thread> <value>" per thread name, values summed.
+per_thread() {
+	profctl dump --pid "$2" --since 2m --type "$1" --threads --no-flush |
+		awk '{ n = split($1, a, ";"); s[a[2]] += $NF } END { for (k in s) print k, s[k] }'
+}
+# ratio GOT WANT: GOT / WANT, 4 decimals
+ratio() { awk -v g="$1" -v w="$2" 'BEGIN { printf "%.4f", w ? g / w : 0 }'; }
+between() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x <= hi) }'; }
+# wall_us NAME FILE: the thread's own measurement, ns -> us
+wall_us() { awk -v n="$1" '$1 == n { printf "%.0f", $2 / 1000 }' "$2"; }
+
+"$TP/offcpu_threads" block $SECS >"$T/block.out" &
+BPID=$!
+wait $BPID || fail "offcpu_threads block exited $?"
+"$TP/offcpu_threads" busy $((SECS + 1)) >"$T/busy.out" 2>"$T/busy.err" &
+UPID=$!
+wait $UPID || fail "offcpu_threads busy exited $?"
+cat "$T/busy.err"
+
+profctl flush >/dev/null || fail "profctl flush exited $?"
+for p in $BPID $UPID; do
+	for t in offcpu runq wall; do
+		per_thread $t $p >"$T/$t.$p" || fail "dump --type $t for pid $p exited $?"
+	done
+	profctl dump --pid $p --since 2m --type offcpu --threads --no-flush >"$T/offcpu-stacks.$p"
+done
+
+# Blocked time where each thread blocked, against the thread's wall time.
+for pair in sleeper:block_in_nanosleep piper:block_in_pipe_read; do
+	th=${pair%%:*} fn=${pair#*:}
+	want=$(wall_us $th "$T/block.out")
+	got=$(awk -v t=";$th;" -v f=";$fn;" 'index($0, t) && index($0, f) { s += $NF } END { print s + 0 }' \
+		"$T/offcpu-stacks.$BPID")
+	r=$(ratio "$got" "$want")
+	check "$th: off-CPU in $fn ${got} us = $r x its wall time ${want} us (0.90..1.10)" between "$r" 0.90 1.10
+done
+grep -E ';(sleeper|piper);' "$T/offcpu-stacks.$BPID" | sort -t' ' -k2 -nr | head -2
+
+# The main thread waits in pthread_join across several generation flips: the
+# whole wait still arrives, and with its stack.
+comm=offcpu_threads
+want=$(wall_us main "$T/block.out")
+got=$(awk -v t="^$comm;$comm;" '$0 ~ t && /futex/ { s += $NF } END { print s + 0 }' "$T/offcpu-stacks.$BPID")
+r=$(ratio "$got" "$want")
+check "main thread: off-CPU under a futex stack $got us = $r x wall $want us (0.90..1.10)" between "$r" 0.90 1.10
+
+# Four busy threads on one CPU: each waits for it about 3/4 of the time.
+for i in 0 1 2 3; do
+	want=$(wall_us busy$i "$T/busy.out")
+	got=$(awk -v n=busy$i '$1 == n { print $2 }' "$T/runq.$UPID")
+	r=$(ratio "${got:-0}" "$want")
+	check "busy$i: run-queue wait ${got:-0} us = $r x wall $want us (0.6375..0.8625)" between "$r" 0.6375 0.8625
+done
+
+# Wall: on-CPU samples x period + blocked + waiting adds up to each thread's life.
+for p in $BPID $UPID; do
+	out=$T/block.out
+	[ $p = $UPID ] && out=$T/busy.out
+	while read -r th ns; do
+		name=$th
+		[ "$th" = main ] && name=$comm
+		want=$(awk -v n="$ns" 'BEGIN { printf "%.0f", n / 1000 }')
+		got=$(awk -v n="$name" '$1 == n { print $2 }' "$T/wall.$p")
+		r=$(ratio "${got:-0}" "$want")
+		check "wall --threads: $name ${got:-0} us = $r x elapsed $want us (0.90..1.10)" between "$r" 0.90 1.10
+	done <"$out"
+done
+
+st=$(profctl status)
+check "status reports off-CPU on" grep -qP '^offcpu\s+on$' <<<"$st"
+check "status: no off-CPU task state lost" grep -qP '^lost_offcpu_no_task_state\s+0$' <<<"$st"
+check "profd exits 0 on SIGTERM" stop_profd
+
+# --no-offcpu: the hook is not attached and no off-CPU time is recorded.
+rm -rf "$STATE"
+start_profd --no-offcpu
+"$TP/offcpu_threads" block 1 >/dev/null
+st=$(profctl status)
+check "--no-offcpu: status reports off-CPU off" grep -qP '^offcpu\s+off$' <<<"$st"
+n=$(profctl dump --since 2m --type wall | wc -l)
+m=$(profctl dump --since 2m --type offcpu --no-flush | wc -l)
+check "--no-offcpu: no off-CPU stacks ($m), while on-CPU still works ($n wall lines)" \
+	test "$m" -eq 0 -a "$n" -gt 0
+check "profd exits 0 on SIGTERM" stop_profd
+done_test
