@@ -1,0 +1,441 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "pprof.h"
+#include "profile.h"
+#include "query.h"
+
+/* A growable protobuf output buffer. */
+struct pb {
+	uint8_t *b;
+	size_t len, cap;
+	int err;
+};
+
+static void pb_reserve(struct pb *p, size_t n)
+{
+	size_t ncap;
+	uint8_t *nb;
+
+	if (p->err || p->len + n <= p->cap)
+		return;
+	ncap = p->cap ? p->cap : 256;
+	while (ncap < p->len + n)
+		ncap *= 2;
+	nb = realloc(p->b, ncap);
+	if (!nb) {
+		p->err = -ENOMEM;
+		return;
+	}
+	p->b = nb;
+	p->cap = ncap;
+}
+
+static void pb_bytes(struct pb *p, const void *d, size_t n)
+{
+	pb_reserve(p, n);
+	if (p->err)
+		return;
+	memcpy(p->b + p->len, d, n);
+	p->len += n;
+}
+
+static void pb_varint(struct pb *p, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	pb_bytes(p, tmp, n);
+}
+
+/* A varint field; proto3 omits zero scalars. */
+static void pb_uint(struct pb *p, unsigned field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_varint(p, (uint64_t)field << 3);
+	pb_varint(p, v);
+}
+
+static void pb_len(struct pb *p, unsigned field, const void *d, size_t n)
+{
+	pb_varint(p, (uint64_t)field << 3 | 2);
+	pb_varint(p, n);
+	pb_bytes(p, d, n);
+}
+
+/* Appends sub as a length-delimited field of p and empties sub for reuse. */
+static void pb_msg(struct pb *p, unsigned field, struct pb *sub)
+{
+	if (sub->err)
+		p->err = sub->err;
+	pb_len(p, field, sub->b, sub->len);
+	sub->len = 0;
+}
+
+/*
+ * The exporter's tables. Keys (function, mapping) are interned as strings in
+ * scratch profiles, whose dense ids then index plain arrays: a hash set for free.
+ */
+struct exp {
+	struct profile *strs;   /* the string table, in id order */
+	struct profile *fkeys;  /* "kind|module|name" -> function */
+	struct profile *mkeys;  /* "kind|module" -> mapping */
+	uint32_t *loc_of_frame; /* source frame id -> location id (0: none yet) */
+	uint32_t *locs;         /* location id - 1 -> source frame id */
+	size_t nlocs;
+	uint32_t *map_of_loc;   /* location id - 1 -> mapping id (0: none) */
+	struct mrange { uint64_t lo, hi; uint32_t file; int kernel; } *maps;
+	size_t nmaps, maps_cap;
+	uint32_t *funcs;        /* function id - 1 -> source frame id */
+	size_t nfuncs, funcs_cap;
+};
+
+static int str_id(struct exp *e, const char *s, uint64_t *id)
+{
+	uint32_t v;
+	int err = profile__intern_str(e->strs, s, &v);
+
+	*id = v;
+	return err;
+}
+
+static int grow(void **ptr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 64;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	n = realloc(*ptr, ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	*ptr = n;
+	*cap = ncap;
+	return 0;
+}
+
+static int mapping_file(const struct profile *src, const struct pf_frame *f, char *buf, size_t len)
+{
+	const char *mod = profile__str(src, f->module);
+
+	if (f->kind == PF_FRAME_KERNEL) {
+		if (*mod)
+			snprintf(buf, len, "[%s]", mod);
+		else
+			snprintf(buf, len, "[kernel.kallsyms]");
+		return 1;
+	}
+	if (!*mod)
+		return 0;
+	snprintf(buf, len, "%s", mod);
+	return 1;
+}
+
+/* The location of a source frame, created on first use with its mapping and function. */
+static int location(struct exp *e, const struct profile *src, uint32_t frame, uint32_t *out)
+{
+	const struct pf_frame *f = profile__frame(src, frame);
+	char file[1024], *key = NULL;
+	uint32_t mapping = 0, kid;
+	int err;
+
+	if (e->loc_of_frame[frame]) {
+		*out = e->loc_of_frame[frame];
+		return 0;
+	}
+	if (mapping_file(src, f, file, sizeof(file))) {
+		uint64_t fid;
+
+		if (asprintf(&key, "%u|%s", f->kind, file) < 0)
+			return -ENOMEM;
+		err = profile__intern_str(e->mkeys, key, &kid);
+		free(key);
+		if (err)
+			return err;
+		if (kid > e->nmaps) {
+			err = grow((void **)&e->maps, &e->maps_cap, kid, sizeof(*e->maps));
+			if (!err)
+				err = str_id(e, file, &fid);
+			if (err)
+				return err;
+			e->maps[kid - 1] = (struct mrange){ .lo = UINT64_MAX, .hi = 0, .file = fid,
+							    .kernel = f->kind == PF_FRAME_KERNEL };
+			e->nmaps = kid;
+		}
+		mapping = kid;
+		if (f->offset < e->maps[kid - 1].lo)
+			e->maps[kid - 1].lo = f->offset;
+		if (f->offset >= e->maps[kid - 1].hi)
+			e->maps[kid - 1].hi = f->offset + 1;
+	}
+	if (f->name) {
+		/* One function per name and file: its frames at different offsets share it. */
+		if (asprintf(&key, "%u|%s|%s", f->kind, profile__str(src, f->module),
+			     profile__str(src, f->name)) < 0)
+			return -ENOMEM;
+		err = profile__intern_str(e->fkeys, key, &kid);
+		free(key);
+		if (err)
+			return err;
+		if (kid > e->nfuncs) {
+			err = grow((void **)&e->funcs, &e->funcs_cap, kid, sizeof(*e->funcs));
+			if (err)
+				return err;
+			e->funcs[kid - 1] = frame;
+			e->nfuncs = kid;
+		}
+	}
+	e->locs[e->nlocs] = frame;
+	e->map_of_loc[e->nlocs] = mapping;
+	e->loc_of_frame[frame] = ++e->nlocs;
+	*out = e->nlocs;
+	return 0;
+}
+
+/*
+ * User mappings get made-up, disjoint address ranges (index << 40) with
+ * file_offset 0, so that address - memory_start is the file offset the
+ * frame recorded: what pprof needs to symbolize later. Kernel addresses are
+ * the raw instruction pointers and keep their own range.
+ */
+static uint64_t map_base(const struct exp *e, uint32_t mapping)
+{
+	const struct mrange *m = &e->maps[mapping - 1];
+
+	return m->kernel ? 0 : (uint64_t)mapping << 40;
+}
+
+static int write_gzip(const uint8_t *buf, size_t len, FILE *f)
+{
+	uint8_t out[65536];
+	z_stream z = { 0 };
+	int zr, err = 0;
+
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	z.next_in = (uint8_t *)buf;
+	z.avail_in = len;
+	do {
+		z.next_out = out;
+		z.avail_out = sizeof(out);
+		zr = deflate(&z, Z_FINISH);
+		if (zr == Z_STREAM_ERROR) {
+			err = -EIO;
+			break;
+		}
+		if (fwrite(out, 1, sizeof(out) - z.avail_out, f) != sizeof(out) - z.avail_out) {
+			err = -EIO;
+			break;
+		}
+	} while (zr != Z_STREAM_END);
+	deflateEnd(&z);
+	return err;
+}
+
+int pprof__write(const struct query *q, const struct profile *src, FILE *f)
+{
+	const struct pf_meta *meta = profile__meta_const(src);
+	uint64_t period = meta->frequency ? 1000000000ULL / meta->frequency : 10101010ULL;
+	size_t nframes = profile__nframes(src);
+	struct exp e = { 0 };
+	struct pb out = { 0 }, msg = { 0 }, sub = { 0 }, packed = { 0 };
+	uint64_t s_samples, s_count, s_type, s_ns, s_cpu, s_pid, s_tid, s_comm, s_thread, s_cgroup;
+	const char *type;
+	int err = -ENOMEM;
+
+	if (profile__new(&e.strs) || profile__new(&e.fkeys) || profile__new(&e.mkeys))
+		goto out;
+	e.loc_of_frame = calloc(nframes + 1, sizeof(*e.loc_of_frame));
+	e.locs = malloc((nframes + 1) * sizeof(*e.locs));
+	e.map_of_loc = malloc((nframes + 1) * sizeof(*e.map_of_loc));
+	if (!e.loc_of_frame || !e.locs || !e.map_of_loc)
+		goto out;
+
+	switch (q->type) {
+	case QUERY_OFFCPU: type = "off_cpu"; break;
+	case QUERY_RUNQ: type = "runq"; break;
+	case QUERY_WALL: type = "wall"; break;
+	default: type = "cpu"; break;
+	}
+	err = str_id(&e, "samples", &s_samples);
+	if (!err) err = str_id(&e, "count", &s_count);
+	if (!err) err = str_id(&e, type, &s_type);
+	if (!err) err = str_id(&e, "nanoseconds", &s_ns);
+	if (!err) err = str_id(&e, "cpu", &s_cpu);
+	if (!err) err = str_id(&e, "pid", &s_pid);
+	if (!err) err = str_id(&e, "tid", &s_tid);
+	if (!err) err = str_id(&e, "comm", &s_comm);
+	if (!err) err = str_id(&e, "thread_name", &s_thread);
+	if (!err) err = str_id(&e, "cgroup", &s_cgroup);
+	if (err)
+		goto out;
+
+	/* sample_type (1), and the period (11, 12) */
+	if (q->type == QUERY_CPU) {
+		pb_uint(&msg, 1, s_samples);
+		pb_uint(&msg, 2, s_count);
+		pb_msg(&out, 1, &msg);
+	}
+	pb_uint(&msg, 1, s_type);
+	pb_uint(&msg, 2, s_ns);
+	pb_msg(&out, 1, &msg);
+	pb_uint(&msg, 1, s_cpu);
+	pb_uint(&msg, 2, s_ns);
+	pb_msg(&out, 11, &msg);
+	pb_uint(&out, 12, period);
+	if (meta->start_ns > 0)
+		pb_uint(&out, 9, meta->start_ns);
+	if (meta->end_ns > meta->start_ns)
+		pb_uint(&out, 10, meta->end_ns - meta->start_ns);
+
+	/* samples (2) */
+	for (size_t i = 0; i < profile__nsamples(src); i++) {
+		const struct pf_sample *s = profile__sample(src, i);
+		const uint32_t *fr;
+		uint32_t n, loc;
+		uint64_t v = s->value, id;
+
+		if (!query__keep(src, s, (void *)q))
+			continue;
+		fr = profile__stack(src, s->stack, &n);
+		for (uint32_t k = n; k-- > 0;) {
+			if (fr[k] >= nframes)
+				continue;
+			if (q->no_kernel && profile__frame(src, fr[k])->kind == PF_FRAME_KERNEL)
+				continue;
+			err = location(&e, src, fr[k], &loc);
+			if (err)
+				goto out;
+			pb_varint(&packed, loc);
+		}
+		if (packed.len)
+			pb_msg(&msg, 1, &packed);
+		if (q->type == QUERY_CPU) {
+			pb_varint(&packed, v);
+			pb_varint(&packed, v * period);
+		} else {
+			pb_varint(&packed, s->kind == PF_KIND_CPU ? v * period : v);
+		}
+		pb_msg(&msg, 2, &packed);
+		pb_uint(&sub, 1, s_pid);
+		pb_uint(&sub, 3, s->pid);
+		pb_msg(&msg, 3, &sub);
+		pb_uint(&sub, 1, s_tid);
+		pb_uint(&sub, 3, s->tid);
+		pb_msg(&msg, 3, &sub);
+		err = str_id(&e, profile__str(src, s->comm), &id);
+		if (err)
+			goto out;
+		pb_uint(&sub, 1, s_comm);
+		pb_uint(&sub, 2, id);
+		pb_msg(&msg, 3, &sub);
+		if (s->thread) {
+			err = str_id(&e, profile__str(src, s->thread), &id);
+			if (err)
+				goto out;
+			pb_uint(&sub, 1, s_thread);
+			pb_uint(&sub, 2, id);
+			pb_msg(&msg, 3, &sub);
+		}
+		if (s->cgroup) {
+			err = str_id(&e, profile__str(src, s->cgroup), &id);
+			if (err)
+				goto out;
+			pb_uint(&sub, 1, s_cgroup);
+			pb_uint(&sub, 2, id);
+			pb_msg(&msg, 3, &sub);
+		}
+		pb_msg(&out, 2, &msg);
+	}
+
+	/* mappings (3) */
+	for (uint32_t m = 1; m <= e.nmaps; m++) {
+		const struct mrange *r = &e.maps[m - 1];
+		uint64_t base = map_base(&e, m);
+
+		pb_uint(&msg, 1, m);
+		pb_uint(&msg, 2, base + (r->kernel ? r->lo : 0));
+		pb_uint(&msg, 3, base + r->hi);
+		pb_uint(&msg, 4, r->kernel ? r->lo : 0);
+		pb_uint(&msg, 5, r->file);
+		pb_uint(&msg, 7, 1); /* has_functions: symbolized on the host already */
+		pb_msg(&out, 3, &msg);
+	}
+	/* locations (4) and their lines */
+	for (size_t l = 0; l < e.nlocs; l++) {
+		const struct pf_frame *fr = profile__frame(src, e.locs[l]);
+		uint32_t m = e.map_of_loc[l];
+
+		pb_uint(&msg, 1, l + 1);
+		pb_uint(&msg, 2, m);
+		pb_uint(&msg, 3, (m ? map_base(&e, m) : 0) + fr->offset);
+		if (fr->name) {
+			char *key = NULL;
+			uint32_t fid;
+
+			if (asprintf(&key, "%u|%s|%s", fr->kind, profile__str(src, fr->module),
+				     profile__str(src, fr->name)) < 0) {
+				err = -ENOMEM;
+				goto out;
+			}
+			err = profile__intern_str(e.fkeys, key, &fid);
+			free(key);
+			if (err)
+				goto out;
+			pb_uint(&sub, 1, fid);
+			pb_msg(&msg, 4, &sub);
+		}
+		pb_msg(&out, 4, &msg);
+	}
+	/* functions (5) */
+	for (size_t i = 0; i < e.nfuncs; i++) {
+		const struct pf_frame *fr = profile__frame(src, e.funcs[i]);
+		uint64_t name, file = 0;
+		char mf[1024];
+
+		err = str_id(&e, profile__str(src, fr->name), &name);
+		if (!err && mapping_file(src, fr, mf, sizeof(mf)))
+			err = str_id(&e, mf, &file);
+		if (err)
+			goto out;
+		pb_uint(&msg, 1, i + 1);
+		pb_uint(&msg, 2, name);
+		pb_uint(&msg, 3, name);
+		pb_uint(&msg, 4, file);
+		pb_msg(&out, 5, &msg);
+	}
+	/* string_table (6), complete only now */
+	for (size_t i = 0; i < profile__nstrs(e.strs); i++) {
+		const char *s = profile__str(e.strs, i);
+
+		pb_len(&out, 6, s, strlen(s));
+	}
+	if (q->type == QUERY_CPU)
+		pb_uint(&out, 14, s_cpu); /* default_sample_type: cpu time */
+	err = out.err ? out.err : msg.err ? msg.err : sub.err ? sub.err : packed.err;
+	if (!err)
+		err = write_gzip(out.b, out.len, f);
+out:
+	free(out.b);
+	free(msg.b);
+	free(sub.b);
+	free(packed.b);
+	free(e.loc_of_frame);
+	free(e.locs);
+	free(e.map_of_loc);
+	free(e.maps);
+	free(e.funcs);
+	profile__free(e.strs);
+	profile__free(e.fkeys);
+	profile__free(e.mkeys);
+	return err;
+}
