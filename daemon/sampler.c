@@ -432,9 +432,16 @@ uint64_t sampler__map_bytes(const struct sampler *s)
 
 int sampler__set_frequency(struct sampler *s, unsigned hz)
 {
-	uint64_t v = hz, old = s->attr.sample_freq;
+	/*
+	 * PERF_EVENT_IOC_PERIOD changes the rate in place: no re-open, no gap. A
+	 * hardware event in freq mode takes the new frequency; the hrtimer events
+	 * (cpu-clock) turn freq into a fixed period at open and clear attr.freq,
+	 * so they take a period in nanoseconds.
+	 */
+	int hrtimer = s->attr.type == PERF_TYPE_SOFTWARE;
+	uint64_t v = hrtimer ? 1000000000ULL / hz : hz;
+	uint64_t old = hrtimer ? 1000000000ULL / s->attr.sample_freq : s->attr.sample_freq;
 
-	/* In freq mode PERF_EVENT_IOC_PERIOD sets sample_freq: no re-open, no gap in sampling. */
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
 		if (s->pfds[cpu] >= 0 && ioctl(s->pfds[cpu], PERF_EVENT_IOC_PERIOD, &v)) {
 			int err = -errno;
