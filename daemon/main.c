@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cgroups.h"
+#include "events.h"
 #include "lock.h"
 #include "log.h"
 #include "notify.h"
@@ -53,6 +54,8 @@ struct profd {
 	char restart_pending[256];
 	uint64_t status_samples;
 	int64_t status_ns;
+	/* process events (issue 3): NULL when the kernel refused them */
+	struct events *events;
 };
 
 static const char *const counter_names[PROFD_CNT_MAX] = {
@@ -119,6 +122,9 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	struct sym y;
 	int err;
 
+	/* A process first seen now may be gone at the next drain: capture all it maps while it runs. */
+	if (d->events && e->nustack)
+		events__seen(d->events, k->pid);
 	/* Root first: outermost user frame ... user leaf, then kernel entry ... kernel leaf. */
 	for (uint32_t i = e->nustack; i-- > 0;) {
 		err = symbolizer__user(d->sym, k->pid, e->ustack[i], i > 0, &y);
@@ -161,7 +167,14 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 static void drain(struct profd *d)
 {
 	int64_t t0 = clock_ns(CLOCK_MONOTONIC), dt;
-	int err = sampler__drain(d->sampler, on_entry, d);
+	int err;
+
+	/* Exits noted before the flip are forgotten after it: their last samples are in this drain. */
+	if (d->events)
+		events__drain_begin(d->events);
+	err = sampler__drain(d->sampler, on_entry, d);
+	if (d->events)
+		events__drain_end(d->events);
 
 	if (err)
 		log_ratelimited(&d->last_write_warn_ns, 60000000000LL, LOG_LVL_WARN,
@@ -277,6 +290,9 @@ static int status_reply(struct profd *d, char **out)
 	ADD("symbol_file_evictions\t%" PRIu64, ss.file_evictions);
 	ADD("symbol_pids_cached\t%" PRIu64, ss.pids_cached);
 	ADD("symbol_bad_files\t%" PRIu64, ss.bad_files);
+	ADD("symbol_jit_frames\t%" PRIu64, ss.jit_hits);
+	ADD("symbol_perfmaps_rejected\t%" PRIu64, ss.perfmaps_rejected);
+	events__print_status(d->events, f);
 	{
 		struct rusage ru;
 
@@ -567,6 +583,14 @@ static int reload(struct profd *d, char **reply)
 			pending[0] ? pending : "none") < 0 ? -ENOMEM : 0;
 }
 
+/* One line per file: it stays cached as bad, so this is not called for it again. */
+static void bad_file(void *arg, uint32_t pid, const char *path, int err)
+{
+	(void)arg;
+	log_warn("cannot read symbols from %s (mapped by pid %u): %s; its frames show as [module+0xOFF]", path, pid,
+		 err == -EFBIG ? "over the size limits" : err == -ENOEXEC ? "not an ELF file" : "malformed ELF");
+}
+
 static int setup(struct profd *d)
 {
 	struct sampler_opts so = {
@@ -576,7 +600,7 @@ static int setup(struct profd *d)
 		.offcpu = d->o.offcpu,
 		.offcpu_min_ns = 1000, /* shorter waits are mostly lock hand-offs: noise for the cost */
 	};
-	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_pids = d->o.max_pids };
+	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_pids = d->o.max_pids, .bad_file = bad_file };
 	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
 	char err_msg[256] = "";
@@ -617,6 +641,11 @@ static int setup(struct profd *d)
 	if (sampler__offcpu(d->sampler) < 0)
 		log_warn("off-CPU profiling unavailable (%s): the kernel needs tp_btf and task storage; "
 			 "on-CPU profiles only", strerror(-sampler__offcpu(d->sampler)));
+	/* Without exec/exit events short-lived processes go unnamed; the rest still is. */
+	err = events__open(d->sym, &d->events);
+	if (err)
+		log_warn("process exec/exit events unavailable (%s): processes that live less than a drain "
+			 "interval may show unnamed frames", strerror(-err));
 	if (window_begin(d))
 		return -ENOMEM;
 
@@ -634,6 +663,9 @@ static int setup(struct profd *d)
 	if ((err = timer_open(d->epfd, d->o.drain_interval_ns, &d->drain_tfd)) ||
 	    (err = timer_open(d->epfd, d->o.flush_interval_ns, &d->flush_tfd)))
 		return log_err("cannot create timers: %s", strerror(-err)), err;
+	ev.data.ptr = &d->events;
+	if (d->events && epoll_ctl(d->epfd, EPOLL_CTL_ADD, events__fd(d->events), &ev))
+		return log_err("cannot watch process events: %s", strerror(errno)), -errno;
 
 	mkdir_parent(d->o.socket);
 	if (socket_in_use(d->o.socket))
@@ -658,6 +690,7 @@ static void teardown(struct profd *d)
 		close(d->wd_tfd);
 	sampler__free(d->sampler);
 	store__close(d->store);
+	events__free(d->events);
 	symbolizer__free(d->sym);
 	cgroups__free(d->cg);
 	profile__free(d->window);
@@ -709,6 +742,8 @@ static int loop(struct profd *d)
 				if (read(d->flush_tfd, &ticks, sizeof(ticks)) > 0)
 					flush(d);
 				notify_status(d);
+			} else if (tag == &d->events) {
+				events__dispatch(d->events);
 			} else if (tag == &d->wd_tfd) {
 				if (read(d->wd_tfd, &ticks, sizeof(ticks)) > 0)
 					notify_send("WATCHDOG=1");

@@ -1,9 +1,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cgroups.h"
@@ -117,13 +120,46 @@ static int rescan(struct cgroups *c)
 	return err == -E2BIG ? 0 : err;
 }
 
+/*
+ * BPF reports ids of the cgroup v2 hierarchy. Hosts in hybrid mode (v1
+ * controllers, systemd's v2 tree at /sys/fs/cgroup/unified) mount it
+ * elsewhere than /sys/fs/cgroup: find it in mountinfo.
+ */
+static char *cgroup2_mount(void)
+{
+	char line[4096], *found = NULL;
+	struct statfs sf;
+	FILE *f;
+
+	if (!statfs("/sys/fs/cgroup", &sf) && sf.f_type == CGROUP2_SUPER_MAGIC)
+		return strdup("/sys/fs/cgroup");
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return strdup("/sys/fs/cgroup");
+	while (!found && fgets(line, sizeof(line), f)) {
+		/* id parent major:minor root mountpoint options... - fstype source options */
+		char *sep = strstr(line, " - "), *mp = line, *end;
+
+		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
+			continue;
+		for (int i = 0; i < 4 && mp; i++)
+			mp = strchr(mp, ' ') ? strchr(mp, ' ') + 1 : NULL;
+		end = mp ? strchr(mp, ' ') : NULL;
+		/* An escaped mount point (\040 for a space) is left alone: not where cgroup2 lives. */
+		if (end && !memchr(mp, '\\', (size_t)(end - mp)))
+			found = strndup(mp, (size_t)(end - mp));
+	}
+	fclose(f);
+	return found ? found : strdup("/sys/fs/cgroup");
+}
+
 int cgroups__new(const char *root, struct cgroups **out)
 {
 	struct cgroups *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return -ENOMEM;
-	c->root = strdup(root ? root : "/sys/fs/cgroup");
+	c->root = root ? strdup(root) : cgroup2_mount();
 	if (!c->root) {
 		free(c);
 		return -ENOMEM;

@@ -2,6 +2,7 @@
 #include <fnmatch.h>
 #include <string.h>
 
+#include "cgroup_name.h"
 #include "profile.h"
 #include "query.h"
 
@@ -27,6 +28,8 @@ const char *query__type_name(int type)
 
 /*
  * A unit name ("nginx.service", "docker-<id>.scope") matches a path component;
+ * a container id (or its first 12 digits) or a pod UID matches the paths of
+ * that container or pod;
  * anything starting with '/' is a path prefix that must end at a component
  * boundary, so "/system.slice/foo" does not match "/system.slice/foobar".
  */
@@ -47,7 +50,8 @@ int query__cgroup_match(const char *path, const char *want)
 		if ((c == path || c[-1] == '/') && (c[n] == 0 || c[n] == '/'))
 			return 1;
 	}
-	return 0;
+	/* A container id (or the 12-digit prefix docker prints) or a pod UID, from the path's shape. */
+	return cgroup_name__match(path, want);
 }
 
 int query__keep(const struct profile *p, const struct pf_sample *s, void *arg)

@@ -264,8 +264,16 @@ static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 	struct procmaps *m = NULL;
 
 	if (procmaps__read_at(s->proc_fd, p->pid, &m) == 0) {
-		procmaps__free(p->maps);
-		p->maps = m;
+		/*
+		 * An exiting process (a zombie until reaped) shows no mappings: keep
+		 * what was captured while it ran, its samples are still to be named.
+		 */
+		if (p->maps && !procmaps__count(m) && procmaps__count(p->maps)) {
+			procmaps__free(m);
+		} else {
+			procmaps__free(p->maps);
+			p->maps = m;
+		}
 	}
 	p->read_ms = now_ms();
 }
@@ -864,7 +872,7 @@ int symbolizer__capture(struct symbolizer *s, uint32_t pid)
 		return err;
 	if (s->st.pid_misses == misses)
 		pid_read_maps(s, p); /* known pid: it may have exec'd since */
-	if (!p->maps)
+	if (!p->maps || !procmaps__count(p->maps))
 		return -ENOENT;
 	for (size_t i = 0; i < procmaps__count(p->maps); i++) {
 		const struct procmap *m = procmaps__get(p->maps, i);

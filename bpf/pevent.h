@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Process events (exec, exit) from bpf/events.bpf.c to daemon/events.c: fixed-width types only. */
+#ifndef PROFD_PEVENT_H
+#define PROFD_PEVENT_H
+
+enum profd_pev_type {
+	PROFD_PEV_EXEC = 1, /* the process has a new image: its old mappings are stale */
+	PROFD_PEV_EXIT = 2, /* the last thread of the process exited */
+};
+
+struct profd_pev {
+	__u32 type;
+	__u32 pid;     /* tgid, as the root pid namespace sees it */
+	__u64 time_ns; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+};
+
+enum profd_pev_counter {
+	PROFD_PEV_CNT_EXEC = 0, /* exec events seen */
+	PROFD_PEV_CNT_EXIT,     /* process exits seen */
+	PROFD_PEV_CNT_LOST,     /* ring buffer full: an event dropped */
+	PROFD_PEV_CNT_MAX,
+};
+
+#endif

@@ -1,0 +1,365 @@
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "events.h"
+#include "events.skel.h"
+#include "pevent.h"
+#include "symbolizer.h"
+
+/*
+ * The kernel maps the binary and ld.so at exec; the libraries come a
+ * millisecond or two later, from ld.so in user space. A second capture
+ * this long after exec sees them while a short process still runs.
+ */
+#define RECAPTURE_DELAY_NS (10 * 1000000LL)
+#define MAX_PENDING 4096
+/* Exits wait for the next drain; beyond this many a process is forgotten at once. */
+#define MAX_EXITS 65536
+#define SEEN_MAX_CAP (1u << 20)
+#define SEEN_TOMB UINT32_MAX
+
+struct pending {
+	uint32_t pid;
+	int64_t due_ns;
+};
+
+struct events {
+	struct events_bpf *skel;
+	struct ring_buffer *rb;
+	struct symbolizer *sym;
+	int epfd, tfd;
+	int64_t armed_ns; /* when tfd fires; 0: disarmed */
+
+	/* Re-captures after exec, in due order (the delay is constant: FIFO). */
+	struct pending *pq;
+	uint32_t pq_head, pq_len;
+
+	uint32_t *exits;
+	size_t nexits, exits_cap, exits_at_drain;
+
+	/* Processes captured since their exec or first sight (open addressing). */
+	uint32_t *seen;
+	size_t seen_cap, seen_used, seen_live;
+
+	struct events_stats st;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static size_t pid_hash(uint32_t pid, size_t cap)
+{
+	return (size_t)((pid * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+}
+
+static int seen_find(const struct events *e, uint32_t pid, size_t *slot)
+{
+	size_t j = pid_hash(pid, e->seen_cap), tomb = SIZE_MAX;
+
+	for (;; j = (j + 1) & (e->seen_cap - 1)) {
+		if (e->seen[j] == pid) {
+			*slot = j;
+			return 1;
+		}
+		if (e->seen[j] == SEEN_TOMB && tomb == SIZE_MAX)
+			tomb = j;
+		if (!e->seen[j]) {
+			*slot = tomb != SIZE_MAX ? tomb : j;
+			return 0;
+		}
+	}
+}
+
+/* Rebuilds without tombstones, twice as large when live entries need it. */
+static int seen_rehash(struct events *e)
+{
+	size_t cap = e->seen_cap, old_cap = e->seen_cap, slot;
+	uint32_t *old = e->seen;
+
+	while (e->seen_live * 4 >= cap && cap < SEEN_MAX_CAP)
+		cap *= 2;
+	if (e->seen_live * 4 >= cap) {
+		/* Bounded: forgetting who was seen only costs a second capture. */
+		memset(e->seen, 0, old_cap * sizeof(*e->seen));
+		e->seen_used = e->seen_live = 0;
+		return 0;
+	}
+	e->seen = calloc(cap, sizeof(*e->seen));
+	if (!e->seen) {
+		e->seen = old;
+		return -ENOMEM;
+	}
+	e->seen_cap = cap;
+	e->seen_used = e->seen_live;
+	for (size_t i = 0; i < old_cap; i++) {
+		if (!old[i] || old[i] == SEEN_TOMB)
+			continue;
+		seen_find(e, old[i], &slot);
+		e->seen[slot] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/* Returns 1 when pid was not in the set (and is now). */
+static int seen_add(struct events *e, uint32_t pid)
+{
+	size_t slot;
+
+	if (seen_find(e, pid, &slot))
+		return 0;
+	if ((e->seen_used + 1) * 2 > e->seen_cap) {
+		if (seen_rehash(e))
+			return 1; /* no memory: capture anyway, remember nothing */
+		seen_find(e, pid, &slot);
+	}
+	if (!e->seen[slot])
+		e->seen_used++;
+	e->seen[slot] = pid;
+	e->seen_live++;
+	return 1;
+}
+
+static void seen_del(struct events *e, uint32_t pid)
+{
+	size_t slot;
+
+	if (seen_find(e, pid, &slot)) {
+		e->seen[slot] = SEEN_TOMB;
+		e->seen_live--;
+	}
+}
+
+static void capture(struct events *e, uint32_t pid)
+{
+	int err = symbolizer__capture(e->sym, pid);
+
+	e->st.captures++;
+	if (err == -ENOENT || err == -ESRCH)
+		e->st.capture_gone++;
+}
+
+static void arm(struct events *e)
+{
+	struct itimerspec its = {};
+	int64_t due = e->pq_len ? e->pq[e->pq_head].due_ns : 0;
+
+	if (due == e->armed_ns)
+		return;
+	its.it_value.tv_sec = due / 1000000000;
+	its.it_value.tv_nsec = due % 1000000000;
+	if (due && !its.it_value.tv_sec && !its.it_value.tv_nsec)
+		its.it_value.tv_nsec = 1;
+	if (!timerfd_settime(e->tfd, TFD_TIMER_ABSTIME, &its, NULL))
+		e->armed_ns = due;
+}
+
+static void run_due(struct events *e)
+{
+	int64_t now = mono_ns();
+
+	while (e->pq_len && e->pq[e->pq_head].due_ns <= now) {
+		uint32_t pid = e->pq[e->pq_head].pid;
+
+		e->pq_head = (e->pq_head + 1) % MAX_PENDING;
+		e->pq_len--;
+		if (pid)
+			capture(e, pid);
+	}
+	arm(e);
+}
+
+static void on_exec(struct events *e, uint32_t pid, int64_t t_ns)
+{
+	/* Samples taken before the exec resolve against the new image from here on: the price of one table per pid. */
+	symbolizer__forget_pid(e->sym, pid);
+	capture(e, pid);
+	seen_add(e, pid);
+	if (e->pq_len == MAX_PENDING) {
+		e->st.pending_dropped++;
+		return;
+	}
+	e->pq[(e->pq_head + e->pq_len++) % MAX_PENDING] = (struct pending){ pid, t_ns + RECAPTURE_DELAY_NS };
+}
+
+static void on_exit_ev(struct events *e, uint32_t pid)
+{
+	/* Its mappings are gone already; a re-capture now would find nothing. */
+	for (uint32_t i = 0; i < e->pq_len; i++) {
+		struct pending *p = &e->pq[(e->pq_head + i) % MAX_PENDING];
+
+		if (p->pid == pid)
+			p->pid = 0;
+	}
+	if (e->nexits == e->exits_cap) {
+		size_t ncap = e->exits_cap ? e->exits_cap * 2 : 256;
+		uint32_t *n = ncap <= MAX_EXITS ? realloc(e->exits, ncap * sizeof(*n)) : NULL;
+
+		if (!n) {
+			symbolizer__forget_pid(e->sym, pid);
+			seen_del(e, pid);
+			e->st.forgotten++;
+			return;
+		}
+		e->exits = n;
+		e->exits_cap = ncap;
+	}
+	e->exits[e->nexits++] = pid;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct events *e = ctx;
+	const struct profd_pev *ev = data;
+
+	if (size < sizeof(*ev) || !ev->pid)
+		return 0;
+	if (ev->type == PROFD_PEV_EXEC)
+		on_exec(e, ev->pid, (int64_t)ev->time_ns);
+	else if (ev->type == PROFD_PEV_EXIT)
+		on_exit_ev(e, ev->pid);
+	return 0;
+}
+
+int events__open(struct symbolizer *sym, struct events **out)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct events *e = calloc(1, sizeof(*e));
+	int err = 0;
+
+	if (!e)
+		return -ENOMEM;
+	e->sym = sym;
+	e->epfd = e->tfd = -1;
+	e->seen_cap = 1024;
+	e->seen = calloc(e->seen_cap, sizeof(*e->seen));
+	e->pq = calloc(MAX_PENDING, sizeof(*e->pq));
+	if (!e->seen || !e->pq) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	e->skel = events_bpf__open_and_load();
+	if (!e->skel) {
+		err = -errno;
+		goto fail;
+	}
+	if (events_bpf__attach(e->skel)) {
+		err = -errno;
+		goto fail;
+	}
+	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.pevents), on_event, e, NULL);
+	if (!e->rb) {
+		err = -errno;
+		goto fail;
+	}
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (e->epfd < 0 || e->tfd < 0 ||
+	    epoll_ctl(e->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(e->rb), &ev) ||
+	    epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->tfd, &ev)) {
+		err = -errno;
+		goto fail;
+	}
+	*out = e;
+	return 0;
+fail:
+	events__free(e);
+	return err ? err : -EINVAL;
+}
+
+void events__free(struct events *e)
+{
+	if (!e)
+		return;
+	ring_buffer__free(e->rb);
+	events_bpf__destroy(e->skel);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	if (e->tfd >= 0)
+		close(e->tfd);
+	free(e->pq);
+	free(e->exits);
+	free(e->seen);
+	free(e);
+}
+
+int events__fd(const struct events *e)
+{
+	return e->epfd;
+}
+
+void events__dispatch(struct events *e)
+{
+	uint64_t ticks;
+
+	if (read(e->tfd, &ticks, sizeof(ticks)) > 0)
+		e->armed_ns = 0;
+	ring_buffer__consume(e->rb);
+	run_due(e);
+}
+
+void events__drain_begin(struct events *e)
+{
+	ring_buffer__consume(e->rb);
+	arm(e);
+	e->exits_at_drain = e->nexits;
+}
+
+void events__drain_end(struct events *e)
+{
+	size_t n = e->exits_at_drain;
+
+	for (size_t i = 0; i < n; i++) {
+		symbolizer__forget_pid(e->sym, e->exits[i]);
+		seen_del(e, e->exits[i]);
+	}
+	e->st.forgotten += n;
+	memmove(e->exits, e->exits + n, (e->nexits - n) * sizeof(*e->exits));
+	e->nexits -= n;
+	e->exits_at_drain = 0;
+}
+
+void events__seen(struct events *e, uint32_t pid)
+{
+	if (pid && seen_add(e, pid))
+		capture(e, pid);
+}
+
+void events__stats(const struct events *e, struct events_stats *out)
+{
+	*out = e->st;
+	out->execs = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_EXEC], __ATOMIC_RELAXED);
+	out->exits = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_EXIT], __ATOMIC_RELAXED);
+	out->lost = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_LOST], __ATOMIC_RELAXED);
+}
+
+void events__print_status(const struct events *e, FILE *f)
+{
+	struct events_stats s;
+
+	fprintf(f, "process_events\t%s\n", e ? "on" : "unavailable");
+	if (!e)
+		return;
+	events__stats(e, &s);
+	fprintf(f, "process_execs\t%" PRIu64 "\n", s.execs);
+	fprintf(f, "process_exits\t%" PRIu64 "\n", s.exits);
+	fprintf(f, "process_events_lost\t%" PRIu64 "\n", s.lost);
+	fprintf(f, "process_captures\t%" PRIu64 "\n", s.captures);
+	fprintf(f, "process_captures_gone\t%" PRIu64 "\n", s.capture_gone);
+	fprintf(f, "process_recaptures_dropped\t%" PRIu64 "\n", s.pending_dropped);
+}

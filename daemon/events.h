@@ -1,0 +1,46 @@
+/*
+ * Process events: exec and exit from BPF (bpf/events.bpf.c) keep the
+ * symbolizer's view of each process right. A new image is captured (its
+ * mappings read and its files parsed) as soon as it runs and again once the
+ * dynamic loader has mapped its libraries, so a process that lives 40 ms is
+ * named at the next drain; a process seen first in a drain is captured
+ * before its frames are resolved; an exited process's table is dropped only
+ * after the drain that symbolizes its last samples.
+ */
+#ifndef PROFD_EVENTS_H
+#define PROFD_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct events;
+struct symbolizer;
+
+struct events_stats {
+	uint64_t execs, exits, lost;   /* from the BPF program */
+	uint64_t captures;             /* processes captured (exec, re-capture, first sight) */
+	uint64_t capture_gone;         /* captures that found the process gone */
+	uint64_t forgotten;            /* exited processes dropped after their last drain */
+	uint64_t pending_dropped;      /* re-captures not queued: too many execs at once */
+};
+
+/* Errors: -EPERM (no privilege), -ENOENT/-EOPNOTSUPP (kernel lacks tp_btf). */
+int events__open(struct symbolizer *sym, struct events **out);
+void events__free(struct events *e);
+
+/* Readable when events or a due re-capture wait; then call events__dispatch. */
+int events__fd(const struct events *e);
+void events__dispatch(struct events *e);
+
+/* Around each drain: before, events so far are handled; after, exited processes are forgotten. */
+void events__drain_begin(struct events *e);
+void events__drain_end(struct events *e);
+/* A drained sample of pid with a user stack: captures the process the first time. */
+void events__seen(struct events *e, uint32_t pid);
+
+void events__stats(const struct events *e, struct events_stats *out);
+/* `profctl status` lines (name TAB value); e NULL: events unavailable. */
+void events__print_status(const struct events *e, FILE *f);
+
+#endif
