@@ -766,6 +766,16 @@ int main(int argc, char **argv)
 	if (err)
 		return err > 0 ? 0 : 2;
 	log_init(d.o.log_level);
+	{
+		sigset_t mask;
+
+		/* Queued from the start, not fatal: a SIGHUP or SIGTERM while BPF loads waits for the loop. */
+		sigemptyset(&mask);
+		sigaddset(&mask, SIGTERM);
+		sigaddset(&mask, SIGINT);
+		sigaddset(&mask, SIGHUP);
+		sigprocmask(SIG_BLOCK, &mask, NULL);
+	}
 	d.started_ns = clock_ns(CLOCK_MONOTONIC);
 
 	err = setup(&d);
