@@ -42,7 +42,7 @@ check "status: untouched key keeps its default (retention 7d)" [ "$(status_val c
 "$TP/phases" 4 >"$T/phases.out" &
 PID=$!
 wait $PID
-profctl dump --pid $PID --since 2m >"$T/folded" 2>/dev/null
+profctl dump --type cpu --pid $PID --since 2m >"$T/folded" 2>/dev/null
 got=$(awk '{ s += $NF } END { print s + 0 }' "$T/folded")
 cpu_s=$(awk '{ s += $2 } END { printf "%.3f", s / 1e9 }' "$T/phases.out")
 want=$(awk -v c="$cpu_s" 'BEGIN { printf "%.0f", c * 49 }')
