@@ -102,6 +102,7 @@ struct profd_umap {
 struct profd_umaps {
 	__u32 n;          /* 0: tables not loaded yet (frame pointers) */
 	__u32 refresh;    /* set by BPF when a pc fell outside every mapping */
+	__u64 start_code; /* mm->start_code when loaded: a mismatch means exec, reload */
 	struct profd_umap m[PROFD_MAX_UMAPS];
 };
 
@@ -124,7 +125,9 @@ struct profd_uevent {
 	__u64 stack_len;   /* bytes copied from regs[7] (rsp) upwards */
 	__u64 regs[PROFD_SNAP_NREGS];
 	__u64 frames[PROFD_MAX_DEPTH];
-	__u8 stack[PROFD_SNAP_STACK]; /* SNAPSHOT only; other events stop before it */
+	/* SNAPSHOT only; other events stop before regs. The extra page is slack for the
+	 * page-wise copy, whose last read the verifier cannot prove ends at 16 KB. */
+	__u8 stack[PROFD_SNAP_STACK + 4096];
 };
 
 enum profd_ucounter {

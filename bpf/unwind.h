@@ -79,48 +79,86 @@ static __always_inline void uevent_small(__u32 type, __u32 pid)
 	bpf_ringbuf_submit(ev, 0);
 }
 
+/*
+ * The binary searches run under bpf_loop too: as plain bounded loops the
+ * verifier walks every lo/hi combination of every frame and gives up.
+ */
+struct uw_msearch {
+	struct profd_umaps *um;
+	__u64 pc;
+	__u32 lo, hi;
+};
+
+static long uw_msearch_step(__u64 index, void *arg)
+{
+	struct uw_msearch *s = arg;
+	__u32 lo = s->lo, hi = s->hi, mid;
+
+	if (lo >= hi)
+		return 1;
+	mid = (lo + hi) / 2;
+	if (s->um->m[mid & (PROFD_MAX_UMAPS - 1)].start <= s->pc)
+		s->lo = mid + 1;
+	else
+		s->hi = mid;
+	return 0;
+}
+
 /* The mapping holding pc, or NULL. */
 static __always_inline struct profd_umap *uw_find_map(struct profd_umaps *um, __u64 pc)
 {
-	__u32 lo = 0, hi = um->n, mid;
+	struct uw_msearch s = { .um = um, .pc = pc, .lo = 0, .hi = um->n };
+	__u32 i;
 
-	if (hi > PROFD_MAX_UMAPS)
-		hi = PROFD_MAX_UMAPS;
-	for (int i = 0; i < UW_MAP_STEPS && lo < hi; i++) {
-		mid = (lo + hi) / 2;
-		if (um->m[mid & (PROFD_MAX_UMAPS - 1)].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (s.hi > PROFD_MAX_UMAPS)
+		s.hi = PROFD_MAX_UMAPS;
+	bpf_loop(UW_MAP_STEPS, uw_msearch_step, &s, 0);
+	if (s.lo == 0)
+		return NULL;
+	i = (s.lo - 1) & (PROFD_MAX_UMAPS - 1);
+	if (pc >= um->m[i].end)
+		return NULL;
+	return &um->m[i];
+}
+
+struct uw_rsearch {
+	__u64 vaddr;
+	__u32 lo, hi;
+	__u32 bad;
+};
+
+static long uw_rsearch_step(__u64 index, void *arg)
+{
+	struct uw_rsearch *s = arg;
+	__u32 lo = s->lo, hi = s->hi, mid;
+	struct profd_urow *r;
+
+	if (lo >= hi)
+		return 1;
+	mid = lo + (hi - lo) / 2;
+	r = bpf_map_lookup_elem(&urows, &mid);
+	if (!r) {
+		s->bad = 1;
+		return 1;
 	}
-	if (lo == 0)
-		return NULL;
-	lo = (lo - 1) & (PROFD_MAX_UMAPS - 1);
-	if (pc >= um->m[lo].end)
-		return NULL;
-	return &um->m[lo];
+	if (r->pc <= s->vaddr)
+		s->lo = mid + 1;
+	else
+		s->hi = mid;
+	return 0;
 }
 
 /* The row covering vaddr in [first, first + count), or NULL. */
 static __always_inline struct profd_urow *uw_find_row(__u32 first, __u32 count, __u64 vaddr)
 {
-	__u32 lo = first, hi = first + count, mid;
-	struct profd_urow *r;
+	struct uw_rsearch s = { .vaddr = vaddr, .lo = first, .hi = first + count };
+	__u32 i;
 
-	for (int i = 0; i < UW_ROW_STEPS && lo < hi; i++) {
-		mid = lo + (hi - lo) / 2;
-		r = bpf_map_lookup_elem(&urows, &mid);
-		if (!r)
-			return NULL;
-		if (r->pc <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo <= first)
+	bpf_loop(UW_ROW_STEPS, uw_rsearch_step, &s, 0);
+	if (s.bad || s.lo <= first)
 		return NULL;
-	lo -= 1;
-	return bpf_map_lookup_elem(&urows, &lo);
+	i = s.lo - 1;
+	return bpf_map_lookup_elem(&urows, &i);
 }
 
 static __always_inline int uw_read(__u64 *dst, __u64 addr)
@@ -219,14 +257,25 @@ static long uw_step(__u64 index, void *arg)
 }
 
 /* The tables of this process, or NULL; asks user space to load them on the first sample. */
-static __always_inline struct profd_umaps *uw_umaps(__u32 pid)
+static __always_inline struct profd_umaps *uw_umaps(struct task_struct *task, __u32 pid)
 {
 	struct profd_umaps *um = bpf_map_lookup_elem(&umaps, &pid), *zero;
 	__u32 z = 0;
 	long err;
 
-	if (um)
-		return um->n ? um : NULL;
+	if (um) {
+		if (!um->n)
+			return NULL;
+		if (um->start_code == BPF_CORE_READ(task, mm, start_code))
+			return um;
+		/* exec (or pid reuse): these mappings are another program's. */
+		if (!um->refresh) {
+			um->refresh = 1;
+			uevent_small(PROFD_UEV_NEW_PID, pid);
+		}
+		ucount(PROFD_UCNT_NO_PID);
+		return NULL;
+	}
 	ucount(PROFD_UCNT_NO_PID);
 	zero = bpf_map_lookup_elem(&umaps_zero, &z);
 	if (!zero)
@@ -301,7 +350,7 @@ static __always_inline long unwind_user(__u64 *ips)
 	if (!regs)
 		return 0;
 	s.pid = pid_tgid >> 32;
-	s.um = uw_umaps(s.pid);
+	s.um = uw_umaps(task, s.pid);
 	s.ips = ips;
 	s.pc = BPF_CORE_READ(regs, ip);
 	s.sp = BPF_CORE_READ(regs, sp);

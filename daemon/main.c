@@ -28,6 +28,7 @@
 #include "server.h"
 #include "store.h"
 #include "symbolizer.h"
+#include "tables.h"
 
 struct profd {
 	struct profd_opts o;
@@ -56,6 +57,8 @@ struct profd {
 	int64_t status_ns;
 	/* process events (issue 3): NULL when the kernel refused them */
 	struct events *events;
+	/* DWARF unwinding (issue 7): NULL with --unwind fp */
+	struct tables *tables;
 };
 
 static const char *const counter_names[PROFD_CNT_MAX] = {
@@ -284,6 +287,7 @@ static int status_reply(struct profd *d, char **out)
 	ADD("segments_removed\t%" PRIu64, st.segments_removed);
 	ADD("offcpu\t%s", sampler__offcpu(d->sampler) > 0 ? "on" : sampler__offcpu(d->sampler) ? "unavailable" : "off");
 	ADD("kernel_map_bytes\t%" PRIu64, sampler__map_bytes(d->sampler));
+	tables__print_status(d->tables, f);
 	ADD("symbol_files_cached\t%" PRIu64, ss.files_cached);
 	ADD("symbol_file_hits\t%" PRIu64, ss.file_hits);
 	ADD("symbol_file_misses\t%" PRIu64, ss.file_misses);
@@ -633,7 +637,15 @@ static int setup(struct profd *d)
 	}
 	/* Loading and verifying the programs can outlast TimeoutStartSec on a busy host. */
 	notify_send("EXTEND_TIMEOUT_USEC=60000000");
+	/* DWARF unwinding (issue 7) */
+	so.unwind = (struct tables_opts){ .enabled = d->o.unwind != UNWIND_FP, .max_bytes = d->o.unwind_memory,
+					  .max_pids = d->o.max_pids, .snapshot_pid = tables_check_pid() };
 	err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
+	if (err && so.unwind.enabled && d->o.unwind == UNWIND_AUTO && err != -EPERM && err != -EACCES) {
+		log_warn("DWARF unwinding unavailable (%s); walking user stacks by frame pointers", err_msg);
+		so.unwind.enabled = 0;
+		err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
+	}
 	if (err) {
 		log_err("%s", err_msg);
 		return err;
@@ -666,6 +678,14 @@ static int setup(struct profd *d)
 	ev.data.ptr = &d->events;
 	if (d->events && epoll_ctl(d->epfd, EPOLL_CTL_ADD, events__fd(d->events), &ev))
 		return log_err("cannot watch process events: %s", strerror(errno)), -errno;
+	/* DWARF unwinding (issue 7): the walker's load requests arrive on a ring buffer. */
+	if (so.unwind.enabled) {
+		err = tables__new(sampler__skel(d->sampler), &so.unwind, &d->tables);
+		ev.data.ptr = d->tables;
+		if (err || epoll_ctl(d->epfd, EPOLL_CTL_ADD, tables__fd(d->tables), &ev))
+			return log_err("cannot set up DWARF unwind tables: %s", strerror(err ? -err : errno)),
+			       err ? err : -errno;
+	}
 
 	mkdir_parent(d->o.socket);
 	if (socket_in_use(d->o.socket))
@@ -688,6 +708,7 @@ static void teardown(struct profd *d)
 	server__free(d->server);
 	if (d->wd_tfd >= 0)
 		close(d->wd_tfd);
+	tables__free(d->tables);
 	sampler__free(d->sampler);
 	store__close(d->store);
 	events__free(d->events);
@@ -736,12 +757,16 @@ static int loop(struct profd *d)
 			} else if (tag == &d->drain_tfd) {
 				if (read(d->drain_tfd, &ticks, sizeof(ticks)) > 0)
 					drain(d);
+				if (d->tables)
+					tables__gc(d->tables);
 				server__reap(d->server, clock_ns(CLOCK_MONOTONIC) / 1000000);
 				refresh_cpus(d);
 			} else if (tag == &d->flush_tfd) {
 				if (read(d->flush_tfd, &ticks, sizeof(ticks)) > 0)
 					flush(d);
 				notify_status(d);
+			} else if (d->tables && tag == d->tables) {
+				tables__poll(d->tables);
 			} else if (tag == &d->events) {
 				events__dispatch(d->events);
 			} else if (tag == &d->wd_tfd) {

@@ -24,6 +24,12 @@
 #define UNUSED_TTL_NS (10 * 1000000000LL)
 /* Re-reading a process's mappings at most this often (dlopen, exec, JIT). */
 #define REFRESH_MIN_NS 1000000000LL
+/*
+ * Table builds run in the event loop: at most this much per turn, so a host
+ * starting many processes (or one mapping libLLVM) never holds up a drain or
+ * a status request for long. The rest waits in the queue for the next turn.
+ */
+#define WORK_BUDGET_NS (50 * 1000000LL)
 
 struct tfile {
 	uint64_t dev, ino;
@@ -62,6 +68,8 @@ struct tables {
 	struct tpid *pids;
 	size_t npids, pids_cap;
 	int umaps_fd;
+	uint32_t *queue;         /* pids waiting for pid_load, oldest first */
+	size_t nqueue, queue_cap;
 	tables_snapshot_fn snap_fn;
 	void *snap_arg;
 	struct tables_stats st;
@@ -312,10 +320,11 @@ static void file_put(struct tfile *f)
 
 /* --- processes --- */
 
-static int start_time(uint32_t pid, uint64_t *out)
+/* Fields 22 (starttime) and 26 (startcode) of /proc/PID/stat. */
+static int proc_stat(uint32_t pid, uint64_t *out, uint64_t *start_code)
 {
 	char path[64], buf[1024], *p;
-	unsigned long long v;
+	unsigned long long v, sc;
 	ssize_t n;
 	int fd;
 
@@ -330,10 +339,12 @@ static int start_time(uint32_t pid, uint64_t *out)
 	buf[n] = 0;
 	/* The name may hold spaces and parentheses: fields restart after the last ')'. */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-			 &v) != 1)
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu "
+			 "%*u %*d %*u %llu", &v, &sc) != 2)
 		return -EINVAL;
 	*out = v;
+	if (start_code)
+		*start_code = sc;
 	return 0;
 }
 
@@ -367,7 +378,7 @@ static int pid_load(struct tables *t, uint32_t pid)
 		return -ENOMEM;
 	err = procmaps__read("/proc", pid, &pm);
 	if (!err)
-		err = start_time(pid, &st);
+		err = proc_stat(pid, &st, (uint64_t *)&um->start_code);
 	if (err) {
 		/* Gone already: let the walker ask again if the pid comes back. */
 		if (p)
@@ -439,6 +450,35 @@ out:
 	return err;
 }
 
+static void enqueue(struct tables *t, uint32_t pid)
+{
+	for (size_t i = 0; i < t->nqueue; i++)
+		if (t->queue[i] == pid)
+			return;
+	if (t->nqueue == t->queue_cap) {
+		size_t cap = t->queue_cap ? t->queue_cap * 2 : 64;
+		uint32_t *q;
+
+		/* Bounded like umaps: beyond it the placeholder stays and gc asks again. */
+		if (cap > 4 * (size_t)t->o.max_pids + 64 || !(q = realloc(t->queue, cap * sizeof(*q))))
+			return;
+		t->queue = q;
+		t->queue_cap = cap;
+	}
+	t->queue[t->nqueue++] = pid;
+}
+
+static void work(struct tables *t, int64_t budget)
+{
+	int64_t t0 = now_ns();
+	size_t done = 0;
+
+	while (done < t->nqueue && now_ns() - t0 < budget)
+		pid_load(t, t->queue[done++]);
+	memmove(t->queue, t->queue + done, (t->nqueue - done) * sizeof(*t->queue));
+	t->nqueue -= done;
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct tables *t = ctx;
@@ -449,14 +489,14 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	switch (ev->type) {
 	case PROFD_UEV_NEW_PID:
-		pid_load(t, ev->pid);
+		enqueue(t, ev->pid);
 		break;
 	case PROFD_UEV_REFRESH:
 		p = pid_find(t, ev->pid);
 		if (p && now_ns() - p->last_load < REFRESH_MIN_NS)
 			p->pending = true;
 		else
-			pid_load(t, ev->pid);
+			enqueue(t, ev->pid);
 		break;
 	case PROFD_UEV_SNAPSHOT:
 		if (len >= sizeof(*ev) && t->snap_fn)
@@ -515,6 +555,7 @@ void tables__free(struct tables *t)
 		file_free(t, t->nfiles - 1);
 	free(t->files);
 	free(t->pids);
+	free(t->queue);
 	free(t->free);
 	free(t);
 }
@@ -528,6 +569,7 @@ int tables__poll(struct tables *t)
 {
 	int n = ring_buffer__consume(t->rb);
 
+	work(t, WORK_BUDGET_NS);
 	return n < 0 ? n : 0;
 }
 
@@ -542,24 +584,25 @@ void tables__gc(struct tables *t)
 		struct tpid *p = &t->pids[i];
 		uint64_t st;
 
-		if (start_time(p->pid, &st) || st != p->start_time) {
+		if (proc_stat(p->pid, &st, NULL) || st != p->start_time) {
 			pid_forget(t, p); /* moves the last entry into slot i */
 			continue;
 		}
-		if (p->pending && now - p->last_load >= REFRESH_MIN_NS)
-			pid_load(t, p->pid);
+		if (p->pending && now - p->last_load >= REFRESH_MIN_NS) {
+			p->pending = false;
+			enqueue(t, p->pid);
+		}
 		i++;
 	}
 	/* Placeholders whose request was lost (ring buffer full): the walker asks again. */
 	while (!bpf_map_get_next_key(t->umaps_fd, prev, &next)) {
-		if (!pid_find(t, next) && prev) {
-			bpf_map_delete_elem(t->umaps_fd, &next);
+		bool queued = false;
+
+		for (size_t i = 0; i < t->nqueue && !queued; i++)
+			queued = t->queue[i] == next;
+		/* After a delete, the next key after prev (or the first) is a new one. */
+		if (!queued && !pid_find(t, next) && !bpf_map_delete_elem(t->umaps_fd, &next))
 			continue;
-		} else if (!pid_find(t, next)) {
-			bpf_map_delete_elem(t->umaps_fd, &next);
-			prev = NULL;
-			continue;
-		}
 		key = next;
 		prev = &key;
 	}
@@ -587,4 +630,45 @@ void tables__stats(const struct tables *t, struct tables_stats *st)
 	*st = t->st;
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		st->bpf[i] = __atomic_load_n(&t->skel->bss->ucounters[i], __ATOMIC_RELAXED);
+}
+
+void tables__print_status(const struct tables *t, FILE *f)
+{
+	static const char *const names[PROFD_UCNT_MAX] = {
+		[PROFD_UCNT_WALKS] = "unwind_dwarf_walks",
+		[PROFD_UCNT_FRAMES_DWARF] = "unwind_frames_dwarf",
+		[PROFD_UCNT_FRAMES_FP] = "unwind_frames_fp",
+		[PROFD_UCNT_UNSUP] = "unwind_stopped_unsupported",
+		[PROFD_UCNT_BAD_READ] = "unwind_stopped_bad_read",
+		[PROFD_UCNT_NO_PID] = "unwind_samples_before_tables",
+		[PROFD_UCNT_PIDS_FULL] = "unwind_pids_map_full",
+		[PROFD_UCNT_EVENTS_LOST] = "unwind_requests_lost",
+	};
+	struct tables_stats st;
+
+	fprintf(f, "unwind\t%s\n", t ? "dwarf" : "fp");
+	if (!t)
+		return;
+	tables__stats(t, &st);
+	fprintf(f, "unwind_table_files\t%" PRIu64 "\n", st.files);
+	fprintf(f, "unwind_table_files_failed\t%" PRIu64 "\n", st.files_failed);
+	fprintf(f, "unwind_table_over_budget\t%" PRIu64 "\n", st.over_budget);
+	fprintf(f, "unwind_table_rows\t%" PRIu64 "\n", st.rows_used);
+	fprintf(f, "unwind_table_bytes\t%" PRIu64 "\n", st.rows_used * sizeof(struct profd_urow));
+	fprintf(f, "unwind_table_capacity_bytes\t%" PRIu64 "\n", st.rows_cap * sizeof(struct profd_urow));
+	fprintf(f, "unwind_kernel_bytes\t%" PRIu64 "\n", st.kernel_bytes);
+	fprintf(f, "unwind_pids\t%" PRIu64 "\n", st.pids);
+	fprintf(f, "unwind_pid_loads\t%" PRIu64 "\n", st.pid_loads);
+	fprintf(f, "unwind_table_evictions\t%" PRIu64 "\n", st.evictions);
+	fprintf(f, "unwind_table_build_ms\t%" PRIu64 "\n", st.build_us_total / 1000);
+	for (int i = 0; i < PROFD_UCNT_MAX; i++)
+		fprintf(f, "%s\t%" PRIu64 "\n", names[i], st.bpf[i]);
+}
+
+uint32_t tables_check_pid(void)
+{
+	const char *e = getenv("PROFD_UNWIND_CHECK");
+	unsigned pid;
+
+	return e && sscanf(e, "%u", &pid) == 1 ? pid : 0;
 }
