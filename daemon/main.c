@@ -642,9 +642,14 @@ static int setup(struct profd *d)
 					  .max_pids = d->o.max_pids, .snapshot_pid = tables_check_pid() };
 	err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
 	if (err && so.unwind.enabled && d->o.unwind == UNWIND_AUTO && err != -EPERM && err != -EACCES) {
-		log_warn("DWARF unwinding unavailable (%s); walking user stacks by frame pointers", err_msg);
+		char why[sizeof(err_msg)];
+
+		/* Warn only when the fallback runs: a start-up failure stays one line. */
+		snprintf(why, sizeof(why), "%s", err_msg);
 		so.unwind.enabled = 0;
 		err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
+		if (!err)
+			log_warn("DWARF unwinding unavailable (%s); walking user stacks by frame pointers", why);
 	}
 	if (err) {
 		log_err("%s", err_msg);
