@@ -73,8 +73,12 @@ int fold__collapse(const struct query *q, const struct profile *src, struct prof
 				err = profile__intern_str(dst, profile__str(src, f->name), &g.name);
 				if (!err)
 					err = profile__intern_str(dst, profile__str(src, f->module), &g.module);
-				/* Unnamed frames keep module+offset; named ones fold by name alone. */
-				if (f->name) {
+				/*
+				 * Unnamed frames keep module+offset; named ones fold by name
+				 * alone, and so do frames of no known file: all print
+				 * "[unknown]", and one printed line must be one sample.
+				 */
+				if (f->name || !f->module) {
 					g.module = 0;
 					g.offset = 0;
 				}
@@ -148,17 +152,22 @@ int fold__write(const struct query *q, const struct profile *c, FILE *f)
 		mf = open_memstream(&text, &tlen);
 		if (!mf)
 			goto out;
-		fputs(profile__str(c, s->comm), mf);
-		if (q->threads)
-			fprintf(mf, ";%s", profile__str(c, s->thread));
 		fr = profile__stack(c, s->stack, &nfr);
-		for (uint32_t k = 0; k < nfr; k++) {
-			fold__frame_label(c, fr[k], label, sizeof(label));
+		/* Root labels (process, thread) first, then frames; -1 and -2 stand for them. */
+		for (int64_t k = q->threads ? -2 : -1; k < (int64_t)nfr; k++) {
+			if (k < 0) {
+				const char *r = profile__str(c, k == -1 && q->threads ? s->thread : s->comm);
+
+				/* A process or thread with no name must not leave an empty field. */
+				snprintf(label, sizeof(label), "%s", *r ? r : "[unknown]");
+			} else {
+				fold__frame_label(c, fr[k], label, sizeof(label));
+			}
 			/* ';' and ' ' are the format's separators: keep them out of names. */
 			for (char *p = label; *p; p++)
 				if (*p == ';' || *p == '\n')
 					*p = ':';
-			fprintf(mf, ";%s", label);
+			fprintf(mf, "%s%s", k == (q->threads ? -2 : -1) ? "" : ";", label);
 		}
 		{
 			int cerr = fclose(mf);

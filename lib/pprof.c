@@ -127,6 +127,9 @@ static int mapping_file(const struct profile *src, const struct pf_frame *f, cha
 {
 	const char *mod = profile__str(src, f->module);
 
+	/* Nothing to say about an unnamed frame of no known file: no mapping. */
+	if (!*mod && !f->name)
+		return 0;
 	if (f->kind == PF_FRAME_KERNEL) {
 		if (*mod)
 			snprintf(buf, len, "[%s]", mod);
