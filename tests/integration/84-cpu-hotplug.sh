@@ -39,7 +39,7 @@ pinned_rate "after online"
 
 # Faster than a drain interval: off and on again between two checks.
 echo 0 >"$ONLINE"; echo 1 >"$ONLINE"
-sleep 1.5
+sleep 2.5 # two drain ticks: one notes the stopped clock, one re-opens
 pinned_rate "after a quick offline/online"
 check "profd exits 0 on SIGTERM" stop_profd
 done_test
