@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "log.h"
+#include "lunwind.h"
 #include "procmaps.h"
 #include "profd.skel.h"
 #include "tables.h"
@@ -72,6 +73,9 @@ struct tables {
 	size_t nqueue, queue_cap;
 	tables_snapshot_fn snap_fn;
 	void *snap_arg;
+	/* Test mode (PROFD_UNWIND_CHECK): libunwind re-unwinds every snapshot. */
+	struct lunwind *lu;
+	FILE *check;
 	struct tables_stats st;
 };
 
@@ -506,6 +510,59 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/*
+ * One line per snapshot: "<kernel frames> <libunwind frames> <agreeing> <pid>
+ * | kernel pcs | libunwind pcs". Frames agree when both walks have the same
+ * pc at the same depth; the test sums agreeing over max(kernel, libunwind).
+ */
+static void check_snapshot(const struct profd_uevent *ev, void *arg)
+{
+	struct tables *t = arg;
+	uint64_t ips[PROFD_MAX_DEPTH];
+	struct procmaps *pm = NULL;
+	size_t n = 0, nk = ev->nframes > PROFD_MAX_DEPTH ? PROFD_MAX_DEPTH : ev->nframes, agree = 0;
+	int err;
+
+	err = procmaps__read("/proc", ev->pid, &pm);
+	if (!err)
+		err = lunwind__unwind(t->lu, ev->pid, pm, (const uint64_t *)ev->regs, ev->stack,
+				      ev->stack_len > PROFD_SNAP_STACK ? PROFD_SNAP_STACK : ev->stack_len,
+				      ips, PROFD_MAX_DEPTH, &n);
+	procmaps__free(pm);
+	if (err) {
+		log_debug("libunwind check of pid %u: %s", ev->pid, strerror(-err));
+		return;
+	}
+	for (size_t i = 0; i < nk && i < n; i++)
+		agree += ev->frames[i] == ips[i];
+	fprintf(t->check, "%zu %zu %zu %u |", nk, n, agree, ev->pid);
+	for (size_t i = 0; i < nk; i++)
+		fprintf(t->check, " %" PRIx64, (uint64_t)ev->frames[i]);
+	fprintf(t->check, " |");
+	for (size_t i = 0; i < n; i++)
+		fprintf(t->check, " %" PRIx64, ips[i]);
+	fprintf(t->check, "\n");
+	fflush(t->check);
+}
+
+static int check_open(struct tables *t)
+{
+	const char *e = getenv("PROFD_UNWIND_CHECK"), *path = e ? strchr(e, ' ') : NULL;
+	int err;
+
+	if (!path || !path[1])
+		return -EINVAL;
+	t->check = fopen(path + 1, "we");
+	if (!t->check)
+		return -errno;
+	err = lunwind__new(&t->lu);
+	if (err)
+		return err;
+	tables__on_snapshot(t, check_snapshot, t);
+	log_info("unwind check: snapshots of pid %u, libunwind results to %s", t->o.snapshot_pid, path + 1);
+	return 0;
+}
+
 int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tables **out)
 {
 	struct tables *t = calloc(1, sizeof(*t));
@@ -533,6 +590,11 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		err = -errno;
 		goto fail;
 	}
+	if (o->snapshot_pid) {
+		err = check_open(t);
+		if (err)
+			goto fail;
+	}
 	t->st.rows_cap = t->rows_cap;
 	t->st.kernel_bytes = t->rows_len +
 		(uint64_t)bpf_map__max_entries(skel->maps.umaps) * (sizeof(struct profd_umaps) + 64) +
@@ -549,6 +611,9 @@ void tables__free(struct tables *t)
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
+	lunwind__free(t->lu);
+	if (t->check)
+		fclose(t->check);
 	if (t->rows)
 		munmap(t->rows, t->rows_len);
 	while (t->nfiles)

@@ -1,0 +1,27 @@
+#!/bin/bash
+# The kernel walker against libunwind on the same snapshots: in test mode
+# (PROFD_UNWIND_CHECK="PID FILE") the BPF program sends, with each sample of
+# PID, the registers, 16 KB of stack and its own frames; profd unwinds the
+# copy again with libunwind (unw_init_remote over the copy and the ELF files)
+# and writes both. Frames agree when both have the same pc at the same depth.
+source "$(dirname "$0")/lib.sh"
+
+for prog in qsort_nofp phases_nofp; do
+	"$TP/$prog" 5 >/dev/null &
+	PID=$!
+	PROFD_UNWIND_CHECK="$PID $T/check.$prog" start_profd
+	wait $PID
+	check "profd exits 0 on SIGTERM ($prog)" stop_profd
+	rm -rf "$STATE"
+	read -r snaps kf lf agree worst <<<"$(awk '{ m = $1 > $2 ? $1 : $2; a += $3; t += m; k += $1; l += $2; n++ }
+		END { print n + 0, k + 0, l + 0, a + 0, t + 0 }' "$T/check.$prog" 2>/dev/null)"
+	echo "$prog: $snaps snapshots, kernel $kf frames, libunwind $lf frames, agreeing $agree of $worst"
+	check "$prog: at least 300 snapshots" test "${snaps:-0}" -ge 300
+	check "$prog: libunwind walks are deep (>= 6 frames on average)" \
+		awk -v l="${lf:-0}" -v n="${snaps:-0}" 'BEGIN { exit !(n && l / n >= 6) }'
+	pct=$(awk -v a="${agree:-0}" -v t="${worst:-0}" 'BEGIN { printf "%.3f", t ? 100 * a / t : 0 }')
+	check "$prog: kernel walker and libunwind agree on $pct% of frames (>= 99%)" \
+		awk -v p="$pct" 'BEGIN { exit !(p >= 99) }'
+	awk '$3 < ($1 > $2 ? $1 : $2)' "$T/check.$prog" | head -3 | cut -c1-300
+done
+done_test
