@@ -1,0 +1,68 @@
+#!/bin/bash
+# Every export of a real profile decodes back to the folded lines of the same
+# window: pprof (also --threads), speedscope, SVG; top agrees with folded; the
+# SVG works in headless Chromium: search matches the folded share, click zooms.
+source "$(dirname "$0")/lib.sh"
+
+start_profd
+since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+"$TP/phases" 5 >/dev/null &
+PID=$!
+wait $PID
+profctl flush >/dev/null || fail "profctl flush"
+sleep 1.1 # the until bound below must cover the window just flushed
+until=$(date -u -d '+1 sec' +%Y-%m-%dT%H:%M:%SZ)
+# One fixed window for every format: absolute times, no flush in between.
+view() { profctl "$@" --no-flush --pid $PID --since "$since" --until "$until"; }
+decode() { "$BUILD/tests/test_views" "$@"; }
+
+view dump >"$T/folded" || { fail "dump exited $?"; done_test; }
+total=$(awk '{ s += $NF } END { print s + 0 }' "$T/folded")
+check "folded has samples: $total in $(wc -l <"$T/folded") lines" [ "$total" -gt 100 ]
+sort "$T/folded" >"$T/want"
+
+same() { # NAME FILE: FILE's lines equal folded's, line by line
+	sort "$2" >"$2.sorted"
+	if cmp -s "$2.sorted" "$T/want"; then ok "$1 decodes to the folded lines ($(wc -l <"$2") lines, total $total)"
+	else fail "$1 differs from folded:"; diff "$2.sorted" "$T/want" | head -5; fi
+}
+view dump --format pprof -o "$T/cpu.pb.gz" && decode --pprof-to-folded "$T/cpu.pb.gz" >"$T/pprof.folded"
+same pprof "$T/pprof.folded"
+view dump --threads >"$T/folded.threads"
+sort "$T/folded.threads" >"$T/want.threads"
+view dump --threads -o "$T/threads.pb.gz" && decode --pprof-to-folded "$T/threads.pb.gz" --threads | sort >"$T/pprof.threads"
+check "pprof --threads decodes to folded --threads" cmp -s "$T/pprof.threads" "$T/want.threads"
+view dump -o "$T/cpu.json" && decode --speedscope-to-folded "$T/cpu.json" >"$T/ss.folded"
+same speedscope "$T/ss.folded"
+check "speedscope is valid JSON" python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$T/cpu.json"
+view dump --format svg -o "$T/cpu.svg" && decode --svg-to-folded "$T/cpu.svg" >"$T/svg.folded"
+same svg "$T/svg.folded"
+check "svg is well-formed XML" python3 -c 'import xml.dom.minidom, sys; xml.dom.minidom.parse(sys.argv[1])' "$T/cpu.svg"
+if command -v go >/dev/null; then
+	check "go tool pprof reads the profile" go tool pprof -raw "$T/cpu.pb.gz"
+fi
+
+# top: total share of the leaf of the heaviest stack equals its folded share.
+leaf=$(head -1 "$T/folded" | awk '{ $NF = ""; n = split($0, f, ";"); sub(/ $/, "", f[n]); print f[n] }')
+share=$(awk -v l="$leaf" '{ v = $NF; $NF = ""; sub(/ $/, ""); n = split($0, f, ";"); for (i = 2; i <= n; i++) if (f[i] == l) { s += v; break }; t += v } END { printf "%.2f%%", 100 * s / t }' "$T/folded")
+view top --limit 0 >"$T/top"
+got=$(awk -F'\t' -v l="$leaf" '$5 == l { print $4 }' "$T/top")
+check "top: total share of '$leaf' $got = folded share $share" [ "$got" = "$share" ]
+
+# The SVG in Chromium: search for that frame, read the matched share back.
+share_raw=$(awk -v l="$leaf" '{ v = $NF; $NF = ""; sub(/ $/, ""); n = split($0, f, ";"); for (i = 1; i <= n; i++) if (f[i] == l) { s += v; break }; t += v } END { printf "%.4f", 100 * s / t }' "$T/folded")
+re="^$(printf '%s' "$leaf" | sed 's/[][\.*^$+?(){}|/]/\\&/g')\$"
+if node tests/browser/flamegraph.mjs "$T/cpu.svg" "$re" "$T/flamegraph.png" >"$T/browser.json"; then
+	cat "$T/browser.json"
+	pct=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pct"])' "$T/browser.json")
+	check "browser: search /$re/ matched $pct%, folded share $share_raw%" within "$pct" "$share_raw" 0.01
+	check "browser: screenshot taken" [ -s "$T/flamegraph.png" ]
+	check "browser: a clicked frame zooms to the full width, Reset zoom shows" python3 -c '
+import json, sys; o = json.load(open(sys.argv[1])); sys.exit(not (abs(o["zoomWidthRatio"] - 1) < 0.01 and o["resetShown"]))' "$T/browser.json"
+	mkdir -p "$BUILD/test-artifacts" && cp "$T"/flamegraph*.png "$BUILD/test-artifacts/"
+else
+	fail "headless Chromium could not drive the SVG (scripts/deps.sh --test installs chromium and nodejs)"
+fi
+
+check "profd exits 0 on SIGTERM" stop_profd
+done_test
