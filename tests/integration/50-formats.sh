@@ -38,8 +38,13 @@ check "speedscope is valid JSON" python3 -c 'import json, sys; json.load(open(sy
 view dump --format svg -o "$T/cpu.svg" && decode --svg-to-folded "$T/cpu.svg" >"$T/svg.folded"
 same svg "$T/svg.folded"
 check "svg is well-formed XML" python3 -c 'import xml.dom.minidom, sys; xml.dom.minidom.parse(sys.argv[1])' "$T/cpu.svg"
-if command -v go >/dev/null; then
-	check "go tool pprof reads the profile" go tool pprof -raw "$T/cpu.pb.gz"
+# The reference reader (golang-go from scripts/deps.sh --test): its total must be ours.
+if go tool pprof -raw "$T/cpu.pb.gz" >"$T/go.raw" 2>"$T/go.err"; then
+	ok "go tool pprof reads the profile"
+	gototal=$(go tool pprof -top -sample_index=samples "$T/cpu.pb.gz" 2>/dev/null | awk '/total$/ { for (i = 1; i <= NF; i++) if ($i == "of") { print $(i + 1); exit } }')
+	check "go tool pprof total '$gototal' equals folded total $total" [ "$gototal" = "$total" ]
+else
+	fail "go tool pprof cannot read the profile: $(head -2 "$T/go.err")"
 fi
 
 # top: total share of the leaf of the heaviest stack equals its folded share.
