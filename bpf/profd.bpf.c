@@ -211,6 +211,14 @@ int on_cpu(struct bpf_perf_event_data *ctx)
 #define TASK_DEAD 0x80
 
 const volatile __u64 offcpu_min_ns = 1000;
+/*
+ * Stack capture is most of the hook's cost (kernel unwind about 2 us, user
+ * walk about 1 us on a VM). A thread that blocks again within this interval
+ * of its last capture, from the same user pc and sp and for the same reason,
+ * is taken to block in the same place: its last stacks are reused. 0: capture
+ * every time.
+ */
+const volatile __u64 offcpu_stack_interval_ns = 0;
 
 /*
  * Per-thread state between switch-out and switch-in. The frames are kept
@@ -220,6 +228,7 @@ const volatile __u64 offcpu_min_ns = 1000;
  */
 struct offcpu_task {
 	__u64 ts;  /* switch-out time; 0: nothing pending */
+	__u64 cap_ns, cap_upc, cap_usp; /* when and from where the stacks below were captured */
 	struct profd_key key; /* labels at switch-out; stacks and kind filled at switch-in */
 	struct profd_stack ustk;
 	struct profd_stack kstk;
@@ -235,7 +244,7 @@ struct {
 /* Returns the frame count stored in s (0: none; errors are counted). */
 static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 *flags)
 {
-	long n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), user ? BPF_F_USER_STACK : 0);
+	long n = user ? user_stack(ctx, s->ips, sizeof(s->ips)) : bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
 
 	if (n < 0)
 		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
@@ -287,7 +296,10 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 				       unsigned int prev_state)
 {
 	struct offcpu_task *t;
-	__u32 flags = 0;
+	struct pt_regs *regs;
+	__u64 now, upc = 0, usp = 0;
+	__u32 flags = 0, kind;
+	int kthread;
 
 	/* The idle task never waits; a dead task never comes back. */
 	if (prev->pid == 0 || (prev_state & TASK_DEAD))
@@ -299,9 +311,23 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		count(PROFD_CNT_OFFCPU_NO_STATE);
 		return;
 	}
+	/* A preempted task stays runnable whatever its state said (see __trace_sched_switch_state). */
+	kind = preempt || prev_state == TASK_RUNNING ? PROFD_KIND_RUNQ : PROFD_KIND_OFFCPU;
+	kthread = prev->flags & PF_KTHREAD;
+	now = bpf_ktime_get_ns();
+	if (!kthread) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+		upc = BPF_CORE_READ(regs, ip);
+		usp = BPF_CORE_READ(regs, sp);
+	}
+	if (offcpu_stack_interval_ns && now - t->cap_ns < offcpu_stack_interval_ns &&
+	    kind == t->key.kind && upc == t->cap_upc && usp == t->cap_usp) {
+		t->ts = now;
+		return;
+	}
 	/* prev is current here: its kernel stack is ours, its user registers are in pt_regs. */
 	capture(ctx, &t->kstk, 0, &flags);
-	if (!(prev->flags & PF_KTHREAD))
+	if (!kthread)
 		capture(ctx, &t->ustk, 1, &flags);
 	else
 		t->ustk.len = 0;
@@ -311,8 +337,11 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	bpf_get_current_comm(t->key.thread, sizeof(t->key.thread));
 	BPF_CORE_READ_STR_INTO(&t->key.comm, prev, group_leader, comm);
 	t->key.flags = flags;
-	/* A preempted task stays runnable whatever its state said (see __trace_sched_switch_state). */
-	t->key.kind = preempt || prev_state == TASK_RUNNING ? PROFD_KIND_RUNQ : PROFD_KIND_OFFCPU;
+	t->key.kind = kind;
+	t->cap_ns = now;
+	t->cap_upc = upc;
+	t->cap_usp = usp;
+	/* After the capture: the hook's own run time is not time away. */
 	t->ts = bpf_ktime_get_ns();
 }
 

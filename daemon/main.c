@@ -602,7 +602,8 @@ static int setup(struct profd *d)
 		.counts_entries = d->o.counts_entries,
 		.stacks_entries = d->o.stacks_entries,
 		.offcpu = d->o.offcpu,
-		.offcpu_min_ns = 1000, /* shorter waits are mostly lock hand-offs: noise for the cost */
+		.offcpu_min_ns = d->o.offcpu_min_ns,
+		.offcpu_stack_interval_ns = d->o.offcpu_stack_interval_ns,
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_pids = d->o.max_pids, .bad_file = bad_file };
 	struct store_opts to = store_opts(&d->o);

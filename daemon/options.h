@@ -28,6 +28,8 @@ struct profd_opts {
 	int unwind;
 	uint64_t unwind_memory;  /* kernel memory for DWARF unwind tables (rows) */
 	int offcpu;
+	int64_t offcpu_min_ns;
+	int64_t offcpu_stack_interval_ns;
 	int log_level;
 	uint32_t counts_entries;
 	uint32_t stacks_entries;

@@ -197,6 +197,7 @@ static int load_object(struct sampler *s, bool offcpu)
 	 * resizing a template).
 	 */
 	s->skel->rodata->offcpu_min_ns = s->o.offcpu_min_ns;
+	s->skel->rodata->offcpu_stack_interval_ns = s->o.offcpu_stack_interval_ns;
 	bpf_program__set_autoload(s->skel->progs.off_cpu, offcpu);
 	bpf_map__set_autocreate(s->skel->maps.offcpu_tasks, offcpu);
 	tables__configure(s->skel, &s->o.unwind);

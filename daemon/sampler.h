@@ -19,6 +19,7 @@ struct sampler_opts {
 	struct tables_opts unwind; /* DWARF walker: rodata and map sizes (daemon/tables.h) */
 	int offcpu;              /* sched_switch hook: blocked and run-queue time */
 	uint64_t offcpu_min_ns;  /* shorter blocks and waits are not counted */
+	uint64_t offcpu_stack_interval_ns; /* reuse a thread's stacks captured this recently (0: never) */
 };
 
 /* One aggregated entry of a drained generation; stacks are leaf first. */
