@@ -16,20 +16,20 @@
 #include "store.h"
 #include "views.h"
 
-static int cmd_flush(const struct global *g, int argc, char **argv)
+/* flush and reload: one request, "ok" or one error line. */
+static int simple_request(const struct global *g, int argc, char **argv, const char *help,
+			  const char *done)
 {
 	char *reply = NULL;
 	int err;
 
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("Usage: profctl flush\nAsks profd to write its open window now "
-		       "(dump, top and diff do it themselves unless --no-flush).\n"
-		       "Example:\n  profctl flush && profctl ls --since 1m\n");
+		fputs(help, stdout);
 		return 0;
 	}
 	if (argc > 1)
-		return usage_error("flush", "unexpected argument '%s'", argv[1]);
-	err = ctl__call(g->socket, "flush", &reply, 10000);
+		return usage_error(argv[0], "unexpected argument '%s'", argv[1]);
+	err = ctl__call(g->socket, argv[0], &reply, 10000);
 	if (err) {
 		fprintf(stderr, "profctl: cannot reach profd at %s: %s; is it running (systemctl status profd)?\n",
 			g->socket, strerror(-err));
@@ -38,14 +38,31 @@ static int cmd_flush(const struct global *g, int argc, char **argv)
 	if (strncmp(reply, "ok", 2)) {
 		char *e = ctl__get(reply, "error");
 
-		fprintf(stderr, "profctl: profd could not flush: %s\n", e ? e : reply);
+		fprintf(stderr, "profctl: profd could not %s: %s\n", argv[0], e ? e : reply);
 		free(e);
 		free(reply);
 		return EXIT_RUNTIME;
 	}
-	printf("flushed\n");
+	printf("%s\n", done);
 	free(reply);
 	return 0;
+}
+
+static int cmd_flush(const struct global *g, int argc, char **argv)
+{
+	return simple_request(g, argc, argv,
+			      "Usage: profctl flush\nAsks profd to write its open window now "
+			      "(dump, top and diff do it themselves unless --no-flush).\n"
+			      "Example:\n  profctl flush && profctl ls --since 1m\n", "flushed");
+}
+
+static int cmd_reload(const struct global *g, int argc, char **argv)
+{
+	return simple_request(g, argc, argv,
+			      "Usage: profctl reload\nAsks profd to re-read its configuration file "
+			      "(like SIGHUP); settings that need a restart are logged and shown\n"
+			      "in 'profctl status' as config.restart_needed.\n"
+			      "Example:\n  sudoedit /etc/profd/profd.conf && profctl reload\n", "reloaded");
 }
 
 static int cmd_status(const struct global *g, int argc, char **argv)
@@ -187,6 +204,7 @@ static void usage(FILE *f)
 		"  ls       list stored windows\n"
 		"  status   profd's health and counters\n"
 		"  flush    ask profd to write its open window now\n"
+		"  reload   ask profd to re-read its configuration\n"
 		"\n"
 		"Global options:\n"
 		"  --state-dir DIR   stored profiles (default /var/lib/profd)\n"
@@ -202,6 +220,7 @@ int main(int argc, char **argv)
 	struct global g = { .state_dir = "/var/lib/profd", .socket = "/run/profd/profd.sock" };
 	static const struct { const char *name; int (*fn)(const struct global *, int, char **); } cmds[] = {
 		{ "dump", cmd_dump }, { "top", cmd_top }, { "diff", cmd_diff }, { "ls", cmd_ls }, { "status", cmd_status }, { "flush", cmd_flush },
+		{ "reload", cmd_reload },
 	};
 	int i = 1;
 
@@ -228,5 +247,5 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
 		if (!strcmp(argv[i], cmds[k].name))
 			return cmds[k].fn(&g, argc - i, argv + i);
-	return usage_error(NULL, "unknown command '%s' (dump, top, diff, ls, status, flush)", argv[i]);
+	return usage_error(NULL, "unknown command '%s' (dump, top, diff, ls, status, flush, reload)", argv[i]);
 }

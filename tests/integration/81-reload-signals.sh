@@ -85,11 +85,15 @@ check "bad reload: frequency stays 199" [ "$(status_val frequency_hz)" = 199 ]
 check "bad reload logged with file:line: key" grep -q "reload refused.*c.conf:2: bogus: unknown key" "$T/profd.log"
 reply=$(ctl reload)
 check "reload command with a bad file answers error ($(echo "$reply" | head -1))" grep -q "^error.*c.conf:2: bogus" <<<"$reply"
+profctl reload 2>"$T/reload.err"; rc=$?
+check "profctl reload with a bad file: exit 1, one line naming file:line ($(cat "$T/reload.err"))" \
+	bash -c '[ "$1" = 1 ] && [ "$(wc -l <"$2")" = 1 ] && grep -q "c.conf:2: bogus" "$2"' _ "$rc" "$T/reload.err"
 
 # --- the reload command ---
 printf 'frequency = 99\nflush-interval = 1h\n' >"$T/c.conf"
 reply=$(ctl reload)
 check "reload command answers ok" grep -q "^ok	reloaded" <<<"$reply"
+check "profctl reload answers 'reloaded'" bash -c '[ "$(profctl_out=$("$1" --state-dir "$2" --socket "$3" reload) && echo "$profctl_out")" = reloaded ]' _ "$PROFCTL_BIN" "$STATE" "$SOCK"
 check "reload command applied frequency 99" [ "$(status_val frequency_hz)" = 99 ]
 check "reload command applied flush-interval 1h" [ "$(status_val config.flush-interval)" = 1h ]
 
