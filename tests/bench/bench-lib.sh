@@ -1,0 +1,118 @@
+# Shared helpers for the benchmark scripts (sourced). Each script runs in a
+# full mode (make bench) or a short mode (--quick, inside make test), writes a
+# markdown fragment to $BENCH_OUT/<name>.md for docs/BENCHMARKS.md and a
+# key=value file $BENCH_OUT/<name>.env for checks, and exits non-zero only when
+# it could not measure or, in --quick mode, when a check on the numbers fails.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROOT=$PWD
+BUILD=${BUILD:-build}
+BUILD=$(cd "$BUILD" && pwd)
+PROFD=$BUILD/profd
+PROFCTL_BIN=$BUILD/profctl
+TP=$BUILD/testprogs
+BENCH_OUT=${BENCH_OUT:-$BUILD/bench}
+mkdir -p "$BENCH_OUT"
+QUICK=0
+[ "${1:-}" = --quick ] && QUICK=1
+NCPU=$(nproc)
+W=$(mktemp -d /tmp/profd-bench.XXXXXX)
+BG_PIDS=()
+BFAILS=0
+
+bench_cleanup() {
+	local p
+	for p in "${BG_PIDS[@]}"; do
+		kill -INT "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null
+	done
+	[ -n "${KEEP_WORKDIR:-}" ] || rm -rf "$W"
+}
+trap bench_cleanup EXIT
+
+log() { echo "[$(date +%T)] $*" >&2; }
+need() { command -v "$1" >/dev/null || { echo "$1 is needed for this benchmark" >&2; exit 1; }; }
+
+# bg CMD...: starts a background process that cleanup interrupts; sets BG.
+bg() { "$@" & BG=$!; BG_PIDS+=("$BG"); }
+# stop PID [SIGNAL]: stops a background process and waits for it.
+stop() { kill -"${2:-INT}" "$1" 2>/dev/null; wait "$1" 2>/dev/null; local rc=$?;
+	BG_PIDS=("${BG_PIDS[@]/$1}"); return $rc; }
+
+# profd_start DIR [profd options...]: profd with state and socket under DIR; sets PROFD_PID.
+profd_start() {
+	local dir=$1; shift
+	mkdir -p "$dir"
+	bg "$PROFD" --state-dir "$dir/state" --socket "$dir/sock" "$@" >"$dir/profd.log" 2>&1
+	PROFD_PID=$BG
+	for _ in $(seq 1 100); do
+		[ -S "$dir/sock" ] && return 0
+		kill -0 "$PROFD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "profd did not start: $(cat "$dir/profd.log")" >&2
+	exit 1
+}
+pctl() { local dir=$1; shift; "$PROFCTL_BIN" --state-dir "$dir/state" --socket "$dir/sock" "$@"; }
+# status_val DIR KEY: one counter from profctl status.
+status_val() { pctl "$1" status | awk -v k="$2" '$1 == k { print $2 }'; }
+
+# perf_start FILE [perf record options...]: system-wide perf record; sets PERF_PID.
+perf_start() {
+	local f=$1; shift
+	bg perf record -q -F 99 -a -g -o "$f" "$@" >"$f.log" 2>&1
+	PERF_PID=$BG
+	sleep 1
+	kill -0 "$PERF_PID" 2>/dev/null || { echo "perf record failed: $(cat "$f.log")" >&2; exit 1; }
+}
+
+# bpftrace_start LOG: the peer profiler from the issue; sets BT_PID once its probe is attached.
+bpftrace_start() {
+	bg bpftrace -e 'profile:hz:99 { @[ustack, kstack, comm] = count(); }' >"$1" 2>&1
+	BT_PID=$BG
+	for _ in $(seq 1 200); do
+		grep -q Attaching "$1" && return 0
+		kill -0 "$BT_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "bpftrace did not attach: $(head -3 "$1")" >&2
+	exit 1
+}
+
+# proc_cpu_ms PID: user+system CPU time of a process so far.
+proc_cpu_ms() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) * 1000 / hz }' "/proc/$1/stat"
+}
+proc_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; } # proc_kb PID VmRSS|VmHWM
+
+# stats: reads numbers, prints "median min max n".
+stats() {
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (!NR) { print "nan nan nan 0"; exit }
+		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		print m, v[1], v[NR], NR }'
+}
+
+# machine_line: the machine, kernel and date for the docs.
+machine_line() {
+	local model
+	model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+	printf '%s, %s CPUs (%s), %s GB RAM; kernel %s; %s' "$(hostname)" "$NCPU" "${model:-unknown CPU}" \
+		"$(awk '/MemTotal/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo)" "$(uname -r)" \
+		"$(date -u '+%Y-%m-%d %H:%M UTC')"
+}
+
+# check_q DESC CMD...: in --quick mode a failed check fails the script.
+check_q() {
+	local d=$1; shift
+	if "$@"; then echo "ok: $d"; else echo "FAIL: $d"; BFAILS=$((BFAILS + 1)); fi
+}
+# cmp A OP B: floating point comparison for checks.
+fcmp() { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
+	if (op == "<=") exit !(a <= b); if (op == "<") exit !(a < b)
+	if (op == ">=") exit !(a >= b); if (op == ">") exit !(a > b); exit 1 }'; }
+# goal VALUE OP LIMIT: "met" or "not met".
+goal() { if fcmp "$1" "$2" "$3"; then echo met; else echo "**not met**"; fi; }
+
+bench_done() { [ "$BFAILS" -eq 0 ]; exit $?; }
+# within A B TOL: |A - B| <= TOL
+within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }

@@ -1,0 +1,106 @@
+#!/bin/bash
+# Overhead: a fixed-work CPU job with one thread per CPU, timed alone, under
+# profd (on- and off-CPU, then on-CPU only), under perf record -F 99 -a -g and
+# under bpftrace profile:hz:99. Conditions are interleaved round by round (in
+# a rotating order) so drift on the host hits all of them alike; the report
+# gives medians, min-max and the slowdown against the alone runs.
+# Usage: overhead.sh [--quick]   (ROUNDS=N and JOB_SECS=S override)
+source "$(dirname "$0")/bench-lib.sh"
+need perf
+need bpftrace
+
+if [ "$QUICK" = 1 ]; then
+	ROUNDS=${ROUNDS:-1} JOB_SECS=${JOB_SECS:-1}
+	CONDS=(alone profd perf bpftrace)
+else
+	ROUNDS=${ROUNDS:-7} JOB_SECS=${JOB_SECS:-5}
+	CONDS=(alone profd profd-oncpu perf bpftrace)
+fi
+
+# Calibrate the fixed work to about JOB_SECS alone.
+cal=$("$TP/benchwork" "$NCPU" 300 | awk '$1 == "wall_ns" { print $2 }')
+WORK=$(awk -v c="$cal" -v s="$JOB_SECS" 'BEGIN { r = int(300 * s * 1e9 / c); print r < 10 ? 10 : r }')
+log "overhead: $NCPU threads x $WORK rounds of work (~${JOB_SECS}s alone), $ROUNDS rounds of ${CONDS[*]}"
+
+# run_job COND ROUND: one timed job under COND; appends "cond round wall_ns cpu_ns".
+run_job() {
+	local c=$1 r=$2 pid= out=$W/job.out
+	case $c in
+	alone) ;;
+	profd) profd_start "$W/pd-$r" && pid=$PROFD_PID ;;
+	profd-oncpu) profd_start "$W/pdo-$r" --no-offcpu && pid=$PROFD_PID ;;
+	perf) perf_start "$W/perf-$r.data" && pid=$PERF_PID ;;
+	bpftrace) bpftrace_start "$W/bt-$r.log" && pid=$BT_PID ;;
+	esac
+	# Let the profiler reach its steady state before the clock starts.
+	[ -n "$pid" ] && sleep 1
+	"$TP/benchwork" "$NCPU" "$WORK" >"$out" || { echo "benchwork failed" >&2; exit 1; }
+	if [ -n "$pid" ]; then
+		kill -0 "$pid" 2>/dev/null || { echo "$c died during the job" >&2; exit 1; }
+		case $c in
+		profd*) LAST_PROFD_DIR=$W/$([ "$c" = profd ] && echo pd || echo pdo)-$r
+			BW_SAMPLES=$(pctl "$LAST_PROFD_DIR" dump --since 1m --comm benchwork | awk '{ s += $NF } END { print s + 0 }')
+			echo "$c $r samples_of_job $BW_SAMPLES" >>"$W/samples" ;;
+		esac
+		# profd stops on TERM (its signalfd never sees a SIGINT that bash made background jobs ignore).
+		case $c in profd*) stop "$pid" TERM ;; *) stop "$pid" INT ;; esac
+		rm -rf "$W/perf-$r.data" "$W/pd-$r" "$W/pdo-$r"
+	fi
+	awk -v c="$c" -v r="$r" '$1 == "wall_ns" { w = $2 } $1 == "cpu_ns" { u = $2 }
+		END { print c, r, w, u }' "$out" >>"$W/times"
+}
+
+: >"$W/times"
+: >"$W/samples"
+n=${#CONDS[@]}
+for r in $(seq 1 "$ROUNDS"); do
+	for k in $(seq 0 $((n - 1))); do
+		c=${CONDS[$(((k + r - 1) % n))]}
+		run_job "$c" "$r"
+		log "round $r $c: $(tail -1 "$W/times" | awk '{ printf "%.3f s", $3 / 1e9 }')"
+	done
+done
+
+read -r A_MED A_MIN A_MAX _ < <(awk '$1 == "alone" { print $3 / 1e9 }' "$W/times" | stats)
+{
+	echo "Machine: $(machine_line)."
+	echo
+	echo "Fixed work: \`benchwork $NCPU $WORK\` (one thread per CPU, ~${JOB_SECS} s alone), $ROUNDS interleaved rounds;"
+	echo "each profiler starts 1 s before the job and samples the whole host at 99 Hz."
+	echo "Slowdown: median wall time against the median alone; paired: median of each round's ratio to that round's alone run."
+	echo
+	echo "| condition | wall median (s) | min – max (s) | job CPU median (s) | slowdown | paired slowdown |"
+	echo "|---|---|---|---|---|---|"
+} >"$BENCH_OUT/overhead.md"
+: >"$BENCH_OUT/overhead.env"
+for c in "${CONDS[@]}"; do
+	read -r med mn mx cnt < <(awk -v c="$c" '$1 == c { print $3 / 1e9 }' "$W/times" | stats)
+	read -r cpu _ < <(awk -v c="$c" '$1 == c { print $4 / 1e9 }' "$W/times" | stats)
+	slow=$(awk -v m="$med" -v a="$A_MED" 'BEGIN { printf "%.2f", 100 * (m / a - 1) }')
+	paired=$(awk -v c="$c" '$1 == "alone" { a[$2] = $3 } $1 == c { v[$2] = $3 }
+		END { for (r in v) if (r in a) printf "%.4f\n", 100 * (v[r] / a[r] - 1) }' "$W/times" | stats | awk '{ printf "%.2f", $1 }')
+	printf '| %s | %.3f | %.3f – %.3f | %.3f | %+.2f %% | %+.2f %% |\n' "$c" "$med" "$mn" "$mx" "$cpu" "$slow" "$paired" >>"$BENCH_OUT/overhead.md"
+	echo "${c//-/_}_median=$med ${c//-/_}_slowdown=$slow ${c//-/_}_paired=$paired" >>"$BENCH_OUT/overhead.env"
+done
+source <(tr ' ' '\n' <"$BENCH_OUT/overhead.env")
+spread=$(awk -v a="$A_MIN" -v b="$A_MAX" -v m="$A_MED" 'BEGIN { printf "%.1f", 100 * (b - a) / m }')
+samples=$(awk '$1 == "profd" { print $4 }' "$W/samples" | stats | awk '{ print $1 }')
+expect=$(awk -v s="$A_MED" -v n="$NCPU" 'BEGIN { printf "%.0f", s * n * 99 }')
+{
+	echo
+	echo "The alone runs spread over ${spread} % of their median (min to max); differences smaller than that are noise."
+	echo "profd recorded a median of $samples samples of the job per run (99 Hz x $NCPU CPUs x ${A_MED} s = $expect expected)."
+	echo
+	echo "Goal: slowdown ≤ 1 % at 99 Hz — $(goal "$profd_paired" '<=' 1) (paired median ${profd_paired} %);"
+	echo "no worse than perf — $(goal "$profd_paired" '<=' "$(awk -v p="$perf_paired" 'BEGIN { print p + 0.5 }')") (perf ${perf_paired} %, with 0.5 points of measurement tolerance)."
+} >>"$BENCH_OUT/overhead.md"
+echo "alone_spread_pct=$spread profd_job_samples=$samples" >>"$BENCH_OUT/overhead.env"
+cat "$BENCH_OUT/overhead.md"
+
+if [ "$QUICK" = 1 ]; then
+	check_q "every condition timed" test "$(wc -l <"$W/times")" -eq "${#CONDS[@]}"
+	check_q "profd slowdown ${profd_slowdown} % below 25 % (a smoke bound, not the goal)" fcmp "$profd_slowdown" '<' 25
+	check_q "profd recorded the job: $samples samples, expected about $expect" \
+		fcmp "$samples" '>=' "$(awk -v e="$expect" 'BEGIN { print e * 0.5 }')"
+fi
+bench_done
