@@ -75,6 +75,21 @@ for p in $BPID $UPID; do
 	done <"$out"
 done
 
+# A context-switch-heavy pair under the default stack reuse: every block is
+# still timed, and the time lands on the pipe-read stack it was reused from.
+"$TP/pingpong" 2 same >"$T/pp.out" &
+PPID_=$!
+wait $PPID_ || fail "pingpong exited $?"
+elapsed=$(awk '$1 == "seconds" { printf "%.0f", $2 * 1e6 }' "$T/pp.out")
+profctl dump --pid $PPID_ --since 2m --type wall >"$T/pp.wall" || fail "dump wall for pingpong exited $?"
+got=$(awk '{ s += $NF } END { print s + 0 }' "$T/pp.wall")
+r=$(ratio "$got" "$((2 * elapsed))")
+check "pingpong: wall of both threads $got us = $r x 2 x elapsed $elapsed us (0.90..1.10)" between "$r" 0.90 1.10
+off=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '{ s += $NF } END { print s + 0 }')
+inpipe=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '/pipe_read/ { s += $NF } END { print s + 0 }')
+r=$(ratio "$inpipe" "$off")
+check "pingpong: $r of off-CPU time $off us under a pipe_read stack (>= 0.95)" between "$r" 0.95 1.0
+
 st=$(profctl status)
 check "status reports off-CPU on" grep -qP '^offcpu\s+on$' <<<"$st"
 check "status: no off-CPU task state lost" grep -qP '^lost_offcpu_no_task_state\s+0$' <<<"$st"

@@ -1,0 +1,118 @@
+#!/bin/bash
+# Cost of off-CPU profiling: a pipe ping-pong (two threads, one byte, every
+# round trip blocks and wakes each thread once) timed under profd without the
+# sched_switch hook (--no-offcpu), with it capturing stacks at every switch
+# (--offcpu-stack-interval 0) and with the default stack reuse (1ms), plus no
+# profd at all. Conditions rotate round by round so drift hits all alike.
+# Then, with kernel.bpf_stats_enabled, the hook's run time per context switch.
+# Usage: offcpu_cost.sh [ROUNDS [SECONDS]]; prints a markdown fragment.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+BUILD=${BUILD:-build}
+PROFD=$BUILD/profd
+PP=$BUILD/testprogs/pingpong
+ROUNDS=${1:-5}
+SECS=${2:-2}
+W=$(mktemp -d /tmp/profd-offcpu-bench.XXXXXX)
+PID=
+STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled)
+
+cleanup() {
+	[ -n "$PID" ] && kill -INT "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+	echo "$STATS_WAS" >/proc/sys/kernel/bpf_stats_enabled
+	rm -rf "$W"
+}
+trap cleanup EXIT
+[ -x "$PP" ] && [ -x "$PROFD" ] || { echo "build first: make all tests-build" >&2; exit 1; }
+
+offcpu_ids() {
+	bpftool -j prog show | python3 -c '
+import json, sys
+print(" ".join(str(p["id"]) for p in json.load(sys.stdin) if p.get("name") == "off_cpu"))'
+}
+
+# start COND: profd for COND (none for "alone"); sets PID and, for off-CPU
+# conditions, PROG (the id of this instance's hook: other profd may run).
+start() {
+	local before args=
+	PID= PROG=
+	case $1 in
+	alone) return 0 ;;
+	oncpu) args=--no-offcpu ;;
+	offcpu-full) args="--offcpu-stack-interval 0" ;;
+	offcpu) args= ;;
+	esac
+	before=" $(offcpu_ids) "
+	rm -rf "$W/s"
+	# shellcheck disable=SC2086
+	"$PROFD" --state-dir "$W/s" --socket "$W/sock" --config /dev/null $args >"$W/log" 2>&1 &
+	PID=$!
+	for _ in $(seq 1 100); do [ -S "$W/sock" ] && break; sleep 0.1; done
+	[ -S "$W/sock" ] || { echo "profd did not start: $(cat "$W/log")" >&2; exit 1; }
+	for id in $(offcpu_ids); do [[ "$before" == *" $id "* ]] || PROG=$id; done
+	sleep 1 # steady state
+}
+stop() { [ -n "$PID" ] && kill -INT "$PID" && wait "$PID"; PID=; rm -f "$W/sock"; }
+pp() { "$PP" "$SECS" "$1" | awk '$1 == "ns_per_round_trip" { print $2 }'; }
+prog_stats() { bpftool -j prog show id "$1" | python3 -c '
+import json, sys
+p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; }
+
+CONDS=(alone oncpu offcpu-full offcpu)
+: >"$W/rt"
+: >"$W/hook"
+n=${#CONDS[@]}
+echo 0 >/proc/sys/kernel/bpf_stats_enabled
+for r in $(seq 1 "$ROUNDS"); do
+	for k in $(seq 0 $((n - 1))); do
+		c=${CONDS[$(((k + r - 1) % n))]}
+		start "$c"
+		for m in same free; do
+			echo "$c $m $(pp $m)" >>"$W/rt"
+		done
+		# Hook run time per call, in a separate run: the statistics cost time themselves.
+		if [ -n "$PROG" ]; then
+			echo 1 >/proc/sys/kernel/bpf_stats_enabled
+			a=($(prog_stats "$PROG"))
+			pp same >/dev/null
+			b=($(prog_stats "$PROG"))
+			echo 0 >/proc/sys/kernel/bpf_stats_enabled
+			if [ $((b[1] - a[1])) -gt 0 ]; then
+				echo "$c $(((b[0] - a[0]) / (b[1] - a[1]))) $((b[1] - a[1]))" >>"$W/hook"
+			else
+				echo "round $r $c: no hook runs counted (program $PROG)" >&2
+			fi
+		fi
+		stop
+		echo "round $r $c: $(grep "^$c " "$W/rt" | tail -2 | awk '{ printf "%s %.0f ns  ", $2, $3 }')" >&2
+	done
+done
+
+med() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+range() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'; }
+
+echo "Machine: $(nproc) CPUs, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r), $(date -u +%Y-%m-%d)"
+echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds x ${SECS}s per run, conditions rotated"
+echo
+echo "| condition | ping-pong same CPU, ns/round trip: median (min-max) | vs --no-offcpu | ping-pong free, ns/round trip | vs --no-offcpu |"
+echo "|---|---|---|---|---|"
+base_same=$(awk '$1 == "oncpu" && $2 == "same" { print $3 }' "$W/rt" | med)
+base_free=$(awk '$1 == "oncpu" && $2 == "free" { print $3 }' "$W/rt" | med)
+for c in "${CONDS[@]}"; do
+	line="| $c "
+	for m in same free; do
+		v=$(awk -v c=$c -v m=$m '$1 == c && $2 == m { print $3 }' "$W/rt")
+		md=$(med <<<"$v") rg=$(range <<<"$v")
+		b=$base_same; [ $m = free ] && b=$base_free
+		line+="| $(printf '%.0f' "$md") ($rg) | $(awk -v x="$md" -v b="$b" 'BEGIN { printf "%+.1f %%", 100 * (x - b) / b }') "
+	done
+	echo "$line|"
+done
+echo
+echo "| condition | hook run time per context switch, ns: median (min-max) | switches per run |"
+echo "|---|---|---|"
+for c in offcpu-full offcpu; do
+	v=$(awk -v c=$c '$1 == c { print $2 }' "$W/hook")
+	cnt=$(awk -v c=$c '$1 == c { print $3 }' "$W/hook" | med)
+	echo "| $c | $(med <<<"$v") ($(range <<<"$v")) | $cnt |"
+done
