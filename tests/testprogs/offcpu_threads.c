@@ -8,8 +8,10 @@
  *   offcpu_threads busy SECONDS
  *     the process is pinned to one CPU; "busy0".."busy3" spin there.
  *
- * Prints "<thread name> <wall ns>" per thread (main thread as "main"), the
- * time from the thread's first instruction to its last.
+ * Prints "<thread name> <wall ns> <run-queue ns>" per thread (main thread as
+ * "main"): the time from the thread's first instruction to its last, and the
+ * kernel's own account of its run-queue wait over that time (schedstat), the
+ * reference when other load shares the CPU; -1 where unavailable.
  *
  * The blocking system calls are issued inline: glibc's wrappers have no
  * frame pointer, so a frame-pointer walk from inside them skips the caller
@@ -76,7 +78,21 @@ struct th {
 	pthread_t t;
 	char name[16];
 	long long wall_ns;
+	long long runq_ns;
 };
+
+/* The calling thread's run-queue wait so far (schedstat field 2), or -1. */
+static long long run_delay_ns(void)
+{
+	long long on, wait = -1;
+	FILE *f = fopen("/proc/thread-self/schedstat", "re");
+
+	if (f && fscanf(f, "%lld %lld", &on, &wait) != 2)
+		wait = -1;
+	if (f)
+		fclose(f);
+	return wait;
+}
 
 static void *sleeper(void *arg)
 {
@@ -124,11 +140,13 @@ static void *busy(void *arg)
 {
 	struct th *th = arg;
 	int named = pthread_setname_np(pthread_self(), th->name);
-	long long t0 = now_ns(), end = t0 + (long long)(seconds * 1e9);
+	long long w0 = run_delay_ns(), t0 = now_ns(), end = t0 + (long long)(seconds * 1e9), w1;
 
 	while (now_ns() < end)
 		spin();
 	th->wall_ns = named ? -1 : now_ns() - t0;
+	w1 = run_delay_ns();
+	th->runq_ns = w0 < 0 || w1 < 0 ? -1 : w1 - w0;
 	return NULL;
 }
 
@@ -171,6 +189,8 @@ int main(int argc, char **argv)
 			perror("pipe2");
 			return 1;
 		}
+		for (int i = 0; i < 4; i++)
+			th[i].runq_ns = -1;
 		strcpy(th[0].name, "sleeper"), fn[0] = sleeper;
 		strcpy(th[1].name, "piper"), fn[1] = piper;
 		strcpy(th[2].name, "feeder"), fn[2] = feeder;
@@ -197,7 +217,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		pthread_join(th[i].t, NULL);
 	for (int i = 0; i < n; i++)
-		printf("%s %lld\n", th[i].name, th[i].wall_ns);
-	printf("main %lld\n", now_ns() - t0);
+		printf("%s %lld %lld\n", th[i].name, th[i].wall_ns, th[i].runq_ns);
+	printf("main %lld -1\n", now_ns() - t0);
 	return 0;
 }
