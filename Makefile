@@ -91,6 +91,17 @@ deps-test:
 	@./scripts/deps.sh --test
 tests-build: $(UNIT_BIN) $(TP_BIN)
 
+# ---- symbolizer tests (issue 3): a library only dlopen()ed; a stripped binary and its build-id debug file ----
+$(BUILD)/testprogs/libsym_plugin.so: tests/testprogs/lib/sym_plugin.c
+	@mkdir -p $(@D)
+	$(TP_CC) $(TP_FLAGS) -shared -fPIC -o $@ $<
+$(BUILD)/testprogs/sym_stripped.debug: $(BUILD)/testprogs/sym_spin
+	objcopy --only-keep-debug $< $@
+$(BUILD)/testprogs/sym_stripped: $(BUILD)/testprogs/sym_spin $(BUILD)/testprogs/sym_stripped.debug
+	objcopy --strip-all $< $@
+tests-build: $(BUILD)/testprogs/libsym_plugin.so $(BUILD)/testprogs/sym_stripped
+# ---- end symbolizer tests ----
+
 unit: all tests-build
 	@BUILD=$(BUILD) ./tests/run.sh unit
 
