@@ -114,6 +114,7 @@ enum profd_uevent_type {
 };
 
 #define PROFD_SNAP_STACK 16384
+#define PROFD_SNAP_F_TABLES 1 /* the process's tables were loaded: a DWARF walk, not frame pointers */
 /* DWARF register numbers of x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
 #define PROFD_SNAP_NREGS 17
 
@@ -122,7 +123,8 @@ struct profd_uevent {
 	__u32 pid;
 	__u32 tid;
 	__u32 nframes;
-	__u64 stack_len;   /* bytes copied from regs[7] (rsp) upwards */
+	__u32 stack_len;   /* bytes copied from regs[7] (rsp) upwards */
+	__u32 flags;       /* PROFD_SNAP_F_* */
 	__u64 regs[PROFD_SNAP_NREGS];
 	__u64 frames[PROFD_MAX_DEPTH];
 	/* SNAPSHOT only; other events stop before regs. The extra page is slack for the

@@ -76,6 +76,7 @@ static __always_inline void uevent_small(__u32 type, __u32 pid)
 	ev->tid = 0;
 	ev->nframes = 0;
 	ev->stack_len = 0;
+	ev->flags = 0;
 	bpf_ringbuf_submit(ev, 0);
 }
 
@@ -291,7 +292,7 @@ static __always_inline struct profd_umaps *uw_umaps(struct task_struct *task, __
 
 /* Test mode: the registers, the top of the stack and the walker's result, for the libunwind oracle. */
 static __always_inline void uw_snapshot(struct pt_regs *regs, __u32 pid, __u32 tid,
-					const __u64 *ips, __u32 n)
+					const __u64 *ips, __u32 n, __u32 flags)
 {
 	struct profd_uevent *ev = bpf_ringbuf_reserve(&uevents, sizeof(*ev), 0);
 	__u64 sp = regs->sp, off = 0, size;
@@ -304,6 +305,7 @@ static __always_inline void uw_snapshot(struct pt_regs *regs, __u32 pid, __u32 t
 	ev->pid = pid;
 	ev->tid = tid;
 	ev->nframes = n;
+	ev->flags = flags;
 	ev->regs[0] = regs->ax;
 	ev->regs[1] = regs->dx;
 	ev->regs[2] = regs->cx;
@@ -365,7 +367,7 @@ static __always_inline long unwind_user(__u64 *ips)
 		struct pt_regs r;
 
 		if (!bpf_probe_read_kernel(&r, sizeof(r), regs))
-			uw_snapshot(&r, s.pid, (__u32)pid_tgid, ips, s.n);
+			uw_snapshot(&r, s.pid, (__u32)pid_tgid, ips, s.n, s.um ? PROFD_SNAP_F_TABLES : 0);
 	}
 	return s.n;
 }

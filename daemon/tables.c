@@ -23,8 +23,14 @@
 
 /* A table nobody maps stays this long, so short-lived processes reuse it. */
 #define UNUSED_TTL_NS (10 * 1000000000LL)
-/* Re-reading a process's mappings at most this often (dlopen, exec, JIT). */
-#define REFRESH_MIN_NS 1000000000LL
+/*
+ * Re-reading a process's mappings at most this often (dlopen, JIT). Short:
+ * a process read right after exec, before ld.so mapped its libraries, asks
+ * again at once, and until then its library frames are walked by frame
+ * pointers. The walker asks once per rewrite of the entry, so this only
+ * bounds processes that map new code continuously.
+ */
+#define REFRESH_MIN_NS (100 * 1000000LL)
 /*
  * Table builds run in the event loop: at most this much per turn, so a host
  * starting many processes (or one mapping libLLVM) never holds up a drain or
@@ -47,6 +53,7 @@ struct tpid {
 	uint64_t start_time;     /* /proc/PID/stat field 22: tells pid reuse apart */
 	int64_t last_load;
 	bool pending;            /* a refresh waits for REFRESH_MIN_NS */
+	unsigned loads;
 	unsigned nfiles;
 	struct tfile *files[PROFD_MAX_UMAPS];
 };
@@ -444,6 +451,7 @@ static int pid_load(struct tables *t, uint32_t pid)
 	p->start_time = st;
 	p->last_load = now_ns();
 	p->pending = false;
+	p->loads++;
 	p->nfiles = um->n;
 	memcpy(p->files, files, sizeof(files));
 	t->st.pids = t->npids;
@@ -497,7 +505,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		break;
 	case PROFD_UEV_REFRESH:
 		p = pid_find(t, ev->pid);
-		if (p && now_ns() - p->last_load < REFRESH_MIN_NS)
+		/* Not for a young process: its first read often raced ld.so mapping its libraries. */
+		if (p && p->loads > 2 && now_ns() - p->last_load < REFRESH_MIN_NS)
 			p->pending = true;
 		else
 			enqueue(t, ev->pid);
@@ -512,7 +521,8 @@ static int on_event(void *ctx, void *data, size_t len)
 
 /*
  * One line per snapshot: "<kernel frames> <libunwind frames> <agreeing> <pid>
- * | kernel pcs | libunwind pcs". Frames agree when both walks have the same
+ * dwarf|fp | kernel pcs | libunwind pcs"; fp: the process's tables were not
+ * loaded yet, the walker used frame pointers. Frames agree when both walks have the same
  * pc at the same depth; the test sums agreeing over max(kernel, libunwind).
  */
 static void check_snapshot(const struct profd_uevent *ev, void *arg)
@@ -535,7 +545,8 @@ static void check_snapshot(const struct profd_uevent *ev, void *arg)
 	}
 	for (size_t i = 0; i < nk && i < n; i++)
 		agree += ev->frames[i] == ips[i];
-	fprintf(t->check, "%zu %zu %zu %u |", nk, n, agree, ev->pid);
+	fprintf(t->check, "%zu %zu %zu %u %s |", nk, n, agree, ev->pid,
+		ev->flags & PROFD_SNAP_F_TABLES ? "dwarf" : "fp");
 	for (size_t i = 0; i < nk; i++)
 		fprintf(t->check, " %" PRIx64, (uint64_t)ev->frames[i]);
 	fprintf(t->check, " |");
@@ -633,9 +644,23 @@ int tables__fd(const struct tables *t)
 int tables__poll(struct tables *t)
 {
 	int n = ring_buffer__consume(t->rb);
+	int64_t now = now_ns();
 
+	for (size_t i = 0; i < t->npids; i++) {
+		if (t->pids[i].pending && now - t->pids[i].last_load >= REFRESH_MIN_NS) {
+			t->pids[i].pending = false;
+			enqueue(t, t->pids[i].pid);
+		}
+	}
 	work(t, WORK_BUDGET_NS);
 	return n < 0 ? n : 0;
+}
+
+static bool refresh_asked(struct tables *t, uint32_t pid)
+{
+	static struct profd_umaps um;
+
+	return !bpf_map_lookup_elem(t->umaps_fd, &pid, &um) && um.refresh;
 }
 
 void tables__gc(struct tables *t)
@@ -655,6 +680,9 @@ void tables__gc(struct tables *t)
 		}
 		if (p->pending && now - p->last_load >= REFRESH_MIN_NS) {
 			p->pending = false;
+			enqueue(t, p->pid);
+		} else if (!p->pending && now - p->last_load >= REFRESH_MIN_NS && refresh_asked(t, p->pid)) {
+			/* The walker asked but its event was lost (ring buffer full): it will not ask again. */
 			enqueue(t, p->pid);
 		}
 		i++;

@@ -4,7 +4,8 @@
 source "$(dirname "$0")/lib.sh"
 
 start_profd
-"$TP/qsort_nofp" 6 >/dev/null &
+# 10 s: the first few hundred ms of a new process wait for its tables (frame pointers).
+"$TP/qsort_nofp" 10 >/dev/null &
 PID=$!
 wait $PID
 profctl dump --pid $PID --since 2m >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
