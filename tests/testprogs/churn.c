@@ -58,6 +58,8 @@ int main(int argc, char **argv)
 	long nprocs, nthreads, rate, started = 0, live = 0, threads_done = 0;
 	long long t0 = clk(CLOCK_MONOTONIC);
 	struct rusage ru;
+	char self[4096];
+	ssize_t n;
 
 	if (argc == 3 && !strcmp(argv[1], "--child")) {
 		spin_ms = atol(argv[2]);
@@ -72,6 +74,11 @@ int main(int argc, char **argv)
 	nthreads = atol(argv[2]);
 	spin_ms = atol(argv[3]);
 	rate = argc > 4 ? atol(argv[4]) : 0;
+	/* Exec by the real path: through /proc/self/exe the children would be named "exe". */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return perror("readlink /proc/self/exe"), 1;
+	self[n] = 0;
 
 	while (started < nprocs || threads_done < nthreads) {
 		if (started < nprocs) {
@@ -87,7 +94,7 @@ int main(int argc, char **argv)
 				live--;
 			pid_t p = fork();
 			if (p == 0) {
-				execl("/proc/self/exe", argv[0], "--child", argv[3], (char *)NULL);
+				execl(self, argv[0], "--child", argv[3], (char *)NULL);
 				_exit(127);
 			}
 			if (p > 0) {
