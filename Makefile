@@ -116,6 +116,10 @@ bench: deps-test
 	@$(MAKE) --no-print-directory all tests-build
 	@BUILD=$(BUILD) ./tests/bench/run.sh
 
+# 30 minutes of mixed load; SOAK_SECS=300 make soak for a shorter run.
+soak: all tests-build
+	@BUILD=$(BUILD) ./tests/bench/soak.sh
+
 fuzz: all
 	@BUILD=$(BUILD) ./tests/fuzz/run.sh long
 
