@@ -19,6 +19,9 @@ NCPU=$(nproc)
 W=$(mktemp -d /tmp/profd-bench.XXXXXX)
 BG_PIDS=()
 BFAILS=0
+# Private copies: a rebuild in the shared tree must not swap binaries mid-run.
+mkdir -p "$W/bin" && cp "$PROFD" "$PROFCTL_BIN" "$W/bin/" || { echo "build profd and profctl first (make)" >&2; exit 1; }
+PROFD=$W/bin/profd PROFCTL_BIN=$W/bin/profctl
 
 bench_cleanup() {
 	local p
