@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buildid.h"
 #include "common.h"
 #include "diff.h"
 #include "flamegraph.h"
@@ -383,7 +384,15 @@ int cmd_dump(const struct global *g, int argc, char **argv)
 	snprintf(title, sizeof(title), "%s flame graph", kind_title(&v.q));
 	switch (fmt) {
 	case 0: err = fold__write(&v.q, folded, f); break;
-	case 1: err = pprof__write(&v.q, merged, f); break;
+	case 1: {
+		const struct pf_meta *m = profile__meta_const(merged);
+		struct buildid_ctx bc = { .not_after_ns = m->start_ns,
+					  .kernel_release = profile__str(merged, m->kernel) };
+
+		err = pprof__write_opts(&v.q, merged, &(struct pprof_opts){ .build_id = buildid__lookup,
+					.arg = &bc }, f);
+		break;
+	}
 	case 2: err = speedscope__write(&v.q, folded, desc, f); break;
 	case 3:
 		err = flamegraph__new(&fg);

@@ -91,7 +91,7 @@ struct exp {
 	uint32_t *locs;         /* location id - 1 -> source frame id */
 	size_t nlocs;
 	uint32_t *map_of_loc;   /* location id - 1 -> mapping id (0: none) */
-	struct mrange { uint64_t lo, hi; uint32_t file; int kernel; } *maps;
+	struct mrange { uint64_t lo, hi; uint32_t file, build_id; int kernel; } *maps;
 	size_t nmaps, maps_cap;
 	uint32_t *funcs;        /* function id - 1 -> source frame id */
 	size_t nfuncs, funcs_cap;
@@ -131,7 +131,10 @@ static int mapping_file(const struct profile *src, const struct pf_frame *f, cha
 	if (!*mod && !f->name)
 		return 0;
 	if (f->kind == PF_FRAME_KERNEL) {
-		if (*mod)
+		/* The symbolizer names vmlinux "[kernel.kallsyms]" and modules bare. */
+		if (*mod == '[')
+			snprintf(buf, len, "%s", mod);
+		else if (*mod)
 			snprintf(buf, len, "[%s]", mod);
 		else
 			snprintf(buf, len, "[kernel.kallsyms]");
@@ -144,7 +147,8 @@ static int mapping_file(const struct profile *src, const struct pf_frame *f, cha
 }
 
 /* The location of a source frame, created on first use with its mapping and function. */
-static int location(struct exp *e, const struct profile *src, uint32_t frame, uint32_t *out)
+static int location(struct exp *e, const struct profile *src, uint32_t frame,
+		    const struct pprof_opts *o, uint32_t *out)
 {
 	const struct pf_frame *f = profile__frame(src, frame);
 	char file[1024], *key = NULL;
@@ -165,13 +169,19 @@ static int location(struct exp *e, const struct profile *src, uint32_t frame, ui
 		if (err)
 			return err;
 		if (kid > e->nmaps) {
+			int kernel = f->kind == PF_FRAME_KERNEL;
+			uint64_t bid = 0;
+			char hex[129];
+
 			err = grow((void **)&e->maps, &e->maps_cap, kid, sizeof(*e->maps));
 			if (!err)
 				err = str_id(e, file, &fid);
+			if (!err && o && o->build_id && !o->build_id(file, kernel, hex, sizeof(hex), o->arg))
+				err = str_id(e, hex, &bid);
 			if (err)
 				return err;
 			e->maps[kid - 1] = (struct mrange){ .lo = UINT64_MAX, .hi = 0, .file = fid,
-							    .kernel = f->kind == PF_FRAME_KERNEL };
+							    .build_id = bid, .kernel = kernel };
 			e->nmaps = kid;
 		}
 		mapping = kid;
@@ -246,6 +256,12 @@ static int write_gzip(const uint8_t *buf, size_t len, FILE *f)
 
 int pprof__write(const struct query *q, const struct profile *src, FILE *f)
 {
+	return pprof__write_opts(q, src, NULL, f);
+}
+
+int pprof__write_opts(const struct query *q, const struct profile *src,
+		      const struct pprof_opts *o, FILE *f)
+{
 	const struct pf_meta *meta = profile__meta_const(src);
 	uint64_t period = meta->frequency ? 1000000000ULL / meta->frequency : 10101010ULL;
 	size_t nframes = profile__nframes(src);
@@ -315,7 +331,7 @@ int pprof__write(const struct query *q, const struct profile *src, FILE *f)
 				continue;
 			if (q->no_kernel && profile__frame(src, fr[k])->kind == PF_FRAME_KERNEL)
 				continue;
-			err = location(&e, src, fr[k], &loc);
+			err = location(&e, src, fr[k], o, &loc);
 			if (err)
 				goto out;
 			pb_varint(&packed, loc);
@@ -370,6 +386,7 @@ int pprof__write(const struct query *q, const struct profile *src, FILE *f)
 		pb_uint(&msg, 3, base + r->hi);
 		pb_uint(&msg, 4, r->kernel ? r->lo : 0);
 		pb_uint(&msg, 5, r->file);
+		pb_uint(&msg, 6, r->build_id);
 		pb_uint(&msg, 7, 1); /* has_functions: symbolized on the host already */
 		pb_msg(&out, 3, &msg);
 	}

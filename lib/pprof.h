@@ -16,8 +16,22 @@ struct query;
  * duration_nanos from the window, labels pid, tid, comm, thread_name and
  * cgroup. Every id is its index + 1 and string_table[0] is "".
  * Kernel frames sit in the mapping "[kernel.kallsyms]" ("[module]" for
- * modules). Frames carry no build-id: the store does not keep one yet.
+ * modules).
  */
 int pprof__write(const struct query *q, const struct profile *src, FILE *f);
+
+/*
+ * The store keeps no build-ids, so the caller may supply them at export
+ * time: build_id(file, kernel, hex, len, arg) fills hex with the lowercase
+ * build-id of a mapping's file ("/usr/lib/libc.so.6", "[kernel.kallsyms]",
+ * "[ext4]"; kernel says which) and returns 0, or nonzero to leave it out.
+ * It is asked once per mapping.
+ */
+struct pprof_opts {
+	int (*build_id)(const char *file, int kernel, char *hex, size_t len, void *arg);
+	void *arg;
+};
+int pprof__write_opts(const struct query *q, const struct profile *src,
+		      const struct pprof_opts *o, FILE *f);
 
 #endif

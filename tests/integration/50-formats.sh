@@ -4,10 +4,13 @@
 # SVG works in headless Chromium: search matches the folded share, click zooms.
 source "$(dirname "$0")/lib.sh"
 
+cp "$TP/phases" "$T/phases_new"
 start_profd
 since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 "$TP/phases" 5 >/dev/null &
 PID=$!
+"$T/phases_new" 1 >/dev/null &
+dd if=/dev/zero of=/dev/null bs=4k count=1000000 2>/dev/null # kernel time, for the kernel's build-id
 wait $PID
 profctl flush >/dev/null || fail "profctl flush"
 sleep 1.1 # the until bound below must cover the window just flushed
@@ -43,9 +46,32 @@ if go tool pprof -raw "$T/cpu.pb.gz" >"$T/go.raw" 2>"$T/go.err"; then
 	ok "go tool pprof reads the profile"
 	gototal=$(go tool pprof -top -sample_index=samples "$T/cpu.pb.gz" 2>/dev/null | awk '/total$/ { for (i = 1; i <= NF; i++) if ($i == "of") { print $(i + 1); exit } }')
 	check "go tool pprof total '$gototal' equals folded total $total" [ "$gototal" = "$total" ]
+	# Build-ids are read at export time from the files (ELF notes): the test
+	# program's mapping must carry the one readelf finds in it.
+	bid=$(readelf -n "$TP/phases" | awk '/Build ID:/ { print $3 }')
+	got_bid=$(awk -v f="$TP/phases" '/^Mappings/ { m = 1 } m { for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }' "$T/go.raw" | head -1)
+	check "pprof mapping of phases has its build-id '$got_bid' = readelf's '$bid'" [ -n "$bid" -a "$got_bid" = "$bid" ]
 else
 	fail "go tool pprof cannot read the profile: $(head -2 "$T/go.err")"
 fi
+# A file changed after the window started may not be what ran: no build-id for it.
+chmod 755 "$T/phases_new"
+profctl dump --no-flush --comm phases_new --since "$since" --until "$until" -o "$T/new.pb.gz" &&
+	go tool pprof -raw "$T/new.pb.gz" >"$T/new.raw" 2>/dev/null
+check "a binary changed since the window has a mapping without a build-id" \
+	awk -v f="$T/phases_new" '/^Mappings/ { m = 1 } m { for (i = 1; i < NF; i++) if ($i == f) { found = 1; bad += $(i + 1) != "[FN]" } } END { exit !(found && !bad) }' "$T/new.raw"
+# The kernel mapping carries the running kernel's build-id (from its ELF notes, decoded here apart).
+kbid=$(python3 -c '
+import struct
+b = open("/sys/kernel/notes", "rb").read(); o = 0
+while o + 12 <= len(b):
+    n, d, t = struct.unpack_from("<III", b, o); do = o + 12 + ((n + 3) & ~3)
+    if t == 3 and b[o + 12:o + 15] == b"GNU": print(b[do:do + d].hex()); break
+    o = do + ((d + 3) & ~3)')
+profctl dump --no-flush --comm dd --since "$since" --until "$until" -o "$T/dd.pb.gz" &&
+	go tool pprof -raw "$T/dd.pb.gz" >"$T/dd.raw" 2>/dev/null
+got_kbid=$(awk '/^Mappings/ { m = 1 } m { for (i = 1; i < NF; i++) if ($i == "[kernel.kallsyms]") print $(i + 1) }' "$T/dd.raw" | head -1)
+check "pprof kernel mapping has the kernel's build-id '$got_kbid' = /sys/kernel/notes '$kbid'" [ -n "$kbid" -a "$got_kbid" = "$kbid" ]
 
 # top: total share of the leaf of the heaviest stack equals its folded share.
 leaf=$(head -1 "$T/folded" | awk '{ $NF = ""; n = split($0, f, ";"); sub(/ $/, "", f[n]); print f[n] }')
