@@ -4,7 +4,8 @@
 // like a user would, reads back the matched percentage, then clicks a frame
 // to zoom and checks it spans the width and "Reset zoom" shows.
 // Usage: node flamegraph.mjs FILE.svg REGEX SCREENSHOT.png
-// Prints one JSON object: { matched, pct, zoomWidthRatio, resetShown, frames }.
+// Prints one JSON object: { matched, pct, zoomWidthRatio, resetShown, frames,
+// loadMs, searchMs, zoomMs } (times as seen from outside the page, for benchmarks).
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -59,10 +60,13 @@ const center = (sel) => js(`(() => { const r = document.querySelector(${JSON.str
 await s('Page.enable');
 await s('Runtime.enable');
 const loaded = once('Page.loadEventFired');
+let t0 = performance.now();
 await s('Page.navigate', { url: 'file://' + resolve(svg) });
 await loaded;
+await js('0'); // the page answers: its load handler has drawn the graph
+const loadMs = performance.now() - t0;
 
-const out = { frames: await js("document.querySelectorAll('#frames .f').length") };
+const out = { frames: await js("document.querySelectorAll('#frames .f').length"), loadMs };
 writeFileSync(shot, Buffer.from((await s('Page.captureScreenshot', { format: 'png' })).data, 'base64'));
 
 // Search like a user: click the Search button, type the regex into the prompt.
@@ -70,8 +74,11 @@ const dialog = once('Page.javascriptDialogOpening');
 const [sx, sy] = await center('#search');
 const clicked = click(sx, sy);
 await dialog;
+t0 = performance.now();
 await s('Page.handleJavaScriptDialog', { accept: true, promptText: regex });
 await clicked;
+await js('0');
+out.searchMs = performance.now() - t0;
 out.matched = await js("document.getElementById('matched').textContent");
 out.pct = Number(await js("document.getElementById('matched').getAttribute('data-pct')"));
 out.highlighted = await js("[...document.querySelectorAll('#frames rect')].filter(r => r.getAttribute('fill') === 'rgb(230,60,230)').length");
@@ -85,7 +92,10 @@ const target = await js(`(() => { let best = null, bw = 0;
   return best; })()`);
 if (target !== null) {
   const [zx, zy] = await center(`#frames .f[data-i="${target}"] rect`);
+  t0 = performance.now();
   await click(zx, zy);
+  await js('0');
+  out.zoomMs = performance.now() - t0;
   const [, , w] = await center(`#frames .f[data-i="${target}"] rect`);
   const [, , full] = await center('#frames .f[data-i="0"] rect');
   out.zoomWidthRatio = w / full;

@@ -1028,6 +1028,39 @@ static int write_store(const char *dir)
 	return err ? 1 : 0;
 }
 
+/*
+ * For tests/bench/views_bench.sh: NWINDOWS consecutive 10 s windows from
+ * T0 = 2026-01-01T00:00:00Z, each with NSTACKS new synthetic stacks.
+ */
+static int write_bench_store(const char *dir, const char *nw, const char *ns)
+{
+	struct store_opts o = { .dir = dir, .writer = 1 };
+	char *e1, *e2;
+	long w = strtol(nw, &e1, 10), n = strtol(ns, &e2, 10);
+	struct store *st;
+	int err;
+
+	if (*e1 || *e2 || w <= 0 || n <= 0 || w > 100000 || n > 1000000) {
+		fprintf(stderr, "test_views: --write-bench-store DIR NWINDOWS NSTACKS: bad numbers\n");
+		return 2;
+	}
+	err = store__open(&o, &st);
+	if (err) {
+		fprintf(stderr, "test_views: cannot open %s: %s\n", dir, strerror(-err));
+		return 1;
+	}
+	for (long i = 0; i < w && !err; i++) {
+		struct profile *p = synthetic(n);
+
+		profile__meta(p)->start_ns += i * 10LL * 1000000000;
+		profile__meta(p)->end_ns += i * 10LL * 1000000000;
+		err = store__append(st, p);
+		profile__free(p);
+	}
+	store__close(st);
+	return err ? 1 : 0;
+}
+
 static int driver(int argc, char **argv)
 {
 	struct lines l;
@@ -1037,9 +1070,11 @@ static int driver(int argc, char **argv)
 
 	if (!strcmp(argv[1], "--write-store") && argc == 3)
 		return write_store(argv[2]);
+	if (!strcmp(argv[1], "--write-bench-store") && argc == 5)
+		return write_bench_store(argv[2], argv[3], argv[4]);
 	if (argc < 3 || !(buf = slurp(argv[2], &len))) {
 		fprintf(stderr, "usage: test_views --pprof-to-folded|--speedscope-to-folded|--svg-to-folded FILE "
-			"[--threads] | --write-store DIR\n");
+			"[--threads] | --write-store DIR | --write-bench-store DIR NWINDOWS NSTACKS\n");
 		return 2;
 	}
 	lines_init(&l);
