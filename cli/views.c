@@ -268,7 +268,7 @@ static int merge_window(const struct store_window_info *w, const struct profile 
 	struct merge_ctx *m = arg;
 
 	(void)w;
-	return profile__merge(m->acc, p, query__keep, m->q);
+	return profile__merge_flags(m->acc, p, query__keep, m->q, PF_MERGE_BY_FUNCTION);
 }
 
 /* Reads, filters and merges the windows of [since, until) into *out. */

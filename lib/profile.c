@@ -505,6 +505,12 @@ void profile__free(struct profile *p)
 
 int profile__merge(struct profile *dst, const struct profile *src, profile_keep_fn keep, void *arg)
 {
+	return profile__merge_flags(dst, src, keep, arg, 0);
+}
+
+int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
+			 void *arg, unsigned flags)
+{
 	const struct pf_meta *sm = &src->meta;
 	struct pf_meta *dm = &dst->meta;
 	uint32_t *smap = NULL, *fmap = NULL, *kmap = NULL, *buf = NULL;
@@ -565,6 +571,8 @@ int profile__merge(struct profile *dst, const struct profile *src, profile_keep_
 
 					MAPSTR(src->frames[f].name, nf.name);
 					MAPSTR(src->frames[f].module, nf.module);
+					if ((flags & PF_MERGE_BY_FUNCTION) && nf.name)
+						nf.offset = 0;
 					err = profile__frame_add(dst, &nf, &fmap[f]);
 					if (err)
 						goto out;

@@ -98,4 +98,14 @@ uint64_t profile__counter_get(const struct profile *p, const char *name);
 typedef int (*profile_keep_fn)(const struct profile *src, const struct pf_sample *s, void *arg);
 int profile__merge(struct profile *dst, const struct profile *src, profile_keep_fn keep, void *arg);
 
+/*
+ * PF_MERGE_BY_FUNCTION: a named frame keeps its module but not its offset, so
+ * samples at different pcs of one function become one frame and their stacks
+ * one stack. Every view prints functions; over hours of windows this keeps
+ * the merged tables small (unnamed frames keep their offset: it is their name).
+ */
+#define PF_MERGE_BY_FUNCTION (1u << 0)
+int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
+			 void *arg, unsigned flags);
+
 #endif

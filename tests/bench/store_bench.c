@@ -225,7 +225,7 @@ static int on_window(const struct store_window_info *w, const struct profile *p,
 	struct agg *a = arg;
 	a->windows++;
 	a->bytes += w->bytes;
-	return profile__merge(a->merged, p, NULL, NULL);
+	return profile__merge_flags(a->merged, p, NULL, NULL, PF_MERGE_BY_FUNCTION); /* as profctl does */
 }
 
 static int rm_cb(const char *p, const struct stat *sb, int type, struct FTW *ftw)

@@ -150,6 +150,31 @@ int main(void)
 		free(out);
 	}
 
+	/* By function: two pcs of one named function fold into one frame and one stack. */
+	{
+		struct profile *src, *dst;
+		uint32_t f1[2], f2[2];
+
+		CHECK(profile__new(&src) == 0 && profile__new(&dst) == 0);
+		f1[0] = f2[0] = frame(src, "main", "/bin/app", 0x10, PF_FRAME_USER);
+		f1[1] = frame(src, "hot", "/bin/app", 0x100, PF_FRAME_USER);
+		f2[1] = frame(src, "hot", "/bin/app", 0x104, PF_FRAME_USER);
+		add(src, 1, "app", "app", "", f1, 2, PF_KIND_CPU, 2);
+		add(src, 1, "app", "app", "", f2, 2, PF_KIND_CPU, 3);
+		f2[1] = frame(src, "", "/bin/app", 0x900, PF_FRAME_USER);
+		add(src, 1, "app", "app", "", f2, 2, PF_KIND_CPU, 1);
+		f2[1] = frame(src, "", "/bin/app", 0x904, PF_FRAME_USER);
+		add(src, 1, "app", "app", "", f2, 2, PF_KIND_CPU, 1);
+		CHECK(profile__merge_flags(dst, src, NULL, NULL, PF_MERGE_BY_FUNCTION) == 0);
+		CHECK_EQ_INT(profile__nsamples(dst), 3); /* hot x2 folded; unnamed pcs kept apart */
+		CHECK_EQ_INT(profile__sample(dst, 0)->value, 5);
+		profile__reset(dst);
+		CHECK(profile__merge(dst, src, NULL, NULL) == 0);
+		CHECK_EQ_INT(profile__nsamples(dst), 4); /* without the flag every pc stays */
+		profile__free(src);
+		profile__free(dst);
+	}
+
 	/* Reset keeps the profile usable. */
 	profile__reset(m);
 	CHECK_EQ_INT(profile__nsamples(m), 0);
