@@ -38,7 +38,11 @@ need() { command -v "$1" >/dev/null || { echo "$1 is needed for this benchmark" 
 # bg CMD...: starts a background process that cleanup interrupts; sets BG.
 bg() { "$@" & BG=$!; BG_PIDS+=("$BG"); }
 # stop PID [SIGNAL]: stops a background process and waits for it.
-stop() { kill -"${2:-INT}" "$1" 2>/dev/null; wait "$1" 2>/dev/null; local rc=$?;
+# A profiler that has not exited 30 s after the signal is killed (a stop never hangs the run).
+stop() { kill -"${2:-INT}" "$1" 2>/dev/null
+	local i; for i in $(seq 1 300); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+	kill -0 "$1" 2>/dev/null && { echo "pid $1 ignored SIG${2:-INT} for 30 s: killed" >&2; kill -KILL "$1"; }
+	wait "$1" 2>/dev/null; local rc=$?;
 	BG_PIDS=("${BG_PIDS[@]/$1}"); return $rc; }
 
 # profd_start DIR [profd options...]: profd with state and socket under DIR; sets PROFD_PID.
