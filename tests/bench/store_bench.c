@@ -189,7 +189,7 @@ static void make_window(struct profile *p, int64_t start, int cpus)
 	}
 	profile__counter_add(p, "bpf_samples", (uint64_t)n);
 	if (below(10) == 0)
-		profile__counter_add(p, "lost_stack_hash_clash", below(5));
+		profile__counter_add(p, "stacks_dropped_hash_clash", below(5));
 	struct pf_meta *m = profile__meta(p);
 	m->start_ns = start;
 	m->end_ns = start + WINDOW;

@@ -14,11 +14,11 @@ sv() { awk -v k="$1" '$1 == k { print $2 }' "$T/status"; }
 grep -E '^(samples|samples_lost|stacks_lost|bpf_samples|lost_\w+|idle_samples)\b' "$T/status"
 
 check "counts map full is counted ($(sv lost_counts_map_full))" test "$(sv lost_counts_map_full)" -gt 0
-check "stacks map full is counted ($(sv lost_stacks_map_full))" test "$(sv lost_stacks_map_full)" -gt 0
+check "stacks map full is counted ($(sv stacks_dropped_map_full))" test "$(sv stacks_dropped_map_full)" -gt 0
 check "samples_lost ($(sv samples_lost)) includes the counts-map losses" \
 	test "$(sv samples_lost)" -ge "$(sv lost_counts_map_full)"
 check "stacks_lost ($(sv stacks_lost)) includes the stacks-map losses" \
-	test "$(sv stacks_lost)" -ge "$(sv lost_stacks_map_full)"
+	test "$(sv stacks_lost)" -ge "$(sv stacks_dropped_map_full)"
 cpu_ms=$(awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) * 1000 / hz }' /proc/$PROFD_PID/stat)
 unacc=$(( $(sv bpf_samples) - $(sv samples) - $(sv samples_lost) - $(sv idle_samples) ))
 tol=$(awk -v c="$cpu_ms" -v n="$(nproc)" 'BEGIN { printf "%.0f", c / 1000 * 99 * 1.5 + n * 99 * 1.5 + 20 }')
