@@ -64,10 +64,10 @@ struct profd {
 static const char *const counter_names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_SAMPLES] = "bpf_samples",
 	[PROFD_CNT_COUNTS_FULL] = "lost_counts_map_full",
-	[PROFD_CNT_STACKS_FULL] = "lost_stacks_map_full",
-	[PROFD_CNT_USTACK_ERR] = "lost_user_stack_error",
-	[PROFD_CNT_KSTACK_ERR] = "lost_kernel_stack_error",
-	[PROFD_CNT_HASH_CLASH] = "lost_stack_hash_clash",
+	[PROFD_CNT_STACKS_FULL] = "stacks_dropped_map_full",
+	[PROFD_CNT_USTACK_ERR] = "stacks_dropped_user_error",
+	[PROFD_CNT_KSTACK_ERR] = "stacks_dropped_kernel_error",
+	[PROFD_CNT_HASH_CLASH] = "stacks_dropped_hash_clash",
 	[PROFD_CNT_TRUNCATED] = "truncated_stacks",
 	[PROFD_CNT_NO_MAP] = "lost_no_map",
 	[PROFD_CNT_IDLE] = "idle_samples",
@@ -800,7 +800,14 @@ int main(int argc, char **argv)
 	{
 		sigset_t mask;
 
-		/* Queued from the start, not fatal: a SIGHUP or SIGTERM while BPF loads waits for the loop. */
+		/*
+		 * Queued from the start, not fatal: a SIGHUP or SIGTERM while BPF loads
+		 * waits for the loop. A shell starts background jobs with SIGINT
+		 * ignored, and an ignored signal never reaches a signalfd: reset first.
+		 */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
 		sigemptyset(&mask);
 		sigaddset(&mask, SIGTERM);
 		sigaddset(&mask, SIGINT);
