@@ -4,7 +4,7 @@
 // like a user would, reads back the matched percentage, then clicks a frame
 // to zoom and checks it spans the width and "Reset zoom" shows.
 // Usage: node flamegraph.mjs FILE.svg REGEX SCREENSHOT.png
-// Prints one JSON object: { matched, pct, zoomWidthRatio, resetShown, frames,
+// Prints one JSON object: { matched, pct, zoomWidthRatio, resetShown, frames, hover, hoverTitle,
 // loadMs, searchMs, zoomMs } (times as seen from outside the page, for benchmarks).
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -68,6 +68,14 @@ const loadMs = performance.now() - t0;
 
 const out = { frames: await js("document.querySelectorAll('#frames .f').length"), loadMs };
 writeFileSync(shot, Buffer.from((await s('Page.captureScreenshot', { format: 'png' })).data, 'base64'));
+
+// Hover: the details line and the native tooltip name the frame under the pointer.
+{
+  const [hx, hy] = await center('#frames .f[data-i="0"] rect');
+  await s('Input.dispatchMouseEvent', { type: 'mouseMoved', x: hx, y: hy, button: 'none' });
+  out.hover = await js("document.getElementById('details').textContent");
+  out.hoverTitle = await js(`(document.querySelector('#frames .f[data-i="0"] title') || {}).textContent || ''`);
+}
 
 // Search like a user: click the Search button, type the regex into the prompt.
 const dialog = once('Page.javascriptDialogOpening');

@@ -88,6 +88,9 @@ if node tests/browser/flamegraph.mjs "$T/cpu.svg" "$re" "$T/flamegraph.png" >"$T
 	pct=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pct"])' "$T/browser.json")
 	check "browser: search /$re/ matched $pct%, folded share $share_raw%" within "$pct" "$share_raw" 0.01
 	check "browser: screenshot taken" [ -s "$T/flamegraph.png" ]
+	check "browser: hovering the root shows the folded total $total in the details line and tooltip" python3 -c '
+import json, sys; o = json.load(open(sys.argv[1])); want = "%s samples, 100.00%%" % format(int(sys.argv[2]), ",")
+sys.exit(not (want in o["hover"] and want in o["hoverTitle"]))' "$T/browser.json" "$total"
 	check "browser: a clicked frame zooms to the full width, Reset zoom shows" python3 -c '
 import json, sys; o = json.load(open(sys.argv[1])); sys.exit(not (abs(o["zoomWidthRatio"] - 1) < 0.01 and o["resetShown"]))' "$T/browser.json"
 	mkdir -p "$BUILD/test-artifacts" && cp "$T"/flamegraph*.png "$BUILD/test-artifacts/"
