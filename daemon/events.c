@@ -313,6 +313,12 @@ void events__dispatch(struct events *e)
 	run_due(e);
 }
 
+void events__poll(struct events *e)
+{
+	ring_buffer__consume(e->rb);
+	run_due(e);
+}
+
 void events__drain_begin(struct events *e)
 {
 	ring_buffer__consume(e->rb);

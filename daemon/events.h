@@ -36,6 +36,11 @@ void events__dispatch(struct events *e);
 /* Around each drain: before, events so far are handled; after, exited processes are forgotten. */
 void events__drain_begin(struct events *e);
 void events__drain_end(struct events *e);
+/*
+ * Handles waiting events and due re-captures without blocking: a drain calls
+ * it between entries, so a long drain does not outlast a short process's life.
+ */
+void events__poll(struct events *e);
 /* A drained sample of pid with a user stack: captures the process the first time. */
 void events__seen(struct events *e, uint32_t pid);
 

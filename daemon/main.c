@@ -126,8 +126,11 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	int err;
 
 	/* A process first seen now may be gone at the next drain: capture all it maps while it runs. */
-	if (d->events && e->nustack)
-		events__seen(d->events, k->pid);
+	if (d->events) {
+		events__poll(d->events);
+		if (e->nustack)
+			events__seen(d->events, k->pid);
+	}
 	/* Root first: outermost user frame ... user leaf, then kernel entry ... kernel leaf. */
 	for (uint32_t i = e->nustack; i-- > 0;) {
 		err = symbolizer__user(d->sym, k->pid, e->ustack[i], i > 0, &y);
