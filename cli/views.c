@@ -261,6 +261,7 @@ static int parse_view(const char *cmd, int kind, int argc, char **argv, struct v
 struct merge_ctx {
 	struct profile *acc;
 	struct query *q;
+	unsigned flags;
 };
 
 static int merge_window(const struct store_window_info *w, const struct profile *p, void *arg)
@@ -268,15 +269,20 @@ static int merge_window(const struct store_window_info *w, const struct profile 
 	struct merge_ctx *m = arg;
 
 	(void)w;
-	return profile__merge_flags(m->acc, p, query__keep, m->q, PF_MERGE_BY_FUNCTION);
+	return profile__merge_flags(m->acc, p, query__keep, m->q, m->flags);
 }
 
-/* Reads, filters and merges the windows of [since, until) into *out. */
+/*
+ * Reads, filters and merges the windows of [since, until) into *out. Views
+ * that print functions merge by function (PF_MERGE_BY_FUNCTION: small
+ * tables over hours); pprof keeps each pc, so that its locations have real
+ * addresses a backend can re-symbolize with the mapping's build-id.
+ */
 static int load_range(const struct global *g, struct store *st, struct query *q, int64_t since,
-		      int64_t until, const char *what, struct profile **out)
+		      int64_t until, const char *what, unsigned flags, struct profile **out)
 {
 	struct query rq = *q;
-	struct merge_ctx m = { .q = &rq };
+	struct merge_ctx m = { .q = &rq, .flags = flags };
 	int err;
 
 	rq.since_ns = since;
@@ -367,7 +373,8 @@ int cmd_dump(const struct global *g, int argc, char **argv)
 	ret = open_store(g, &st);
 	if (ret)
 		return ret;
-	ret = load_range(g, st, &v.q, v.q.since_ns, v.q.until_ns, "", &merged);
+	ret = load_range(g, st, &v.q, v.q.since_ns, v.q.until_ns, "",
+			 fmt == 1 ? 0 : PF_MERGE_BY_FUNCTION, &merged);
 	if (ret)
 		goto out;
 	if (fmt != 1) {
@@ -439,7 +446,7 @@ int cmd_top(const struct global *g, int argc, char **argv)
 	ret = open_store(g, &st);
 	if (ret)
 		return ret;
-	ret = load_range(g, st, &v.q, v.q.since_ns, v.q.until_ns, "", &merged);
+	ret = load_range(g, st, &v.q, v.q.since_ns, v.q.until_ns, "", PF_MERGE_BY_FUNCTION, &merged);
 	if (!ret)
 		ret = collapse(&v.q, merged, &folded);
 	if (ret)
@@ -501,9 +508,10 @@ int cmd_diff(const struct global *g, int argc, char **argv)
 	ret = open_store(g, &st);
 	if (ret)
 		return ret;
-	ret = load_range(g, st, &v.q, v.base_since, v.base_until, " in the base window", &m[0]);
+	ret = load_range(g, st, &v.q, v.base_since, v.base_until, " in the base window", PF_MERGE_BY_FUNCTION,
+			 &m[0]);
 	if (!ret)
-		ret = load_range(g, st, &v.q, v.q.since_ns, v.q.until_ns, "", &m[1]);
+		ret = load_range(g, st, &v.q, v.q.since_ns, v.q.until_ns, "", PF_MERGE_BY_FUNCTION, &m[1]);
 	if (!ret)
 		ret = collapse(&v.q, m[0], &c[0]);
 	if (!ret)

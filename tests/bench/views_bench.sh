@@ -42,7 +42,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		[ "$r" = 1 ] && { "${P[@]}" dump --no-flush --since "$T0" --until "$(at $((n * 10)))" -o "$W/g$n.svg" &&
 			"${P[@]}" dump --no-flush --since "$T0" --until "$(at $((n * 10)))" >"$W/g$n.folded" || exit 1; }
 		node tests/browser/flamegraph.mjs "$W/g$n.svg" '^fn_1$' "$W/g$n.png" >"$W/b.json" || { echo "browser run failed" >&2; exit 1; }
-		python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); print(o["loadMs"], o["searchMs"], o["zoomMs"], o["pct"])' "$W/b.json" >>"$W/b$n"
+		python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); print(o["loadMs"], o["searchMs"], o["zoomMs"], o["pct"], o["frames"])' "$W/b.json" >>"$W/b$n"
 	done
 done
 
@@ -72,13 +72,13 @@ fmt() { awk '{ printf "%s (%s-%s)", $1, $2, $3 }'; }
 	echo "page has drawn; search = answering the Search prompt with /^fn_1\$/ until the page answers again;"
 	echo "zoom = a click on a frame until redrawn. Matched share checked against folded every round."
 	echo
-	echo "| distinct stacks | SVG size | load ms | search ms | zoom ms | matched vs folded |"
-	echo "|---|---|---|---|---|---|"
+	echo "| distinct stacks | SVG size | frames drawn | load ms | search ms | zoom ms | matched vs folded |"
+	echo "|---|---|---|---|---|---|---|"
 	for n in "${SIZES[@]}"; do
 		want=$(awk '{ v = $NF; $NF = ""; sub(/ $/, ""); k = split($0, f, ";"); for (i = 2; i <= k; i++) if (f[i] == "fn_1") { s += v; break }; t += v } END { printf "%.4f", 100 * s / t }' "$W/g$n.folded")
 		got=$(col 4 "$W/b$n" | awk '{ printf "%.4f", $1 }')
-		printf '| %s | %s | %s | %s | %s | %s%% vs %s%% |\n' "$(wc -l <"$W/g$n.folded")" \
-			"$(du -k "$W/g$n.svg" | awk '{ printf "%.1f MB", $1 / 1024 }')" \
+		printf '| %s | %s | %s | %s | %s | %s | %s%% vs %s%% |\n' "$(wc -l <"$W/g$n.folded")" \
+			"$(du -k "$W/g$n.svg" | awk '{ printf "%.1f MB", $1 / 1024 }')" "$(col 5 "$W/b$n" | awk '{ print $1 }')" \
 			"$(col 1 "$W/b$n" | awk '{ printf "%.0f (%.0f-%.0f)", $1, $2, $3 }')" \
 			"$(col 2 "$W/b$n" | awk '{ printf "%.0f (%.0f-%.0f)", $1, $2, $3 }')" \
 			"$(col 3 "$W/b$n" | awk '{ printf "%.0f (%.0f-%.0f)", $1, $2, $3 }')" "$got" "$want"
