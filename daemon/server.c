@@ -225,7 +225,18 @@ int server__dispatch(struct server *s, void *tag, uint32_t events)
 
 void server__reap(struct server *s, int64_t now_ms)
 {
-	for (int i = 0; i < MAX_CLIENTS; i++)
-		if (s->clients[i].fd >= 0 && now_ms > s->clients[i].deadline_ms)
-			drop(s, &s->clients[i]);
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		struct client *c = &s->clients[i];
+
+		if (c->fd < 0 || now_ms <= c->deadline_ms)
+			continue;
+		/*
+		 * The deadline is for clients that send nothing. When the loop itself
+		 * was busy past it, a whole request may be waiting unread: serve it.
+		 */
+		if (!c->reply)
+			read_request(s, c);
+		if (c->fd >= 0 && !c->reply)
+			drop(s, c);
+	}
 }

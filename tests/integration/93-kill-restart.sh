@@ -5,18 +5,21 @@
 # and readable afterwards; restarts succeed (no stale lock, torn tails cut).
 source "$(dirname "$0")/lib.sh"
 
-ROUNDS=5
+ROUNDS=20
 "$TP/benchwork" 2 100000000 >/dev/null & BW=$!
 on_exit "kill $BW"
 : >"$T/seen"
 for r in $(seq 1 $ROUNDS); do
 	start_profd
-	sleep 1.2
+	sleep 0.5
 	check "round $r: flush answered" profctl flush
 	# Segments are renamed when sealed: compare windows without the file name.
 	profctl ls | tail -n +2 | cut -f1-5 >>"$T/seen"
-	# Kill somewhere in the next second: between drains, during one or mid-flush.
-	sleep "0.$((RANDOM % 10))"
+	# Kill at a random moment, often in the middle of writing a window: a
+	# second flush is under way when the kill lands 0-49 ms later.
+	sleep "0.$((RANDOM % 5))"
+	profctl flush >/dev/null 2>&1 &
+	sleep "0.0$((RANDOM % 50 / 10))$((RANDOM % 10))"
 	kill -9 "$PROFD_PID"
 	wait "$PROFD_PID" 2>/dev/null
 	PROFD_PID=
