@@ -32,13 +32,42 @@
 /* A symbol without size and without a following one still ends somewhere. */
 #define MAX_UNSIZED_SPAN (1u << 20)
 
+/*
+ * 16 bytes a symbol: a busy host's cache holds a few hundred thousand. The
+ * address fits 56 bits (no user space reaches higher on any 64-bit ABI), so
+ * the top byte carries the flag and the priority; a span over 4 GB is
+ * clamped (no function is that long, only a corrupt size field).
+ */
 struct esym {
-	uint64_t addr;
-	uint64_t end;     /* sized: addr + size; unsized: section end (bounded again by the next symbol) */
+	uint64_t bits;    /* addr | prio << PRIO_SHIFT | unsized << 63 */
+	uint32_t span;    /* sized: size; unsized: to the section end (bounded again by the next symbol) */
 	uint32_t name;    /* offset into str */
-	uint8_t prio;     /* which of several symbols at one address names it */
-	uint8_t unsized;
 };
+
+#define ADDR_BITS 56
+#define ADDR_MASK ((1ull << ADDR_BITS) - 1)
+#define PRIO_SHIFT ADDR_BITS
+#define UNSIZED_BIT (1ull << 63)
+
+static inline uint64_t sym_addr(const struct esym *s)
+{
+	return s->bits & ADDR_MASK;
+}
+
+static inline uint8_t sym_prio(const struct esym *s)
+{
+	return (uint8_t)(s->bits >> PRIO_SHIFT & 0x3f);
+}
+
+static inline int sym_unsized(const struct esym *s)
+{
+	return !!(s->bits & UNSIZED_BIT);
+}
+
+static inline uint64_t sym_end(const struct esym *s)
+{
+	return sym_addr(s) + s->span;
+}
 
 struct eload {
 	uint64_t off, filesz, vaddr;
@@ -103,14 +132,14 @@ static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, 
 		e->syms = ns;
 		e->cap = ncap;
 	}
+	if (addr > ADDR_MASK || end < addr)
+		return 0;
 	s = &e->syms[e->nsyms];
 	err = add_str(e, name, len, &s->name);
 	if (err)
 		return err;
-	s->addr = addr;
-	s->end = end;
-	s->unsized = unsized;
-	s->prio = prio;
+	s->bits = addr | (uint64_t)(prio & 0x3f) << PRIO_SHIFT | (unsized ? UNSIZED_BIT : 0);
+	s->span = end - addr > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - addr);
 	e->nsyms++;
 	return 0;
 }
@@ -120,7 +149,7 @@ static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, 
  * global over weak over local, fewer leading underscores, then the shorter
  * name (printf over _IO_printf).
  */
-static uint8_t sym_prio(bool unsized, int bind, const char *name)
+static uint8_t name_prio(bool unsized, int bind, const char *name)
 {
 	int us = 0;
 
@@ -136,10 +165,10 @@ static int cmp_sym(const void *a, const void *b, void *arg)
 	const char *str = arg;
 	size_t lx, ly;
 
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	if (x->prio != y->prio)
-		return x->prio > y->prio ? -1 : 1;
+	if (sym_addr(x) != sym_addr(y))
+		return sym_addr(x) < sym_addr(y) ? -1 : 1;
+	if (sym_prio(x) != sym_prio(y))
+		return sym_prio(x) > sym_prio(y) ? -1 : 1;
 	lx = strlen(str + x->name);
 	ly = strlen(str + y->name);
 	if (lx != ly)
@@ -147,20 +176,55 @@ static int cmp_sym(const void *a, const void *b, void *arg)
 	return x->name < y->name ? -1 : x->name > y->name;
 }
 
-/* Sorts and keeps one symbol per address: aliases (memcpy/__memcpy_avx) name the same code. */
-static void finalize(struct elfsym *e)
+/*
+ * Sorts and keeps one symbol per address: aliases (memcpy/__memcpy_avx) name
+ * the same code. Then the arrays are cut to size and the strings of the
+ * dropped names (aliases, and the .dynsym copies of .symtab names) left out:
+ * the cache keeps only what lookups can return, in exactly-sized blocks.
+ */
+static int finalize(struct elfsym *e)
 {
-	size_t w = 0;
+	size_t w = 0, len = 0;
+	struct esym *ns;
+	char *str;
 
-	if (!e->nsyms)
-		return;
+	if (!e->nsyms) {
+		free(e->syms);
+		free(e->str);
+		e->syms = NULL;
+		e->str = NULL;
+		e->cap = e->str_len = e->str_cap = 0;
+		return 0;
+	}
 	qsort_r(e->syms, e->nsyms, sizeof(*e->syms), cmp_sym, e->str);
 	for (size_t r = 1; r < e->nsyms; r++) {
-		if (e->syms[r].addr == e->syms[w].addr)
+		if (sym_addr(&e->syms[r]) == sym_addr(&e->syms[w]))
 			continue;
 		e->syms[++w] = e->syms[r];
 	}
 	e->nsyms = w + 1;
+	for (size_t i = 0; i < e->nsyms; i++)
+		len += strlen(e->str + e->syms[i].name) + 1;
+	str = malloc(len);
+	if (!str)
+		return -ENOMEM;
+	len = 0;
+	for (size_t i = 0; i < e->nsyms; i++) {
+		size_t n = strlen(e->str + e->syms[i].name) + 1;
+
+		memcpy(str + len, e->str + e->syms[i].name, n);
+		e->syms[i].name = (uint32_t)len;
+		len += n;
+	}
+	free(e->str);
+	e->str = str;
+	e->str_len = e->str_cap = len;
+	ns = realloc(e->syms, e->nsyms * sizeof(*ns));
+	if (ns) {
+		e->syms = ns;
+		e->cap = e->nsyms;
+	}
+	return 0;
 }
 
 static int collect_symbols(struct elfsym *e, Elf *elf, size_t shnum, const struct secrange *secs,
@@ -219,7 +283,7 @@ static int collect_symbols(struct elfsym *e, Elf *elf, size_t shnum, const struc
 				end = UINT64_MAX;
 		}
 		bind = GELF_ST_BIND(sym.st_info);
-		prio = sym_prio(unsized, bind, name);
+		prio = name_prio(unsized, bind, name);
 		err = add_sym(e, sym.st_value, end, unsized, prio, name, len);
 		if (err)
 			return err;
@@ -468,9 +532,10 @@ static int open_elf(Elf *elf, struct elfsym **out)
 	if (!e)
 		return -ENOMEM;
 	err = parse_elf(e, elf, false);
+	if (!err)
+		err = finalize(e);
 	if (err)
 		goto out;
-	finalize(e);
 	*out = e;
 	e = NULL;
 out:
@@ -540,7 +605,7 @@ int elfsym__lookup(const struct elfsym *e, uint64_t vaddr, const char **name, ui
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (e->syms[mid].addr <= vaddr)
+		if (sym_addr(&e->syms[mid]) <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -549,14 +614,14 @@ int elfsym__lookup(const struct elfsym *e, uint64_t vaddr, const char **name, ui
 	stop = lo > 16 ? lo - 16 : 0;
 	for (size_t k = lo; k > stop; k--) {
 		const struct esym *s = &e->syms[k - 1];
-		uint64_t end = s->end;
+		uint64_t end = sym_end(s);
 
-		if (s->unsized && k < e->nsyms && e->syms[k].addr < end)
-			end = e->syms[k].addr;
+		if (sym_unsized(s) && k < e->nsyms && sym_addr(&e->syms[k]) < end)
+			end = sym_addr(&e->syms[k]);
 		if (vaddr < end) {
 			*name = e->str + s->name;
 			if (start)
-				*start = s->addr;
+				*start = sym_addr(s);
 			return 0;
 		}
 	}
@@ -609,17 +674,17 @@ int elfsym__merge(struct elfsym *e, const struct elfsym *src)
 	for (size_t i = 0; i < src->nsyms; i++) {
 		const struct esym *s = &src->syms[i];
 		const char *name = src->str + s->name;
-		int err = add_sym(e, s->addr, s->end, s->unsized, s->prio, name, strlen(name));
+		int err = add_sym(e, sym_addr(s), sym_end(s), sym_unsized(s), sym_prio(s), name, strlen(name));
 
 		if (err) {
-			finalize(e);
-			return err;
+			int ferr = finalize(e);
+
+			return ferr ? ferr : err;
 		}
 	}
 	if (src->full_symtab)
 		e->full_symtab = true;
-	finalize(e);
-	return 0;
+	return finalize(e);
 }
 
 int elfsym__crc32_fd(int fd, uint64_t max, uint32_t *crc)

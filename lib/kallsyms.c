@@ -180,6 +180,23 @@ int kallsyms__parse(const char *buf, size_t len, struct kallsyms **out)
 		k->n = 0;
 	if (k->n)
 		qsort(k->syms, k->n, sizeof(*k->syms), cmp_ksym);
+	/* Held for the daemon's life: give back what the doubling left over (a megabyte or two). */
+	if (k->n && k->n < k->cap) {
+		struct ksym *nk = realloc(k->syms, k->n * sizeof(*nk));
+
+		if (nk) {
+			k->syms = nk;
+			k->cap = k->n;
+		}
+	}
+	if (k->str_len && k->str_len < k->str_cap) {
+		char *ns = realloc(k->str, k->str_len);
+
+		if (ns) {
+			k->str = ns;
+			k->str_cap = k->str_len;
+		}
+	}
 	*out = k;
 	k = NULL;
 out:

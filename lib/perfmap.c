@@ -184,6 +184,7 @@ int perfmap__update_fd(struct perfmap *pm, int fd)
 {
 	struct stat st;
 	uint64_t size;
+	size_t chunk_len;
 	int err = 0;
 
 	if (fstat(fd, &st) < 0)
@@ -197,19 +198,25 @@ int perfmap__update_fd(struct perfmap *pm, int fd)
 		pm->ino = st.st_ino;
 	}
 	size = (uint64_t)st.st_size < MAX_FILE_BYTES ? (uint64_t)st.st_size : MAX_FILE_BYTES;
-	if (!pm->chunk) {
-		pm->chunk = malloc(CHUNK);
-		if (!pm->chunk)
-			return -ENOMEM;
-	}
+	if (pm->read_off >= size)
+		return 0;
+	/*
+	 * Only for this call, and no larger than what is new: every JIT process
+	 * has a perf map, and a megabyte kept per process adds up on a busy host.
+	 */
+	chunk_len = size - pm->read_off < CHUNK ? (size_t)(size - pm->read_off) : CHUNK;
+	pm->chunk = malloc(chunk_len);
+	if (!pm->chunk)
+		return -ENOMEM;
 	while (pm->read_off < size) {
-		size_t want = size - pm->read_off < CHUNK ? (size_t)(size - pm->read_off) : CHUNK, used = 0;
+		size_t want = size - pm->read_off < chunk_len ? (size_t)(size - pm->read_off) : chunk_len, used = 0;
 		ssize_t r = pread(fd, pm->chunk, want, (off_t)pm->read_off);
 
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			err = -errno;
+			break;
 		}
 		if (r == 0)
 			break;
@@ -225,6 +232,8 @@ int perfmap__update_fd(struct perfmap *pm, int fd)
 		}
 		pm->read_off += used;
 	}
+	free(pm->chunk);
+	pm->chunk = NULL;
 	return err == -EFBIG ? 0 : err;
 }
 
@@ -268,6 +277,11 @@ int perfmap__lookup(struct perfmap *pm, uint64_t addr, const char **name, uint64
 	if (start)
 		*start = best->start;
 	return 0;
+}
+
+size_t perfmap__mem_bytes(const struct perfmap *pm)
+{
+	return sizeof(*pm) + pm->cap * sizeof(*pm->e) + pm->str_cap;
 }
 
 size_t perfmap__count(const struct perfmap *pm)

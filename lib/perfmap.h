@@ -22,6 +22,8 @@ int perfmap__parse(struct perfmap *pm, const char *buf, size_t len, size_t *cons
 /* The newest entry covering addr. Returns 0 or -ENOENT. */
 int perfmap__lookup(struct perfmap *pm, uint64_t addr, const char **name, uint64_t *start);
 size_t perfmap__count(const struct perfmap *pm);
+/* Approximate heap bytes held. */
+size_t perfmap__mem_bytes(const struct perfmap *pm);
 size_t perfmap__bad_lines(const struct perfmap *pm);
 
 #endif

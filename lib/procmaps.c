@@ -3,12 +3,39 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/types.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+/* linux/fs.h since 6.11; older headers lack it, the kernel answers ENOTTY. */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+	__u64 size;
+	__u64 query_flags;
+	__u64 query_addr;
+	__u64 vma_start;
+	__u64 vma_end;
+	__u64 vma_flags;
+	__u64 vma_page_size;
+	__u64 vma_offset;
+	__u64 inode;
+	__u32 dev_major;
+	__u32 dev_minor;
+	__u32 vma_name_size;
+	__u32 build_id_size;
+	__u64 vma_name_addr;
+	__u64 build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_EXECUTABLE 0x04
+#define PROCMAP_QUERY_COVERING_OR_NEXT_VMA 0x10
+#endif
 
 /* vm.max_map_count defaults to 65530; a few processes raise it. */
 #define MAX_MAPPINGS (1u << 20)
@@ -151,14 +178,38 @@ static int expect(const char **p, const char *end, char c)
 	return 0;
 }
 
-/* 0: parsed into *m (path malloc'ed or NULL); 1: valid but not executable; <0: malformed. */
-static int parse_line(const char *s, const char *end, struct procmap *m)
+/* The name column of a mapping (inode and the rest already in *m): flags and a copy of the path. */
+static int set_path(struct procmap *m, const char *s, size_t plen)
 {
 	static const char deleted[] = " (deleted)";
 	const size_t dlen = sizeof(deleted) - 1;
+
+	if (plen > MAX_PATH_LEN)
+		return -ENAMETOOLONG;
+	if (plen == 0) {
+		m->flags |= PROCMAP_ANON;
+		return 0;
+	}
+	if (s[0] == '[') {
+		m->flags |= PROCMAP_ANON;
+		m->flags |= plen == 6 && !memcmp(s, "[vdso]", 6) ? PROCMAP_VDSO : PROCMAP_SPECIAL;
+	} else if (plen > dlen && !memcmp(s + plen - dlen, deleted, dlen)) {
+		m->flags |= PROCMAP_DELETED;
+		plen -= dlen;
+	}
+	if (m->inode == 0)
+		m->flags |= PROCMAP_ANON; /* no inode: there is no file to open */
+	m->path = strndup(s, plen);
+	if (!m->path)
+		return -ENOMEM;
+	return 0;
+}
+
+/* 0: parsed into *m (path malloc'ed or NULL); 1: valid but not executable; <0: malformed. */
+static int parse_line(const char *s, const char *end, struct procmap *m)
+{
 	uint64_t major, minor;
 	const char *perms;
-	size_t plen;
 
 	memset(m, 0, sizeof(*m));
 	if (parse_hex(&s, end, &m->start) || expect(&s, end, '-') || parse_hex(&s, end, &m->end) ||
@@ -181,26 +232,7 @@ static int parse_line(const char *s, const char *end, struct procmap *m)
 	m->dev = makedev((unsigned)major, (unsigned)minor);
 	while (s < end && *s == ' ')
 		s++;
-	plen = (size_t)(end - s);
-	if (plen > MAX_PATH_LEN)
-		return -ENAMETOOLONG;
-	if (plen == 0) {
-		m->flags |= PROCMAP_ANON;
-		return 0;
-	}
-	if (s[0] == '[') {
-		m->flags |= PROCMAP_ANON;
-		m->flags |= plen == 6 && !memcmp(s, "[vdso]", 6) ? PROCMAP_VDSO : PROCMAP_SPECIAL;
-	} else if (plen > dlen && !memcmp(end - dlen, deleted, dlen)) {
-		m->flags |= PROCMAP_DELETED;
-		plen -= dlen;
-	}
-	if (m->inode == 0)
-		m->flags |= PROCMAP_ANON; /* no inode: there is no file to open */
-	m->path = strndup(s, plen);
-	if (!m->path)
-		return -ENOMEM;
-	return 0;
+	return set_path(m, s, (size_t)(end - s));
 }
 
 static int cmp_start(const void *a, const void *b)
@@ -208,6 +240,49 @@ static int cmp_start(const void *a, const void *b)
 	const struct procmap *x = a, *y = b;
 
 	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int push(struct procmaps *m, const struct procmap *pm)
+{
+	if (m->n == MAX_MAPPINGS) {
+		free((void *)pm->path);
+		m->bad_lines++;
+		return 0;
+	}
+	if (m->n == m->cap) {
+		size_t ncap = m->cap ? m->cap * 2 : 64;
+		struct procmap *nm = realloc(m->maps, ncap * sizeof(*nm));
+
+		if (!nm) {
+			free((void *)pm->path);
+			return -ENOMEM;
+		}
+		m->maps = nm;
+		m->cap = ncap;
+	}
+	m->maps[m->n++] = *pm;
+	return 0;
+}
+
+/* Sorted by start, exactly sized. */
+static void finish(struct procmaps *m)
+{
+	/* The kernel gives address order; sort anyway (lookups depend on it), unless it did. */
+	for (size_t i = 1; i < m->n; i++) {
+		if (m->maps[i].start < m->maps[i - 1].start) {
+			qsort(m->maps, m->n, sizeof(*m->maps), cmp_start);
+			break;
+		}
+	}
+	/* Cached for every process seen: a process maps a handful of files, not the 64 first allocated. */
+	if (m->n < m->cap) {
+		struct procmap *nm = realloc(m->maps, (m->n ? m->n : 1) * sizeof(*nm));
+
+		if (nm) {
+			m->maps = nm;
+			m->cap = m->n;
+		}
+	}
 }
 
 int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
@@ -237,33 +312,112 @@ int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
 		}
 		if (r > 0)
 			continue;
-		if (m->n == MAX_MAPPINGS) {
-			free((void *)pm.path);
-			m->bad_lines++;
-			continue;
-		}
-		if (m->n == m->cap) {
-			size_t ncap = m->cap ? m->cap * 2 : 64;
-			struct procmap *nm = realloc(m->maps, ncap * sizeof(*nm));
-
-			if (!nm) {
-				free((void *)pm.path);
-				err = -ENOMEM;
-				goto out;
-			}
-			m->maps = nm;
-			m->cap = ncap;
-		}
-		m->maps[m->n++] = pm;
+		err = push(m, &pm);
+		if (err)
+			goto out;
 	}
-	/* The kernel prints in address order; sort anyway, lookups depend on it. */
-	if (m->n)
-		qsort(m->maps, m->n, sizeof(*m->maps), cmp_start);
+	finish(m);
 	*out = m;
 	m = NULL;
 out:
 	procmaps__free(m);
 	return err;
+}
+
+/* Set once the kernel has answered ENOTTY: every later read goes to the text. */
+static bool no_query;
+
+static int query(int fd, uint64_t addr, uint64_t flags, char *name, size_t name_len, struct procmap_query *q)
+{
+	*q = (struct procmap_query){
+		.size = sizeof(*q), .query_flags = flags, .query_addr = addr,
+		.vma_name_size = (__u32)name_len, .vma_name_addr = (uintptr_t)name,
+	};
+	return ioctl(fd, PROCMAP_QUERY, q) ? -errno : 0;
+}
+
+/*
+ * PROCMAP_QUERY (Linux 6.11): the kernel hands over the executable mappings
+ * one by one, in binary, skipping the rest. The text of maps formats every
+ * mapping of the process, with a d_path for each, and that formatting was
+ * most of profd's own CPU time on a busy host. -ENOTTY: not supported.
+ */
+static int read_query(int fd, struct procmaps **out)
+{
+	struct procmaps *m = calloc(1, sizeof(*m));
+	char name[MAX_PATH_LEN + 16];
+	uint64_t addr = 0;
+	int err = 0;
+
+	if (!m)
+		return -ENOMEM;
+	for (;;) {
+		struct procmap_query q;
+		struct procmap pm = { 0 };
+
+		err = query(fd, addr, PROCMAP_QUERY_VMA_EXECUTABLE | PROCMAP_QUERY_COVERING_OR_NEXT_VMA, name,
+			    sizeof(name), &q);
+		if (err == -ENOENT || (err == -ESRCH && addr == 0)) {
+			/* No more mappings; ESRCH: an exiting process has none (the text would be empty too). */
+			err = 0;
+			break;
+		}
+		if (err)
+			goto out;
+		if (q.vma_end <= q.vma_start || q.vma_end <= addr) {
+			err = -EINVAL;
+			goto out;
+		}
+		addr = q.vma_end;
+		pm.start = q.vma_start;
+		pm.end = q.vma_end;
+		pm.offset = q.vma_offset;
+		pm.inode = q.inode;
+		pm.dev = makedev(q.dev_major, q.dev_minor);
+		/* vma_name_size counts the NUL; 0 when the mapping has no name. */
+		err = set_path(&pm, name, q.vma_name_size ? strnlen(name, q.vma_name_size) : 0);
+		if (err == -ENAMETOOLONG) {
+			m->bad_lines++;
+			continue;
+		}
+		if (!err)
+			err = push(m, &pm);
+		if (err)
+			goto out;
+	}
+	finish(m);
+	*out = m;
+	m = NULL;
+out:
+	procmaps__free(m);
+	return err;
+}
+
+static int open_maps(int proc_fd, uint32_t pid)
+{
+	char path[32];
+	int fd;
+
+	snprintf(path, sizeof(path), "%u/maps", pid);
+	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	return fd < 0 ? -errno : fd;
+}
+
+int procmaps__covers_exec(int proc_fd, uint32_t pid, uint64_t addr)
+{
+	struct procmap_query q;
+	int fd, err;
+
+	if (__atomic_load_n(&no_query, __ATOMIC_RELAXED))
+		return -ENOTTY;
+	fd = open_maps(proc_fd, pid);
+	if (fd < 0)
+		return fd;
+	err = query(fd, addr, PROCMAP_QUERY_VMA_EXECUTABLE, NULL, 0, &q);
+	close(fd);
+	if (err == -ENOTTY)
+		__atomic_store_n(&no_query, true, __ATOMIC_RELAXED);
+	return !err ? 1 : err == -ENOENT ? 0 : err;
 }
 
 int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out)
@@ -272,6 +426,17 @@ int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out)
 	size_t len = 0;
 	int err;
 
+	if (!__atomic_load_n(&no_query, __ATOMIC_RELAXED)) {
+		int fd = open_maps(proc_fd, pid);
+
+		if (fd < 0)
+			return fd;
+		err = read_query(fd, out);
+		close(fd);
+		if (err != -ENOTTY)
+			return err;
+		__atomic_store_n(&no_query, true, __ATOMIC_RELAXED);
+	}
 	snprintf(path, sizeof(path), "%u/maps", pid);
 	err = procmaps__read_file(proc_fd, path, O_NOFOLLOW, MAX_MAPS_BYTES, &buf, &len);
 	if (err)
@@ -333,4 +498,13 @@ const struct procmap *procmaps__get(const struct procmaps *m, size_t i)
 size_t procmaps__bad_lines(const struct procmaps *m)
 {
 	return m->bad_lines;
+}
+
+size_t procmaps__mem_bytes(const struct procmaps *m)
+{
+	size_t n = sizeof(*m) + m->cap * sizeof(*m->maps);
+
+	for (size_t i = 0; i < m->n; i++)
+		n += m->maps[i].path ? strlen(m->maps[i].path) + 1 : 0;
+	return n;
 }

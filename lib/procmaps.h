@@ -25,8 +25,17 @@ struct procmaps;
 
 /* Reads <proc_root>/<pid>/maps; keeps executable mappings, sorted by start. */
 int procmaps__read(const char *proc_root, uint32_t pid, struct procmaps **out);
-/* The same relative to an open directory fd of the proc root. */
+/*
+ * The same relative to an open directory fd of the proc root. Where the
+ * kernel has PROCMAP_QUERY (6.11) it asks for the executable mappings only,
+ * without the text; the result is the same.
+ */
 int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out);
+/*
+ * Whether an executable mapping of pid covers addr now: 1 yes, 0 no, -ENOTTY
+ * when the kernel cannot answer without the whole text (then read it).
+ */
+int procmaps__covers_exec(int proc_fd, uint32_t pid, uint64_t addr);
 /* The same from text already in memory (tests, fuzzing). */
 int procmaps__parse(const char *buf, size_t len, struct procmaps **out);
 void procmaps__free(struct procmaps *m);
@@ -37,6 +46,8 @@ size_t procmaps__count(const struct procmaps *m);
 const struct procmap *procmaps__get(const struct procmaps *m, size_t i);
 /* Lines that did not parse (malformed or over the limits). */
 size_t procmaps__bad_lines(const struct procmaps *m);
+/* Approximate heap bytes held. */
+size_t procmaps__mem_bytes(const struct procmaps *m);
 
 /*
  * Reads a whole regular file of at most max bytes into a NUL-terminated

@@ -436,6 +436,15 @@ uint64_t profile__counter_get(const struct profile *p, const char *name)
 
 /* ---- lifecycle ---- */
 
+size_t profile__mem_bytes(const struct profile *p)
+{
+	return sizeof(*p) + p->arena_cap + p->str_cap * sizeof(*p->str_off) +
+	       p->frames_cap * sizeof(*p->frames) + p->stack_data_cap * sizeof(*p->stack_data) +
+	       p->stacks_cap * sizeof(*p->stack_off) + p->samples_cap * sizeof(*p->samples) +
+	       p->counters_cap * sizeof(*p->counters) +
+	       (p->str_idx.cap + p->frame_idx.cap + p->stack_idx.cap + p->sample_idx.cap) * sizeof(uint32_t);
+}
+
 void profile__reset(struct profile *p)
 {
 	uint32_t id;

@@ -59,6 +59,8 @@ int profile__new(struct profile **out);
 void profile__free(struct profile *p);
 /* Drops samples, stacks, frames, strings and metadata; keeps allocations. */
 void profile__reset(struct profile *p);
+/* Heap bytes held (allocated capacity, used or not). */
+size_t profile__mem_bytes(const struct profile *p);
 
 /* Strings: id 0 is always "". */
 int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id);

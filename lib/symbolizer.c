@@ -24,14 +24,17 @@
 #include <unistd.h>
 
 #define DEFAULT_MAX_FILES 512
+#define DEFAULT_MAX_FILE_BYTES (32u << 20)
 #define DEFAULT_MAX_PIDS 4096
-/* A miss outside every mapping re-reads maps at most this often per pid. */
+/* A miss outside every mapping is checked with the kernel at most this often per pid. */
 #define MAPS_REFRESH_MS 1000
 /* A file we could not open (process gone, EACCES) is retried after this. */
 #define OPEN_RETRY_MS 5000
 #define KALLSYMS_REFRESH_MS 10000
 /* A JIT frame the perf map does not name yet re-reads its growth at most this often. */
 #define PERFMAP_REFRESH_MS 1000
+/* A process without a perf map is looked at again after 1, 2, 4 ... up to this many ms. */
+#define PERFMAP_ABSENT_MAX_MS 32000
 #define MAX_STATUS_BYTES (64u << 10)
 #define MAX_VDSO_BYTES (1u << 20)
 /* Debug files are checksummed whole for .gnu_debuglink; beyond this we do not try. */
@@ -53,6 +56,7 @@ struct file_ent {
 	uint64_t dev, ino;
 	uint64_t id;          /* unique per load: keys the demangle cache */
 	struct elfsym *es;    /* NULL: negative entry */
+	size_t bytes;         /* heap held by es (counted in file_bytes) */
 	int64_t retry_at_ms;  /* negative entries: when to try again (INT64_MAX: never) */
 };
 
@@ -61,18 +65,21 @@ struct pid_ent {
 	struct pid_ent *hnext;
 	uint32_t pid;
 	struct procmaps *maps; /* NULL when maps could not be read */
-	int64_t read_ms;
+	int64_t miss_ms;       /* last miss checked with the kernel */
 	struct perfmap *pm;    /* NULL until a JIT frame asks */
 	int64_t pm_read_ms;
+	uint32_t pm_wait_ms;   /* no perf map last time: wait this long before looking again */
 	bool pm_tried;
-	uint32_t nspid;        /* pid inside its own namespace: names the perf map */
+	uint32_t nspid;        /* pid inside its own namespace: names the perf map; 0 until read */
 };
 
 struct symbolizer {
 	int proc_fd;
 	int debug_fd; /* the host's debug root, or -1 */
 	char *kallsyms_path;
-	size_t max_files, max_pids;
+	size_t max_files, max_pids, max_file_bytes;
+	size_t file_bytes;
+	bool no_query; /* the kernel cannot answer PROCMAP_QUERY: a miss re-reads maps */
 
 	struct file_ent **fbuckets;
 	size_t nfbuckets, nfiles;
@@ -164,6 +171,7 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 	lru_init(&s->plru);
 	s->max_files = o && o->max_files ? o->max_files : DEFAULT_MAX_FILES;
 	s->max_pids = o && o->max_pids ? o->max_pids : DEFAULT_MAX_PIDS;
+	s->max_file_bytes = o && o->max_file_bytes ? o->max_file_bytes : DEFAULT_MAX_FILE_BYTES;
 	if (o) {
 		s->bad_file = o->bad_file;
 		s->bad_file_arg = o->bad_file_arg;
@@ -263,6 +271,7 @@ static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 {
 	struct procmaps *m = NULL;
 
+	s->st.maps_reads++;
 	if (procmaps__read_at(s->proc_fd, p->pid, &m) == 0) {
 		/*
 		 * An exiting process (a zombie until reaped) shows no mappings: keep
@@ -275,7 +284,6 @@ static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 			p->maps = m;
 		}
 	}
-	p->read_ms = now_ms();
 }
 
 static int pid_get(struct symbolizer *s, uint32_t pid, struct pid_ent **out)
@@ -335,6 +343,7 @@ static void file_remove(struct symbolizer *s, struct file_ent *f)
 		*pp = f->hnext;
 	lru_del(&f->lru);
 	s->nfiles--;
+	s->file_bytes -= f->bytes;
 	file_ent_free(f);
 }
 
@@ -610,6 +619,13 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 	}
 	err = load_file(s, pid, m, &f->es);
 	f->id = ++s->next_file_id;
+	f->bytes = f->es ? elfsym__mem_bytes(f->es) : 0;
+	s->file_bytes += f->bytes;
+	/* Bytes bound the cache as well as the count: one libLLVM weighs as much as 200 small libraries. */
+	while (s->file_bytes > s->max_file_bytes && s->flru.prev != &f->lru) {
+		file_remove(s, container_of(s->flru.prev, struct file_ent, lru));
+		s->st.file_evictions++;
+	}
 	now = now_ms();
 	if (err == -ENOMEM) {
 		f->retry_at_ms = now;
@@ -690,12 +706,13 @@ static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
 {
 	char path[48];
 	struct stat st;
-	uint32_t uid;
+	uint32_t uid, nspid;
 	int rootfd, fd;
 
 	p->pm_tried = true;
 	p->pm_read_ms = now_ms();
-	if (read_status(s, p->pid, &uid, &p->nspid))
+	/* The namespace pid never changes; the owner is checked against the uid of the moment, below. */
+	if (!p->nspid && read_status(s, p->pid, &uid, &p->nspid))
 		return;
 	rootfd = open_root(s, p->pid);
 	if (rootfd < 0)
@@ -706,9 +723,14 @@ static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
 	close(rootfd);
 	if (fd == -ELOOP)
 		s->st.perfmaps_rejected++;
+	/* Most processes with anonymous code never write a map: look again less and less often. */
+	if (fd == -ENOENT && !p->pm)
+		p->pm_wait_ms = p->pm_wait_ms ? (p->pm_wait_ms * 2 > PERFMAP_ABSENT_MAX_MS ? PERFMAP_ABSENT_MAX_MS :
+						 p->pm_wait_ms * 2) : PERFMAP_REFRESH_MS;
 	if (fd < 0)
 		return;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
+	p->pm_wait_ms = 0;
+	if (read_status(s, p->pid, &uid, &nspid) || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
 		s->st.perfmaps_rejected++;
 		goto out;
 	}
@@ -723,7 +745,7 @@ static bool jit_lookup(struct symbolizer *s, struct pid_ent *p, uint64_t addr, c
 {
 	if (p->pm && perfmap__lookup(p->pm, addr, name, NULL) == 0)
 		return true;
-	if (p->pm_tried && now_ms() - p->pm_read_ms < PERFMAP_REFRESH_MS)
+	if (p->pm_tried && now_ms() - p->pm_read_ms < (p->pm_wait_ms > PERFMAP_REFRESH_MS ? p->pm_wait_ms : PERFMAP_REFRESH_MS))
 		return false;
 	perfmap_refresh(s, p);
 	return p->pm && perfmap__lookup(p->pm, addr, name, NULL) == 0;
@@ -765,6 +787,34 @@ static const char *demangled(struct symbolizer *s, const struct file_ent *f, uin
 	return s->namebuf;
 }
 
+/*
+ * An address outside every mapping we know: a mapping made since we read
+ * them (dlopen, JIT) or, far more often, a garbage return address from a
+ * frame-pointer walk through code built without frame pointers. The kernel
+ * is asked about that one address first (PROCMAP_QUERY), so garbage costs an
+ * ioctl per process and second instead of re-reading its maps and looking
+ * for a perf map. *maybe_jit: a perf map may still name it (the kernel could
+ * not tell us; a perf map can be ahead of the maps we hold).
+ */
+static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint64_t addr, bool *maybe_jit)
+{
+	int64_t now = now_ms();
+	int r;
+
+	*maybe_jit = s->no_query;
+	if (now - p->miss_ms < MAPS_REFRESH_MS)
+		return NULL;
+	p->miss_ms = now;
+	s->st.miss_checks++;
+	r = s->no_query ? -ENOTTY : procmaps__covers_exec(s->proc_fd, p->pid, addr);
+	if (r == -ENOTTY)
+		*maybe_jit = s->no_query = true;
+	else if (r <= 0)
+		return NULL;
+	pid_read_maps(s, p);
+	return p->maps ? procmaps__find(p->maps, addr) : NULL;
+}
+
 int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, struct sym *out)
 {
 	uint64_t addr = is_return && ip ? ip - 1 : ip, vaddr, start;
@@ -772,6 +822,7 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	struct pid_ent *p;
 	struct file_ent *f;
 	const char *name;
+	bool maybe_jit = false;
 	int err;
 
 	out->name = NULL;
@@ -784,13 +835,9 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 		return err;
 	if (p->maps)
 		m = procmaps__find(p->maps, addr);
-	if (!m && now_ms() - p->read_ms >= MAPS_REFRESH_MS) {
-		/* A miss may be a mapping made since we read maps (dlopen, JIT). */
-		pid_read_maps(s, p);
-		if (p->maps)
-			m = procmaps__find(p->maps, addr);
-	}
-	if (!m || ((m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))) {
+	if (!m)
+		m = miss(s, p, addr, &maybe_jit);
+	if ((!m && maybe_jit) || (m && (m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))) {
 		char jm[48];
 
 		/* JIT code lives in anonymous memory; a perf map may name it. */
@@ -890,4 +937,12 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out)
 	*out = s->st;
 	out->files_cached = s->nfiles;
 	out->pids_cached = s->npids;
+	out->file_bytes = s->file_bytes;
+	out->pid_bytes = 0;
+	for (const struct lru *l = s->plru.next; l != &s->plru; l = l->next) {
+		const struct pid_ent *p = container_of(l, struct pid_ent, lru);
+
+		out->pid_bytes += sizeof(*p) + (p->maps ? procmaps__mem_bytes(p->maps) : 0) +
+				  (p->pm ? perfmap__mem_bytes(p->pm) : 0);
+	}
 }

@@ -11,6 +11,7 @@ struct symbolizer_opts {
 	const char *proc_root;  /* "/proc" unless a test says otherwise */
 	const char *kallsyms;   /* "/proc/kallsyms" unless a test says otherwise */
 	size_t max_files;       /* ELF files kept parsed (LRU); 0: default */
+	size_t max_file_bytes;  /* heap bytes of the parsed files kept (LRU, beside max_files); 0: default */
 	size_t max_pids;        /* process mapping tables kept (LRU); 0: default */
 	const char *debug_root; /* "/usr/lib/debug" unless a test says otherwise: .build-id and debuglink files */
 	/*
@@ -42,6 +43,10 @@ struct symbolizer_stats {
 	uint64_t bad_files;  /* ELF files rejected as malformed */
 	uint64_t jit_hits;          /* frames named from a perf map */
 	uint64_t perfmaps_rejected; /* perf maps not owned by the process's user (or not regular files) */
+	uint64_t file_bytes;        /* heap bytes held by the cached files' symbols */
+	uint64_t pid_bytes;         /* heap bytes held by the cached mapping tables and perf maps */
+	uint64_t maps_reads;        /* mapping tables read (first sight, exec, a miss on a new mapping) */
+	uint64_t miss_checks;       /* addresses outside every known mapping checked with the kernel */
 };
 
 int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out);

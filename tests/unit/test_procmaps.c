@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -25,6 +27,77 @@ static const char fixture[] =
 	"2000-3000 r-xp 00000000 00:00\n"
 	"\n"
 	"4000-5000 r-xp 00000000 fd:01 77 /no/newline/at/end";
+
+/*
+ * procmaps__read_at asks the kernel (PROCMAP_QUERY) where it can: the result
+ * must be what the text gives, for an executable anonymous mapping, a deleted
+ * file and the vdso included.
+ */
+int main(void);
+
+static void same_as_text(void)
+{
+	char tmpl[] = "/tmp/test_procmaps.XXXXXX", *buf = NULL, path[32];
+	struct procmaps *q = NULL, *t = NULL;
+	void *anon = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *del = MAP_FAILED;
+	int fd = mkstemp(tmpl), proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t len;
+
+	CHECK(anon != MAP_FAILED && fd >= 0 && proc >= 0);
+	if (fd >= 0 && !ftruncate(fd, 4096)) {
+		del = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		unlink(tmpl);
+	}
+	CHECK(del != MAP_FAILED);
+	snprintf(path, sizeof(path), "%d/maps", (int)getpid());
+	CHECK_EQ_INT(procmaps__read_at(proc, (uint32_t)getpid(), &q), 0);
+	CHECK_EQ_INT(procmaps__read_file(proc, path, 0, 1 << 24, &buf, &len), 0);
+	if (buf)
+		CHECK_EQ_INT(procmaps__parse(buf, len, &t), 0);
+	if (q && t) {
+		/* [vsyscall] is no mapping of the process: only the text lists it. */
+		size_t n = procmaps__count(t);
+
+		if (n && (procmaps__get(t, n - 1)->flags & PROCMAP_SPECIAL) && procmaps__get(t, n - 1)->start >= 1ull << 63)
+			n--;
+		CHECK_EQ_INT(procmaps__count(q), n);
+		for (size_t i = 0; i < n && i < procmaps__count(q); i++) {
+			const struct procmap *a = procmaps__get(q, i), *b = procmaps__get(t, i);
+
+			CHECK_EQ_INT(a->start, b->start);
+			CHECK_EQ_INT(a->end, b->end);
+			CHECK_EQ_INT(a->offset, b->offset);
+			CHECK_EQ_INT(a->dev, b->dev);
+			CHECK_EQ_INT(a->inode, b->inode);
+			CHECK_EQ_INT(a->flags, b->flags);
+			CHECK((!a->path && !b->path) || (a->path && b->path && !strcmp(a->path, b->path)));
+		}
+		CHECK(procmaps__find(q, (uint64_t)(uintptr_t)anon) &&
+		      (procmaps__find(q, (uint64_t)(uintptr_t)anon)->flags & PROCMAP_ANON));
+		CHECK(del != MAP_FAILED && procmaps__find(q, (uint64_t)(uintptr_t)del) &&
+		      (procmaps__find(q, (uint64_t)(uintptr_t)del)->flags & PROCMAP_DELETED));
+		/* The point query agrees, or says the kernel cannot answer. */
+		{
+			int r = procmaps__covers_exec(proc, (uint32_t)getpid(), (uint64_t)(uintptr_t)main);
+
+			CHECK(r == 1 || r == -ENOTTY);
+			r = procmaps__covers_exec(proc, (uint32_t)getpid(), (uint64_t)(uintptr_t)&len);
+			CHECK(r == 0 || r == -ENOTTY);
+		}
+	}
+	procmaps__free(q);
+	procmaps__free(t);
+	free(buf);
+	if (del != MAP_FAILED)
+		munmap(del, 4096);
+	if (anon != MAP_FAILED)
+		munmap(anon, 8192);
+	if (fd >= 0)
+		close(fd);
+	if (proc >= 0)
+		close(proc);
+}
 
 int main(void)
 {
@@ -82,6 +155,7 @@ int main(void)
 		procmaps__free(m);
 	}
 	CHECK(procmaps__read("/proc", 0x7ffffff0, &m) < 0);
+	same_as_text();
 	{
 		char *buf;
 		size_t len;

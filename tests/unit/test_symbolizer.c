@@ -131,37 +131,65 @@ static void test_dlopen_refresh(void)
 	void *h, *fn;
 	struct sym r;
 
-	snprintf(path, sizeof(path), "%s/plug.c", dir);
-	CHECK_EQ_INT(write_file(path, "int plug_fn(int x) { return x + 42; }\n"), 0);
-	snprintf(cmd, sizeof(cmd), "cc -O1 -shared -fPIC -o %s/libplug.so %s/plug.c", dir, dir);
-	if (run(cmd)) {
-		CHECK(!"building libplug.so");
-		return;
+	for (int i = 1; i <= 2; i++) {
+		snprintf(path, sizeof(path), "%s/plug%d.c", dir, i);
+		snprintf(cmd, sizeof(cmd), "int plug%d_fn(int x) { return x + 42; }\n", i);
+		CHECK_EQ_INT(write_file(path, cmd), 0);
+		snprintf(cmd, sizeof(cmd), "cc -O1 -shared -fPIC -o %s/libplug%d.so %s/plug%d.c", dir, i, dir, i);
+		if (run(cmd)) {
+			CHECK(!"building libplugN.so");
+			return;
+		}
 	}
 	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
 	if (!s)
 		return;
-	/* Read our maps before the library exists in them. */
+	/* Read our maps before the libraries exist in them. */
 	CHECK_EQ_INT(symbolizer__user(s, pid, (uint64_t)(uintptr_t)test_target_fn, 0, &r), 0);
-	snprintf(path, sizeof(path), "%s/libplug.so", dir);
+	snprintf(path, sizeof(path), "%s/libplug1.so", dir);
 	h = dlopen(path, RTLD_NOW);
 	CHECK(h != NULL);
-	fn = h ? dlsym(h, "plug_fn") : NULL;
+	fn = h ? dlsym(h, "plug1_fn") : NULL;
 	CHECK(fn != NULL);
 	if (fn) {
-		/* Within a second of the last read the miss is not re-read... */
+		/* A miss is checked with the kernel at once: the new mapping is found. */
+		CHECK_EQ_INT(symbolizer__user(s, pid, (uint64_t)(uintptr_t)fn, 0, &r), 0);
+		CHECK_EQ_STR(r.name, "plug1_fn");
+		CHECK(r.module && strstr(r.module, "libplug1.so"));
+	}
+	snprintf(path, sizeof(path), "%s/libplug2.so", dir);
+	h = dlopen(path, RTLD_NOW);
+	CHECK(h != NULL);
+	fn = h ? dlsym(h, "plug2_fn") : NULL;
+	CHECK(fn != NULL);
+	if (fn) {
+		/* Within a second of the last check another miss is not checked (garbage costs one a second)... */
 		CHECK_EQ_INT(symbolizer__user(s, pid, (uint64_t)(uintptr_t)fn, 0, &r), 0);
 		CHECK(r.module == NULL);
 		usleep(1100 * 1000);
 		/* ...after it, the new mapping is found. */
 		CHECK_EQ_INT(symbolizer__user(s, pid, (uint64_t)(uintptr_t)fn, 0, &r), 0);
-		CHECK_EQ_STR(r.name, "plug_fn");
-		CHECK(r.module && strstr(r.module, "libplug.so"));
+		CHECK_EQ_STR(r.name, "plug2_fn");
+		CHECK(r.module && strstr(r.module, "libplug2.so"));
+	}
+	/* Garbage (our stack) is not in an executable mapping: checked once, maps not re-read. */
+	usleep(1100 * 1000);
+	symbolizer__stats(s, &st);
+	CHECK_EQ_INT(symbolizer__user(s, pid, (uint64_t)(uintptr_t)&st, 0, &r), 0);
+	CHECK(r.module == NULL && r.name == NULL);
+	{
+		struct symbolizer_stats st2;
+
+		symbolizer__stats(s, &st2);
+		CHECK_EQ_INT(st2.miss_checks, st.miss_checks + 1);
+		/* Where the kernel answers PROCMAP_QUERY, garbage reads no maps. */
+		CHECK(st2.maps_reads == st.maps_reads || st2.maps_reads == st.maps_reads + 1);
 	}
 	symbolizer__stats(s, &st);
 	CHECK_EQ_INT(st.pids_cached, 1);
 	CHECK(st.pid_hits >= 2);
 	CHECK_EQ_INT(st.pid_misses, 1);
+	CHECK_EQ_INT(st.miss_checks, 3);
 	symbolizer__free(s);
 	if (h)
 		dlclose(h);
@@ -207,6 +235,40 @@ static void test_lru(void)
 	CHECK_EQ_INT(st.file_misses, 6);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
+	symbolizer__free(s);
+
+	/* The byte bound: libc alone is over 1 byte, so the two files take turns, as with max_files 1. */
+	o = (struct symbolizer_opts){ .max_file_bytes = 1 };
+	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
+	if (!s)
+		return;
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ_INT(symbolizer__user(s, pid, a, 0, &r), 0);
+		CHECK_EQ_STR(r.name, "test_target_fn");
+		CHECK_EQ_INT(symbolizer__user(s, pid, b, 0, &r), 0);
+		CHECK_EQ_STR(r.name, "printf");
+	}
+	symbolizer__stats(s, &st);
+	CHECK_EQ_INT(st.files_cached, 1);
+	CHECK_EQ_INT(st.file_evictions, 5);
+	CHECK(st.file_bytes > 1000 && st.pid_bytes > 0);
+	symbolizer__free(s);
+	/* A large bound keeps both, and counts their bytes. */
+	o = (struct symbolizer_opts){ .max_file_bytes = 1 << 30 };
+	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(symbolizer__user(s, pid, a, 0, &r), 0);
+	symbolizer__stats(s, &st);
+	{
+		uint64_t one = st.file_bytes;
+
+		CHECK_EQ_INT(symbolizer__user(s, pid, b, 0, &r), 0);
+		symbolizer__stats(s, &st);
+		CHECK_EQ_INT(st.files_cached, 2);
+		CHECK_EQ_INT(st.file_evictions, 0);
+		CHECK(st.file_bytes > one);
+	}
 	symbolizer__free(s);
 }
 
