@@ -213,25 +213,68 @@ int on_cpu(struct bpf_perf_event_data *ctx)
 const volatile __u64 offcpu_min_ns = 1000;
 /*
  * Stack capture is most of the hook's cost (kernel unwind about 2 us, user
- * walk about 1 us on a VM). A thread that blocks again within this interval
- * of its last capture, from the same user pc and sp and for the same reason,
- * is taken to block in the same place: its last stacks are reused. 0: capture
- * every time.
+ * walk about 1 us on a VM). A thread that switches out again within this
+ * interval of its last capture for the same reason, from the same user pc
+ * and sp, is taken to wait in the same place: its last stacks are reused.
+ * 0: capture every time.
  */
 const volatile __u64 offcpu_stack_interval_ns = 0;
+/* In-kernel selection where the hook's cost demands it: PROFD_OFFCPU_F_*. */
+const volatile __u32 offcpu_filter = 0;
+/* Bit L set: some selected cgroup is L levels below the root. */
+const volatile __u32 offcpu_cgroup_levels = 0;
+/* Record 1 in N switch-outs of each thread, its time multiplied by N. */
+const volatile __u32 offcpu_sample = 1;
+
+/* Selected processes (tgid) and cgroups (id); sized by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} offcpu_pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u64);
+	__type(value, __u8);
+} offcpu_cgroups SEC(".maps");
 
 /*
- * Per-thread state between switch-out and switch-in. The frames are kept
- * here, not stack ids: the generation may flip while the thread is away,
- * and the count must land with its stacks in the generation current at
- * switch-in, so the stacks are interned only then.
+ * Where a thread last switched out for one reason, and the stacks captured
+ * there. The frames are kept, not only stack ids: the generation may flip
+ * while the thread is away, and the count must land with its stacks in the
+ * generation current at switch-in, so the stacks are interned then. Interning
+ * hashes and compares every frame, so the ids are kept too, with the
+ * generation they were interned in: a thread that waits again in the same
+ * place within one generation adds its count without touching the stacks map.
  */
-struct offcpu_task {
-	__u64 ts;  /* switch-out time; 0: nothing pending */
-	__u64 cap_ns, cap_upc, cap_usp; /* when and from where the stacks below were captured */
-	struct profd_key key; /* labels at switch-out; stacks and kind filled at switch-in */
+struct offcpu_place {
+	__u64 cap_ns, upc, usp; /* when and from where the stacks were captured; cap_ns 0: never */
+	__u64 uid, kid;         /* ids of ustk and kstk when ids_ok, interned in generation ids_gen */
+	__u32 ids_gen;
+	__u32 ids_ok;
+	__u32 flags;            /* PROFD_F_*_TRUNC of this capture */
+	__u32 pad;
 	struct profd_stack ustk;
 	struct profd_stack kstk;
+};
+
+/*
+ * Per-thread state. One place per reason: a thread that alternates between
+ * blocking in one call and being preempted in another (a ping-pong over a
+ * pipe on one CPU: preempted in write by the woken peer, blocked in read)
+ * reuses both.
+ */
+struct offcpu_task {
+	__u64 ts;    /* switch-out time; 0: nothing pending */
+	__u32 kind;  /* of the pending wait */
+	__u32 skip;  /* offcpu_sample: switch-outs to let pass before the next recorded one */
+	__u32 skip_init;
+	__u32 pad;
+	struct profd_key key; /* labels, refreshed at every capture; stacks and kind set at switch-in */
+	struct offcpu_place place[2]; /* [0]: blocked, [1]: run queue */
 };
 
 struct {
@@ -244,7 +287,8 @@ struct {
 /* Returns the frame count stored in s (0: none; errors are counted). */
 static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 *flags)
 {
-	long n = user ? user_stack(ctx, s->ips, sizeof(s->ips)) : bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
+	long n = user ? user_stack(ctx, s->ips, sizeof(s->ips)) :
+		 bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
 
 	if (n < 0)
 		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
@@ -261,9 +305,10 @@ static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user,
 /*
  * Same ids as store_stack, so on-CPU and off-CPU counts share stacks. Looks
  * up first: a thread blocks in few places, so the stack is usually there and
- * the lookup avoids the bucket lock of an update.
+ * the lookup avoids the bucket lock of an update. *ok is cleared when the
+ * stack could not be stored (its id is then 0 and the loss counted).
  */
-static __always_inline __u64 intern_stack(void *smap, struct profd_stack *s, int user)
+static __always_inline __u64 intern_stack(void *smap, struct profd_stack *s, int user, __u32 *ok)
 {
 	struct profd_stack *old;
 	__u64 id;
@@ -282,6 +327,7 @@ static __always_inline __u64 intern_stack(void *smap, struct profd_stack *s, int
 			return id;
 		if (err != -17 /* EEXIST */) {
 			count(PROFD_CNT_STACKS_FULL);
+			*ok = 0;
 			return 0;
 		}
 		old = bpf_map_lookup_elem(smap, &id);
@@ -289,12 +335,35 @@ static __always_inline __u64 intern_stack(void *smap, struct profd_stack *s, int
 	if (old && same_stack(old, s))
 		return id;
 	count(PROFD_CNT_HASH_CLASH);
+	*ok = 0;
+	return 0;
+}
+
+/* At switch-out current is prev: its cgroup ancestry is the current task's. */
+static __always_inline int selected(struct task_struct *prev)
+{
+	__u32 tgid = prev->tgid;
+
+	if ((offcpu_filter & PROFD_OFFCPU_F_PIDS) && bpf_map_lookup_elem(&offcpu_pids, &tgid))
+		return 1;
+	if (offcpu_filter & PROFD_OFFCPU_F_CGROUPS) {
+		for (int l = 0; l < 32; l++) {
+			__u64 id;
+
+			if (!(offcpu_cgroup_levels & (1u << l)))
+				continue;
+			id = bpf_get_current_ancestor_cgroup_id(l);
+			if (id && bpf_map_lookup_elem(&offcpu_cgroups, &id))
+				return 1;
+		}
+	}
 	return 0;
 }
 
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev,
 				       unsigned int prev_state)
 {
+	struct offcpu_place *pl;
 	struct offcpu_task *t;
 	struct pt_regs *regs;
 	__u64 now, upc = 0, usp = 0;
@@ -306,55 +375,84 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		return;
 	if (self_tgid && prev->tgid == self_tgid)
 		return;
+	if (offcpu_filter && !selected(prev))
+		return;
 	t = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t) {
 		count(PROFD_CNT_OFFCPU_NO_STATE);
 		return;
 	}
+
+	if (offcpu_sample > 1) {
+		/*
+		 * Gaps of N-1, N or N+1 switch-outs at random, from a random phase:
+		 * a fixed gap of N would alias with a thread that alternates long
+		 * and short waits; jittered by one, every switch-out is soon
+		 * recorded with probability 1/N whatever the pattern, so N x the
+		 * recorded time estimates the total without bias, and a thread's
+		 * number of records stays within about one of its switch-outs / N
+		 * (wider gaps would spread it more).
+		 */
+		if (!t->skip_init) {
+			t->skip_init = 1;
+			t->skip = bpf_get_prandom_u32() % offcpu_sample;
+		}
+		if (t->skip) {
+			t->skip--;
+			return;
+		}
+		t->skip = offcpu_sample - 2 + bpf_get_prandom_u32() % 3;
+	}
 	/* A preempted task stays runnable whatever its state said (see __trace_sched_switch_state). */
 	kind = preempt || prev_state == TASK_RUNNING ? PROFD_KIND_RUNQ : PROFD_KIND_OFFCPU;
+	pl = &t->place[kind == PROFD_KIND_RUNQ];
 	kthread = prev->flags & PF_KTHREAD;
 	now = bpf_ktime_get_ns();
 	if (!kthread) {
+		/* A BTF pointer: plain loads, not two bpf_probe_read_kernel calls (about 50 ns). */
 		regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-		upc = BPF_CORE_READ(regs, ip);
-		usp = BPF_CORE_READ(regs, sp);
+		upc = regs->ip;
+		usp = regs->sp;
 	}
-	if (offcpu_stack_interval_ns && now - t->cap_ns < offcpu_stack_interval_ns &&
-	    kind == t->key.kind && upc == t->cap_upc && usp == t->cap_usp) {
+	t->kind = kind;
+	if (offcpu_stack_interval_ns && pl->cap_ns && now - pl->cap_ns < offcpu_stack_interval_ns &&
+	    upc == pl->upc && usp == pl->usp) {
 		t->ts = now;
 		return;
 	}
+	/* Counted here, not on reuse: a shared counter bumped at every switch costs about 250 ns on this VM. */
+	count(PROFD_CNT_OFFCPU_CAPTURED);
+	pl->ids_ok = 0;
 	/* prev is current here: its kernel stack is ours, its user registers are in pt_regs. */
-	capture(ctx, &t->kstk, 0, &flags);
+	capture(ctx, &pl->kstk, 0, &flags);
 	if (!kthread)
-		capture(ctx, &t->ustk, 1, &flags);
+		capture(ctx, &pl->ustk, 1, &flags);
 	else
-		t->ustk.len = 0;
+		pl->ustk.len = 0;
+	pl->flags = flags;
+	pl->cap_ns = now;
+	pl->upc = upc;
+	pl->usp = usp;
 	t->key.pid = prev->tgid;
 	t->key.tid = prev->pid;
 	t->key.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(t->key.thread, sizeof(t->key.thread));
 	BPF_CORE_READ_STR_INTO(&t->key.comm, prev, group_leader, comm);
-	t->key.flags = flags;
-	t->key.kind = kind;
-	t->cap_ns = now;
-	t->cap_upc = upc;
-	t->cap_usp = usp;
 	/* After the capture: the hook's own run time is not time away. */
 	t->ts = bpf_ktime_get_ns();
 }
 
 static __always_inline void switch_in(struct task_struct *next)
 {
-	__u32 g = *(volatile __u32 *)&gen & 1;
+	__u32 gv = *(volatile __u32 *)&gen, g = gv & 1, ok = 1;
+	struct offcpu_place *pl;
 	struct offcpu_task *t;
 	void *cmap, *smap;
 	__u64 delta;
 
 	if (next->pid == 0)
 		return;
-	/* No state: the task is new or left before we attached. */
+	/* No state: the task is new, was not selected or left before we attached. */
 	t = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
 	if (!t || !t->ts)
 		return;
@@ -365,14 +463,32 @@ static __always_inline void switch_in(struct task_struct *next)
 		return;
 	}
 	cmap = bpf_map_lookup_elem(&counts, &g);
-	smap = bpf_map_lookup_elem(&stacks, &g);
-	if (!cmap || !smap) {
+	if (!cmap) {
 		count(PROFD_CNT_NO_MAP);
 		return;
 	}
-	t->key.ustack = intern_stack(smap, &t->ustk, 1);
-	t->key.kstack = intern_stack(smap, &t->kstk, 0);
-	add_count(cmap, &t->key, delta);
+	pl = &t->place[t->kind == PROFD_KIND_RUNQ];
+	/*
+	 * A generation's stacks map is cleared only after gen has moved on and
+	 * the drain has waited for running programs: ids interned while gen
+	 * read gv are still there while it reads gv.
+	 */
+	if (!pl->ids_ok || pl->ids_gen != gv) {
+		smap = bpf_map_lookup_elem(&stacks, &g);
+		if (!smap) {
+			count(PROFD_CNT_NO_MAP);
+			return;
+		}
+		pl->uid = intern_stack(smap, &pl->ustk, 1, &ok);
+		pl->kid = intern_stack(smap, &pl->kstk, 0, &ok);
+		pl->ids_gen = gv;
+		pl->ids_ok = ok; /* a stack that could not be stored is tried again next time */
+	}
+	t->key.ustack = pl->uid;
+	t->key.kstack = pl->kid;
+	t->key.flags = pl->flags;
+	t->key.kind = t->kind;
+	add_count(cmap, &t->key, offcpu_sample > 1 ? delta * offcpu_sample : delta);
 }
 
 SEC("tp_btf/sched_switch")

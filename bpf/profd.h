@@ -39,6 +39,10 @@ struct profd_key {
 #define PROFD_F_USTACK_TRUNC (1u << 0)
 #define PROFD_F_KSTACK_TRUNC (1u << 1)
 
+/* Off-CPU selection in the kernel (offcpu_filter): a thread is recorded when any listed set holds it. */
+#define PROFD_OFFCPU_F_PIDS (1u << 0)    /* its process is in offcpu_pids */
+#define PROFD_OFFCPU_F_CGROUPS (1u << 1) /* it is in a cgroup of offcpu_cgroups or below one */
+
 /* Loss and health counters: indexes into the program's .bss counters[]. */
 enum profd_counter {
 	PROFD_CNT_SAMPLES = 0,     /* perf samples seen by the program */
@@ -53,6 +57,7 @@ enum profd_counter {
 	/* off-CPU (sched_switch) */
 	PROFD_CNT_OFFCPU_NO_STATE, /* no per-task state (allocation failed): a block not timed */
 	PROFD_CNT_OFFCPU_SHORT,    /* blocks or waits below the minimum, not counted */
+	PROFD_CNT_OFFCPU_CAPTURED, /* switch-outs that walked the stacks (the others reused them or were not sampled) */
 	PROFD_CNT_MAX,
 };
 

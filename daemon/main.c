@@ -73,6 +73,7 @@ static const char *const counter_names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_IDLE] = "idle_samples",
 	[PROFD_CNT_OFFCPU_NO_STATE] = "lost_offcpu_no_task_state",
 	[PROFD_CNT_OFFCPU_SHORT] = "offcpu_below_minimum",
+	[PROFD_CNT_OFFCPU_CAPTURED] = "offcpu_stacks_captured",
 };
 
 static int64_t clock_ns(clockid_t id)
@@ -607,6 +608,9 @@ static int setup(struct profd *d)
 		.offcpu = d->o.offcpu,
 		.offcpu_min_ns = d->o.offcpu_min_ns,
 		.offcpu_stack_interval_ns = d->o.offcpu_stack_interval_ns,
+		.offcpu_pids = d->o.offcpu_pids,
+		.offcpu_cgroups = d->o.offcpu_cgroups,
+		.offcpu_sample = d->o.offcpu_sample,
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_pids = d->o.max_pids, .bad_file = bad_file };
 	struct store_opts to = store_opts(&d->o);

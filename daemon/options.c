@@ -1,11 +1,16 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 
+#include "cgroups.h"
 #include "config.h"
 #include "log.h"
 #include "options.h"
@@ -62,6 +67,12 @@ static const struct opt_def defs[] = {
 	  "shorter blocks and run-queue waits are not counted" },
 	{ "offcpu-stack-interval", K_DUR, F(offcpu_stack_interval_ns), 0, SEC, 0, "DUR",
 	  "a thread blocking again this soon from the same place reuses its stacks (0: always capture)" },
+	{ "offcpu-pids", K_STR, F(offcpu_pids), 0, 0, 0, "PID,...",
+	  "record off-CPU time of these processes only, selected in the kernel (empty: all)" },
+	{ "offcpu-cgroups", K_STR, F(offcpu_cgroups), 0, 0, 0, "PATH,...",
+	  "record off-CPU time in these cgroup v2 paths and below only (as profctl --cgroup spells them)" },
+	{ "offcpu-sample", K_UINT, F(offcpu_sample), 1, 1000000, 0, "N",
+	  "record 1 in N switch-outs of each thread, its time x N (1: every one)" },
 	{ "counts-entries", K_UINT, F(counts_entries), 64, 1 << 24, 0, "N",
 	  "kernel counts map entries per generation" },
 	{ "stacks-entries", K_UINT, F(stacks_entries), 64, 1 << 22, 0, "N",
@@ -88,6 +99,7 @@ void options_defaults(struct profd_opts *o)
 		.offcpu = 1,
 		.offcpu_min_ns = 1000,
 		.offcpu_stack_interval_ns = MS,
+		.offcpu_sample = 1,
 		.log_level = LOG_LVL_INFO,
 		.counts_entries = 16384,
 		.stacks_entries = 8192,
@@ -206,6 +218,10 @@ static int set_value(struct profd_opts *o, const struct opt_def *d, const char *
 		/* Checked here so a bad group is refused where it was written, not at bind time. */
 		if (field(o, d) == o->socket_group && *val && !getgrnam(val))
 			return snprintf(why, len, "no group named '%s'", val), -EINVAL;
+		if (field(o, d) == o->offcpu_pids && options_each_pid(val, NULL, NULL, why, len))
+			return -EINVAL;
+		if (field(o, d) == o->offcpu_cgroups && options_each_cgroup(val, NULL, NULL, why, len))
+			return -EINVAL;
 		strcpy(field(o, d), val);
 		return 0;
 	case K_UINT:
@@ -256,6 +272,110 @@ static int set_value(struct profd_opts *o, const struct opt_def *d, const char *
 		return 0;
 	}
 	return -EINVAL;
+}
+
+/* Calls fn for each comma-separated item of list (spaces around items allowed; empty items refused). */
+static int each_item(const char *list, int (*fn)(const char *item, void *arg), void *arg, char *why, size_t len)
+{
+	char item[4096];
+	const char *p = list;
+
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		int err;
+
+		while (n && (*p == ' ' || *p == '\t'))
+			p++, n--;
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (!n)
+			return snprintf(why, len, "empty item in a comma-separated list"), -EINVAL;
+		if (n >= sizeof(item))
+			return snprintf(why, len, "item longer than %zu bytes", sizeof(item) - 1), -EINVAL;
+		memcpy(item, p, n);
+		item[n] = 0;
+		err = fn(item, arg);
+		if (err)
+			return err;
+		p += strcspn(p, ",");
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
+struct each_ctx {
+	int (*pid_fn)(uint32_t pid, void *arg);
+	int (*cg_fn)(uint64_t id, unsigned level, void *arg);
+	void *arg;
+	char *why;
+	size_t len;
+};
+
+static int one_pid(const char *item, void *arg)
+{
+	struct each_ctx *c = arg;
+	uint64_t v;
+
+	/* 4194304: PID_MAX_LIMIT, the largest pid_max the kernel accepts. */
+	if (parse_u64(item, &v) || v < 1 || v > 4194304)
+		return snprintf(c->why, c->len, "'%.32s' is not a process id", item), -EINVAL;
+	return c->pid_fn ? c->pid_fn((uint32_t)v, c->arg) : 0;
+}
+
+static int one_cgroup(const char *item, void *arg)
+{
+	struct each_ctx *c = arg;
+	char *root = cgroups__mount(), path[8192], real[PATH_MAX];
+	size_t rl = root ? strlen(root) : 0;
+	unsigned level = 0;
+	struct statfs sf;
+	struct stat st;
+	int ret = 0;
+
+	if (!root)
+		return -ENOMEM;
+	/* Paths as profctl --cgroup and the stored profiles spell them: below the mount; or the full path. */
+	if (!strncmp(item, root, rl) && (item[rl] == '/' || !item[rl]))
+		snprintf(path, sizeof(path), "%s", item);
+	else
+		snprintf(path, sizeof(path), "%s%s%s", root, *item == '/' ? "" : "/", item);
+	/* The level is counted on the resolved path: "a/../b" and symlinks must not skew it. */
+	if (!realpath(path, real) || stat(real, &st) || !S_ISDIR(st.st_mode)) {
+		snprintf(c->why, c->len, "no cgroup directory %.200s", path);
+		ret = -EINVAL;
+	} else if (statfs(real, &sf) || sf.f_type != CGROUP2_SUPER_MAGIC ||
+		   strncmp(real, root, rl) || (real[rl] != '/' && real[rl])) {
+		snprintf(c->why, c->len, "%.200s is not in the cgroup v2 hierarchy (%s)", real, root);
+		ret = -EINVAL;
+	}
+	for (const char *q = real + rl; !ret && *q; q++)
+		level += *q == '/';
+	/* The BPF side looks at 32 ancestor levels. */
+	if (!ret && level >= 32) {
+		snprintf(c->why, c->len, "%.200s is nested deeper than 31 levels", real);
+		ret = -EINVAL;
+	}
+	free(root);
+	if (ret)
+		return ret;
+	return c->cg_fn ? c->cg_fn(st.st_ino, level, c->arg) : 0;
+}
+
+int options_each_pid(const char *list, int (*fn)(uint32_t pid, void *arg), void *arg, char *why, size_t len)
+{
+	struct each_ctx c = { .pid_fn = fn, .arg = arg, .why = why, .len = len };
+
+	return each_item(list, one_pid, &c, why, len);
+}
+
+int options_each_cgroup(const char *list, int (*fn)(uint64_t id, unsigned level, void *arg), void *arg,
+			char *why, size_t len)
+{
+	struct each_ctx c = { .cg_fn = fn, .arg = arg, .why = why, .len = len };
+
+	return each_item(list, one_cgroup, &c, why, len);
 }
 
 static int config_set(const char *key, const char *val, char *why, size_t len, void *arg)

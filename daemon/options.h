@@ -30,6 +30,9 @@ struct profd_opts {
 	int offcpu;
 	int64_t offcpu_min_ns;
 	int64_t offcpu_stack_interval_ns;
+	char offcpu_pids[1024];     /* "PID,..." : off-CPU of these processes only; "" : all */
+	char offcpu_cgroups[4096];  /* "PATH,..." : of these cgroups and below only; "" : all */
+	uint32_t offcpu_sample;     /* record 1 in N switch-outs of each thread */
 	int log_level;
 	uint32_t counts_entries;
 	uint32_t stacks_entries;
@@ -47,6 +50,16 @@ void options_defaults(struct profd_opts *o);
 int options_load(struct profd_opts *o, int argc, char **argv, char *err, size_t errlen);
 /* options_load printing the reason to stderr as "profd: ...". */
 int options_parse(struct profd_opts *o, int argc, char **argv);
+
+/*
+ * The items of --offcpu-pids (process ids) and --offcpu-cgroups (cgroup v2
+ * directories, relative to the cgroup2 mount or under it: their id, the
+ * inode number BPF sees, and their depth below the root), comma-separated. fn may
+ * be NULL to only check. Returns 0, or -EINVAL with the reason in why.
+ */
+int options_each_pid(const char *list, int (*fn)(uint32_t pid, void *arg), void *arg, char *why, size_t len);
+int options_each_cgroup(const char *list, int (*fn)(uint64_t id, unsigned level, void *arg), void *arg,
+			char *why, size_t len);
 
 /* Every setting that has a config key, with its value as the config file would spell it. */
 typedef void (*options_fn)(const char *key, const char *value, void *arg);

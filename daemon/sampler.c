@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "log.h"
+#include "options.h"
 #include "profd.skel.h"
 #include "sampler.h"
 
@@ -175,11 +176,81 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/* The off-CPU selection, resolved once: cgroup paths to ids. */
+struct offcpu_sel {
+	uint32_t *pids;
+	uint64_t *cgroups;
+	uint32_t npids, ncgroups, levels; /* levels: bit L when a cgroup is L levels below the root */
+};
+
+static int add_pid(uint32_t pid, void *arg)
+{
+	struct offcpu_sel *f = arg;
+	uint32_t *n = realloc(f->pids, (f->npids + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	f->pids = n;
+	f->pids[f->npids++] = pid;
+	return 0;
+}
+
+static int add_cgroup(uint64_t id, unsigned level, void *arg)
+{
+	struct offcpu_sel *f = arg;
+	uint64_t *n = realloc(f->cgroups, (f->ncgroups + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	f->cgroups = n;
+	f->cgroups[f->ncgroups++] = id;
+	f->levels |= 1u << level;
+	return 0;
+}
+
+static void offcpu_sel_free(struct offcpu_sel *f)
+{
+	free(f->pids);
+	free(f->cgroups);
+	*f = (struct offcpu_sel){ 0 };
+}
+
+static int offcpu_sel_read(const struct sampler_opts *o, struct offcpu_sel *f, char *err, size_t errlen)
+{
+	char why[256];
+	int ret;
+
+	ret = options_each_pid(o->offcpu_pids ? o->offcpu_pids : "", add_pid, f, why, sizeof(why));
+	if (!ret)
+		ret = options_each_cgroup(o->offcpu_cgroups ? o->offcpu_cgroups : "", add_cgroup, f, why,
+					  sizeof(why));
+	if (ret == -EINVAL)
+		snprintf(err, errlen, "off-CPU selection: %s", why);
+	else if (ret)
+		snprintf(err, errlen, "off-CPU selection: %s", strerror(-ret));
+	return ret;
+}
+
+static int offcpu_sel_fill(struct sampler *s, const struct offcpu_sel *f)
+{
+	uint8_t one = 1;
+
+	for (uint32_t i = 0; i < f->npids; i++)
+		if (bpf_map__update_elem(s->skel->maps.offcpu_pids, &f->pids[i], sizeof(f->pids[i]), &one,
+					 sizeof(one), BPF_ANY))
+			return -errno;
+	for (uint32_t i = 0; i < f->ncgroups; i++)
+		if (bpf_map__update_elem(s->skel->maps.offcpu_cgroups, &f->cgroups[i], sizeof(f->cgroups[i]),
+					 &one, sizeof(one), BPF_ANY))
+			return -errno;
+	return 0;
+}
+
 /*
  * Opens, sizes and loads the BPF object; the off-CPU program and its task
  * storage only when asked, so --no-offcpu costs nothing in the kernel.
  */
-static int load_object(struct sampler *s, bool offcpu)
+static int load_object(struct sampler *s, bool offcpu, const struct offcpu_sel *f)
 {
 	int ret;
 
@@ -198,10 +269,20 @@ static int load_object(struct sampler *s, bool offcpu)
 	 */
 	s->skel->rodata->offcpu_min_ns = s->o.offcpu_min_ns;
 	s->skel->rodata->offcpu_stack_interval_ns = s->o.offcpu_stack_interval_ns;
+	s->skel->rodata->offcpu_sample = s->o.offcpu_sample > 1 ? s->o.offcpu_sample : 1;
+	s->skel->rodata->offcpu_filter = (f->npids ? PROFD_OFFCPU_F_PIDS : 0) |
+					 (f->ncgroups ? PROFD_OFFCPU_F_CGROUPS : 0);
+	s->skel->rodata->offcpu_cgroup_levels = f->levels;
+	bpf_map__set_max_entries(s->skel->maps.offcpu_pids, f->npids ? f->npids : 1);
+	bpf_map__set_max_entries(s->skel->maps.offcpu_cgroups, f->ncgroups ? f->ncgroups : 1);
 	bpf_program__set_autoload(s->skel->progs.off_cpu, offcpu);
 	bpf_map__set_autocreate(s->skel->maps.offcpu_tasks, offcpu);
+	bpf_map__set_autocreate(s->skel->maps.offcpu_pids, offcpu);
+	bpf_map__set_autocreate(s->skel->maps.offcpu_cgroups, offcpu);
 	tables__configure(s->skel, &s->o.unwind);
 	ret = profd_bpf__load(s->skel);
+	if (!ret && offcpu)
+		ret = offcpu_sel_fill(s, f);
 	if (ret) {
 		ret = ret < 0 ? ret : -errno;
 		profd_bpf__destroy(s->skel);
@@ -214,6 +295,7 @@ static int load_object(struct sampler *s, bool offcpu)
 int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err, size_t errlen)
 {
 	struct sampler *s = calloc(1, sizeof(*s));
+	struct offcpu_sel sel = { 0 };
 	int ret;
 
 	if (!s)
@@ -239,14 +321,20 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 		goto fail;
 	}
 
+	if (o->offcpu) {
+		ret = offcpu_sel_read(o, &sel, err, errlen);
+		if (ret)
+			goto fail;
+	}
 	libbpf_set_print(libbpf_print);
-	ret = load_object(s, o->offcpu);
+	ret = load_object(s, o->offcpu, &sel);
 	s->offcpu = !ret && o->offcpu;
 	if (ret && o->offcpu && ret != -EPERM && ret != -EACCES) {
 		/* Without tp_btf or task storage the host still gets on-CPU profiles. */
 		s->offcpu = ret;
-		ret = load_object(s, false);
+		ret = load_object(s, false, &sel);
 	}
+	offcpu_sel_free(&sel);
 	if (ret) {
 		if (ret == -EPERM || ret == -EACCES)
 			snprintf(err, errlen, "loading BPF programs not permitted (%s): run as root "
@@ -279,6 +367,7 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 	*out = s;
 	return 0;
 fail:
+	offcpu_sel_free(&sel);
 	sampler__free(s);
 	return ret;
 }
@@ -367,13 +456,14 @@ static const struct profd_stack *find_stack(const struct sampler *s, uint64_t id
 
 int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg)
 {
-	uint32_t old = s->skel->bss->gen & 1, ncounts = 0;
+	uint32_t gen = s->skel->bss->gen, old = gen & 1, ncounts = 0;
 	struct bpf_map *cmaps[2] = { s->skel->maps.counts_a, s->skel->maps.counts_b };
 	struct bpf_map *smaps[2] = { s->skel->maps.stacks_a, s->skel->maps.stacks_b };
 	int outer = bpf_map__fd(s->skel->maps.counts), inner_fd = bpf_map__fd(cmaps[old]);
 	int err;
 
-	__atomic_store_n(&s->skel->bss->gen, old ^ 1, __ATOMIC_SEQ_CST);
+	/* Counts up, not 0/1: the off-CPU hook caches stack ids per generation. */
+	__atomic_store_n(&s->skel->bss->gen, gen + 1, __ATOMIC_SEQ_CST);
 	/* Rewriting a map-in-map slot waits for running programs (synchronize_rcu). */
 	if (bpf_map_update_elem(outer, &old, &inner_fd, BPF_ANY))
 		return -errno;

@@ -20,6 +20,10 @@ struct sampler_opts {
 	int offcpu;              /* sched_switch hook: blocked and run-queue time */
 	uint64_t offcpu_min_ns;  /* shorter blocks and waits are not counted */
 	uint64_t offcpu_stack_interval_ns; /* reuse a thread's stacks captured this recently (0: never) */
+	/* In-kernel selection (daemon/options.h syntax); a thread is recorded when either list holds it. */
+	const char *offcpu_pids;    /* NULL or "": no pid selection */
+	const char *offcpu_cgroups; /* NULL or "": no cgroup selection */
+	uint32_t offcpu_sample;     /* record 1 in N switch-outs of each thread (0 or 1: all) */
 };
 
 /* One aggregated entry of a drained generation; stacks are leaf first. */

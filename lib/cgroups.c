@@ -153,6 +153,11 @@ static char *cgroup2_mount(void)
 	return found ? found : strdup("/sys/fs/cgroup");
 }
 
+char *cgroups__mount(void)
+{
+	return cgroup2_mount();
+}
+
 int cgroups__new(const char *root, struct cgroups **out)
 {
 	struct cgroups *c = calloc(1, sizeof(*c));

@@ -6,6 +6,8 @@
 
 struct cgroups;
 
+/* Where the cgroup v2 hierarchy is mounted (found in mountinfo on hybrid hosts); free() it. */
+char *cgroups__mount(void);
 /* root: the cgroup2 mount, "/sys/fs/cgroup" unless a test says otherwise. */
 int cgroups__new(const char *root, struct cgroups **out);
 void cgroups__free(struct cgroups *c);

@@ -2,8 +2,11 @@
 # Cost of off-CPU profiling: a pipe ping-pong (two threads, one byte, every
 # round trip blocks and wakes each thread once) timed under profd without the
 # sched_switch hook (--no-offcpu), with it capturing stacks at every switch
-# (--offcpu-stack-interval 0) and with the default stack reuse (1ms), plus no
-# profd at all. Conditions rotate round by round so drift hits all alike.
+# (--offcpu-stack-interval 0), with the default stack reuse (1ms), recording
+# 1 in 10 switch-outs (--offcpu-sample 10) and with an in-kernel selection
+# that leaves the ping-pong out (--offcpu-pids 1: what unselected threads
+# pay), plus no profd at all. Conditions rotate round by round so drift hits
+# all alike.
 # Then, with kernel.bpf_stats_enabled, the hook's run time per context switch.
 # Usage: offcpu_cost.sh [ROUNDS [SECONDS]]; prints a markdown fragment.
 set -u
@@ -25,31 +28,36 @@ cleanup() {
 trap cleanup EXIT
 [ -x "$PP" ] && [ -x "$PROFD" ] || { echo "build first: make all tests-build" >&2; exit 1; }
 
-offcpu_ids() {
-	bpftool -j prog show | python3 -c '
-import json, sys
-print(" ".join(str(p["id"]) for p in json.load(sys.stdin) if p.get("name") == "off_cpu"))'
+# off_cpu_id PID: the id of that profd's sched_switch program, from its fds
+# (other profd instances may start and stop meanwhile).
+off_cpu_id() {
+	local f id
+	for f in /proc/"$1"/fdinfo/*; do
+		id=$(awk '$1 == "prog_id:" { print $2 }' "$f" 2>/dev/null)
+		[ -n "$id" ] && bpftool prog show id "$id" 2>/dev/null | grep -q ' name off_cpu ' && echo "$id"
+	done
 }
 
 # start COND: profd for COND (none for "alone"); sets PID and, for off-CPU
 # conditions, PROG (the id of this instance's hook: other profd may run).
 start() {
-	local before args=
+	local args=
 	PID= PROG=
 	case $1 in
 	alone) return 0 ;;
 	oncpu) args=--no-offcpu ;;
 	offcpu-full) args="--offcpu-stack-interval 0" ;;
 	offcpu) args= ;;
+	offcpu-sample10) args="--offcpu-sample 10" ;;
+	offcpu-unselected) args="--offcpu-pids 1" ;;
 	esac
-	before=" $(offcpu_ids) "
 	rm -rf "$W/s"
 	# shellcheck disable=SC2086
 	"$PROFD" --state-dir "$W/s" --socket "$W/sock" --config /dev/null $args >"$W/log" 2>&1 &
 	PID=$!
 	for _ in $(seq 1 100); do [ -S "$W/sock" ] && break; sleep 0.1; done
 	[ -S "$W/sock" ] || { echo "profd did not start: $(cat "$W/log")" >&2; exit 1; }
-	for id in $(offcpu_ids); do [[ "$before" == *" $id "* ]] || PROG=$id; done
+	[ "$1" = oncpu ] || PROG=$(off_cpu_id "$PID" | head -1)
 	sleep 1 # steady state
 }
 stop() { [ -n "$PID" ] && kill -INT "$PID" && wait "$PID"; PID=; rm -f "$W/sock"; }
@@ -58,7 +66,7 @@ prog_stats() { bpftool -j prog show id "$1" | python3 -c '
 import json, sys
 p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; }
 
-CONDS=(alone oncpu offcpu-full offcpu)
+CONDS=(alone oncpu offcpu-full offcpu offcpu-sample10 offcpu-unselected)
 : >"$W/rt"
 : >"$W/hook"
 n=${#CONDS[@]}
@@ -111,7 +119,7 @@ done
 echo
 echo "| condition | hook run time per context switch, ns: median (min-max) | switches per run |"
 echo "|---|---|---|"
-for c in offcpu-full offcpu; do
+for c in offcpu-full offcpu offcpu-sample10 offcpu-unselected; do
 	v=$(awk -v c=$c '$1 == c { print $2 }' "$W/hook")
 	cnt=$(awk -v c=$c '$1 == c { print $3 }' "$W/hook" | med)
 	echo "| $c | $(med <<<"$v") ($(range <<<"$v")) | $cnt |"

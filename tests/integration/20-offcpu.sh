@@ -105,6 +105,43 @@ check "status reports off-CPU on" grep -qP '^offcpu\s+on$' <<<"$st"
 check "status: no off-CPU task state lost" grep -qP '^lost_offcpu_no_task_state\s+0$' <<<"$st"
 check "profd exits 0 on SIGTERM" stop_profd
 
+# In-kernel selection: a process named by --offcpu-pids and one started in a
+# cgroup named by --offcpu-cgroups get off-CPU time; another one gets none
+# (four busy threads sharing a CPU: their on-CPU samples still arrive).
+rm -rf "$STATE"
+CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+CG=profd-test-$$
+mkdir "$CG2/$CG" || fail "cannot create cgroup $CG2/$CG"
+on_exit "rmdir '$CG2/$CG'"
+"$TP/offcpu_threads" block 4 >/dev/null &
+SEL=$!
+start_profd --offcpu-pids $SEL --offcpu-cgroups "/$CG"
+(echo $BASHPID >"$CG2/$CG/cgroup.procs" && exec "$TP/offcpu_threads" block 1 >/dev/null) &
+INCG=$!
+"$TP/offcpu_threads" busy 1 >/dev/null 2>&1 &
+OTHER=$!
+wait $INCG $OTHER $SEL
+profctl flush >/dev/null
+off() { profctl dump --pid "$1" --since 2m --type "$2" --no-flush | awk '{ s += $NF } END { print s + 0 }'; }
+check "--offcpu-pids: the selected process has off-CPU time ($(off $SEL offcpu) us)" test "$(off $SEL offcpu)" -gt 0
+check "--offcpu-cgroups: the process in /$CG has off-CPU time ($(off $INCG offcpu) us)" test "$(off $INCG offcpu)" -gt 0
+check "selection: an unselected process has no off-CPU or run-queue time ($(off $OTHER offcpu) / $(off $OTHER runq) us) but on-CPU samples ($(off $OTHER cpu))" \
+	test "$(off $OTHER offcpu)" -eq 0 -a "$(off $OTHER runq)" -eq 0 -a "$(off $OTHER cpu)" -gt 0
+check "profd exits 0 on SIGTERM" stop_profd
+
+# --offcpu-sample 10: 1 in 10 switch-outs recorded, times 10; a thread that
+# switches often keeps its total (the ping-pong's two threads, wall time).
+rm -rf "$STATE"
+start_profd --offcpu-sample 10
+"$TP/pingpong" 2 same >"$T/pp10.out" &
+PPID_=$!
+wait $PPID_ || fail "pingpong exited $?"
+elapsed=$(awk '$1 == "seconds" { printf "%.0f", $2 * 1e6 }' "$T/pp10.out")
+got=$(profctl dump --pid $PPID_ --since 2m --type wall | awk '{ s += $NF } END { print s + 0 }')
+r=$(ratio "$got" "$((2 * elapsed))")
+check "--offcpu-sample 10: pingpong wall $got us = $r x 2 x elapsed $elapsed us (0.90..1.10)" between "$r" 0.90 1.10
+check "profd exits 0 on SIGTERM" stop_profd
+
 # --no-offcpu: the hook is not attached and no off-CPU time is recorded.
 rm -rf "$STATE"
 start_profd --no-offcpu
