@@ -103,6 +103,8 @@ struct profd_umap {
 	__u64 bias;       /* runtime address - ELF virtual address */
 	__u32 first, count; /* rows [first, first + count) of the rows array; count 0: frame pointers */
 };
+/* first, with count 0: the file's table is being built (frame pointers until then). */
+#define PROFD_UMAP_PENDING 0xffffffffu
 
 struct profd_umaps {
 	__u32 n;          /* 0: tables not loaded yet (frame pointers) */
@@ -119,7 +121,8 @@ enum profd_uevent_type {
 };
 
 #define PROFD_SNAP_STACK 16384
-#define PROFD_SNAP_F_TABLES 1 /* the process's tables were loaded: a DWARF walk, not frame pointers */
+/* Every frame had its tables (none walked by frame pointers for want of a table not loaded yet). */
+#define PROFD_SNAP_F_TABLES 1
 /* DWARF register numbers of x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
 #define PROFD_SNAP_NREGS 17
 
@@ -130,6 +133,7 @@ struct profd_uevent {
 	__u32 nframes;
 	__u32 stack_len;   /* bytes copied from regs[7] (rsp) upwards */
 	__u32 flags;       /* PROFD_SNAP_F_* */
+	__u64 time_ns;     /* SNAPSHOT: bpf_ktime_get_ns() at the sample (CLOCK_MONOTONIC) */
 	__u64 regs[PROFD_SNAP_NREGS];
 	__u64 frames[PROFD_MAX_DEPTH];
 	/* SNAPSHOT only; other events stop before regs. The extra page is slack for the
@@ -146,6 +150,7 @@ enum profd_ucounter {
 	PROFD_UCNT_NO_PID,      /* samples of processes whose tables were not loaded yet */
 	PROFD_UCNT_PIDS_FULL,   /* umaps map full: process walked by frame pointers */
 	PROFD_UCNT_EVENTS_LOST, /* ring buffer full: a load request or snapshot dropped */
+	PROFD_UCNT_FRAMES_EARLY,/* frames walked by frame pointers because their table was not loaded yet */
 	PROFD_UCNT_MAX,
 };
 

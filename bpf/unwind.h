@@ -61,6 +61,7 @@ struct uw_state {
 	__u32 exact;            /* pc is not a return address (leaf, or after a signal frame) */
 	__u32 stop;
 	__u32 pid;
+	__u32 early;            /* a frame was walked without its table because it was not loaded yet */
 };
 
 static __always_inline void uevent_small(__u32 type, __u32 pid)
@@ -77,6 +78,7 @@ static __always_inline void uevent_small(__u32 type, __u32 pid)
 	ev->nframes = 0;
 	ev->stack_len = 0;
 	ev->flags = 0;
+	ev->time_ns = 0;
 	bpf_ringbuf_submit(ev, 0);
 }
 
@@ -190,10 +192,17 @@ static long uw_step(__u64 index, void *arg)
 			row = uw_find_row(m->first, m->count, s->pc - m->bias - (s->exact ? 0 : 1));
 			if (row)
 				kind = PROFD_UR_CFA(row->kind);
-		} else if (!m && s->pc > 4096 && s->pc < 0x800000000000ULL && !s->um->refresh) {
-			/* Racy on purpose: a duplicate request costs user space one maps read. */
-			s->um->refresh = 1;
-			uevent_small(PROFD_UEV_REFRESH, s->pid);
+		} else if (m && m->first == PROFD_UMAP_PENDING) {
+			s->early = 1;
+			ucount(PROFD_UCNT_FRAMES_EARLY);
+		} else if (!m && s->pc > 4096 && s->pc < 0x800000000000ULL) {
+			s->early = 1;
+			ucount(PROFD_UCNT_FRAMES_EARLY);
+			if (!s->um->refresh) {
+				/* Racy on purpose: a duplicate request costs user space one maps read. */
+				s->um->refresh = 1;
+				uevent_small(PROFD_UEV_REFRESH, s->pid);
+			}
 		}
 	}
 	if (!row)
@@ -306,6 +315,7 @@ static __always_inline void uw_snapshot(struct pt_regs *regs, __u32 pid, __u32 t
 	ev->tid = tid;
 	ev->nframes = n;
 	ev->flags = flags;
+	ev->time_ns = bpf_ktime_get_ns();
 	ev->regs[0] = regs->ax;
 	ev->regs[1] = regs->dx;
 	ev->regs[2] = regs->cx;
@@ -367,7 +377,7 @@ static __always_inline long unwind_user(__u64 *ips)
 		struct pt_regs r;
 
 		if (!bpf_probe_read_kernel(&r, sizeof(r), regs))
-			uw_snapshot(&r, s.pid, (__u32)pid_tgid, ips, s.n, s.um ? PROFD_SNAP_F_TABLES : 0);
+			uw_snapshot(&r, s.pid, (__u32)pid_tgid, ips, s.n, s.um && !s.early ? PROFD_SNAP_F_TABLES : 0);
 	}
 	return s.n;
 }

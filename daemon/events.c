@@ -52,6 +52,9 @@ struct events {
 	size_t seen_cap, seen_used, seen_live;
 
 	struct events_stats st;
+
+	events_exec_fn exec_fn;
+	void *exec_arg;
 };
 
 static int64_t mono_ns(void)
@@ -189,6 +192,8 @@ static void on_exec(struct events *e, uint32_t pid, int64_t t_ns)
 	/* Samples taken before the exec resolve against the new image from here on: the price of one table per pid. */
 	symbolizer__forget_pid(e->sym, pid);
 	capture(e, pid);
+	if (e->exec_fn)
+		e->exec_fn(pid, e->exec_arg);
 	seen_add(e, pid);
 	if (e->pq_len == MAX_PENDING) {
 		e->st.pending_dropped++;
@@ -344,6 +349,12 @@ void events__seen(struct events *e, uint32_t pid)
 {
 	if (pid && seen_add(e, pid))
 		capture(e, pid);
+}
+
+void events__on_exec(struct events *e, events_exec_fn fn, void *arg)
+{
+	e->exec_fn = fn;
+	e->exec_arg = arg;
 }
 
 void events__stats(const struct events *e, struct events_stats *out)

@@ -599,6 +599,12 @@ static void bad_file(void *arg, uint32_t pid, const char *path, int err)
 		 err == -EFBIG ? "over the size limits" : err == -ENOEXEC ? "not an ELF file" : "malformed ELF");
 }
 
+/* A new program's tables are read at its exec: its first samples need not wait for a request from the walker. */
+static void exec_to_tables(uint32_t pid, void *arg)
+{
+	tables__exec(arg, pid);
+}
+
 static int setup(struct profd *d)
 {
 	struct sampler_opts so = {
@@ -698,6 +704,8 @@ static int setup(struct profd *d)
 		if (err || epoll_ctl(d->epfd, EPOLL_CTL_ADD, tables__fd(d->tables), &ev))
 			return log_err("cannot set up DWARF unwind tables: %s", strerror(err ? -err : errno)),
 			       err ? err : -errno;
+		if (d->events)
+			events__on_exec(d->events, exec_to_tables, d->tables);
 	}
 
 	mkdir_parent(d->o.socket);

@@ -6,13 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/auxv.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <libelf.h>
 
 #include "log.h"
 #include "lunwind.h"
@@ -32,40 +38,129 @@
  */
 #define REFRESH_MIN_NS (100 * 1000000LL)
 /*
- * Table builds run in the event loop: at most this much per turn, so a host
- * starting many processes (or one mapping libLLVM) never holds up a drain or
- * a status request for long. The rest waits in the queue for the next turn.
+ * A process is read at its exec, when it maps only its binary, ld.so and
+ * the vdso; ld.so maps the libraries within the next milliseconds. Reading
+ * again this much later gives the walker libc before the first sample
+ * lands there (99 Hz: one every 10 ms), not one sample after.
  */
-#define WORK_BUDGET_NS (50 * 1000000LL)
+#define EXEC_REREAD_NS (5 * 1000000LL)
+/*
+ * Reading mappings runs in the event loop (the builds do not): at most this
+ * much per turn, so a host starting many processes never holds up a drain
+ * or a status request for long. The rest waits for the next turn.
+ */
+#define WORK_BUDGET_NS (20 * 1000000LL)
+/* Requests not from the walker (exec, re-reads): at most this many, for at most this long. */
+#define MAX_COLD 256
+#define COLD_MAX_AGE_NS (1000 * 1000000LL)
+/* Files waiting for a build hold an open descriptor each: at most this many. */
+#define MAX_JOBS 256
+/* Reloads of a process whose files could not be opened (it exec'd or exited meanwhile). */
+#define MAX_RETRIES 3
+/*
+ * Builders: two threads, one of which takes only files up to this size, so
+ * a small file (a new program, libc) never waits behind libLLVM (100 MB,
+ * 0.4 s) or cc1. Both take the smallest file first.
+ */
+#define SMALL_FILE_BYTES (16ULL << 20)
+/*
+ * Files up to this size are built in the loop at once (well under a
+ * millisecond: a program's own binary, most libraries), saving the round
+ * trip through a worker, which on a loaded host costs a few scheduler waits.
+ */
+#define INLINE_FILE_BYTES (512ULL << 10)
+#define NWORKERS 2
+
+enum tfile_state {
+	TF_BUILDING, /* a worker builds the table */
+	TF_BUILT,    /* ut holds the table; in the kernel when count > 0 */
+	TF_FAILED,   /* the file has no usable unwind info (err) */
+};
 
 struct tfile {
 	uint64_t dev, ino;
 	bool vdso;
-	struct unwind_table *ut; /* NULL: no table (err says why) */
+	enum tfile_state state;
+	struct unwind_table *ut;
 	int err;
 	uint32_t first, count;   /* rows in the kernel; count 0: none */
-	unsigned refs;           /* mappings in umaps that point at the rows */
+	unsigned users;          /* process mappings that point at this file, whatever its state */
+	bool no_room;            /* built, but the rows array had no room for it */
+	bool changed;            /* loaded or unloaded since the processes mapping it were written */
 	int64_t unused_since;
+};
+
+/* A mapping of a process as last read, so its umaps entry can be rewritten when a file loads. */
+struct tmap {
+	uint64_t start, end, offset;
+	struct tfile *f;         /* NULL: anonymous, or no file (yet) */
 };
 
 struct tpid {
 	uint32_t pid;
 	uint64_t start_time;     /* /proc/PID/stat field 22: tells pid reuse apart */
+	uint64_t start_code;
 	int64_t last_load;
-	bool pending;            /* a refresh waits for REFRESH_MIN_NS */
-	unsigned loads;
-	unsigned nfiles;
-	struct tfile *files[PROFD_MAX_UMAPS];
+	int64_t due;             /* read again at this time; 0: not planned */
+	unsigned loads, retries;
+	unsigned n;
+	struct tmap *m;
 };
 
 struct extent {
 	uint32_t start, len;
 };
 
+struct qent {
+	uint32_t pid;            /* 0: served */
+	bool exec;               /* asked at exec: read again once ld.so mapped the libraries */
+	bool hot;                /* asked by the walker */
+	int64_t queued;
+};
+
+/*
+ * A table build handed to a worker. The worker sees only fd, size and the
+ * results; f and path belong to the loop, which finishes the job when the
+ * eventfd says it is done.
+ */
+struct job {
+	struct job *next;
+	struct tfile *f;
+	char *path;
+	int fd;
+	uint64_t size;
+	struct unwind_table *ut;
+	int err;
+	int64_t ns;
+};
+
+struct builder;
+
+struct worker {
+	struct builder *b;
+	pthread_t th;
+	bool small_only;
+	bool started;
+};
+
+struct builder {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct job *todo, *done;
+	bool stop;
+	int efd;
+	struct worker w[NWORKERS];
+};
+
 struct tables {
 	struct profd_bpf *skel;
 	struct tables_opts o;
 	struct ring_buffer *rb;
+	int epfd;                /* what tables__fd returns: ring buffer, eventfd, timer */
+	int tfd;                 /* timerfd: the next planned re-read */
+	int64_t armed;
+	struct builder b;
+	unsigned njobs;          /* builds queued, running or done but not collected */
 	struct profd_urow *rows; /* the rows array, mmapped */
 	size_t rows_len;
 	uint32_t rows_cap;
@@ -73,11 +168,13 @@ struct tables {
 	size_t nfree, free_cap;
 	struct tfile **files;
 	size_t nfiles, files_cap;
+	bool changed;            /* some file's changed flag is set */
 	struct tpid *pids;
 	size_t npids, pids_cap;
 	int umaps_fd;
-	uint32_t *queue;         /* pids waiting for pid_load, oldest first */
-	size_t nqueue, queue_cap;
+	struct profd_umaps *um;  /* scratch for writing one umaps entry */
+	struct qent *queue;      /* pids waiting for pid_load, oldest first */
+	size_t nqueue, queue_cap, ncold;
 	tables_snapshot_fn snap_fn;
 	void *snap_arg;
 	/* Test mode (PROFD_UNWIND_CHECK): libunwind re-unwinds every snapshot. */
@@ -111,6 +208,114 @@ void tables__configure(struct profd_bpf *skel, const struct tables_opts *o)
 	bpf_map__set_max_entries(skel->maps.umaps, o->max_pids ? o->max_pids : 1);
 	/* Snapshots are 20 KB each: room for a second of them at 99 Hz on a few CPUs. */
 	bpf_map__set_max_entries(skel->maps.uevents, o->snapshot_pid ? 16 << 20 : 256 << 10);
+}
+
+static void poke(struct tables *t)
+{
+	uint64_t one = 1;
+	ssize_t r = write(t->b.efd, &one, sizeof(one));
+
+	(void)r; /* fails only when the counter is full: readable anyway */
+}
+
+/* --- builders --- */
+
+/* The smallest waiting job this worker may take, unlinked; NULL: none. */
+static struct job *job_take(struct builder *b, bool small_only)
+{
+	struct job **best = NULL, *j;
+
+	for (struct job **p = &b->todo; *p; p = &(*p)->next)
+		if ((!small_only || (*p)->size <= SMALL_FILE_BYTES) && (!best || (*p)->size < (*best)->size))
+			best = p;
+	if (!best)
+		return NULL;
+	j = *best;
+	*best = j->next;
+	return j;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct builder *b = w->b;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&b->mu);
+	while (!b->stop) {
+		struct job *j = job_take(b, w->small_only);
+		int64_t t0;
+		ssize_t r;
+
+		if (!j) {
+			pthread_cond_wait(&b->cv, &b->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&b->mu);
+		t0 = now_ns();
+		j->err = unwind_table__open_fd(j->fd, &j->ut);
+		j->ns = now_ns() - t0;
+		close(j->fd);
+		j->fd = -1;
+		pthread_mutex_lock(&b->mu);
+		j->next = b->done;
+		b->done = j;
+		r = write(b->efd, &one, sizeof(one));
+		(void)r;
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+static void job_free(struct job *j)
+{
+	if (j->fd >= 0)
+		close(j->fd);
+	unwind_table__free(j->ut);
+	free(j->path);
+	free(j);
+}
+
+static int builder_start(struct builder *b)
+{
+	int err;
+
+	b->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (b->efd < 0)
+		return -errno;
+	/* Before any thread: libelf's one-time set-up is not for concurrent callers. */
+	elf_version(EV_CURRENT);
+	for (int i = 0; i < NWORKERS; i++) {
+		b->w[i] = (struct worker){ .b = b, .small_only = i == 0 };
+		err = pthread_create(&b->w[i].th, NULL, worker_main, &b->w[i]);
+		if (err)
+			return -err;
+		b->w[i].started = true;
+	}
+	return 0;
+}
+
+static void builder_stop(struct builder *b)
+{
+	struct job *j;
+
+	pthread_mutex_lock(&b->mu);
+	b->stop = true;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	for (int i = 0; i < NWORKERS; i++)
+		if (b->w[i].started)
+			pthread_join(b->w[i].th, NULL);
+	while ((j = b->todo)) {
+		b->todo = j->next;
+		job_free(j);
+	}
+	while ((j = b->done)) {
+		b->done = j->next;
+		job_free(j);
+	}
+	if (b->efd >= 0)
+		close(b->efd);
 }
 
 /* --- rows array allocator: first fit over sorted free ranges --- */
@@ -175,6 +380,55 @@ static void rows_release(struct tables *t, uint32_t first, uint32_t n)
 	extent_insert(t, i, (struct extent){ first, n });
 }
 
+/* --- process entries --- */
+
+/* Writes p's umaps entry from its mappings as last read, with every table loaded now. */
+static int pid_write(struct tables *t, const struct tpid *p)
+{
+	struct profd_umaps *um = t->um;
+
+	memset(um, 0, sizeof(*um));
+	um->n = p->n;
+	um->start_code = p->start_code;
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct tmap *m = &p->m[i];
+		struct profd_umap *u = &um->m[i];
+		uint64_t va;
+
+		u->start = m->start;
+		u->end = m->end;
+		if (m->f && m->f->state == TF_BUILDING)
+			u->first = PROFD_UMAP_PENDING;
+		else if (m->f && m->f->count &&
+		    !unwind_table__file_to_vaddr(m->f->ut, m->f->vdso ? 0 : m->offset, &va)) {
+			u->bias = m->start - va;
+			u->first = m->f->first;
+			u->count = m->f->count;
+		}
+	}
+	return bpf_map_update_elem(t->umaps_fd, &p->pid, um, BPF_ANY) ? -errno : 0;
+}
+
+/* Rewrites the entries of the processes that map a file loaded or unloaded since. */
+static void write_changed(struct tables *t)
+{
+	if (!t->changed)
+		return;
+	t->changed = false;
+	for (size_t i = 0; i < t->npids; i++) {
+		struct tpid *p = &t->pids[i];
+
+		for (unsigned k = 0; k < p->n; k++) {
+			if (p->m[k].f && p->m[k].f->changed) {
+				pid_write(t, p);
+				break;
+			}
+		}
+	}
+	for (size_t i = 0; i < t->nfiles; i++)
+		t->files[i]->changed = false;
+}
+
 /* --- files --- */
 
 static void file_unload(struct tables *t, struct tfile *f)
@@ -182,47 +436,72 @@ static void file_unload(struct tables *t, struct tfile *f)
 	if (f->count) {
 		rows_release(t, f->first, f->count);
 		f->count = 0;
+		f->changed = true;
+		t->changed = true;
 		t->st.files--;
 	}
 }
 
+/* Only for a file no process maps (users 0) and no worker builds. */
 static void file_free(struct tables *t, size_t i)
 {
 	struct tfile *f = t->files[i];
 
 	file_unload(t, f);
-	if (!f->ut)
+	if (f->state == TF_FAILED)
 		t->st.files_failed--;
 	unwind_table__free(f->ut);
 	free(f);
 	t->files[i] = t->files[--t->nfiles];
 }
 
-/* Drops unused tables, oldest first, until n rows fit (or nothing is left to drop). */
+/*
+ * Frees rows until n fit: first tables no process maps, least recently used
+ * first; then tables in use that are larger than n rows, largest first.
+ * Under a tight budget the many small tables of a host (each program, libc)
+ * win over a few huge ones (libLLVM, cc1, node): their processes fall back
+ * to frame pointers in those files only. A table only ever displaces larger
+ * ones, so two tables never push each other out in turn.
+ */
 static void make_room(struct tables *t, uint32_t n)
 {
-	uint32_t dummy;
+	uint32_t first;
 
-	while (rows_alloc(t, n, &dummy)) {
+	while (rows_alloc(t, n, &first)) {
 		size_t victim = SIZE_MAX;
 
 		for (size_t i = 0; i < t->nfiles; i++)
-			if (!t->files[i]->refs && t->files[i]->count &&
+			if (!t->files[i]->users && t->files[i]->count &&
 			    (victim == SIZE_MAX || t->files[i]->unused_since < t->files[victim]->unused_since))
+				victim = i;
+		if (victim != SIZE_MAX) {
+			file_free(t, victim);
+			t->st.evictions++;
+			continue;
+		}
+		for (size_t i = 0; i < t->nfiles; i++)
+			if (t->files[i]->count > n &&
+			    (victim == SIZE_MAX || t->files[i]->count > t->files[victim]->count))
 				victim = i;
 		if (victim == SIZE_MAX)
 			return;
-		file_free(t, victim);
-		t->st.evictions++;
+		file_unload(t, t->files[victim]);
+		t->files[victim]->no_room = true;
+		t->st.displaced++;
 	}
-	rows_release(t, dummy, n);
+	rows_release(t, first, n);
+	/* The walker must stop using displaced rows before they are overwritten. */
+	write_changed(t);
 }
 
-static void file_upload(struct tables *t, struct tfile *f)
+/* Puts a built table into the kernel, making room if it can; false when it does not fit. */
+static bool file_upload(struct tables *t, struct tfile *f)
 {
 	size_t n = unwind_table__nrows(f->ut);
 
-	if (!n || n > t->rows_cap)
+	if (f->count || !n)
+		return f->count;
+	if (n > t->rows_cap)
 		goto over;
 	if (rows_alloc(t, n, &f->first)) {
 		make_room(t, n);
@@ -232,11 +511,16 @@ static void file_upload(struct tables *t, struct tfile *f)
 	/* The array is mmapped: the rows are visible to the walker before umaps points at them. */
 	memcpy(&t->rows[f->first], unwind_table__rows(f->ut), n * sizeof(struct profd_urow));
 	f->count = n;
+	f->no_room = false;
+	f->changed = true;
+	t->changed = true;
 	t->st.files++;
-	return;
+	return true;
 over:
-	if (n)
+	if (!f->no_room)
 		t->st.over_budget++;
+	f->no_room = true;
+	return false;
 }
 
 static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool vdso)
@@ -260,21 +544,22 @@ static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool
 	return f;
 }
 
-static void file_built(struct tables *t, struct tfile *f, int err, int64_t t0)
+static void file_built(struct tables *t, struct tfile *f, struct unwind_table *ut, int err)
 {
-	t->st.build_us_total += (now_ns() - t0) / 1000;
+	f->ut = ut;
 	f->err = err;
-	if (err) {
+	f->state = err ? TF_FAILED : TF_BUILT;
+	if (err)
 		t->st.files_failed++;
-		return;
-	}
-	file_upload(t, f);
+	else
+		file_upload(t, f);
 }
 
-/* Our own [vdso] image: the same kernel maps the same one into every process. */
+/* Our own [vdso] image: the same kernel maps the same one into every process. Tiny: built here. */
 static struct tfile *vdso_file(struct tables *t)
 {
 	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	struct unwind_table *ut = NULL;
 	struct procmaps *pm = NULL;
 	const struct procmap *m;
 	struct tfile *f;
@@ -289,43 +574,97 @@ static struct tfile *vdso_file(struct tables *t)
 		return NULL;
 	if (base && !procmaps__read("/proc", getpid(), &pm) && (m = procmaps__find(pm, base)) &&
 	    (m->flags & PROCMAP_VDSO))
-		err = unwind_table__open_mem((const void *)base, m->end - m->start, &f->ut);
+		err = unwind_table__open_mem((const void *)base, m->end - m->start, &ut);
 	procmaps__free(pm);
-	file_built(t, f, err, t0);
+	t->st.build_us_total += (now_ns() - t0) / 1000;
+	file_built(t, f, ut, err);
 	return f;
 }
 
-static struct tfile *file_get(struct tables *t, uint32_t pid, const struct procmap *m)
+static void job_finish(struct tables *t, struct job *j)
+{
+	t->st.build_us_total += j->ns / 1000;
+	if (j->err)
+		log_debug("no unwind table for %s: %s", j->path ? j->path : "?", strerror(-j->err));
+	file_built(t, j->f, j->ut, j->err);
+	j->ut = NULL;
+	job_free(j);
+}
+
+/* Finished builds: their tables go into the kernel, then the processes mapping them are rewritten. */
+static void collect(struct tables *t)
+{
+	struct job *j, *next;
+
+	pthread_mutex_lock(&t->b.mu);
+	j = t->b.done;
+	t->b.done = NULL;
+	pthread_mutex_unlock(&t->b.mu);
+	for (; j; j = next) {
+		next = j->next;
+		t->njobs--;
+		job_finish(t, j);
+	}
+}
+
+/*
+ * The file of mapping m of pid: known already, or a new one handed to a
+ * worker. NULL with *retry set when it cannot be opened now: the process
+ * exited or exec'd since its mappings were read, which says nothing about
+ * the file, so nothing is remembered about it.
+ */
+static struct tfile *file_get(struct tables *t, uint32_t pid, const struct procmap *m, bool *retry)
 {
 	char path[64];
 	struct tfile *f;
-	int64_t t0 = now_ns();
-	int fd, err;
+	struct job *j;
+	struct stat sb;
+	int fd;
 
 	for (size_t i = 0; i < t->nfiles; i++)
 		if (!t->files[i]->vdso && t->files[i]->dev == m->dev && t->files[i]->ino == m->inode)
 			return t->files[i];
-	f = file_new(t, m->dev, m->inode, false);
-	if (!f)
+	if (t->njobs >= MAX_JOBS) {
+		*retry = true;
 		return NULL;
+	}
 	/* map_files reaches the mapped file itself: deleted, replaced or in another mount namespace. */
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
-		err = -errno;
-	} else {
-		err = unwind_table__open_fd(fd, &f->ut);
-		close(fd);
+		*retry = true;
+		return NULL;
 	}
-	if (err)
-		log_debug("no unwind table for %s: %s", m->path ? m->path : path, strerror(-err));
-	file_built(t, f, err, t0);
+	j = calloc(1, sizeof(*j));
+	f = j ? file_new(t, m->dev, m->inode, false) : NULL;
+	if (!f) {
+		free(j);
+		close(fd);
+		return NULL;
+	}
+	f->state = TF_BUILDING;
+	*j = (struct job){ .f = f, .fd = fd, .size = fstat(fd, &sb) ? 0 : (uint64_t)sb.st_size,
+			   .path = strdup(m->path ? m->path : path) };
+	if (j->size && j->size <= INLINE_FILE_BYTES) {
+		int64_t t0 = now_ns();
+
+		j->err = unwind_table__open_fd(fd, &j->ut);
+		j->ns = now_ns() - t0;
+		job_finish(t, j);
+		return f;
+	}
+	t->njobs++;
+	pthread_mutex_lock(&t->b.mu);
+	j->next = t->b.todo;
+	t->b.todo = j;
+	pthread_cond_broadcast(&t->b.cv);
+	pthread_mutex_unlock(&t->b.mu);
 	return f;
 }
 
 static void file_put(struct tfile *f)
 {
-	if (f && --f->refs == 0)
+	if (f && --f->users == 0)
 		f->unused_since = now_ns();
 }
 
@@ -367,128 +706,223 @@ static struct tpid *pid_find(struct tables *t, uint32_t pid)
 	return NULL;
 }
 
+static void maps_put(struct tmap *m, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		file_put(m[i].f);
+	free(m);
+}
+
 static void pid_forget(struct tables *t, struct tpid *p)
 {
 	bpf_map_delete_elem(t->umaps_fd, &p->pid);
-	for (unsigned i = 0; i < p->nfiles; i++)
-		file_put(p->files[i]);
+	maps_put(p->m, p->n);
 	*p = t->pids[--t->npids];
 	t->st.pids = t->npids;
 }
 
-static int pid_load(struct tables *t, uint32_t pid)
+static struct tpid *pid_new(struct tables *t, uint32_t pid)
 {
-	struct profd_umaps *um = calloc(1, sizeof(*um));
-	struct tfile *files[PROFD_MAX_UMAPS] = { 0 };
+	struct tpid *p;
+
+	if (t->npids == t->pids_cap) {
+		size_t cap = t->pids_cap ? t->pids_cap * 2 : 64;
+		struct tpid *v = realloc(t->pids, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		t->pids = v;
+		t->pids_cap = cap;
+	}
+	p = &t->pids[t->npids++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	t->st.pids = t->npids;
+	return p;
+}
+
+static int pid_load(struct tables *t, uint32_t pid, bool exec)
+{
 	struct procmaps *pm = NULL;
 	struct tpid *p = pid_find(t, pid);
-	uint64_t st = 0;
+	struct tmap *maps = NULL;
+	uint64_t st = 0, sc = 0;
+	unsigned n = 0;
+	bool retry = false;
+	int64_t now;
 	int err;
 
-	if (!um)
-		return -ENOMEM;
-	err = procmaps__read("/proc", pid, &pm);
+	/*
+	 * start_code before the mappings: an exec in between leaves the old
+	 * start_code, which the walker takes for an exec and asks again. The
+	 * other order would pair the old mappings with the new start_code, and
+	 * nothing would ever ask again.
+	 */
+	err = proc_stat(pid, &st, &sc);
 	if (!err)
-		err = proc_stat(pid, &st, (uint64_t *)&um->start_code);
-	if (err) {
-		/* Gone already: let the walker ask again if the pid comes back. */
-		if (p)
-			pid_forget(t, p);
-		else
-			bpf_map_delete_elem(t->umaps_fd, &pid);
-		goto out;
-	}
-	for (size_t i = 0; i < procmaps__count(pm) && um->n < PROFD_MAX_UMAPS; i++) {
+		err = procmaps__read("/proc", pid, &pm);
+	/* Nothing mapped: a zombie. An entry without mappings would stop the walker's requests. */
+	if (!err && !procmaps__count(pm))
+		err = -ESRCH;
+	if (!err && !(maps = calloc(procmaps__count(pm), sizeof(*maps))))
+		err = -ENOMEM;
+	if (err)
+		goto gone;
+	for (size_t i = 0; i < procmaps__count(pm) && n < PROFD_MAX_UMAPS; i++) {
 		const struct procmap *m = procmaps__get(pm, i);
-		struct profd_umap *u = &um->m[um->n];
 		struct tfile *f = NULL;
-		uint64_t va;
 
-		u->start = m->start;
-		u->end = m->end;
 		if (m->flags & PROCMAP_VDSO)
 			f = vdso_file(t);
 		else if (!(m->flags & (PROCMAP_ANON | PROCMAP_SPECIAL)) && m->inode)
-			f = file_get(t, pid, m);
-		if (f && f->count && !unwind_table__file_to_vaddr(f->ut, f->vdso ? 0 : m->offset, &va)) {
-			u->bias = m->start - va;
-			u->first = f->first;
-			u->count = f->count;
-			f->refs++;
-			files[um->n] = f;
-		}
-		um->n++;
+			f = file_get(t, pid, m, &retry);
+		if (f)
+			f->users++;
+		maps[n++] = (struct tmap){ m->start, m->end, m->offset, f };
 	}
-	err = bpf_map_update_elem(t->umaps_fd, &pid, um, BPF_ANY);
+	if (!p && !(p = pid_new(t, pid))) {
+		maps_put(maps, n);
+		err = -ENOMEM;
+		goto gone;
+	}
+	maps_put(p->m, p->n);
+	p->m = maps;
+	p->n = n;
+	p->start_time = st;
+	p->start_code = sc;
+	now = now_ns();
+	p->last_load = now;
+	p->loads = exec ? 1 : p->loads + 1;
+	p->retries = exec || !retry ? 0 : p->retries + 1;
+	p->due = 0;
+	if (exec)
+		p->due = now + EXEC_REREAD_NS;
+	else if (retry && p->retries <= MAX_RETRIES)
+		p->due = now + REFRESH_MIN_NS;
+	err = pid_write(t, p);
 	if (err) {
-		err = -errno;
-		for (unsigned i = 0; i < um->n; i++)
-			file_put(files[i]);
+		pid_forget(t, p);
 		goto out;
 	}
-	if (!p) {
-		if (t->npids == t->pids_cap) {
-			size_t cap = t->pids_cap ? t->pids_cap * 2 : 64;
-			struct tpid *v = realloc(t->pids, cap * sizeof(*v));
-
-			if (!v) {
-				err = -ENOMEM;
-				bpf_map_delete_elem(t->umaps_fd, &pid);
-				for (unsigned i = 0; i < um->n; i++)
-					file_put(files[i]);
-				goto out;
-			}
-			t->pids = v;
-			t->pids_cap = cap;
-		}
-		p = &t->pids[t->npids++];
-		memset(p, 0, sizeof(*p));
-		p->pid = pid;
-	} else {
-		for (unsigned i = 0; i < p->nfiles; i++)
-			file_put(p->files[i]);
-	}
-	p->start_time = st;
-	p->last_load = now_ns();
-	p->pending = false;
-	p->loads++;
-	p->nfiles = um->n;
-	memcpy(p->files, files, sizeof(files));
-	t->st.pids = t->npids;
 	t->st.pid_loads++;
+	goto out;
+gone:
+	/* Gone already (or no memory): let the walker ask again if the pid comes back. */
+	if (p)
+		pid_forget(t, p);
+	else
+		bpf_map_delete_elem(t->umaps_fd, &pid);
 out:
 	procmaps__free(pm);
-	free(um);
 	return err;
 }
 
-static void enqueue(struct tables *t, uint32_t pid)
+/*
+ * Two kinds of requests: hot ones come from the walker (a process sampled
+ * now, losing frames until it is read) and are served first, oldest first;
+ * the others (at exec, planned re-reads) are served newest first and
+ * dropped after COLD_MAX_AGE_NS or beyond MAX_COLD: on a host exec'ing
+ * hundreds of processes a second most are gone before their turn, and one
+ * that runs long enough to be sampled asks again, hot.
+ */
+static void enqueue(struct tables *t, uint32_t pid, bool exec, bool hot)
 {
-	for (size_t i = 0; i < t->nqueue; i++)
-		if (t->queue[i] == pid)
+	for (size_t i = 0; i < t->nqueue; i++) {
+		struct qent *e = &t->queue[i];
+
+		if (e->pid == pid) {
+			e->exec |= exec;
+			if (hot && !e->hot)
+				t->ncold--;
+			e->hot |= hot;
 			return;
+		}
+	}
+	if (!hot && t->ncold >= MAX_COLD) {
+		for (size_t i = 0; i < t->nqueue; i++) {
+			if (!t->queue[i].hot) {
+				memmove(&t->queue[i], &t->queue[i + 1], (t->nqueue - i - 1) * sizeof(*t->queue));
+				t->nqueue--;
+				t->ncold--;
+				t->st.requests_dropped++;
+				break;
+			}
+		}
+	}
 	if (t->nqueue == t->queue_cap) {
 		size_t cap = t->queue_cap ? t->queue_cap * 2 : 64;
-		uint32_t *q;
+		struct qent *q;
 
 		/* Bounded like umaps: beyond it the placeholder stays and gc asks again. */
-		if (cap > 4 * (size_t)t->o.max_pids + 64 || !(q = realloc(t->queue, cap * sizeof(*q))))
+		if (cap > 4 * (size_t)t->o.max_pids + MAX_COLD + 64 || !(q = realloc(t->queue, cap * sizeof(*q))))
 			return;
 		t->queue = q;
 		t->queue_cap = cap;
 	}
-	t->queue[t->nqueue++] = pid;
+	t->queue[t->nqueue++] = (struct qent){ pid, exec, hot, now_ns() };
+	if (!hot)
+		t->ncold++;
 }
 
 static void work(struct tables *t, int64_t budget)
 {
 	int64_t t0 = now_ns();
-	size_t done = 0;
+	size_t k = 0;
 
-	while (done < t->nqueue && now_ns() - t0 < budget)
-		pid_load(t, t->queue[done++]);
-	memmove(t->queue, t->queue + done, (t->nqueue - done) * sizeof(*t->queue));
-	t->nqueue -= done;
+	/* Served entries become pid 0 (never a process's) and are squeezed out below. */
+	for (size_t i = 0; i < t->nqueue && now_ns() - t0 < budget; i++) {
+		if (t->queue[i].hot) {
+			uint32_t pid = t->queue[i].pid;
+
+			t->queue[i].pid = 0;
+			pid_load(t, pid, t->queue[i].exec);
+		}
+	}
+	for (size_t i = t->nqueue; i-- > 0 && now_ns() - t0 < budget;) {
+		struct qent *e = &t->queue[i];
+		uint32_t pid = e->pid;
+
+		if (!pid || e->hot)
+			continue;
+		e->pid = 0;
+		t->ncold--;
+		if (t0 - e->queued > COLD_MAX_AGE_NS)
+			t->st.requests_dropped++;
+		else
+			pid_load(t, pid, e->exec);
+	}
+	for (size_t i = 0; i < t->nqueue; i++)
+		if (t->queue[i].pid)
+			t->queue[k++] = t->queue[i];
+	t->nqueue = k;
+	if (t->nqueue)
+		poke(t); /* come back next turn, after whatever else waits */
+}
+
+/* Queues the processes whose planned re-read is due; arms the timer for the next one. */
+static void run_due(struct tables *t)
+{
+	int64_t now = now_ns(), next = 0;
+	struct itimerspec its = { 0 };
+
+	for (size_t i = 0; i < t->npids; i++) {
+		struct tpid *p = &t->pids[i];
+
+		if (!p->due)
+			continue;
+		if (p->due <= now) {
+			p->due = 0;
+			enqueue(t, p->pid, false, false);
+		} else if (!next || p->due < next) {
+			next = p->due;
+		}
+	}
+	if (next == t->armed)
+		return;
+	its.it_value.tv_sec = next / 1000000000;
+	its.it_value.tv_nsec = next % 1000000000;
+	if (!timerfd_settime(t->tfd, TFD_TIMER_ABSTIME, &its, NULL))
+		t->armed = next;
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -501,15 +935,17 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	switch (ev->type) {
 	case PROFD_UEV_NEW_PID:
-		enqueue(t, ev->pid);
+		enqueue(t, ev->pid, false, true);
 		break;
 	case PROFD_UEV_REFRESH:
 		p = pid_find(t, ev->pid);
 		/* Not for a young process: its first read often raced ld.so mapping its libraries. */
-		if (p && p->loads > 2 && now_ns() - p->last_load < REFRESH_MIN_NS)
-			p->pending = true;
-		else
-			enqueue(t, ev->pid);
+		if (p && p->loads > 2 && now_ns() - p->last_load < REFRESH_MIN_NS) {
+			if (!p->due)
+				p->due = p->last_load + REFRESH_MIN_NS;
+		} else {
+			enqueue(t, ev->pid, false, true);
+		}
 		break;
 	case PROFD_UEV_SNAPSHOT:
 		if (len >= sizeof(*ev) && t->snap_fn)
@@ -521,9 +957,11 @@ static int on_event(void *ctx, void *data, size_t len)
 
 /*
  * One line per snapshot: "<kernel frames> <libunwind frames> <agreeing> <pid>
- * dwarf|fp | kernel pcs | libunwind pcs"; fp: the process's tables were not
- * loaded yet, the walker used frame pointers. Frames agree when both walks have the same
- * pc at the same depth; the test sums agreeing over max(kernel, libunwind).
+ * dwarf|fp | kernel pcs | libunwind pcs | sample time (CLOCK_MONOTONIC ns)";
+ * fp: some table the walk needed was not loaded yet (the process is new, a
+ * file is being built, ld.so just mapped a library), so frame pointers
+ * stood in. Frames agree when both walks have the same pc at the same
+ * depth; the test sums agreeing over max(kernel, libunwind).
  */
 static void check_snapshot(const struct profd_uevent *ev, void *arg)
 {
@@ -552,7 +990,7 @@ static void check_snapshot(const struct profd_uevent *ev, void *arg)
 	fprintf(t->check, " |");
 	for (size_t i = 0; i < n; i++)
 		fprintf(t->check, " %" PRIx64, ips[i]);
-	fprintf(t->check, "\n");
+	fprintf(t->check, " | %" PRIu64 "\n", (uint64_t)ev->time_ns);
 	fflush(t->check);
 }
 
@@ -577,6 +1015,7 @@ static int check_open(struct tables *t)
 int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tables **out)
 {
 	struct tables *t = calloc(1, sizeof(*t));
+	struct epoll_event ev = { .events = EPOLLIN };
 	long page = sysconf(_SC_PAGESIZE);
 	int err;
 
@@ -584,7 +1023,15 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		return -ENOMEM;
 	t->skel = skel;
 	t->o = *o;
+	t->epfd = t->tfd = t->b.efd = -1;
+	pthread_mutex_init(&t->b.mu, NULL);
+	pthread_cond_init(&t->b.cv, NULL);
 	t->umaps_fd = bpf_map__fd(skel->maps.umaps);
+	t->um = calloc(1, sizeof(*t->um));
+	if (!t->um) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	t->rows_cap = bpf_map__max_entries(skel->maps.urows);
 	t->rows_len = ((size_t)t->rows_cap * sizeof(struct profd_urow) + page - 1) / page * page;
 	t->rows = mmap(NULL, t->rows_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(skel->maps.urows), 0);
@@ -598,6 +1045,18 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		goto fail;
 	t->rb = ring_buffer__new(bpf_map__fd(skel->maps.uevents), on_event, t, NULL);
 	if (!t->rb) {
+		err = -errno;
+		goto fail;
+	}
+	err = builder_start(&t->b);
+	if (err)
+		goto fail;
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (t->epfd < 0 || t->tfd < 0 ||
+	    epoll_ctl(t->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(t->rb), &ev) ||
+	    epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->b.efd, &ev) ||
+	    epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->tfd, &ev)) {
 		err = -errno;
 		goto fail;
 	}
@@ -621,10 +1080,20 @@ void tables__free(struct tables *t)
 {
 	if (!t)
 		return;
+	/* Workers first: their jobs point at files freed below. */
+	builder_stop(&t->b);
+	pthread_mutex_destroy(&t->b.mu);
+	pthread_cond_destroy(&t->b.cv);
 	ring_buffer__free(t->rb);
+	if (t->epfd >= 0)
+		close(t->epfd);
+	if (t->tfd >= 0)
+		close(t->tfd);
 	lunwind__free(t->lu);
 	if (t->check)
 		fclose(t->check);
+	while (t->npids)
+		pid_forget(t, &t->pids[t->npids - 1]);
 	if (t->rows)
 		munmap(t->rows, t->rows_len);
 	while (t->nfiles)
@@ -633,34 +1102,44 @@ void tables__free(struct tables *t)
 	free(t->pids);
 	free(t->queue);
 	free(t->free);
+	free(t->um);
 	free(t);
 }
 
 int tables__fd(const struct tables *t)
 {
-	return ring_buffer__epoll_fd(t->rb);
+	return t->epfd;
 }
 
 int tables__poll(struct tables *t)
 {
-	int n = ring_buffer__consume(t->rb);
-	int64_t now = now_ns();
+	uint64_t v;
+	int n;
 
-	for (size_t i = 0; i < t->npids; i++) {
-		if (t->pids[i].pending && now - t->pids[i].last_load >= REFRESH_MIN_NS) {
-			t->pids[i].pending = false;
-			enqueue(t, t->pids[i].pid);
-		}
-	}
+	if (read(t->b.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	if (read(t->tfd, &v, sizeof(v)) > 0)
+		t->armed = 0;
+	n = ring_buffer__consume(t->rb);
+	collect(t);
+	run_due(t);
 	work(t, WORK_BUDGET_NS);
+	write_changed(t);
+	run_due(t);
 	return n < 0 ? n : 0;
+}
+
+void tables__exec(struct tables *t, uint32_t pid)
+{
+	enqueue(t, pid, true, false);
+	poke(t);
 }
 
 static bool refresh_asked(struct tables *t, uint32_t pid)
 {
-	static struct profd_umaps um;
+	struct profd_umaps *um = t->um;
 
-	return !bpf_map_lookup_elem(t->umaps_fd, &pid, &um) && um.refresh;
+	return !bpf_map_lookup_elem(t->umaps_fd, &pid, um) && um->refresh;
 }
 
 void tables__gc(struct tables *t)
@@ -678,12 +1157,9 @@ void tables__gc(struct tables *t)
 			pid_forget(t, p); /* moves the last entry into slot i */
 			continue;
 		}
-		if (p->pending && now - p->last_load >= REFRESH_MIN_NS) {
-			p->pending = false;
-			enqueue(t, p->pid);
-		} else if (!p->pending && now - p->last_load >= REFRESH_MIN_NS && refresh_asked(t, p->pid)) {
+		if (!p->due && now - p->last_load >= REFRESH_MIN_NS && refresh_asked(t, p->pid)) {
 			/* The walker asked but its event was lost (ring buffer full): it will not ask again. */
-			enqueue(t, p->pid);
+			enqueue(t, p->pid, false, true);
 		}
 		i++;
 	}
@@ -692,7 +1168,7 @@ void tables__gc(struct tables *t)
 		bool queued = false;
 
 		for (size_t i = 0; i < t->nqueue && !queued; i++)
-			queued = t->queue[i] == next;
+			queued = t->queue[i].pid == next;
 		/* After a delete, the next key after prev (or the first) is a new one. */
 		if (!queued && !pid_find(t, next) && !bpf_map_delete_elem(t->umaps_fd, &next))
 			continue;
@@ -702,7 +1178,7 @@ void tables__gc(struct tables *t)
 	for (size_t i = 0; i < t->nfiles;) {
 		struct tfile *f = t->files[i];
 
-		if (!f->refs && now - f->unused_since >= UNUSED_TTL_NS) {
+		if (!f->users && f->state != TF_BUILDING && now - f->unused_since >= UNUSED_TTL_NS) {
 			if (f->count)
 				t->st.evictions++;
 			file_free(t, i);
@@ -710,6 +1186,13 @@ void tables__gc(struct tables *t)
 		}
 		i++;
 	}
+	/* Tables that found no room: in use still, they get the room that freed up (or displace larger ones). */
+	for (size_t i = 0; i < t->nfiles; i++)
+		if (t->files[i]->no_room && t->files[i]->users)
+			file_upload(t, t->files[i]);
+	write_changed(t);
+	if (t->nqueue)
+		poke(t);
 }
 
 void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg)
@@ -721,6 +1204,7 @@ void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg)
 void tables__stats(const struct tables *t, struct tables_stats *st)
 {
 	*st = t->st;
+	st->builds_pending = t->njobs;
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		st->bpf[i] = __atomic_load_n(&t->skel->bss->ucounters[i], __ATOMIC_RELAXED);
 }
@@ -736,6 +1220,7 @@ void tables__print_status(const struct tables *t, FILE *f)
 		[PROFD_UCNT_NO_PID] = "unwind_samples_before_tables",
 		[PROFD_UCNT_PIDS_FULL] = "unwind_pids_map_full",
 		[PROFD_UCNT_EVENTS_LOST] = "unwind_requests_lost",
+		[PROFD_UCNT_FRAMES_EARLY] = "unwind_frames_before_tables",
 	};
 	struct tables_stats st;
 
@@ -754,6 +1239,9 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_pid_loads\t%" PRIu64 "\n", st.pid_loads);
 	fprintf(f, "unwind_table_evictions\t%" PRIu64 "\n", st.evictions);
 	fprintf(f, "unwind_table_build_ms\t%" PRIu64 "\n", st.build_us_total / 1000);
+	fprintf(f, "unwind_table_builds_pending\t%" PRIu64 "\n", st.builds_pending);
+	fprintf(f, "unwind_table_displaced\t%" PRIu64 "\n", st.displaced);
+	fprintf(f, "unwind_load_requests_dropped\t%" PRIu64 "\n", st.requests_dropped);
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], st.bpf[i]);
 }

@@ -2,10 +2,15 @@
  * DWARF unwind tables in the kernel: builds the table of each executable
  * file a sampled process maps (lib/unwind_table), stores it once per file in
  * the BPF rows array, and describes each process's mappings in the umaps
- * map for bpf/unwind.h. Loading is lazy: the walker asks for a process on
- * its first sample (ring buffer), and walks it by frame pointers until the
- * tables are there. Memory is bounded (rows array) and files nobody maps
- * any more are evicted.
+ * map for bpf/unwind.h. A process is read at its exec (tables__exec) and
+ * again when the walker asks (first sample, a pc outside every known
+ * mapping, an exec seen by start_code); until a file's table is there, its
+ * frames are walked by frame pointers. Builds run on two worker threads,
+ * smallest file first, one of them for small files only, so a new program
+ * or libc never waits behind libLLVM; each finished table is written into
+ * the entries of the processes that map it at once. Memory is bounded (rows
+ * array): unused tables go first, then the largest ones in use; files
+ * nobody maps any more are evicted.
  */
 #ifndef PROFD_TABLES_H
 #define PROFD_TABLES_H
@@ -36,7 +41,10 @@ struct tables_stats {
 	uint64_t pids;            /* processes described in umaps */
 	uint64_t pid_loads;       /* mappings read (first sample, dlopen/exec refreshes) */
 	uint64_t evictions;       /* tables dropped after no process mapped them */
-	uint64_t build_us_total;  /* time spent building tables */
+	uint64_t displaced;       /* tables in use unloaded to make room for a smaller one */
+	uint64_t build_us_total;  /* time spent building tables (worker threads) */
+	uint64_t builds_pending;  /* files waiting for or in a build */
+	uint64_t requests_dropped; /* exec-time reads not done: too many, or too old (the walker asks when it samples one) */
 	uint64_t bpf[PROFD_UCNT_MAX];
 };
 
@@ -49,7 +57,9 @@ void tables__free(struct tables *t);
 /* Readable when the walker asked for something; then call tables__poll. */
 int tables__fd(const struct tables *t);
 int tables__poll(struct tables *t);
-/* Periodic upkeep: forgets exited processes, evicts unused tables, retries refreshes. */
+/* pid has just exec'd (process events): read its mappings now, and again once ld.so mapped the libraries. */
+void tables__exec(struct tables *t, uint32_t pid);
+/* Periodic upkeep: forgets exited processes, evicts unused tables, retries refreshes and tables without room. */
 void tables__gc(struct tables *t);
 
 typedef void (*tables_snapshot_fn)(const struct profd_uevent *ev, void *arg);
