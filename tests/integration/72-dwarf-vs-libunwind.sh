@@ -13,8 +13,9 @@ for prog in qsort_nofp phases_nofp; do
 	wait $PID
 	check "profd exits 0 on SIGTERM ($prog)" stop_profd
 	rm -rf "$STATE"
-	# Snapshots taken before the process's tables were loaded (field 5 "fp") hold
-	# the frame-pointer fallback, not the DWARF walk: counted, reported, bounded.
+	# Snapshots taken before the tables they needed were loaded (field 5 "fp":
+	# a new process, a file still being built) hold the frame-pointer
+	# fallback, not the DWARF walk: counted, reported, bounded.
 	read -r snaps kf lf agree worst fp <<<"$(awk '$5 == "fp" { f++; next }
 		{ m = $1 > $2 ? $1 : $2; a += $3; t += m; k += $1; l += $2; n++ }
 		END { print n + 0, k + 0, l + 0, a + 0, t + 0, f + 0 }' "$T/check.$prog" 2>/dev/null)"

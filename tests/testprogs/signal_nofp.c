@@ -2,7 +2,8 @@
  * Signal frames: main -> loop spins while a SIGALRM handler (every 10 ms of
  * CPU time) burns most of the CPU in burn(). Built with -fomit-frame-pointer:
  * burn's callers are reached only through the handler's frame and the
- * kernel's signal frame (__restore_rt). Usage: signal_nofp SECONDS.
+ * kernel's signal frame (__restore_rt). Usage: signal_nofp SECONDS (of CPU
+ * time: on a busy host the run takes longer, not fewer samples).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -51,7 +52,7 @@ int main(int argc, char **argv)
 
 	sigaction(SIGPROF, &sa, NULL);
 	signal(SIGUSR1, on_alarm);
-	timer_create(CLOCK_MONOTONIC, &sev, &t);
+	timer_create(CLOCK_PROCESS_CPUTIME_ID, &sev, &t);
 	timer_settime(t, 0, &end, NULL);
 	setitimer(ITIMER_PROF, &it, NULL);
 	loop();
