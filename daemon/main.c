@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,30 @@ struct profd {
 	struct events *events;
 	/* DWARF unwinding (issue 7): NULL with --unwind fp */
 	struct tables *tables;
+	/* own cost: frames interned in this drain, and what was freed since the last trim */
+	struct fcache_slot *fcache;
+	uint32_t fcache_gen;
+	uint64_t fcache_hits, fcache_misses;
+	uint64_t trimmed_evictions, trims;
+};
+
+/*
+ * Frames already resolved and interned into the window in this drain, by
+ * (pid, address, leaf or not): a drain meets the same frames again and again
+ * (every stack of a thread shares its outer frames), and resolving and
+ * interning each occurrence was the largest part of profd's own CPU time.
+ * Valid for one drain only: a process may exec between two. Direct-mapped;
+ * a slot whose gen is not the current one is empty.
+ */
+#define FCACHE_SLOTS 16384
+#define FCACHE_KERNEL_PID UINT32_MAX
+
+struct fcache_slot {
+	uint64_t ip;
+	uint32_t pid;    /* FCACHE_KERNEL_PID: a kernel frame */
+	uint32_t gen;
+	uint32_t id;     /* frame id in the window */
+	uint32_t is_ret;
 };
 
 static const char *const counter_names[PROFD_CNT_MAX] = {
@@ -117,13 +142,50 @@ static uint32_t offcpu_glue_frames(struct profd *d, const struct sampler_entry *
 	return i;
 }
 
+static struct fcache_slot *fcache_slot(struct profd *d, uint32_t pid, uint64_t ip, uint32_t is_ret)
+{
+	uint64_t h = (ip ^ ((uint64_t)pid << 32 | is_ret)) * 0x9e3779b97f4a7c15ULL;
+
+	return &d->fcache[(h >> 40) & (FCACHE_SLOTS - 1)];
+}
+
+/* One frame of the stack into the window: from the cache, or resolved and interned. */
+static int frame_id(struct profd *d, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
+{
+	struct fcache_slot *c = fcache_slot(d, pid, ip, is_ret);
+	struct sym y;
+	int err;
+
+	if (c->gen == d->fcache_gen && c->ip == ip && c->pid == pid && c->is_ret == is_ret) {
+		d->fcache_hits++;
+		*id = c->id;
+		return 0;
+	}
+	d->fcache_misses++;
+	err = pid == FCACHE_KERNEL_PID ? symbolizer__kernel(d->sym, ip, &y) :
+					 symbolizer__user(d->sym, pid, ip, is_ret, &y);
+	if (!err)
+		err = add_frame(d, &y, id);
+	if (!err)
+		*c = (struct fcache_slot){ .ip = ip, .pid = pid, .gen = d->fcache_gen, .id = *id, .is_ret = is_ret };
+	return err;
+}
+
+/* Forgets every cached frame: a new drain, or a new window (frame ids restart). */
+static void fcache_clear(struct profd *d)
+{
+	if (++d->fcache_gen == 0) {
+		memset(d->fcache, 0, FCACHE_SLOTS * sizeof(*d->fcache));
+		d->fcache_gen = 1;
+	}
+}
+
 static int on_entry(const struct sampler_entry *e, void *arg)
 {
 	struct profd *d = arg;
 	const struct profd_key *k = e->key;
 	struct pf_sample s = { .pid = k->pid, .tid = k->tid, .value = e->value };
 	uint32_t n = 0, kskip = k->kind == PROFD_KIND_CPU ? 0 : offcpu_glue_frames(d, e);
-	struct sym y;
 	int err;
 
 	/* A process first seen now may be gone at the next drain: capture all it maps while it runs. */
@@ -134,16 +196,12 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	}
 	/* Root first: outermost user frame ... user leaf, then kernel entry ... kernel leaf. */
 	for (uint32_t i = e->nustack; i-- > 0;) {
-		err = symbolizer__user(d->sym, k->pid, e->ustack[i], i > 0, &y);
-		if (!err)
-			err = add_frame(d, &y, &d->frames_buf[n++]);
+		err = frame_id(d, k->pid, e->ustack[i], i > 0, &d->frames_buf[n++]);
 		if (err)
 			return err;
 	}
 	for (uint32_t i = e->nkstack; i-- > kskip;) {
-		err = symbolizer__kernel(d->sym, e->kstack[i], &y);
-		if (!err)
-			err = add_frame(d, &y, &d->frames_buf[n++]);
+		err = frame_id(d, FCACHE_KERNEL_PID, e->kstack[i], 0, &d->frames_buf[n++]);
 		if (err)
 			return err;
 	}
@@ -171,6 +229,24 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	return profile__add(d->window, &s);
 }
 
+/*
+ * Gives memory freed by evicted symbol files back to the kernel. glibc keeps
+ * freed heap for reuse and only trims the top of the heap, so a burst of
+ * large files would otherwise stay in RSS after they were evicted. Only
+ * after a drain that evicted: malloc_trim walks the whole heap.
+ */
+static void trim(struct profd *d)
+{
+	struct symbolizer_stats ss;
+
+	symbolizer__stats(d->sym, &ss);
+	if (ss.file_evictions == d->trimmed_evictions)
+		return;
+	d->trimmed_evictions = ss.file_evictions;
+	d->trims++;
+	malloc_trim(0);
+}
+
 static void drain(struct profd *d)
 {
 	int64_t t0 = clock_ns(CLOCK_MONOTONIC), dt;
@@ -179,9 +255,11 @@ static void drain(struct profd *d)
 	/* Exits noted before the flip are forgotten after it: their last samples are in this drain. */
 	if (d->events)
 		events__drain_begin(d->events);
+	fcache_clear(d);
 	err = sampler__drain(d->sampler, on_entry, d);
 	if (d->events)
 		events__drain_end(d->events);
+	trim(d);
 
 	if (err)
 		log_ratelimited(&d->last_write_warn_ns, 60000000000LL, LOG_LVL_WARN,
@@ -199,6 +277,7 @@ static int window_begin(struct profd *d)
 	int err;
 
 	profile__reset(d->window);
+	fcache_clear(d);
 	m = profile__meta(d->window);
 	m->start_ns = clock_ns(CLOCK_REALTIME);
 	m->frequency = d->o.frequency;
@@ -293,6 +372,10 @@ static int status_reply(struct profd *d, char **out)
 	ADD("kernel_map_bytes\t%" PRIu64, sampler__map_bytes(d->sampler));
 	tables__print_status(d->tables, f);
 	ADD("symbol_files_cached\t%" PRIu64, ss.files_cached);
+	ADD("symbol_cache_bytes\t%" PRIu64, ss.file_bytes);
+	ADD("symbol_pids_bytes\t%" PRIu64, ss.pid_bytes);
+	ADD("symbol_maps_reads\t%" PRIu64, ss.maps_reads);
+	ADD("symbol_miss_checks\t%" PRIu64, ss.miss_checks);
 	ADD("symbol_file_hits\t%" PRIu64, ss.file_hits);
 	ADD("symbol_file_misses\t%" PRIu64, ss.file_misses);
 	ADD("symbol_file_evictions\t%" PRIu64, ss.file_evictions);
@@ -304,6 +387,23 @@ static int status_reply(struct profd *d, char **out)
 	{
 		struct rusage ru;
 
+		struct mallinfo2 mi = mallinfo2();
+		long pages = 0;
+		FILE *sm = fopen("/proc/self/statm", "re");
+
+		if (sm) {
+			if (fscanf(sm, "%*d %ld", &pages) != 1)
+				pages = 0;
+			fclose(sm);
+		}
+		/* Memory by part: the window, the frame cache, the heap as malloc sees it (used and kept free). */
+		ADD("window_bytes\t%zu", profile__mem_bytes(d->window));
+		ADD("frame_cache_hits\t%" PRIu64, d->fcache_hits);
+		ADD("frame_cache_misses\t%" PRIu64, d->fcache_misses);
+		ADD("heap_used_bytes\t%zu", mi.uordblks + mi.hblkhd);
+		ADD("heap_free_bytes\t%zu", mi.fordblks);
+		ADD("heap_trims\t%" PRIu64, d->trims);
+		ADD("rss_kb\t%ld", pages * (sysconf(_SC_PAGESIZE) / 1024));
 		getrusage(RUSAGE_SELF, &ru);
 		ADD("rss_max_kb\t%ld", ru.ru_maxrss);
 		ADD("cpu_user_ms\t%ld", ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000);
@@ -618,7 +718,8 @@ static int setup(struct profd *d)
 		.offcpu_cgroups = d->o.offcpu_cgroups,
 		.offcpu_sample = d->o.offcpu_sample,
 	};
-	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_pids = d->o.max_pids, .bad_file = bad_file };
+	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_file_bytes = d->o.symbol_cache,
+				      .max_pids = d->o.max_pids, .bad_file = bad_file };
 	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
 	char err_msg[256] = "";
@@ -627,7 +728,9 @@ static int setup(struct profd *d)
 
 	uname(&d->uts);
 	d->frames_buf = calloc(2 * PROFD_MAX_DEPTH, sizeof(*d->frames_buf));
-	if (!d->frames_buf || profile__new(&d->window))
+	d->fcache = calloc(FCACHE_SLOTS, sizeof(*d->fcache));
+	d->fcache_gen = 1;
+	if (!d->frames_buf || !d->fcache || profile__new(&d->window))
 		return log_err("out of memory"), -ENOMEM;
 
 	mkdir_parent(d->o.state_dir);
@@ -737,6 +840,7 @@ static void teardown(struct profd *d)
 	cgroups__free(d->cg);
 	profile__free(d->window);
 	free(d->frames_buf);
+	free(d->fcache);
 	if (d->epfd > 0)
 		close(d->epfd);
 	pidlock__free(d->lock);
@@ -807,6 +911,15 @@ int main(int argc, char **argv)
 			   .argc = argc, .argv = argv };
 	int err;
 
+	/*
+	 * Fixed thresholds turn off glibc's sliding ones: after a large block
+	 * (a big binary's symbols) is freed, glibc would raise the mmap threshold
+	 * to its size and serve the next ones from the heap, whose free middle it
+	 * never returns. Symbol tables and drain buffers then get their own
+	 * mappings, unmapped when freed.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
+	mallopt(M_TRIM_THRESHOLD, 1 << 20);
 	options_defaults(&d.o);
 	err = options_parse(&d.o, argc, argv);
 	if (err)

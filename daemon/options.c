@@ -78,6 +78,8 @@ static const struct opt_def defs[] = {
 	{ "stacks-entries", K_UINT, F(stacks_entries), 64, 1 << 22, 0, "N",
 	  "kernel stacks map entries per generation" },
 	{ "max-files", K_UINT, F(max_files), 16, 65536, 0, "N", "ELF files held in the symbol cache" },
+	{ "symbol-cache", K_SIZE, F(symbol_cache), 1 << 20, 1ULL << 40, 0, "SIZE",
+	  "memory for the symbols of the files in the symbol cache" },
 	{ "max-pids", K_UINT, F(max_pids), 16, 1 << 20, 0, "N", "processes whose mappings are cached" },
 	{ "zstd-level", K_UINT, F(zstd_level), 1, 19, LIVE, "N", "compression level of stored windows" },
 	{ "log-level", K_LEVEL, F(log_level), 0, 0, LIVE, "LEVEL", "error, warning, info or debug" },
@@ -104,6 +106,7 @@ void options_defaults(struct profd_opts *o)
 		.counts_entries = 16384,
 		.stacks_entries = 8192,
 		.max_files = 256,
+		.symbol_cache = 24 << 20,
 		.max_pids = 1024,
 		.zstd_level = 3,
 	};

@@ -37,6 +37,7 @@ struct profd_opts {
 	uint32_t counts_entries;
 	uint32_t stacks_entries;
 	size_t max_files;
+	uint64_t symbol_cache;   /* bytes of parsed symbols kept (beside max_files) */
 	size_t max_pids;
 	int zstd_level;
 };
