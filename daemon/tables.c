@@ -161,7 +161,7 @@ struct tables {
 	int64_t armed;
 	struct builder b;
 	unsigned njobs;          /* builds queued, running or done but not collected */
-	struct profd_urow *rows; /* the rows array, mmapped */
+	struct profd_urow *rows; /* NULL: the rows array is mapped only while rows_write writes */
 	size_t rows_len;
 	uint32_t rows_cap;
 	struct extent *free;     /* free ranges of the rows array, sorted by start */
@@ -494,6 +494,25 @@ static void make_room(struct tables *t, uint32_t n)
 	write_changed(t);
 }
 
+/*
+ * Writes rows [first, first + n) of the kernel's array through a mapping of
+ * just those pages. A mapping of the whole array is resident from mmap on
+ * (the kernel maps every page at once) and counts in profd's RSS: 16 MB by
+ * default, for memory the map holds anyway.
+ */
+static int rows_write(struct tables *t, uint32_t first, const struct profd_urow *src, size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), off = (size_t)first * sizeof(*src);
+	size_t start = off / page * page, len = off + n * sizeof(*src) - start;
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(t->skel->maps.urows), (off_t)start);
+
+	if (m == MAP_FAILED)
+		return -errno;
+	memcpy(m + (off - start), src, n * sizeof(*src));
+	munmap(m, len);
+	return 0;
+}
+
 /* Puts a built table into the kernel, making room if it can; false when it does not fit. */
 static bool file_upload(struct tables *t, struct tfile *f)
 {
@@ -508,8 +527,11 @@ static bool file_upload(struct tables *t, struct tfile *f)
 		if (rows_alloc(t, n, &f->first))
 			goto over;
 	}
-	/* The array is mmapped: the rows are visible to the walker before umaps points at them. */
-	memcpy(&t->rows[f->first], unwind_table__rows(f->ut), n * sizeof(struct profd_urow));
+	/* Written through a shared mapping: the rows are visible to the walker before umaps points at them. */
+	if (rows_write(t, f->first, unwind_table__rows(f->ut), n)) {
+		rows_release(t, f->first, n);
+		goto over;
+	}
 	f->count = n;
 	f->no_room = false;
 	f->changed = true;
@@ -1034,12 +1056,15 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 	}
 	t->rows_cap = bpf_map__max_entries(skel->maps.urows);
 	t->rows_len = ((size_t)t->rows_cap * sizeof(struct profd_urow) + page - 1) / page * page;
-	t->rows = mmap(NULL, t->rows_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(skel->maps.urows), 0);
+	/* Mapped per upload (rows_write); checked here, so a kernel that cannot map it fails at start. */
+	t->rows = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(skel->maps.urows), 0);
 	if (t->rows == MAP_FAILED) {
 		err = -errno;
 		t->rows = NULL;
 		goto fail;
 	}
+	munmap(t->rows, (size_t)page);
+	t->rows = NULL;
 	err = extent_insert(t, 0, (struct extent){ 0, t->rows_cap });
 	if (err)
 		goto fail;
