@@ -28,6 +28,8 @@ rss1=$(awk '$1 == "VmRSS:" { print $2 }' /proc/$PROFD_PID/status)
 echo "profd RSS: steady $rss0 kB, peak during churn $peak kB, after $rss1 kB"
 check "RSS after churn ($rss1 kB) within 25 % or 8 MB of the steady level ($rss0 kB)" \
 	awk -v a="$rss1" -v b="$rss0" 'BEGIN { exit !(a <= b * 1.25 || a <= b + 8192) }'
+# The resource ceiling (issue 8): under churn profd stays below 64 MB with its default sizes.
+check "peak RSS during churn ($peak kB) below 64 MB" test "$peak" -lt 65536
 
 profctl flush >/dev/null
 cpu_ms=$(awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) * 1000 / hz }' /proc/$PROFD_PID/stat)
@@ -51,5 +53,8 @@ tol=$(awk -v c="$cpu_ms" -v n="$(nproc)" 'BEGIN { printf "%.0f", c / 1000 * 99 *
 check "samples neither kept nor counted as lost: $unacc <= $tol (profd's own CPU ${cpu_ms} ms and the last second)" \
 	test "$unacc" -le "$tol" -a "$unacc" -ge 0
 check "pid cache bounded: $(sv symbol_pids_cached) <= 1024" test "$(sv symbol_pids_cached)" -le 1024
+# Memory by part (profctl status): the symbol cache stays within its byte bound (--symbol-cache, 24M).
+grep -E '^(rss_kb|symbol_cache_bytes|symbol_pids_bytes|window_bytes|heap_used_bytes|heap_free_bytes|unwind_table_bytes)\b' "$T/status"
+check "symbol cache bounded: $(sv symbol_cache_bytes) <= 24 MiB" test "$(sv symbol_cache_bytes)" -le $((24 << 20))
 check "profd exits 0 on SIGTERM" stop_profd
 done_test
