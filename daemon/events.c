@@ -53,8 +53,8 @@ struct events {
 
 	struct events_stats st;
 
-	events_exec_fn exec_fn;
-	void *exec_arg;
+	events_exec_fn exec_fn, exit_fn;
+	void *exec_arg, *exit_arg;
 };
 
 static int64_t mono_ns(void)
@@ -204,6 +204,8 @@ static void on_exec(struct events *e, uint32_t pid, int64_t t_ns)
 
 static void on_exit_ev(struct events *e, uint32_t pid)
 {
+	if (e->exit_fn)
+		e->exit_fn(pid, e->exit_arg);
 	/* Its mappings are gone already; a re-capture now would find nothing. */
 	for (uint32_t i = 0; i < e->pq_len; i++) {
 		struct pending *p = &e->pq[(e->pq_head + i) % MAX_PENDING];
@@ -355,6 +357,12 @@ void events__on_exec(struct events *e, events_exec_fn fn, void *arg)
 {
 	e->exec_fn = fn;
 	e->exec_arg = arg;
+}
+
+void events__on_exit(struct events *e, events_exec_fn fn, void *arg)
+{
+	e->exit_fn = fn;
+	e->exit_arg = arg;
 }
 
 void events__stats(const struct events *e, struct events_stats *out)

@@ -43,9 +43,13 @@ void events__drain_end(struct events *e);
 void events__poll(struct events *e);
 /* A drained sample of pid with a user stack: captures the process the first time. */
 void events__seen(struct events *e, uint32_t pid);
-/* Called for each exec as its event is read (DWARF tables are read then, not at the first sample). */
+/*
+ * Called for each exec and each process exit as its event is read (DWARF
+ * tables are read at exec, not at the first sample, and dropped at exit).
+ */
 typedef void (*events_exec_fn)(uint32_t pid, void *arg);
 void events__on_exec(struct events *e, events_exec_fn fn, void *arg);
+void events__on_exit(struct events *e, events_exec_fn fn, void *arg);
 
 void events__stats(const struct events *e, struct events_stats *out);
 /* `profctl status` lines (name TAB value); e NULL: events unavailable. */

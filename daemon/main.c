@@ -705,6 +705,12 @@ static void exec_to_tables(uint32_t pid, void *arg)
 	tables__exec(arg, pid);
 }
 
+/* An exited process's entry goes at once: on a host exec'ing hundreds a second, slots would run out before gc. */
+static void exit_to_tables(uint32_t pid, void *arg)
+{
+	tables__exit(arg, pid);
+}
+
 static int setup(struct profd *d)
 {
 	struct sampler_opts so = {
@@ -807,8 +813,10 @@ static int setup(struct profd *d)
 		if (err || epoll_ctl(d->epfd, EPOLL_CTL_ADD, tables__fd(d->tables), &ev))
 			return log_err("cannot set up DWARF unwind tables: %s", strerror(err ? -err : errno)),
 			       err ? err : -errno;
-		if (d->events)
+		if (d->events) {
 			events__on_exec(d->events, exec_to_tables, d->tables);
+			events__on_exit(d->events, exit_to_tables, d->tables);
+		}
 	}
 
 	mkdir_parent(d->o.socket);

@@ -1138,6 +1138,7 @@ int tables__fd(const struct tables *t)
 
 int tables__poll(struct tables *t)
 {
+	int64_t t0 = now_ns();
 	uint64_t v;
 	int n;
 
@@ -1151,6 +1152,8 @@ int tables__poll(struct tables *t)
 	work(t, WORK_BUDGET_NS);
 	write_changed(t);
 	run_due(t);
+	if ((uint64_t)(now_ns() - t0) > t->st.turn_ns_max)
+		t->st.turn_ns_max = now_ns() - t0;
 	return n < 0 ? n : 0;
 }
 
@@ -1158,6 +1161,25 @@ void tables__exec(struct tables *t, uint32_t pid)
 {
 	enqueue(t, pid, true, false);
 	poke(t);
+}
+
+void tables__exit(struct tables *t, uint32_t pid)
+{
+	struct tpid *p = pid_find(t, pid);
+
+	for (size_t i = 0; i < t->nqueue; i++) {
+		if (t->queue[i].pid == pid) {
+			if (!t->queue[i].hot)
+				t->ncold--;
+			memmove(&t->queue[i], &t->queue[i + 1], (t->nqueue - i - 1) * sizeof(*t->queue));
+			t->nqueue--;
+			break;
+		}
+	}
+	if (p)
+		pid_forget(t, p);
+	else
+		bpf_map_delete_elem(t->umaps_fd, &pid); /* the walker's placeholder, if any */
 }
 
 static bool refresh_asked(struct tables *t, uint32_t pid)
@@ -1267,6 +1289,7 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_table_builds_pending\t%" PRIu64 "\n", st.builds_pending);
 	fprintf(f, "unwind_table_displaced\t%" PRIu64 "\n", st.displaced);
 	fprintf(f, "unwind_load_requests_dropped\t%" PRIu64 "\n", st.requests_dropped);
+	fprintf(f, "unwind_turn_max_ms\t%.1f\n", st.turn_ns_max / 1e6);
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], st.bpf[i]);
 }

@@ -44,6 +44,7 @@ struct tables_stats {
 	uint64_t displaced;       /* tables in use unloaded to make room for a smaller one */
 	uint64_t build_us_total;  /* time spent building tables (worker threads) */
 	uint64_t builds_pending;  /* files waiting for or in a build */
+	uint64_t turn_ns_max;     /* longest tables__poll: what the tables cost the event loop at once */
 	uint64_t requests_dropped; /* exec-time reads not done: too many, or too old (the walker asks when it samples one) */
 	uint64_t bpf[PROFD_UCNT_MAX];
 };
@@ -59,6 +60,8 @@ int tables__fd(const struct tables *t);
 int tables__poll(struct tables *t);
 /* pid has just exec'd (process events): read its mappings now, and again once ld.so mapped the libraries. */
 void tables__exec(struct tables *t, uint32_t pid);
+/* pid has exited (process events): its entry and any request for it go now, not at the next gc. */
+void tables__exit(struct tables *t, uint32_t pid);
 /* Periodic upkeep: forgets exited processes, evicts unused tables, retries refreshes and tables without room. */
 void tables__gc(struct tables *t);
 
