@@ -11,6 +11,18 @@
  * the entries of the processes that map it at once. Memory is bounded (rows
  * array): unused tables go first, then the largest ones in use; files
  * nobody maps any more are evicted.
+ *
+ * Where no table is loaded the walker uses frame pointers, not libunwind
+ * (lib/lunwind stays the test oracle). Serving those samples with it would
+ * take a second sampling path: the BPF program would have to send each one
+ * (registers, 16 KB of stack, its kernel stack and labels) over a ring
+ * buffer instead of counting it, and the daemon unwind and count it in the
+ * window itself: perf's cost class, 2 MB/s per CPU at 99 Hz and tens of
+ * microseconds of unwinding per sample, which issue 7 set out to avoid. And
+ * it would help little: a file without .eh_frame/.debug_frame has nothing
+ * for libunwind either; what remains is the first milliseconds of a new
+ * process, files displaced under a tight --unwind-memory (raise it), and
+ * processes beyond --max-pids.
  */
 #ifndef PROFD_TABLES_H
 #define PROFD_TABLES_H

@@ -1,0 +1,66 @@
+#!/bin/bash
+# Time from exec to the first sample unwound with tables. A program is
+# stopped just before its exec; profd starts in test mode for its pid
+# (PROFD_UNWIND_CHECK: every sample of it is a snapshot with its time and
+# the walker's frames); then it is
+# let go. Reported per run: the first sample after exec, and the first
+# whose walk is complete: every table it needed was loaded (snapshot flag
+# "dwarf") and it reached main (>= 6 frames: main;loop above libc's qsort;
+# frame pointers stop at compare or in qsort). Each run copies the
+# program to a new file, so its table is built, not found; libc's is warm.
+# --llvm: a process mapping libLLVM (949 k rows, ~0.4 s to build) starts
+# with it, as when a compiler starts beside the program.
+# Root. Usage: tests/bench/unwind_latency.sh [--llvm] [RUNS]
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+LLVM=0
+[ "${1:-}" = --llvm ] && { LLVM=1; shift; }
+RUNS=${1:-10}
+LIBLLVM=$(ls /usr/lib/x86_64-linux-gnu/libLLVM-1[0-9].so.1 2>/dev/null | head -1)
+T=$(mktemp -d /tmp/profd-ulat.XXXXXX)
+PD= BG=
+trap 'kill $PD $BG 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+
+for i in $(seq "$RUNS"); do
+	cp "$BUILD/testprogs/qsort_nofp" "$T/qsort_$i"
+	python3 -c 'import os, signal, sys, time
+os.kill(os.getpid(), signal.SIGSTOP)
+print(time.monotonic_ns(), flush=True)
+os.execv(sys.argv[1], sys.argv[1:])' "$T/qsort_$i" 0.3 >"$T/exec.$i" &
+	P=$!
+	until [ "$(cut -d' ' -f3 /proc/$P/stat 2>/dev/null)" = T ]; do sleep 0.01; done
+	rm -rf "$T/s"
+	PROFD_UNWIND_CHECK="$P $T/check.$i" "$BUILD/profd" --state-dir "$T/s" --socket "$T/sock" \
+		--unwind dwarf ${PROFD_ARGS:-} >"$T/log" 2>&1 &
+	PD=$!
+	for _ in $(seq 100); do [ -S "$T/sock" ] && break; sleep 0.1; done
+	# libc's and ld.so's tables in first, as on any running host.
+	"$BUILD/testprogs/qsort_nofp" 0.2 >/dev/null
+	sleep 0.5
+	if [ $LLVM = 1 ]; then
+		python3 -c 'import ctypes, sys, time
+ctypes.CDLL(sys.argv[1])
+end = time.time() + 1
+while time.time() < end: pass' "$LIBLLVM" &
+		BG=$!
+	fi
+	kill -CONT $P
+	wait $P
+	[ -n "$BG" ] && wait $BG
+	BG=
+	kill -TERM $PD
+	wait $PD
+	PD=
+	awk -v t0="$(cat "$T/exec.$i")" -v run="$i" '
+		{ t = $NF; if (t < t0) next; m = $1 > $2 ? $1 : $2 }
+		first == "" || t < first { first = t }
+		t > last { last = t }
+		$5 == "dwarf" && $1 >= 6 && (full == "" || t < full) { full = t }
+		# No complete walk in the whole run: counted as the run'"'"'s length.
+		END { printf "run %2d  first sample %6.1f ms  first complete walk %6.1f ms%s\n", run,
+			(first - t0) / 1e6, ((full == "" ? last : full) - t0) / 1e6, full == "" ? " (none)" : "" }' "$T/check.$i"
+done | tee "$T/runs"
+n=$(wc -l <"$T/runs")
+med() { sort -n | awk -v n="$n" '{ v[NR] = $1 } END { printf "median %.1f ms, max %.1f ms", v[int((n + 1) / 2)], v[n] }'; }
+echo "complete walk after exec: $(awk '{ print $10 }' "$T/runs" | med) (first sample: $(awk '{ print $5 }' "$T/runs" | med)) over $n runs"
