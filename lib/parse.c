@@ -219,3 +219,33 @@ void format_duration(int64_t ns, char *buf, unsigned long len)
 		snprintf(buf, len, "%s%llud%lluh", sign, (unsigned long long)(v / 86400000000000ULL),
 			 (unsigned long long)(v / 3600000000000ULL % 24));
 }
+
+int parse_hex_span(const char **p, const char *end, uint64_t *v)
+{
+	const char *s = *p;
+	uint64_t x = 0;
+	int digits = 0;
+
+	while (s < end) {
+		int d;
+		char c = *s;
+
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			break;
+		if (++digits > 16)
+			return -EINVAL;
+		x = x << 4 | (uint64_t)d;
+		s++;
+	}
+	if (!digits)
+		return -EINVAL;
+	*p = s;
+	*v = x;
+	return 0;
+}

@@ -6,6 +6,11 @@
 
 /* Decimal unsigned integer, whole string, no sign, no overflow. */
 int parse_u64(const char *s, uint64_t *out);
+/*
+ * Hex digits (no prefix, at most 16) from *p up to end; *p moves past them.
+ * For parsers of /proc and perf-map lines, which are not NUL-terminated.
+ */
+int parse_hex_span(const char **p, const char *end, uint64_t *v);
 /* "90s", "10m", "2h", "7d", "500ms", "250us"; a bare number is seconds. */
 int parse_duration_ns(const char *s, int64_t *out);
 /* "1G", "512M", "64K", "1000" (bytes); binary units (K = 1024). */

@@ -2,6 +2,7 @@
  * perf map parser. The file lives in a world-writable /tmp of a possibly
  * hostile container: sizes, line lengths and entry counts are capped.
  */
+#include "parse.h"
 #include "perfmap.h"
 
 #include <errno.h>
@@ -48,6 +49,14 @@ int perfmap__new(struct perfmap **out)
 	return 0;
 }
 
+/* perf maps write addresses with or without a 0x prefix. */
+static int parse_hex0x(const char **p, const char *end, uint64_t *v)
+{
+	if (end - *p > 2 && (*p)[0] == '0' && ((*p)[1] == 'x' || (*p)[1] == 'X'))
+		*p += 2;
+	return parse_hex_span(p, end, v);
+}
+
 static void reset(struct perfmap *pm)
 {
 	pm->n = 0;
@@ -65,38 +74,6 @@ void perfmap__free(struct perfmap *pm)
 	free(pm->str);
 	free(pm->chunk);
 	free(pm);
-}
-
-static int parse_hex(const char **p, const char *end, uint64_t *v)
-{
-	const char *s = *p;
-	uint64_t x = 0;
-	int digits = 0;
-
-	if (end - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		s += 2;
-	while (s < end) {
-		char c = *s;
-		int d;
-
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
-			break;
-		if (++digits > 16)
-			return -EINVAL;
-		x = x << 4 | (uint64_t)d;
-		s++;
-	}
-	if (!digits)
-		return -EINVAL;
-	*p = s;
-	*v = x;
-	return 0;
 }
 
 static int add(struct perfmap *pm, uint64_t start, uint64_t size, const char *name, size_t len)
@@ -147,10 +124,10 @@ static int parse_line(struct perfmap *pm, const char *s, const char *end)
 
 	if (end > s && end[-1] == '\r')
 		end--;
-	if (parse_hex(&s, end, &start) || s >= end || *s != ' ')
+	if (parse_hex0x(&s, end, &start) || s >= end || *s != ' ')
 		return -EINVAL;
 	s++;
-	if (parse_hex(&s, end, &size) || s >= end || *s != ' ' || size == 0)
+	if (parse_hex0x(&s, end, &size) || s >= end || *s != ' ' || size == 0)
 		return -EINVAL;
 	s++;
 	if (s >= end || memchr(s, 0, (size_t)(end - s)))

@@ -1,4 +1,5 @@
 /* Parser for /proc/<pid>/maps: untrusted text, so every field is bounded and checked. */
+#include "parse.h"
 #include "procmaps.h"
 
 #include <errno.h>
@@ -118,36 +119,6 @@ out:
 	return err;
 }
 
-static int parse_hex(const char **p, const char *end, uint64_t *v)
-{
-	const char *s = *p;
-	uint64_t x = 0;
-	int digits = 0;
-
-	while (s < end) {
-		int d;
-		char c = *s;
-
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
-			break;
-		if (++digits > 16)
-			return -EINVAL;
-		x = x << 4 | (uint64_t)d;
-		s++;
-	}
-	if (!digits)
-		return -EINVAL;
-	*p = s;
-	*v = x;
-	return 0;
-}
-
 static int parse_dec(const char **p, const char *end, uint64_t *v)
 {
 	const char *s = *p;
@@ -212,15 +183,15 @@ static int parse_line(const char *s, const char *end, struct procmap *m)
 	const char *perms;
 
 	memset(m, 0, sizeof(*m));
-	if (parse_hex(&s, end, &m->start) || expect(&s, end, '-') || parse_hex(&s, end, &m->end) ||
+	if (parse_hex_span(&s, end, &m->start) || expect(&s, end, '-') || parse_hex_span(&s, end, &m->end) ||
 	    expect(&s, end, ' '))
 		return -EINVAL;
 	if (end - s < 5 || s[4] != ' ')
 		return -EINVAL;
 	perms = s;
 	s += 5;
-	if (parse_hex(&s, end, &m->offset) || expect(&s, end, ' ') || parse_hex(&s, end, &major) ||
-	    expect(&s, end, ':') || parse_hex(&s, end, &minor) || expect(&s, end, ' ') ||
+	if (parse_hex_span(&s, end, &m->offset) || expect(&s, end, ' ') || parse_hex_span(&s, end, &major) ||
+	    expect(&s, end, ':') || parse_hex_span(&s, end, &minor) || expect(&s, end, ' ') ||
 	    parse_dec(&s, end, &m->inode))
 		return -EINVAL;
 	if (m->end <= m->start || major > 0xfffff || minor > 0xfffff)

@@ -41,6 +41,18 @@ int main(void)
 	CHECK(parse_u64("12a", &u) < 0);
 	CHECK(parse_u64("", &u) < 0);
 
+	{
+		const char *line = "7f00ab-ffff x", *q = line;
+
+		CHECK(parse_hex_span(&q, line + strlen(line), &u) == 0 && u == 0x7f00ab && *q == '-');
+		q++;
+		CHECK(parse_hex_span(&q, line + 8, &u) == 0 && u == 0xf && q == line + 8); /* stops at end */
+		q = "12345678901234567";
+		CHECK(parse_hex_span(&q, q + 17, &u) < 0); /* over 64 bits */
+		q = "xyz";
+		CHECK(parse_hex_span(&q, q + 3, &u) < 0);
+	}
+
 	CHECK(parse_when("10m", now, &w) == 0 && w == now - 600 * NS);
 	CHECK(parse_when("now", now, &w) == 0 && w == now);
 	CHECK(parse_when("2026-11-30T09:00:00Z", now, &w) == 0 && w == 1796029200LL * NS);
