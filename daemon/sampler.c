@@ -26,6 +26,7 @@ struct sampler {
 	const char *event;
 	struct sampler_opts o;
 	struct bpf_link *offcpu_link;
+	struct bpf_link *offcpu_exit_link; /* adds the waits a thread still holds when it exits */
 	int offcpu; /* 1: attached, 0: off, -errno: unavailable */
 	struct perf_event_attr attr; /* as opened: for re-opening after CPU hotplug */
 	uint64_t *enabled_ns;        /* per CPU: time_enabled at the last hotplug check */
@@ -276,6 +277,7 @@ static int load_object(struct sampler *s, bool offcpu, const struct offcpu_sel *
 	bpf_map__set_max_entries(s->skel->maps.offcpu_pids, f->npids ? f->npids : 1);
 	bpf_map__set_max_entries(s->skel->maps.offcpu_cgroups, f->ncgroups ? f->ncgroups : 1);
 	bpf_program__set_autoload(s->skel->progs.off_cpu, offcpu);
+	bpf_program__set_autoload(s->skel->progs.offcpu_exit, offcpu);
 	bpf_map__set_autocreate(s->skel->maps.offcpu_tasks, offcpu);
 	bpf_map__set_autocreate(s->skel->maps.offcpu_pids, offcpu);
 	bpf_map__set_autocreate(s->skel->maps.offcpu_cgroups, offcpu);
@@ -360,9 +362,15 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 		}
 	}
 	if (s->offcpu == 1) {
-		s->offcpu_link = bpf_program__attach(s->skel->progs.off_cpu);
-		if (!s->offcpu_link)
+		/* Exit first: waits batched by the switch hook must never outlive their thread unseen. */
+		s->offcpu_exit_link = bpf_program__attach(s->skel->progs.offcpu_exit);
+		if (s->offcpu_exit_link)
+			s->offcpu_link = bpf_program__attach(s->skel->progs.off_cpu);
+		if (!s->offcpu_exit_link || !s->offcpu_link) {
 			s->offcpu = -errno;
+			bpf_link__destroy(s->offcpu_exit_link);
+			s->offcpu_exit_link = NULL;
+		}
 	}
 	*out = s;
 	return 0;
@@ -377,6 +385,7 @@ void sampler__free(struct sampler *s)
 	if (!s)
 		return;
 	bpf_link__destroy(s->offcpu_link);
+	bpf_link__destroy(s->offcpu_exit_link);
 	for (int cpu = 0; s->links && cpu < s->ncpus; cpu++)
 		bpf_link__destroy(s->links[cpu]);
 	for (int cpu = 0; s->pfds && cpu < s->ncpus; cpu++)
