@@ -34,9 +34,12 @@ struct unwind_table {
 	struct unwind_table_stats st;
 };
 
-/* A row before compaction: pc wide, plus its FDE's order for stable de-duplication. */
+/*
+ * A row before compaction, plus its FDE's order for stable de-duplication.
+ * 12 bytes (the pc lives in r.pc): building libLLVM or node holds half a
+ * million of these at once, the largest part of a build's memory.
+ */
 struct raw_row {
-	uint64_t pc;
 	uint32_t order; /* terminators sort before the rows of the FDE starting at the same pc */
 	struct profd_urow r;
 };
@@ -262,7 +265,11 @@ static int push_row(struct rows_vec *rv, uint64_t pc, uint32_t order, const stru
 		rv->v = v;
 		rv->cap = cap;
 	}
-	rv->v[rv->n++] = (struct raw_row){ .pc = pc, .order = order, .r = *r };
+	/* Only a terminator can lie at 2^32 (an FDE ending at the top): nothing above it needs one. */
+	if (pc > UINT32_MAX)
+		return 0;
+	rv->v[rv->n] = (struct raw_row){ .order = order, .r = *r };
+	rv->v[rv->n++].r.pc = (uint32_t)pc;
 	return 0;
 }
 
@@ -590,8 +597,8 @@ static int cmp_raw(const void *a, const void *b)
 {
 	const struct raw_row *x = a, *y = b;
 
-	if (x->pc != y->pc)
-		return x->pc < y->pc ? -1 : 1;
+	if (x->r.pc != y->r.pc)
+		return x->r.pc < y->r.pc ? -1 : 1;
 	/* At one pc: a closing NONE row first, so the function starting there wins. */
 	if ((PROFD_UR_CFA(x->r.kind) == PROFD_UR_CFA_NONE) != (PROFD_UR_CFA(y->r.kind) == PROFD_UR_CFA_NONE))
 		return PROFD_UR_CFA(x->r.kind) == PROFD_UR_CFA_NONE ? -1 : 1;
@@ -607,27 +614,37 @@ static int finish(struct unwind_table *t, struct rows_vec *rv)
 {
 	size_t n = 0;
 
+	struct profd_urow *out;
+
 	if (rv->n)
 		qsort(rv->v, rv->n, sizeof(*rv->v), cmp_raw);
+	/*
+	 * Compacted in place, into the front of the same buffer: row n is
+	 * written at byte 8n, below raw row i >= n at byte 12i, after that one
+	 * was read. A second array beside the raw one would add a third to the
+	 * build's peak.
+	 */
+	out = (struct profd_urow *)rv->v;
 	for (size_t i = 0; i < rv->n; i++) {
+		struct profd_urow r = rv->v[i].r;
+
 		/* Of several rows at one pc the last one holds. */
-		if (i + 1 < rv->n && rv->v[i + 1].pc == rv->v[i].pc)
+		if (i + 1 < rv->n && rv->v[i + 1].r.pc == r.pc)
 			continue;
-		if (n == 0 && PROFD_UR_CFA(rv->v[i].r.kind) == PROFD_UR_CFA_NONE)
+		if (n == 0 && PROFD_UR_CFA(r.kind) == PROFD_UR_CFA_NONE)
 			continue;
-		if (n && same_rule(&rv->v[n - 1].r, &rv->v[i].r))
+		if (n && same_rule(&out[n - 1], &r))
 			continue;
-		rv->v[n++] = rv->v[i];
-	}
-	t->rows = malloc((n ? n : 1) * sizeof(*t->rows));
-	if (!t->rows)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		t->rows[i] = rv->v[i].r;
-		t->rows[i].pc = (uint32_t)rv->v[i].pc;
-		if (PROFD_UR_CFA(t->rows[i].kind) == PROFD_UR_CFA_UNSUP)
+		if (PROFD_UR_CFA(r.kind) == PROFD_UR_CFA_UNSUP)
 			t->st.unsupported++;
+		out[n++] = r;
 	}
+	/* Shrinking a block keeps its contents; a failure leaves the larger block, as good. */
+	t->rows = realloc(rv->v, (n ? n : 1) * sizeof(*t->rows));
+	if (!t->rows)
+		t->rows = out;
+	rv->v = NULL;
+	rv->n = rv->cap = 0;
 	t->nrows = n;
 	return 0;
 }
@@ -750,6 +767,12 @@ int unwind_table__open_mem(const void *buf, size_t len, struct unwind_table **ou
 	return err;
 }
 
+void unwind_table__drop_rows(struct unwind_table *t)
+{
+	free(t->rows);
+	t->rows = NULL;
+}
+
 void unwind_table__free(struct unwind_table *t)
 {
 	if (!t)
@@ -775,7 +798,7 @@ void unwind_table__stats(const struct unwind_table *t, struct unwind_table_stats
 
 int unwind_table__lookup(const struct unwind_table *t, uint64_t vaddr, struct profd_urow *row)
 {
-	size_t lo = 0, hi = t->nrows;
+	size_t lo = 0, hi = t->rows ? t->nrows : 0;
 
 	if (vaddr > UINT32_MAX)
 		vaddr = UINT32_MAX;

@@ -36,7 +36,13 @@ int unwind_table__open_mem(const void *buf, size_t len, struct unwind_table **ou
 void unwind_table__free(struct unwind_table *t);
 
 size_t unwind_table__nrows(const struct unwind_table *t);
+/* NULL after unwind_table__drop_rows. */
 const struct profd_urow *unwind_table__rows(const struct unwind_table *t);
+/*
+ * Frees the rows once they live elsewhere (the kernel's rows array); nrows,
+ * stats and file_to_vaddr still answer, lookup finds nothing.
+ */
+void unwind_table__drop_rows(struct unwind_table *t);
 void unwind_table__stats(const struct unwind_table *t, struct unwind_table_stats *st);
 
 /* The row covering vaddr, or -ENOENT below the first row. */

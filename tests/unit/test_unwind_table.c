@@ -339,6 +339,40 @@ static void check_debug_frame(const char *build)
 	(void)build;
 }
 
+/*
+ * After its rows went to the kernel a table keeps answering what the daemon
+ * still asks (row count, file offset to address) and nothing else.
+ */
+static void check_drop_rows(void)
+{
+	int fd = open("/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY | O_CLOEXEC);
+	struct unwind_table *t = NULL;
+	struct profd_urow row;
+	uint64_t va0 = 0, va1 = 1;
+	size_t n;
+
+	CHECK(fd >= 0);
+	if (fd < 0 || unwind_table__open_fd(fd, &t)) {
+		CHECK(!"libc's table");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	n = unwind_table__nrows(t);
+	CHECK(unwind_table__rows(t) != NULL);
+	CHECK_EQ_INT(unwind_table__lookup(t, unwind_table__rows(t)[n / 2].pc, &row), 0);
+	CHECK_EQ_INT(unwind_table__file_to_vaddr(t, 0x1000, &va0), 0);
+	unwind_table__drop_rows(t);
+	CHECK_EQ_INT(unwind_table__nrows(t), n);
+	CHECK(unwind_table__rows(t) == NULL);
+	CHECK_EQ_INT(unwind_table__lookup(t, 0x30000, &row), -ENOENT);
+	CHECK_EQ_INT(unwind_table__file_to_vaddr(t, 0x1000, &va1), 0);
+	CHECK_EQ_INT(va1, va0);
+	unwind_table__drop_rows(t); /* twice: harmless */
+	unwind_table__free(t);
+}
+
 static void check_garbage(void)
 {
 	/* Truncations and bit flips of a real file's image must fail cleanly or succeed, never crash. */
@@ -391,6 +425,7 @@ int main(void)
 	check_file(path, 10);
 	check_vdso();
 	check_debug_frame(build);
+	check_drop_rows();
 	check_garbage();
 
 	/* Not a check: the build time of libc's table, for docs/BENCHMARKS.md. */
