@@ -15,7 +15,27 @@ struct index {
 	size_t used;
 };
 
+/*
+ * Maps from one source profile's ids to this profile's, kept between merges:
+ * a reader decoding a chain of records into one profile (docs/FORMAT.md,
+ * "Chains") passes the same source with grown tables every window, so each
+ * string, frame and stack is interned once per chain, not once per window.
+ * Valid while both generations match and the flags are the same.
+ */
+struct merge_cache {
+	uint64_t src_gen, dst_gen;
+	unsigned flags;
+	uint32_t *smap, *fmap, *kmap; /* UINT32_MAX: not mapped yet */
+	size_t ns, nf, nk;             /* entries initialised */
+	size_t scap, fcap, kcap;
+	uint32_t *buf;
+	size_t bufcap;
+};
+
 struct profile {
+	/* Changes whenever ids may be reused (reset); never repeats, even across profiles. */
+	uint64_t gen;
+
 	char *arena;
 	size_t arena_len, arena_cap;
 	uint32_t *str_off;
@@ -40,7 +60,16 @@ struct profile {
 	size_t ncounters, counters_cap;
 
 	struct pf_meta meta;
+
+	struct merge_cache mc; /* this profile as a merge destination */
 };
+
+static uint64_t new_gen(void)
+{
+	static uint64_t next;
+
+	return __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
+}
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -442,13 +471,23 @@ size_t profile__mem_bytes(const struct profile *p)
 	       p->frames_cap * sizeof(*p->frames) + p->stack_data_cap * sizeof(*p->stack_data) +
 	       p->stacks_cap * sizeof(*p->stack_off) + p->samples_cap * sizeof(*p->samples) +
 	       p->counters_cap * sizeof(*p->counters) +
-	       (p->str_idx.cap + p->frame_idx.cap + p->stack_idx.cap + p->sample_idx.cap) * sizeof(uint32_t);
+	       (p->str_idx.cap + p->frame_idx.cap + p->stack_idx.cap + p->sample_idx.cap +
+		p->mc.scap + p->mc.fcap + p->mc.kcap + p->mc.bufcap) * sizeof(uint32_t);
+}
+
+void profile__reset_samples(struct profile *p)
+{
+	p->nsamples = 0;
+	p->ncounters = 0;
+	index_clear(&p->sample_idx);
+	memset(&p->meta, 0, sizeof(p->meta));
 }
 
 void profile__reset(struct profile *p)
 {
 	uint32_t id;
 
+	p->gen = new_gen();
 	p->arena_len = 0;
 	p->nstr = 0;
 	p->nframes = 0;
@@ -476,6 +515,7 @@ int profile__new(struct profile **out)
 
 	if (!p)
 		return -ENOMEM;
+	p->gen = new_gen();
 	err = grow((void **)&p->stack_off, &p->stacks_cap, 2, sizeof(*p->stack_off));
 	if (err)
 		goto fail;
@@ -507,6 +547,10 @@ void profile__free(struct profile *p)
 	free(p->samples);
 	free(p->sample_idx.slots);
 	free(p->counters);
+	free(p->mc.smap);
+	free(p->mc.fmap);
+	free(p->mc.kmap);
+	free(p->mc.buf);
 	free(p);
 }
 
@@ -517,33 +561,99 @@ int profile__merge(struct profile *dst, const struct profile *src, profile_keep_
 	return profile__merge_flags(dst, src, keep, arg, 0);
 }
 
+/* Extends a map to n entries, the new ones unmapped. */
+static int map_extend(uint32_t **map, size_t *cap, size_t *used, size_t n)
+{
+	int err;
+
+	if (n <= *used)
+		return 0;
+	err = grow((void **)map, cap, n, sizeof(**map));
+	if (err)
+		return err;
+	memset(*map + *used, 0xff, (n - *used) * sizeof(**map));
+	*used = n;
+	return 0;
+}
+
+static int merge_cache_prepare(struct profile *dst, const struct profile *src, unsigned flags)
+{
+	struct merge_cache *mc = &dst->mc;
+	int err;
+
+	if (mc->src_gen != src->gen || mc->dst_gen != dst->gen || mc->flags != flags) {
+		mc->src_gen = src->gen;
+		mc->dst_gen = dst->gen;
+		mc->flags = flags;
+		mc->ns = mc->nf = mc->nk = 0;
+	}
+	err = map_extend(&mc->smap, &mc->scap, &mc->ns, src->nstr);
+	if (!err)
+		err = map_extend(&mc->fmap, &mc->fcap, &mc->nf, src->nframes);
+	if (!err)
+		err = map_extend(&mc->kmap, &mc->kcap, &mc->nk, src->nstacks);
+	if (err)
+		mc->src_gen = 0; /* half-extended: start over next time */
+	return err;
+}
+
+static int map_str(struct profile *dst, const struct profile *src, uint32_t id, uint32_t *out)
+{
+	uint32_t *m = &dst->mc.smap[id];
+	int err;
+
+	if (*m == UINT32_MAX) {
+		err = profile__intern_str(dst, profile__str(src, id), m);
+		if (err)
+			return err;
+	}
+	*out = *m;
+	return 0;
+}
+
+static int map_stack(struct profile *dst, const struct profile *src, uint32_t sid, unsigned flags)
+{
+	struct merge_cache *mc = &dst->mc;
+	uint32_t n;
+	const uint32_t *fr = profile__stack(src, sid, &n);
+	int err;
+
+	err = grow((void **)&mc->buf, &mc->bufcap, n ? n : 1, sizeof(*mc->buf));
+	if (err)
+		return err;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t f = fr[k];
+
+		if (mc->fmap[f] == UINT32_MAX) {
+			struct pf_frame nf = src->frames[f];
+
+			if ((err = map_str(dst, src, src->frames[f].name, &nf.name)) ||
+			    (err = map_str(dst, src, src->frames[f].module, &nf.module)))
+				return err;
+			if ((flags & PF_MERGE_BY_FUNCTION) && nf.name)
+				nf.offset = 0;
+			err = profile__frame_add(dst, &nf, &mc->fmap[f]);
+			if (err)
+				return err;
+		}
+		mc->buf[k] = mc->fmap[f];
+	}
+	return profile__stack_add(dst, mc->buf, n, &mc->kmap[sid]);
+}
+
 int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
 			 void *arg, unsigned flags)
 {
 	const struct pf_meta *sm = &src->meta;
 	struct pf_meta *dm = &dst->meta;
-	uint32_t *smap = NULL, *fmap = NULL, *kmap = NULL, *buf = NULL;
-	size_t bufcap = 0;
-	int err = -ENOMEM;
+	struct merge_cache *mc = &dst->mc;
+	int err;
 
-	/* Maps from src ids to dst ids, filled lazily: UINT32_MAX means not yet mapped. */
-	smap = malloc((src->nstr ? src->nstr : 1) * sizeof(*smap));
-	fmap = malloc((src->nframes ? src->nframes : 1) * sizeof(*fmap));
-	kmap = malloc((src->nstacks ? src->nstacks : 1) * sizeof(*kmap));
-	if (!smap || !fmap || !kmap)
-		goto out;
-	memset(smap, 0xff, (src->nstr ? src->nstr : 1) * sizeof(*smap));
-	memset(fmap, 0xff, (src->nframes ? src->nframes : 1) * sizeof(*fmap));
-	memset(kmap, 0xff, (src->nstacks ? src->nstacks : 1) * sizeof(*kmap));
-
-#define MAPSTR(id, outv) do { \
-	if (smap[(id)] == UINT32_MAX) { \
-		err = profile__intern_str(dst, profile__str(src, (id)), &smap[(id)]); \
-		if (err) goto out; \
-	} \
-	(outv) = smap[(id)]; \
-} while (0)
-
+	if (dst == src)
+		return -EINVAL;
+	err = merge_cache_prepare(dst, src, flags);
+	if (err)
+		return err;
 	for (size_t i = 0; i < src->nsamples; i++) {
 		const struct pf_sample *s = &src->samples[i];
 		struct pf_sample d = *s;
@@ -555,49 +665,17 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 			err = -EINVAL;
 			goto out;
 		}
-		MAPSTR(s->comm, d.comm);
-		MAPSTR(s->thread, d.thread);
-		MAPSTR(s->cgroup, d.cgroup);
-		if (kmap[s->stack] == UINT32_MAX) {
-			uint32_t n;
-			const uint32_t *fr = profile__stack(src, s->stack, &n);
-
-			if (n > bufcap) {
-				uint32_t *nb = realloc(buf, n * sizeof(*buf));
-
-				if (!nb) {
-					err = -ENOMEM;
-					goto out;
-				}
-				buf = nb;
-				bufcap = n;
-			}
-			for (uint32_t k = 0; k < n; k++) {
-				uint32_t f = fr[k];
-
-				if (fmap[f] == UINT32_MAX) {
-					struct pf_frame nf = src->frames[f];
-
-					MAPSTR(src->frames[f].name, nf.name);
-					MAPSTR(src->frames[f].module, nf.module);
-					if ((flags & PF_MERGE_BY_FUNCTION) && nf.name)
-						nf.offset = 0;
-					err = profile__frame_add(dst, &nf, &fmap[f]);
-					if (err)
-						goto out;
-				}
-				buf[k] = fmap[f];
-			}
-			err = profile__stack_add(dst, buf, n, &kmap[s->stack]);
-			if (err)
-				goto out;
-		}
-		d.stack = kmap[s->stack];
+		if ((err = map_str(dst, src, s->comm, &d.comm)) ||
+		    (err = map_str(dst, src, s->thread, &d.thread)) ||
+		    (err = map_str(dst, src, s->cgroup, &d.cgroup)))
+			goto out;
+		if (mc->kmap[s->stack] == UINT32_MAX && (err = map_stack(dst, src, s->stack, flags)))
+			goto out;
+		d.stack = mc->kmap[s->stack];
 		err = profile__add(dst, &d);
 		if (err)
 			goto out;
 	}
-#undef MAPSTR
 
 	for (size_t i = 0; i < src->ncounters; i++) {
 		err = profile__counter_add(dst, profile__str(src, src->counters[i].name),
@@ -613,15 +691,11 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 		dm->frequency = sm->frequency;
 	err = 0;
 	if (!dm->host && sm->host)
-		err = profile__intern_str(dst, profile__str(src, sm->host), &dm->host);
+		err = map_str(dst, src, sm->host, &dm->host);
 	if (!err && !dm->kernel && sm->kernel)
-		err = profile__intern_str(dst, profile__str(src, sm->kernel), &dm->kernel);
+		err = map_str(dst, src, sm->kernel, &dm->kernel);
 	if (!err && !dm->event && sm->event)
-		err = profile__intern_str(dst, profile__str(src, sm->event), &dm->event);
+		err = map_str(dst, src, sm->event, &dm->event);
 out:
-	free(smap);
-	free(fmap);
-	free(kmap);
-	free(buf);
 	return err;
 }

@@ -59,6 +59,8 @@ int profile__new(struct profile **out);
 void profile__free(struct profile *p);
 /* Drops samples, stacks, frames, strings and metadata; keeps allocations. */
 void profile__reset(struct profile *p);
+/* Drops samples, counters and metadata; strings, frames and stacks keep their ids. */
+void profile__reset_samples(struct profile *p);
 /* Heap bytes held (allocated capacity, used or not). */
 size_t profile__mem_bytes(const struct profile *p);
 
@@ -92,7 +94,9 @@ const struct pf_counter *profile__counter(const struct profile *p, size_t i);
 uint64_t profile__counter_get(const struct profile *p, const char *name);
 
 /*
- * Merges src into dst, re-interning everything. keep() may reject a sample
+ * Merges src into dst, re-interning everything. dst remembers how src's ids
+ * map to its own until either is reset, so merging a src whose tables only
+ * grew since the last merge (profile__reset_samples) interns only what is new. keep() may reject a sample
  * (return 0); NULL keeps all. Metadata: dst's time range grows to cover
  * src's; counters add up; host/kernel/event are taken from src when dst has
  * none.

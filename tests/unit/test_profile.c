@@ -189,6 +189,58 @@ int main(void)
 		fr[0] = 424242;
 		CHECK(profile__stack_add(m, fr, 1, &id1) < 0);
 	}
+	/*
+	 * The merge cache: a source whose tables only grow (reset_samples between
+	 * windows, as a chain of records is decoded) merges as a fresh source would,
+	 * and a full reset of either side drops the cached ids.
+	 */
+	{
+		struct profile *src, *a, *b;
+		uint32_t f1, f2, f3, st[3];
+		char *fa, *fb;
+		struct query q = { .type = QUERY_CPU };
+
+		CHECK(profile__new(&src) == 0 && profile__new(&a) == 0 && profile__new(&b) == 0);
+		f1 = frame(src, "main", "/bin/x", 0x10, PF_FRAME_USER);
+		f2 = frame(src, "work", "/bin/x", 0x20, PF_FRAME_USER);
+		st[0] = f1, st[1] = f2;
+		add(src, 7, "x", "x", "", st, 2, PF_KIND_CPU, 3);
+		CHECK(profile__merge(a, src, NULL, NULL) == 0);
+		profile__reset_samples(src);
+		CHECK_EQ_INT(profile__nsamples(src), 0);
+		CHECK_EQ_INT(profile__nframes(src), 2);
+		f3 = frame(src, "leaf", "/bin/x", 0x30, PF_FRAME_USER);
+		st[2] = f3;
+		add(src, 7, "x", "x", "", st, 3, PF_KIND_CPU, 5);
+		add(src, 7, "x", "x", "", st, 2, PF_KIND_CPU, 1);
+		CHECK(profile__merge(a, src, NULL, NULL) == 0);
+		/* b: the same windows, each from a fresh source */
+		struct profile *w;
+		CHECK(profile__new(&w) == 0);
+		st[0] = frame(w, "main", "/bin/x", 0x10, PF_FRAME_USER);
+		st[1] = frame(w, "work", "/bin/x", 0x20, PF_FRAME_USER);
+		add(w, 7, "x", "x", "", st, 2, PF_KIND_CPU, 4);
+		st[2] = frame(w, "leaf", "/bin/x", 0x30, PF_FRAME_USER);
+		add(w, 7, "x", "x", "", st, 3, PF_KIND_CPU, 5);
+		CHECK(profile__merge(b, w, NULL, NULL) == 0);
+		fa = folded(&q, a);
+		fb = folded(&q, b);
+		CHECK_EQ_STR(fa, fb);
+		free(fa);
+		free(fb);
+		/* A reset source reuses ids for other things: nothing cached may survive it. */
+		profile__reset(src);
+		st[0] = frame(src, "other", "/bin/y", 0x99, PF_FRAME_USER);
+		add(src, 8, "y", "y", "", st, 1, PF_KIND_CPU, 2);
+		CHECK(profile__merge(a, src, NULL, NULL) == 0);
+		fa = folded(&q, a);
+		CHECK(strstr(fa, "y;other 2") != NULL);
+		free(fa);
+		profile__free(w);
+		profile__free(src);
+		profile__free(a);
+		profile__free(b);
+	}
 	profile__free(m);
 	profile__free(p);
 	T_DONE();
