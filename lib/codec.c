@@ -18,14 +18,38 @@ struct codec {
 	uint8_t *buf;
 	size_t len, cap;
 	int err;                  /* sticky encode error: checked once at the end */
-	uint32_t *smap, *fmap, *kmap; /* payload id -> profile id: strings, frames, stacks */
+
+	/*
+	 * Encoder chain: every string, frame and stack the records of the chain
+	 * so far defined, with payload ids equal to dict ids (stacks: through
+	 * kpay, since each record writes its new stacks sorted).
+	 */
+	struct profile *dict;
+	uint32_t *wsmap, *wfmap, *wkmap; /* window id -> dict id; UINT32_MAX: not yet */
+	size_t wsmap_cap, wfmap_cap, wkmap_cap;
+	uint32_t *kpay;                  /* dict stack id -> payload stack id */
+	size_t kpay_cap;
+	uint32_t *fbuf;
+	size_t fbuf_cap;
+
+	/*
+	 * Decoder chain: payload id -> profile id for every id the chain defined
+	 * so far, the chain's key record, and the table sizes the decoded profile
+	 * had after the last record (anything else touched it: start over).
+	 */
+	uint32_t *smap, *fmap, *kmap;
 	size_t smap_cap, fmap_cap, kmap_cap;
+	uint64_t d_key;               /* 1 + offset of the key record; 0: no chain */
+	const struct profile *d_prof;
+	size_t d_nstr, d_nf, d_nk;    /* payload ids defined: strings incl. 0, frames, stacks incl. 0 */
+	size_t d_pstr, d_pf, d_pk;    /* the profile's table sizes after the last record */
+
 	uint32_t *prev, *cur;      /* decoded stacks, in payload frame ids */
 	size_t prev_cap, cur_cap;
 	struct pf_sample *samples;
 	size_t samples_cap;
-	uint32_t *order, *rank;    /* encoder: stacks in payload order; profile id -> payload id */
-	size_t order_cap, rank_cap;
+	uint32_t *order;           /* encoder: new stacks in payload order */
+	size_t order_cap;
 };
 
 int codec__new(struct codec **out)
@@ -33,6 +57,10 @@ int codec__new(struct codec **out)
 	struct codec *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	if (profile__new(&c->dict)) {
+		free(c);
+		return -ENOMEM;
+	}
 	*out = c;
 	return 0;
 }
@@ -42,6 +70,12 @@ void codec__free(struct codec *c)
 	if (!c)
 		return;
 	free(c->buf);
+	profile__free(c->dict);
+	free(c->wsmap);
+	free(c->wfmap);
+	free(c->wkmap);
+	free(c->kpay);
+	free(c->fbuf);
 	free(c->smap);
 	free(c->fmap);
 	free(c->kmap);
@@ -49,7 +83,6 @@ void codec__free(struct codec *c)
 	free(c->cur);
 	free(c->samples);
 	free(c->order);
-	free(c->rank);
 	free(c);
 }
 
@@ -115,6 +148,7 @@ static int64_t unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+/* Orders dict stacks by their frames, root first. */
 static int cmp_stack(const void *a, const void *b, void *arg)
 {
 	const struct profile *p = arg;
@@ -127,79 +161,167 @@ static int cmp_stack(const void *a, const void *b, void *arg)
 	return na < nb ? -1 : na > nb;
 }
 
-int codec__encode(struct codec *c, const struct profile *p, const uint8_t **buf, size_t *len)
+/* Window ids to dict ids, adding to the dict what it does not hold yet. */
+static int enc_str(struct codec *c, const struct profile *p, uint32_t id, uint32_t *out)
 {
+	if (c->wsmap[id] == UINT32_MAX) {
+		int err = profile__intern_str(c->dict, profile__str(p, id), &c->wsmap[id]);
+		if (err)
+			return err;
+	}
+	*out = c->wsmap[id];
+	return 0;
+}
+
+static int enc_stack(struct codec *c, const struct profile *p, uint32_t id, uint32_t *out)
+{
+	uint32_t n;
+	const uint32_t *f;
+	int err;
+
+	if (c->wkmap[id] != UINT32_MAX)
+		goto done;
+	f = profile__stack(p, id, &n);
+	if ((err = grow((void **)&c->fbuf, &c->fbuf_cap, n ? n : 1, sizeof(uint32_t))))
+		return err;
+	for (uint32_t k = 0; k < n; k++) {
+		if (c->wfmap[f[k]] == UINT32_MAX) {
+			struct pf_frame g = *profile__frame(p, f[k]);
+			if ((err = enc_str(c, p, g.name, &g.name)) || (err = enc_str(c, p, g.module, &g.module)) ||
+			    (err = profile__frame_add(c->dict, &g, &c->wfmap[f[k]])))
+				return err;
+		}
+		c->fbuf[k] = c->wfmap[f[k]];
+	}
+	if ((err = profile__stack_add(c->dict, c->fbuf, n, &c->wkmap[id])))
+		return err;
+done:
+	*out = c->wkmap[id];
+	return 0;
+}
+
+static int fill_unmapped(uint32_t **m, size_t *cap, size_t n)
+{
+	int err = grow((void **)m, cap, n ? n : 1, sizeof(uint32_t));
+	if (!err)
+		memset(*m, 0xff, (n ? n : 1) * sizeof(uint32_t));
+	return err;
+}
+
+/*
+ * Maps every string, frame and stack the window uses into the dict, in the
+ * order the payload meets them, so that a window re-encoded from its own
+ * decoding gives the same bytes.
+ */
+static int enc_map(struct codec *c, const struct profile *p, uint32_t meta[3])
+{
+	const struct pf_meta *m = profile__meta_const(p);
+	size_t ns = profile__nsamples(p);
+	uint32_t x;
+	int err;
+
+	if ((err = fill_unmapped(&c->wsmap, &c->wsmap_cap, profile__nstrs(p))) ||
+	    (err = fill_unmapped(&c->wfmap, &c->wfmap_cap, profile__nframes(p))) ||
+	    (err = fill_unmapped(&c->wkmap, &c->wkmap_cap, profile__nstacks(p))))
+		return err;
+	c->wsmap[0] = 0;
+	c->wkmap[0] = 0;
+	if ((err = enc_str(c, p, m->host < profile__nstrs(p) ? m->host : 0, &meta[0])) ||
+	    (err = enc_str(c, p, m->kernel < profile__nstrs(p) ? m->kernel : 0, &meta[1])) ||
+	    (err = enc_str(c, p, m->event < profile__nstrs(p) ? m->event : 0, &meta[2])))
+		return err;
+	for (size_t i = 0; i < profile__ncounters(p); i++)
+		if ((err = enc_str(c, p, profile__counter(p, i)->name, &x)))
+			return err;
+	for (size_t i = 0; i < ns; i++) {
+		const struct pf_sample *s = profile__sample(p, i);
+		if ((err = enc_str(c, p, s->comm, &x)) || (err = enc_str(c, p, s->thread, &x)) ||
+		    (err = enc_str(c, p, s->cgroup, &x)) || (err = enc_stack(c, p, s->stack, &x)))
+			return err;
+	}
+	return 0;
+}
+
+int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_ref,
+			const uint8_t **buf, size_t *len)
+{
+	uint32_t meta[3];
+	int err;
+
 	c->len = 0;
 	c->err = 0;
-	put_u(c, CODEC_PAYLOAD_VERSION);
+	if (!key_ref)
+		profile__reset(c->dict);
+	size_t bs = profile__nstrs(c->dict), bf = profile__nframes(c->dict), bk = profile__nstacks(c->dict);
+	err = enc_map(c, p, meta);
+	if (err)
+		goto fail;
+	size_t nstr = profile__nstrs(c->dict), nf = profile__nframes(c->dict), nk = profile__nstacks(c->dict);
 
-	size_t nstr = profile__nstrs(p);
-	put_u(c, nstr ? nstr - 1 : 0);
-	for (size_t i = 1; i < nstr; i++) {
-		const char *s = profile__str(p, (uint32_t)i);
-		size_t n = strlen(s);
+	put_u(c, CODEC_PAYLOAD_VERSION);
+	put_u(c, key_ref);
+	put_u(c, bs - 1);
+	put_u(c, bf);
+	put_u(c, bk - 1);
+
+	put_u(c, nstr - bs);
+	for (size_t i = bs; i < nstr; i++) {
+		const char *t = profile__str(c->dict, (uint32_t)i);
+		size_t n = strlen(t);
 		put_u(c, n);
-		put_bytes(c, s, n);
+		put_bytes(c, t, n);
 	}
 
 	const struct pf_meta *m = profile__meta_const(p);
 	put_u(c, zigzag(m->start_ns));
 	/* Unsigned difference: wraps the same way on decode, whatever the input. */
 	put_u(c, (uint64_t)m->end_ns - (uint64_t)m->start_ns);
-	put_u(c, m->host);
-	put_u(c, m->kernel);
-	put_u(c, m->event);
+	put_u(c, meta[0]);
+	put_u(c, meta[1]);
+	put_u(c, meta[2]);
 	put_u(c, m->frequency);
 
-	size_t nc = profile__ncounters(p);
-	put_u(c, nc);
-	for (size_t i = 0; i < nc; i++) {
+	size_t ncnt = profile__ncounters(p);
+	put_u(c, ncnt);
+	for (size_t i = 0; i < ncnt; i++) {
 		const struct pf_counter *k = profile__counter(p, i);
-		put_u(c, k->name);
+		put_u(c, c->wsmap[k->name]);
 		put_u(c, k->value);
 	}
 
 	/* Columns: a run of similar small numbers compresses far better than interleaved records. */
-	size_t nf = profile__nframes(p);
-	put_u(c, nf);
-	for (size_t i = 0; i < nf; i++)
-		put_u(c, profile__frame(p, (uint32_t)i)->kind);
-	for (size_t i = 0; i < nf; i++)
-		put_u(c, profile__frame(p, (uint32_t)i)->module);
-	for (size_t i = 0; i < nf; i++)
-		put_u(c, profile__frame(p, (uint32_t)i)->name);
-	for (size_t i = 0; i < nf; i++)
-		put_u(c, profile__frame(p, (uint32_t)i)->offset);
+	put_u(c, nf - bf);
+	for (size_t i = bf; i < nf; i++)
+		put_u(c, profile__frame(c->dict, (uint32_t)i)->kind);
+	for (size_t i = bf; i < nf; i++)
+		put_u(c, profile__frame(c->dict, (uint32_t)i)->module);
+	for (size_t i = bf; i < nf; i++)
+		put_u(c, profile__frame(c->dict, (uint32_t)i)->name);
+	for (size_t i = bf; i < nf; i++)
+		put_u(c, profile__frame(c->dict, (uint32_t)i)->offset);
 
 	/*
-	 * Stacks are root first and written in sorted order, so each one shares
-	 * its first frames (main, the event loop, the syscall path) with the one
-	 * before and stores only how many: the stack table becomes a walk of the
-	 * call tree, each tree edge written about once.
+	 * New stacks are root first and written in sorted order, so each one
+	 * shares its first frames (main, the event loop, the syscall path) with
+	 * the one before and stores only how many: the stack table becomes a walk
+	 * of the call tree, each tree edge written about once.
 	 */
-	size_t nk = profile__nstacks(p);
-	if (!nk)
-		nk = 1;
-	void *o = c->order, *rk = c->rank;
-	int e1 = grow(&o, &c->order_cap, nk, sizeof(uint32_t));
-	c->order = o;
-	int e2 = grow(&rk, &c->rank_cap, nk, sizeof(uint32_t));
-	c->rank = rk;
-	if (e1 || e2)
-		return -ENOMEM;
-	for (size_t i = 1; i < nk; i++)
-		c->order[i - 1] = (uint32_t)i;
-	qsort_r(c->order, nk - 1, sizeof(uint32_t), cmp_stack, (void *)p);
-	c->rank[0] = 0;
-	for (size_t i = 1; i < nk; i++)
-		c->rank[c->order[i - 1]] = (uint32_t)i;
-	put_u(c, nk - 1);
+	if ((err = grow((void **)&c->order, &c->order_cap, nk - bk + 1, sizeof(uint32_t))) ||
+	    (err = grow((void **)&c->kpay, &c->kpay_cap, nk, sizeof(uint32_t))))
+		goto fail;
+	for (size_t i = bk; i < nk; i++)
+		c->order[i - bk] = (uint32_t)i;
+	qsort_r(c->order, nk - bk, sizeof(uint32_t), cmp_stack, c->dict);
+	if (!key_ref)
+		c->kpay[0] = 0;
+	put_u(c, nk - bk);
 	const uint32_t *prev = NULL;
 	uint32_t nprev = 0;
-	for (size_t i = 1; i < nk; i++) {
-		uint32_t n;
-		const uint32_t *f = profile__stack(p, c->order[i - 1], &n);
+	for (size_t i = bk; i < nk; i++) {
+		uint32_t n, id = c->order[i - bk];
+		const uint32_t *f = profile__stack(c->dict, id, &n);
 		uint32_t shared = 0;
+		c->kpay[id] = (uint32_t)i;
 		while (shared < n && shared < nprev && f[shared] == prev[shared])
 			shared++;
 		put_u(c, shared);
@@ -215,7 +337,7 @@ int codec__encode(struct codec *c, const struct profile *p, const uint8_t **buf,
 	for (size_t i = 0; i < ns; i++)
 		put_u(c, profile__sample(p, i)->kind);
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, c->rank[profile__sample(p, i)->stack]);
+		put_u(c, c->kpay[c->wkmap[profile__sample(p, i)->stack]]);
 	for (size_t i = 0; i < ns; i++)
 		put_u(c, profile__sample(p, i)->value);
 	/* Samples of one process arrive together: pids as deltas, tids against their pid. */
@@ -230,17 +352,28 @@ int codec__encode(struct codec *c, const struct profile *p, const uint8_t **buf,
 		put_u(c, zigzag((int64_t)s->tid - s->pid));
 	}
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, profile__sample(p, i)->comm);
+		put_u(c, c->wsmap[profile__sample(p, i)->comm]);
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, profile__sample(p, i)->thread);
+		put_u(c, c->wsmap[profile__sample(p, i)->thread]);
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, profile__sample(p, i)->cgroup);
+		put_u(c, c->wsmap[profile__sample(p, i)->cgroup]);
 
-	if (c->err)
-		return c->err;
+	if (c->err) {
+		err = c->err;
+		goto fail;
+	}
 	*buf = c->buf;
 	*len = c->len;
 	return 0;
+fail:
+	/* The dict may hold what no record carries: the next record must be a key. */
+	profile__reset(c->dict);
+	return err;
+}
+
+int codec__encode(struct codec *c, const struct profile *p, const uint8_t **buf, size_t *len)
+{
+	return codec__encode_chain(c, p, 0, buf, len);
 }
 
 void codec__totals(const struct profile *p, uint64_t *samples, uint64_t *lost)
@@ -327,23 +460,51 @@ static int get_str(struct codec *c, struct rd *r, size_t n, uint32_t *id)
 #define TRY(x) do { if ((err = (x))) goto out; } while (0)
 #define BAD() do { err = -EBADMSG; goto out; } while (0)
 
-int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profile *p)
+/*
+ * Decodes a payload of either version. Version 1 and version 2 key records
+ * start from an empty profile; a version 2 delta record must extend exactly
+ * the chain this codec decoded into p last (-ESTALE otherwise).
+ */
+static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_ref, unsigned flags,
+		  struct profile *p)
 {
 	struct rd r = { buf, buf + len };
-	uint64_t v;
+	uint64_t v, key_ref = 0, bs = 0, bf = 0, bk = 0;
 	size_t nstr, nc, nf, nk, ns;
-	int err;
+	int err, version;
 
-	profile__reset(p);
 	TRY(get_u(&r, &v));
-	if (v != CODEC_PAYLOAD_VERSION)
+	if (v != 1 && v != CODEC_PAYLOAD_VERSION)
 		BAD();
+	version = (int)v;
+	if (version >= 2) {
+		TRY(get_u(&r, &key_ref));
+		TRY(get_u(&r, &bs));
+		TRY(get_u(&r, &bf));
+		TRY(get_u(&r, &bk));
+		if (!key_ref && (bs || bf || bk))
+			BAD();
+	}
+	if (key_ref) {
+		/* Extends the chain we hold, as it was when we left it, or nothing. */
+		if (key_ref != c->d_key || c->d_prof != p || bs + 1 != c->d_nstr || bf != c->d_nf ||
+		    bk + 1 != c->d_nk || profile__nstrs(p) != c->d_pstr || profile__nframes(p) != c->d_pf ||
+		    profile__nstacks(p) != c->d_pk)
+			return -ESTALE;
+		profile__reset_samples(p);
+	} else {
+		profile__reset(p);
+	}
+	/* From here on a failure leaves the chain unusable. */
+	c->d_key = 0;
+	bs++;
+	bk++;
 
 	TRY(get_count(&r, 1, &nstr));
-	nstr++; /* id 0, "", is implicit */
+	nstr += bs; /* ids 0 ("", implicit) .. bs - 1 are the chain's */
 	TRY(grow((void **)&c->smap, &c->smap_cap, nstr, sizeof(uint32_t)));
 	c->smap[0] = 0;
-	for (size_t i = 1; i < nstr; i++) {
+	for (size_t i = bs; i < nstr; i++) {
 		size_t n;
 		TRY(get_count(&r, 1, &n));
 		/* A NUL inside would make the C string differ from the stored bytes. */
@@ -374,7 +535,9 @@ int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profil
 	}
 
 	TRY(get_count(&r, 4, &nf));
-	TRY(grow((void **)&c->fmap, &c->fmap_cap, nf, sizeof(uint32_t)));
+	if (nf > UINT32_MAX - bf)
+		BAD();
+	TRY(grow((void **)&c->fmap, &c->fmap_cap, bf + nf, sizeof(uint32_t)));
 	/* Columns: hold kind, module and name in the samples scratch until offsets arrive. */
 	TRY(grow((void **)&c->samples, &c->samples_cap, nf, sizeof(*c->samples)));
 	for (size_t i = 0; i < nf; i++) {
@@ -393,15 +556,18 @@ int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profil
 			.name = c->samples[i].thread,
 		};
 		TRY(get_u(&r, &f.offset));
-		TRY(profile__frame_add(p, &f, &c->fmap[i]));
+		TRY(profile__frame_add(p, &f, &c->fmap[bf + i]));
 	}
+	nf += bf;
 
 	TRY(get_count(&r, 2, &nk));
-	nk++; /* stack 0, the empty stack, is implicit */
+	if (nk > UINT32_MAX - bk)
+		BAD();
+	nk += bk; /* stack 0, the empty stack, is implicit; 1 .. bk - 1 are the chain's */
 	TRY(grow((void **)&c->kmap, &c->kmap_cap, nk, sizeof(uint32_t)));
 	c->kmap[0] = 0;
 	size_t nprev = 0;
-	for (size_t i = 1; i < nk; i++) {
+	for (size_t i = bk; i < nk; i++) {
 		size_t nsuf;
 		uint64_t shared;
 		/* Not a get_count(): shared frames take no bytes of their own. */
@@ -429,6 +595,8 @@ int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profil
 			c->cur[j] = c->fmap[c->cur[j]];
 		TRY(profile__stack_add(p, c->cur, (uint32_t)n, &c->kmap[i]));
 	}
+	if (flags & CODEC_TABLES_ONLY)
+		goto chain;
 
 	TRY(get_count(&r, 8, &ns));
 	TRY(grow((void **)&c->samples, &c->samples_cap, ns, sizeof(*c->samples)));
@@ -475,7 +643,35 @@ int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profil
 		BAD();
 	for (size_t i = 0; i < ns; i++)
 		TRY(profile__add(p, &s[i]));
+chain:
+	if (version >= 2 && rec_ref) {
+		c->d_key = key_ref ? key_ref : rec_ref;
+		c->d_prof = p;
+		c->d_nstr = nstr;
+		c->d_nf = nf;
+		c->d_nk = nk;
+		c->d_pstr = profile__nstrs(p);
+		c->d_pf = profile__nframes(p);
+		c->d_pk = profile__nstacks(p);
+	}
 	err = 0;
 out:
 	return err;
+}
+
+void codec__chain_forget(struct codec *c)
+{
+	c->d_key = 0;
+}
+
+int codec__decode_chain(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_ref,
+			unsigned flags, struct profile *p)
+{
+	return decode(c, buf, len, rec_ref, flags, p);
+}
+
+int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profile *p)
+{
+	int err = decode(c, buf, len, 0, 0, p);
+	return err == -ESTALE ? -EBADMSG : err;
 }

@@ -13,22 +13,47 @@
 struct profile;
 struct codec;
 
-#define CODEC_PAYLOAD_VERSION 1
+#define CODEC_PAYLOAD_VERSION 2
 
 int codec__new(struct codec **out);
 void codec__free(struct codec *c);
 
 /*
- * Encodes p. *buf points into the codec's own buffer and stays valid until
+ * Encodes p as a self-contained (key) record. *buf points into the codec's own buffer and stays valid until
  * the next call on c.
  */
 int codec__encode(struct codec *c, const struct profile *p, const uint8_t **buf, size_t *len);
 
 /*
- * Decodes buf into p, which is reset first. Returns -EBADMSG on malformed
- * input (p is then left reset or partial; reset it before reuse), -ENOMEM.
+ * Decodes a self-contained record (version 1, or a version 2 key) into p,
+ * which is reset first. Returns -EBADMSG on malformed input (p is then left
+ * reset or partial; reset it before reuse), -ENOMEM.
  */
 int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profile *p);
+
+/*
+ * Chains (docs/FORMAT.md, "Chains"): a delta record carries only the
+ * strings, frames and stacks that the records before it in its chain did
+ * not define. key_ref 0 encodes a key record (and starts a new chain);
+ * otherwise a delta extending every record encoded since, whose key record
+ * is identified by key_ref (the store passes 1 + its file offset). After a
+ * failure the next record must be a key.
+ */
+int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_ref,
+			const uint8_t **buf, size_t *len);
+
+/*
+ * Decodes the record identified by rec_ref (1 + file offset; 0: not part of
+ * a chain). A delta is decoded only into the p that holds its chain so far,
+ * untouched since: -ESTALE otherwise (decode its records from the key first).
+ * A delta keeps p's strings, frames and stacks (and their ids) and replaces
+ * its samples; a key resets p. CODEC_TABLES_ONLY stops after the tables.
+ */
+#define CODEC_TABLES_ONLY 1u
+/* The next delta is refused until a key: the caller moves to another file. */
+void codec__chain_forget(struct codec *c);
+int codec__decode_chain(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_ref,
+			unsigned flags, struct profile *p);
 
 /* Sums a profile's header figures: on-CPU samples, and counters named "lost*". */
 void codec__totals(const struct profile *p, uint64_t *samples, uint64_t *lost);

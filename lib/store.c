@@ -36,22 +36,30 @@
 #include <zstd.h>
 
 #define REC_MAGIC        0x52444650u /* "PFDR" little-endian */
-#define REC_VERSION      1
+#define REC_VERSION      2           /* 1 is still read */
 #define REC_HDR          64
 #define REC_FLAG_ZSTD    1u
+#define REC_FLAG_DELTA   2u          /* refers to the tables of earlier records of its chain */
+#define REC_MAX_LEVEL    15
 #define REC_MAX_PAYLOAD  (256u << 20) /* either length; a 10 s window is a few MB at most */
 
 #define DEF_ZSTD_LEVEL   3
 #define DEF_SEG_BYTES    (8ull << 20)
 #define MIN_SEG_BYTES    (64ull << 10)
 #define DEF_SEG_SPAN_NS  (3600ll * 1000000000ll)
+#define DEF_CHAIN        30          /* records per chain: 5 min of 10 s windows */
 
 #define NAME_MAX_LEN     64
+
+static const struct store_rollup def_tiers[2];
+static void remove_roll_tmps(struct store *s);
 
 struct rec_hdr {
 	uint32_t flags, comp_len, raw_len, payload_crc;
 	int64_t start_ns, end_ns;
 	uint64_t samples, lost;
+	uint32_t windows; /* flushed windows merged into this record (1 in version 1) */
+	uint8_t level;    /* 0: as flushed; n: rolled up by tier n */
 };
 
 struct seg {
@@ -66,6 +74,18 @@ struct seg_list {
 	size_t n, cap;
 };
 
+/* A writer's chain in one segment file: the next record is a key when len is 0. */
+struct chain {
+	uint64_t key_off; /* offset of the chain's key record */
+	uint32_t len;     /* records in the chain so far */
+};
+
+/* A record found by a reader: where it is and its header. */
+struct rec_ref {
+	uint64_t off;
+	struct rec_hdr h;
+};
+
 struct store {
 	struct store_opts o;
 	char *dir;
@@ -78,11 +98,20 @@ struct store {
 	size_t zcap, rcap;
 	uint64_t seg_bytes;
 	int64_t seg_span;
+	uint32_t chain_max;
 	/* the open segment (writer only); afd < 0 when none */
 	int afd;
 	char aname[NAME_MAX_LEN];
 	int64_t astart, alast_start, amax_end;
 	uint64_t asize;
+	struct chain achain;
+	/* rollups (writer only) */
+	struct store_rollup tiers[STORE_MAX_TIERS];
+	size_t ntiers;
+	struct codec *rcodec;
+	struct profile *rprof;
+	int64_t rolled_upto;   /* every sealed segment starting at or before this is at the last tier */
+	unsigned roll_backoff; /* calls to skip after a failed rollup */
 	struct store_stats st;
 };
 
@@ -128,7 +157,7 @@ static void hdr_pack(const struct rec_hdr *h, uint8_t b[REC_HDR])
 	memset(b, 0, REC_HDR);
 	put32(b + 0, REC_MAGIC);
 	b[4] = REC_VERSION;
-	b[5] = 0;
+	b[5] = h->level;
 	b[6] = REC_HDR;
 	b[7] = 0;
 	put32(b + 8, h->flags);
@@ -139,17 +168,28 @@ static void hdr_pack(const struct rec_hdr *h, uint8_t b[REC_HDR])
 	put64(b + 32, (uint64_t)h->end_ns);
 	put64(b + 40, h->samples);
 	put64(b + 48, h->lost);
-	/* 56..59 reserved, zero */
+	put32(b + 56, h->windows);
 	put32(b + 60, crc32c(0, b, 60));
 }
 
-/* 0: a v1 header we can frame by; -EBADMSG otherwise. */
+/* 0: a version 1 or 2 header we can frame by; -EBADMSG otherwise. */
 static int hdr_unpack(const uint8_t b[REC_HDR], struct rec_hdr *h)
 {
 	if (get32(b) != REC_MAGIC || get32(b + 60) != crc32c(0, b, 60))
 		return -EBADMSG;
-	if (b[4] != REC_VERSION || b[5] || b[6] != REC_HDR || b[7])
+	if (b[4] < 1 || b[4] > REC_VERSION || b[6] != REC_HDR || b[7])
 		return -EBADMSG;
+	if (b[4] == 1) {
+		if (b[5])
+			return -EBADMSG;
+		h->level = 0;
+		h->windows = 1;
+	} else {
+		h->level = b[5];
+		h->windows = get32(b + 56);
+		if (h->level > REC_MAX_LEVEL || !h->windows)
+			return -EBADMSG;
+	}
 	h->flags = get32(b + 8);
 	h->comp_len = get32(b + 12);
 	h->raw_len = get32(b + 16);
@@ -160,6 +200,9 @@ static int hdr_unpack(const uint8_t b[REC_HDR], struct rec_hdr *h)
 	h->lost = get64(b + 48);
 	if (h->comp_len > REC_MAX_PAYLOAD || h->raw_len > REC_MAX_PAYLOAD)
 		return -EBADMSG;
+	/* Version 1 had no chains: a delta flag there is an unknown flag. */
+	if (b[4] == 1 && (h->flags & REC_FLAG_DELTA))
+		h->flags |= 1u << 31;
 	return 0;
 }
 
@@ -334,6 +377,8 @@ struct scan {
 	/* called for every record with a good header (and good payload with SCAN_VERIFY) */
 	int (*fn)(struct store *s, const struct seg *g, int fd, uint64_t off,
 		  const struct rec_hdr *h, void *arg);
+	/* called for the good records before [since, until): a later one may need their tables */
+	int (*skip)(struct store *s, const struct rec_hdr *h, uint64_t off, void *arg);
 	void *arg;
 	uint64_t good_end;  /* out: end of the last good record */
 	int64_t max_end;    /* out: largest effective end of a good record */
@@ -454,11 +499,12 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 			sc->max_end = eff_end(h.start_ns, h.end_ns);
 		if (h.start_ns >= sc->until)
 			break;
-		if (sc->fn && overlaps(h.start_ns, h.end_ns, sc->since, sc->until)) {
+		if (sc->fn && overlaps(h.start_ns, h.end_ns, sc->since, sc->until))
 			err = sc->fn(s, g, fd, off, &h, sc->arg);
-			if (err)
-				goto out;
-		}
+		else if (sc->skip)
+			err = sc->skip(s, &h, off, sc->arg);
+		if (err)
+			goto out;
 		off = end;
 	}
 out:
@@ -594,6 +640,20 @@ int store__open(const struct store_opts *o, struct store **out)
 	if (o->max_bytes && s->seg_bytes > o->max_bytes / 8)
 		s->seg_bytes = o->max_bytes / 8 > MIN_SEG_BYTES ? o->max_bytes / 8 : MIN_SEG_BYTES;
 	s->seg_span = o->segment_span_ns > 0 ? o->segment_span_ns : DEF_SEG_SPAN_NS;
+	s->chain_max = o->chain_records ? o->chain_records : DEF_CHAIN;
+	s->rolled_upto = INT64_MIN;
+	if (!o->no_rollup) {
+		const struct store_rollup *t = o->rollup[0].window_ns ? o->rollup : def_tiers;
+		size_t max = o->rollup[0].window_ns ? STORE_MAX_TIERS : sizeof(def_tiers) / sizeof(def_tiers[0]);
+		for (size_t i = 0; i < max && t[i].window_ns > 0; i++) {
+			/* Ages must grow and windows must be coarser from one tier to the next. */
+			if (t[i].age_ns <= 0 || (i && (t[i].age_ns <= t[i - 1].age_ns || t[i].window_ns < t[i - 1].window_ns))) {
+				err = -EINVAL;
+				goto fail;
+			}
+			s->tiers[s->ntiers++] = t[i];
+		}
+	}
 
 	if ((err = codec__new(&s->codec)) || (err = profile__new(&s->prof)))
 		goto fail;
@@ -625,6 +685,7 @@ int store__open(const struct store_opts *o, struct store **out)
 			err = errno == EWOULDBLOCK ? -EBUSY : -errno;
 			goto fail;
 		}
+		remove_roll_tmps(s);
 		if ((err = list_segments(s, &l, 0)))
 			goto fail;
 		for (size_t i = 0; i < l.n; i++) {
@@ -649,6 +710,7 @@ fail:
 
 static void close_active(struct store *s, int seal)
 {
+	s->achain.len = 0;
 	if (s->afd < 0)
 		return;
 	close(s->afd);
@@ -671,6 +733,8 @@ void store__close(struct store *s)
 	ZSTD_freeDCtx(s->dctx);
 	codec__free(s->codec);
 	profile__free(s->prof);
+	codec__free(s->rcodec);
+	profile__free(s->rprof);
 	free(s->zbuf);
 	free(s->rbuf);
 	free(s->dir);
@@ -706,7 +770,8 @@ static int open_new_segment(struct store *s, int64_t start)
 	return -EEXIST;
 }
 
-static int write_record(struct store *s, const uint8_t *hdr, const uint8_t *payload, size_t plen)
+/* Writes one record at off with one pwritev (header then payload); no sync. */
+static int write_at(int fd, uint64_t off, const uint8_t *hdr, const uint8_t *payload, size_t plen)
 {
 	struct iovec iov[2] = {
 		{ (void *)hdr, REC_HDR },
@@ -729,7 +794,7 @@ static int write_record(struct store *s, const uint8_t *hdr, const uint8_t *payl
 			skip = 0;
 			nv++;
 		}
-		ssize_t r = pwritev(s->afd, v, nv, (off_t)(s->asize + done));
+		ssize_t r = pwritev(fd, v, nv, (off_t)(off + done));
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -739,6 +804,15 @@ static int write_record(struct store *s, const uint8_t *hdr, const uint8_t *payl
 			return -EIO;
 		done += (size_t)r;
 	}
+	return 0;
+}
+
+static int write_record(struct store *s, const uint8_t *hdr, const uint8_t *payload, size_t plen)
+{
+	int err = write_at(s->afd, s->asize, hdr, payload, plen);
+
+	if (err)
+		return err;
 	/*
 	 * fdatasync per record: at one record per flush interval (10 s) it costs
 	 * a few ms of disk time per window and bounds a crash to the open window.
@@ -748,47 +822,80 @@ static int write_record(struct store *s, const uint8_t *hdr, const uint8_t *payl
 	return 0;
 }
 
-int store__append(struct store *s, const struct profile *window)
+/*
+ * Encodes, compresses and checksums p as the next record of chain ch: a
+ * delta when the chain has records and room for one more, else a key.
+ * The record is in hdr and s->zbuf; *delta says which it is.
+ */
+static int make_record(struct store *s, struct codec *c, const struct profile *p, const struct chain *ch,
+		       uint8_t level, uint32_t windows, uint8_t hdr[REC_HDR], size_t *plen, int *delta)
 {
-	const struct pf_meta *m = profile__meta_const(window);
+	const struct pf_meta *m = profile__meta_const(p);
+	struct rec_hdr h = { .flags = REC_FLAG_ZSTD, .level = level, .windows = windows };
 	const uint8_t *raw;
-	uint8_t hdr[REC_HDR];
-	struct rec_hdr h = { .flags = REC_FLAG_ZSTD };
 	size_t rawlen;
 	int err;
 
-	if (!s->o.writer)
-		return -EPERM;
-	err = codec__encode(s->codec, window, &raw, &rawlen);
+	*delta = ch->len && ch->len < s->chain_max;
+	err = codec__encode_chain(c, p, *delta ? ch->key_off + 1 : 0, &raw, &rawlen);
 	if (err)
-		goto drop;
-	if (rawlen > REC_MAX_PAYLOAD) {
-		err = -EFBIG;
-		goto drop;
-	}
+		return err;
+	if (rawlen > REC_MAX_PAYLOAD)
+		return -EFBIG;
 	size_t bound = ZSTD_compressBound(rawlen);
 	if ((err = grow_buf(&s->zbuf, &s->zcap, bound)))
-		goto drop;
+		return err;
 	size_t z = ZSTD_compress2(s->cctx, s->zbuf, bound, raw, rawlen);
-	if (ZSTD_isError(z)) {
-		err = -EIO;
-		goto drop;
-	}
+	if (ZSTD_isError(z))
+		return -EIO;
+	if (*delta)
+		h.flags |= REC_FLAG_DELTA;
 	h.comp_len = (uint32_t)z;
 	h.raw_len = (uint32_t)rawlen;
 	h.payload_crc = crc32c(0, s->zbuf, z);
 	h.start_ns = m->start_ns;
 	h.end_ns = m->end_ns;
-	codec__totals(window, &h.samples, &h.lost);
+	codec__totals(p, &h.samples, &h.lost);
 	hdr_pack(&h, hdr);
+	*plen = z;
+	return 0;
+}
 
-	uint64_t rec = REC_HDR + z;
+static void chain_added(struct chain *ch, uint64_t off, int delta)
+{
+	if (delta) {
+		ch->len++;
+	} else {
+		ch->key_off = off;
+		ch->len = 1;
+	}
+}
+
+int store__append(struct store *s, const struct profile *window)
+{
+	const struct pf_meta *m = profile__meta_const(window);
+	uint8_t hdr[REC_HDR];
+	size_t z;
+	int err, delta;
+
+	if (!s->o.writer)
+		return -EPERM;
 	int64_t span;
 	if (s->afd >= 0 &&
 	    (m->start_ns < s->alast_start ||                       /* clock stepped back */
-	     (s->asize && s->asize + rec > s->seg_bytes) ||
 	     __builtin_sub_overflow(m->start_ns, s->astart, &span) || span >= s->seg_span))
 		close_active(s, 1);
+	err = make_record(s, s->codec, window, &s->achain, 0, 1, hdr, &z, &delta);
+	if (err)
+		goto drop;
+	uint64_t rec = REC_HDR + z;
+	if (s->afd >= 0 && s->asize && s->asize + rec > s->seg_bytes) {
+		close_active(s, 1);
+		/* Records never refer to another file: the first one of a segment is a key. */
+		if (delta && (err = make_record(s, s->codec, window, &s->achain, 0, 1, hdr, &z, &delta)))
+			goto drop;
+		rec = REC_HDR + z;
+	}
 	if (s->afd < 0 && (err = open_new_segment(s, m->start_ns)))
 		goto fail;
 
@@ -804,6 +911,7 @@ int store__append(struct store *s, const struct profile *window)
 			close_active(s, 0);
 		goto fail;
 	}
+	chain_added(&s->achain, s->asize, delta);
 	s->asize += rec;
 	s->alast_start = m->start_ns;
 	if (eff_end(m->start_ns, m->end_ns) > s->amax_end)
@@ -815,6 +923,8 @@ int store__append(struct store *s, const struct profile *window)
 fail:
 	s->st.write_errors++;
 drop:
+	/* The encoder's tables may now hold what no record on disk carries. */
+	s->achain.len = 0;
 	s->st.windows_dropped++;
 	return err;
 }
@@ -867,6 +977,10 @@ struct query {
 	store_window_fn window;
 	void *arg;
 	int stop; /* the callback's non-zero return */
+	/* the records of the current chain so far, key first (reads only) */
+	struct rec_ref *pend;
+	size_t npend, pend_cap;
+	int broken; /* a record of the current chain could not be decoded */
 };
 
 static void fill_info(const struct seg *g, uint64_t off, const struct rec_hdr *h, struct store_window_info *w)
@@ -878,6 +992,8 @@ static void fill_info(const struct seg *g, uint64_t off, const struct rec_hdr *h
 	w->bytes = REC_HDR + h->comp_len;
 	w->segment = g->name;
 	w->offset = off;
+	w->windows = h->windows;
+	w->level = h->level;
 }
 
 static int on_info(struct store *s, const struct seg *g, int fd, uint64_t off,
@@ -890,42 +1006,100 @@ static int on_info(struct store *s, const struct seg *g, int fd, uint64_t off,
 	return q->stop = q->info(&w, q->arg);
 }
 
-static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
-		     const struct rec_hdr *h, void *arg)
+/* Reads, checks and decompresses a record's payload into *raw. */
+static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_hdr *h,
+			const uint8_t **raw, const char **why)
 {
-	struct query *q = arg;
-	struct store_window_info w;
-	const char *why = NULL;
-	int err;
-
-	err = check_payload(s, fd, off, h, &why);
-	if (err == -EBADMSG)
-		goto bad;
+	int err = check_payload(s, fd, off, h, why);
 	if (err)
 		return err;
-	if (h->flags & ~REC_FLAG_ZSTD) {
-		why = "unknown record flags";
-		goto bad;
+	if (h->flags & ~(REC_FLAG_ZSTD | REC_FLAG_DELTA)) {
+		*why = "unknown record flags";
+		return -EBADMSG;
 	}
-	const uint8_t *raw = s->zbuf;
+	*raw = s->zbuf;
 	if (h->flags & REC_FLAG_ZSTD) {
 		if ((err = grow_buf(&s->rbuf, &s->rcap, h->raw_len ? h->raw_len : 1)))
 			return err;
 		size_t r = ZSTD_decompressDCtx(s->dctx, s->rbuf, h->raw_len, s->zbuf, h->comp_len);
 		if (ZSTD_isError(r) || r != h->raw_len) {
-			why = "payload does not decompress";
-			goto bad;
+			*why = "payload does not decompress";
+			return -EBADMSG;
 		}
-		raw = s->rbuf;
+		*raw = s->rbuf;
 	} else if (h->raw_len != h->comp_len) {
-		why = "raw and stored lengths differ";
+		*why = "raw and stored lengths differ";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Decodes a record into s->prof; -ESTALE: a delta whose chain s->prof does not hold. */
+static int decode_rec(struct store *s, int fd, const struct rec_ref *r, unsigned flags, const char **why)
+{
+	const uint8_t *raw;
+	int err = load_payload(s, fd, r->off, &r->h, &raw, why);
+
+	if (err)
+		return err;
+	err = codec__decode_chain(s->codec, raw, r->h.raw_len, r->off + 1, flags, s->prof);
+	if (err == -EBADMSG)
+		*why = "payload does not decode";
+	return err;
+}
+
+/* Remembers the records of the current chain: a delta may need them all. */
+static int chain_note(struct query *q, uint64_t off, const struct rec_hdr *h)
+{
+	if (!(h->flags & REC_FLAG_DELTA)) {
+		q->npend = 0;
+		q->broken = 0;
+	}
+	if (q->npend == q->pend_cap) {
+		size_t ncap = q->pend_cap ? q->pend_cap * 2 : 32;
+		struct rec_ref *n = realloc(q->pend, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		q->pend = n;
+		q->pend_cap = ncap;
+	}
+	q->pend[q->npend++] = (struct rec_ref){ .off = off, .h = *h };
+	return 0;
+}
+
+static int on_skip(struct store *s, const struct rec_hdr *h, uint64_t off, void *arg)
+{
+	return chain_note(arg, off, h);
+}
+
+static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
+		     const struct rec_hdr *h, void *arg)
+{
+	struct query *q = arg;
+	struct store_window_info w;
+	struct rec_ref cur = { .off = off, .h = *h };
+	const char *why = NULL;
+	int err;
+
+	if ((err = chain_note(q, off, h)))
+		return err;
+	err = decode_rec(s, fd, &cur, 0, &why);
+	if (err == -ESTALE && !q->broken && q->npend > 1 && !(q->pend[0].h.flags & REC_FLAG_DELTA)) {
+		/* Not decoded yet (before the range) or decoded into a profile reused since: replay. */
+		for (size_t i = 0; i + 1 < q->npend && (err == -ESTALE || !err); i++) {
+			err = decode_rec(s, fd, &q->pend[i], CODEC_TABLES_ONLY, &why);
+			if (err && err != -EBADMSG && err != -ESTALE)
+				return err;
+		}
+		err = err ? -ESTALE : decode_rec(s, fd, &cur, 0, &why);
+	}
+	if (err == -ESTALE) {
+		q->broken = 1;
+		why = "an earlier record of its chain is damaged";
 		goto bad;
 	}
-	err = codec__decode(s->codec, raw, h->raw_len, s->prof);
-	if (err == -EBADMSG) {
-		why = "payload does not decode";
+	if (err == -EBADMSG)
 		goto bad;
-	}
 	if (err)
 		return err;
 	fill_info(g, off, h, &w);
@@ -961,6 +1135,38 @@ out:
 	return fd;
 }
 
+/* The records of one segment overlapping [since, until); 1 when the segment is gone. */
+static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t until, struct query *q)
+{
+	uint64_t size;
+	int err, fd = open_seg(s, g->name, O_RDONLY, &size);
+
+	if (fd == -ENOENT && !g->sealed)
+		fd = reopen_sealed(s, g, &size);
+	if (fd == -ENOENT) /* removed by retention meanwhile */
+		return 1;
+	if (fd == -ELOOP || fd == -EBADF) { /* a planted symlink, FIFO or directory */
+		warnf(s, "%s/%s: not a regular file, ignored", s->dir, g->name);
+		return 1;
+	}
+	if (fd < 0)
+		return fd;
+	/* Chains never cross files, and offsets repeat from one file to the next. */
+	q->npend = 0;
+	q->broken = 0;
+	codec__chain_forget(s->codec);
+	struct scan sc = {
+		.since = since, .until = until,
+		.flags = g->sealed ? 0 : SCAN_QUIET_TAIL,
+		.fn = q->info ? on_info : on_window,
+		.skip = q->info ? NULL : on_skip,
+		.arg = q,
+	};
+	err = scan_segment(s, g, fd, size, &sc);
+	close(fd);
+	return err;
+}
+
 static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 {
 	struct seg_list l = { 0 };
@@ -970,37 +1176,21 @@ static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 		goto out;
 	for (size_t i = 0; i < l.n && !err; i++) {
 		struct seg g = l.v[i];
-		uint64_t size;
-		int fd;
 
 		if (g.start >= until)
 			break;
 		if (g.sealed && g.end <= since)
 			continue;
-		fd = open_seg(s, g.name, O_RDONLY, &size);
-		if (fd == -ENOENT && !g.sealed)
-			fd = reopen_sealed(s, &g, &size);
-		if (fd == -ENOENT) /* removed by retention meanwhile */
-			continue;
-		if (fd == -ELOOP || fd == -EBADF) { /* a planted symlink, FIFO or directory */
-			warnf(s, "%s/%s: not a regular file, ignored", s->dir, g.name);
-			continue;
-		}
-		if (fd < 0) {
-			err = fd;
-			break;
-		}
-		struct scan sc = {
-			.since = since, .until = until,
-			.flags = g.sealed ? 0 : SCAN_QUIET_TAIL,
-			.fn = q->info ? on_info : on_window, .arg = q,
-		};
-		err = scan_segment(s, &g, fd, size, &sc);
-		close(fd);
+		err = read_segment(s, &g, since, until, q);
+		if (err > 0)
+			err = 0;
 	}
 	if (q->stop)
 		err = q->stop;
 out:
+	free(q->pend);
+	q->pend = NULL;
+	q->npend = q->pend_cap = 0;
 	free(l.v);
 	return err;
 }
@@ -1020,4 +1210,227 @@ int store__read(struct store *s, int64_t since, int64_t until, store_window_fn f
 void store__stats(const struct store *s, struct store_stats *out)
 {
 	*out = s->st;
+}
+
+/* ---- rollups ---- */
+
+/*
+ * A sealed segment older than a tier's age is rewritten with its windows
+ * merged into windows of the tier's length, into a temporary file that
+ * readers ignore, which then replaces the segment by rename(2): a reader
+ * sees the old file or the new one, never both and never neither, and a
+ * crash at any step leaves one of them whole (the temporary file is
+ * removed at the next writer start). docs/FORMAT.md, "Rollups".
+ */
+
+#define ROLL_TMP_PREFIX "roll-"
+#define ROLL_RETRY_CALLS 60 /* after a failure: ten minutes at one call per flush */
+
+static const struct store_rollup def_tiers[2] = {
+	{ 3600ll * 1000000000ll, 60ll * 1000000000ll },
+	{ 86400ll * 1000000000ll, 600ll * 1000000000ll },
+};
+
+struct roll {
+	struct store *s;
+	const struct store_rollup *tier;
+	uint8_t level;
+	int fd;
+	uint64_t size;
+	struct chain ch;
+	struct profile *bucket;
+	int64_t bucket_id;
+	uint32_t windows;
+	uint64_t nin, nout;
+	int err;
+};
+
+static void crash_point(struct store *s, int step)
+{
+	if (s->o.crash_point)
+		s->o.crash_point(s->o.crash_arg, step);
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int roll_flush(struct roll *r)
+{
+	struct store *s = r->s;
+	uint8_t hdr[REC_HDR];
+	size_t z;
+	int err, delta;
+
+	if (!r->windows)
+		return 0;
+	err = make_record(s, s->rcodec, r->bucket, &r->ch, r->level, r->windows, hdr, &z, &delta);
+	if (!err)
+		err = write_at(r->fd, r->size, hdr, s->zbuf, z);
+	if (err)
+		return err;
+	chain_added(&r->ch, r->size, delta);
+	r->size += REC_HDR + z;
+	r->nout++;
+	r->windows = 0;
+	profile__reset(r->bucket);
+	if (r->nout == 1)
+		crash_point(s, STORE_CRASH_ROLL_WRITING);
+	return 0;
+}
+
+static int roll_window(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	struct roll *r = arg;
+	int64_t id = floor_div(w->start_ns, r->tier->window_ns);
+	int err;
+
+	if (r->windows && id != r->bucket_id && (err = roll_flush(r)))
+		return r->err = err;
+	r->bucket_id = id;
+	/* Lossless: every pc, thread and pid is kept; only time is coarser. */
+	if ((err = profile__merge(r->bucket, p, NULL, NULL)))
+		return r->err = err;
+	r->windows += w->windows ? w->windows : 1;
+	r->nin++;
+	return 0;
+}
+
+/* The level of a segment's records: that of its first record (all are alike). */
+static int seg_level(struct store *s, const struct seg *g)
+{
+	uint8_t b[REC_HDR];
+	struct rec_hdr h;
+	uint64_t size;
+	int fd = open_seg(s, g->name, O_RDONLY, &size), level = 0;
+
+	if (fd < 0)
+		return fd;
+	if (pread_full(fd, b, REC_HDR, 0) == REC_HDR && !hdr_unpack(b, &h))
+		level = h.level;
+	close(fd);
+	return level;
+}
+
+static int rollup_segment(struct store *s, struct seg *g, size_t tier)
+{
+	char tmp[NAME_MAX_LEN];
+	struct roll r = { .s = s, .tier = &s->tiers[tier], .level = (uint8_t)(tier + 1), .fd = -1 };
+	struct query q = { .window = roll_window, .arg = &r };
+	int err;
+
+	snprintf(tmp, sizeof(tmp), ROLL_TMP_PREFIX "%019lld.tmp", (long long)g->start);
+	if ((!s->rcodec && (err = codec__new(&s->rcodec))) || (!s->rprof && (err = profile__new(&s->rprof))))
+		return err;
+	r.bucket = s->rprof;
+	profile__reset(r.bucket);
+	(void)unlinkat(s->dfd, tmp, 0);
+	r.fd = openat(s->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (r.fd < 0)
+		return -errno;
+	err = read_segment(s, g, INT64_MIN, INT64_MAX, &q);
+	free(q.pend);
+	if (err > 0) { /* gone meanwhile (cannot be: we are the writer); nothing to do */
+		err = 0;
+		goto drop;
+	}
+	if (!err)
+		err = r.err;
+	if (!err)
+		err = roll_flush(&r);
+	if (err)
+		goto drop;
+	if (!r.nout) /* nothing readable: leave the segment as it is */
+		goto drop;
+	/* The new file whole on disk before its name can replace the old one. */
+	if (fdatasync(r.fd) < 0) {
+		err = -errno;
+		goto drop;
+	}
+	close(r.fd);
+	r.fd = -1;
+	crash_point(s, STORE_CRASH_ROLL_WRITTEN);
+	if (renameat(s->dfd, tmp, s->dfd, g->name) < 0) {
+		err = -errno;
+		goto drop;
+	}
+	crash_point(s, STORE_CRASH_ROLL_RENAMED);
+	err = sync_dir(s);
+	s->st.rollups++;
+	s->st.windows_rolled += r.nin;
+	return err;
+drop:
+	if (r.fd >= 0)
+		close(r.fd);
+	(void)unlinkat(s->dfd, tmp, 0);
+	return err;
+}
+
+/* Leftovers of a rollup cut short by a crash: the segment they were for is whole. */
+static void remove_roll_tmps(struct store *s)
+{
+	int fd = openat(s->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, ROLL_TMP_PREFIX, strlen(ROLL_TMP_PREFIX)) &&
+		    strlen(de->d_name) > 4 && !strcmp(de->d_name + strlen(de->d_name) - 4, ".tmp"))
+			(void)unlinkat(s->dfd, de->d_name, 0);
+	closedir(d);
+}
+
+int store__compact(struct store *s, int64_t now_ns)
+{
+	struct seg_list l = { 0 };
+	int err;
+
+	if (!s->o.writer)
+		return -EPERM;
+	if (!s->ntiers)
+		return 0;
+	if (s->roll_backoff) {
+		s->roll_backoff--;
+		return 0;
+	}
+	if ((err = list_segments(s, &l, 0)))
+		goto out;
+	for (size_t i = 0; i < l.n; i++) {
+		struct seg *g = &l.v[i];
+		size_t t = s->ntiers;
+
+		if (!g->sealed || (s->afd >= 0 && !strcmp(g->name, s->aname)) || g->start <= s->rolled_upto)
+			continue;
+		while (t > 0 && (now_ns < INT64_MIN + s->tiers[t - 1].age_ns || g->end > now_ns - s->tiers[t - 1].age_ns))
+			t--;
+		if (!t) /* segments are in time order: the rest are younger still */
+			break;
+		int level = seg_level(s, g);
+		if (level < 0)
+			continue;
+		if ((size_t)level >= t) {
+			if (t == s->ntiers)
+				s->rolled_upto = g->start;
+			continue;
+		}
+		err = rollup_segment(s, g, t - 1);
+		if (err)
+			s->roll_backoff = ROLL_RETRY_CALLS;
+		else if (t == s->ntiers)
+			s->rolled_upto = g->start;
+		/* One segment per call: the caller's loop stays responsive. */
+		break;
+	}
+	if (!err)
+		err = refresh_disk_stats(s);
+out:
+	free(l.v);
+	return err;
 }

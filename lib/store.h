@@ -8,6 +8,19 @@
 struct profile;
 struct store;
 
+/* Windows that ended age_ns ago or more are merged into windows of window_ns. */
+struct store_rollup {
+	int64_t age_ns, window_ns;
+};
+#define STORE_MAX_TIERS 4
+
+/* Steps of a rollup, for crash tests (store_opts.crash_point). */
+enum {
+	STORE_CRASH_ROLL_WRITING = 1, /* the temporary file has its first record */
+	STORE_CRASH_ROLL_WRITTEN,     /* it is complete and synced */
+	STORE_CRASH_ROLL_RENAMED,     /* it replaced the segment; the directory is not synced yet */
+};
+
 struct store_opts {
 	const char *dir;
 	int writer;               /* 1: profd (creates dir 0700, recovers torn tails); 0: reader */
@@ -16,6 +29,13 @@ struct store_opts {
 	uint64_t max_bytes;       /* retention by total size; 0: none */
 	uint64_t segment_bytes;   /* start a new segment past this size; 0: default */
 	int64_t segment_span_ns;  /* or past this time span; 0: default */
+	uint32_t chain_records;   /* records per chain (key + deltas); 0: default (30); 1: keys only */
+	/* Rollup tiers, ages ascending (window_ns 0 ends the list); all zero: 1 h -> 1 min, 1 day -> 10 min. */
+	struct store_rollup rollup[STORE_MAX_TIERS];
+	int no_rollup;
+	/* Tests only: called at each step of a rollup (STORE_CRASH_*), e.g. to die there. */
+	void (*crash_point)(void *arg, int step);
+	void *crash_arg;
 	/* Non-fatal damage found while opening or reading (corrupt record, torn tail). */
 	void (*warn)(void *arg, const char *msg);
 	void *warn_arg;
@@ -28,11 +48,14 @@ struct store_window_info {
 	uint64_t bytes;             /* record size on disk */
 	const char *segment;        /* file name inside the state dir */
 	uint64_t offset;            /* record offset in that file */
+	uint32_t windows;           /* flushed windows merged into this one (1 unless rolled up) */
+	int level;                  /* 0: as flushed; n: rolled up by tier n */
 };
 
 struct store_stats {
 	uint64_t windows_written, bytes_written, write_errors, windows_dropped;
 	uint64_t segments, bytes_on_disk, segments_removed, corrupt_records;
+	uint64_t rollups, windows_rolled; /* segments rewritten, windows merged into them */
 };
 
 int store__open(const struct store_opts *o, struct store **out);
@@ -42,6 +65,12 @@ void store__close(struct store *s);
 int store__append(struct store *s, const struct profile *window);
 /* Removes whole segments, oldest first, past the age or size limit. */
 int store__retain(struct store *s, int64_t now_ns);
+/*
+ * Rolls up at most one sealed segment that is old enough for a tier it is
+ * not at yet (merges its windows into the tier's longer ones and swaps the
+ * file). Call it often (each flush); it does nothing when nothing is due.
+ */
+int store__compact(struct store *s, int64_t now_ns);
 
 typedef int (*store_info_fn)(const struct store_window_info *w, void *arg);
 typedef int (*store_window_fn)(const struct store_window_info *w, const struct profile *p, void *arg);

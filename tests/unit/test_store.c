@@ -116,6 +116,7 @@ static int open_store(const char *dir, int writer, struct store **s, struct stor
 		o.segment_span_ns = extra->segment_span_ns;
 		o.max_age_ns = extra->max_age_ns;
 		o.max_bytes = extra->max_bytes;
+		o.chain_records = extra->chain_records;
 	}
 	return store__open(&o, s);
 }
@@ -357,7 +358,9 @@ static void test_damage(const char *base)
 	snprintf(dir, sizeof(dir), "%s/dmg", base);
 	snprintf(work, sizeof(work), "%s/dmgwork", base);
 	profile__new(&p);
-	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	/* Keys only: each record stands alone (chains: test_chain_damage). */
+	struct store_opts keys = { .chain_records = 1 };
+	CHECK_EQ_INT(open_store(dir, 1, &w, &keys), 0);
 	for (int i = 0; i < N; i++) {
 		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
 		CHECK_EQ_INT(store__append(w, p), 0);
@@ -414,6 +417,151 @@ static void test_damage(const char *base)
 	CHECK_EQ_INT(nwarn, 1);
 	CHECK(strstr(lastwarn, name) && strstr(lastwarn, "offset "));
 	data[200] ^= 0xff;
+}
+
+
+/* Record offsets of a clean segment, from its headers (comp_len at byte 12). */
+static int record_offsets(const uint8_t *data, size_t len, size_t *offs, int max)
+{
+	int n = 0;
+	for (size_t off = 0; off + 64 <= len && n < max; n++) {
+		offs[n] = off;
+		off += 64 + ((size_t)data[off + 12] | (size_t)data[off + 13] << 8 | (size_t)data[off + 14] << 16 |
+			     (size_t)data[off + 15] << 24);
+	}
+	return n;
+}
+
+/*
+ * Chains: a damaged record costs itself and the rest of its chain (whose
+ * deltas need its tables), never a record of another chain, and is always
+ * reported.
+ */
+static void test_chain_damage(const char *base)
+{
+	char dir[256], path[512], work[256];
+	struct seen s;
+	struct store *w;
+	struct profile *p;
+	const int N = 9, CHAIN = 3;
+	struct store_opts o = { .chain_records = CHAIN };
+
+	snprintf(dir, sizeof(dir), "%s/chain-dmg", base);
+	snprintf(work, sizeof(work), "%s/chain-dmgwork", base);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+	for (int i = 0; i < N; i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+	CHECK(!seg_path(dir, path, sizeof(path)));
+	const char *name = strrchr(path, '/') + 1;
+	FILE *f = fopen(path, "rb");
+	uint8_t data[65536];
+	size_t len = fread(data, 1, sizeof(data), f), offs[16];
+	fclose(f);
+	CHECK_EQ_INT(record_offsets(data, len, offs, 16), N);
+	/* Deltas are smaller than the keys they extend. */
+	CHECK(offs[2] - offs[1] < offs[1] - offs[0]);
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, N);
+	CHECK_EQ_INT(s.bad, 0);
+
+	int flip_bad = 0, flip_nowarn = 0;
+	for (size_t bit = 0; bit < len * 8; bit++) {
+		int k = 0;
+		while (k + 1 < N && offs[k + 1] <= bit / 8)
+			k++;
+		int lost = (k / CHAIN + 1) * CHAIN - k;
+		data[bit / 8] ^= (uint8_t)(1 << (bit % 8));
+		nwarn = 0;
+		int err = damaged_read(work, name, data, len, &s);
+		if (err || s.bad || s.n != N - lost) {
+			if (flip_bad++ < 5)
+				fprintf(stderr, "chain bit %zu (record %d): err %d, %d windows, %d bad\n", bit, k, err,
+					s.n, s.bad);
+		}
+		if (!nwarn)
+			flip_nowarn++;
+		data[bit / 8] ^= (uint8_t)(1 << (bit % 8));
+	}
+	CHECK_EQ_INT(flip_bad, 0);
+	CHECK_EQ_INT(flip_nowarn, 0);
+}
+
+/* A range that starts inside a chain decodes the chain's earlier records' tables first. */
+static void test_chain_ranges(const char *base)
+{
+	char dir[256];
+	struct seen s;
+	struct store *w, *r;
+	struct profile *p;
+	const int N = 70;
+
+	snprintf(dir, sizeof(dir), "%s/chain-ranges", base);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	for (int i = 0; i < N; i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+	CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+	int bad = 0;
+	nwarn = 0;
+	for (int a = 0; a < N; a += 3) {
+		for (int b = a + 1; b <= N; b += 7) {
+			memset(&s, 0, sizeof(s));
+			int err = store__read(r, T0 + a * 10 * SEC, T0 + b * 10 * SEC, on_window, &s);
+			if (err || s.bad || s.n != b - a || s.starts[0] != T0 + a * 10 * SEC)
+				bad++;
+		}
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(nwarn, 0);
+	store__close(r);
+}
+
+/* Version 1 segments (tests/unit/data, written by the version 1 writer) are still read, beside new ones. */
+static void test_v1_compat(const char *base)
+{
+	char dir[256], cmd[600];
+	struct seen s;
+	struct store *w;
+	struct profile *p;
+	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
+
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(data, &s), 0);
+	CHECK_EQ_INT(s.n, 12);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK_EQ_INT(nwarn, 0);
+	memset(&s, 0, sizeof(s));
+	struct store *r;
+	CHECK_EQ_INT(open_store(data, 0, &r, NULL), 0);
+	CHECK_EQ_INT(store__list(r, INT64_MIN, INT64_MAX, on_info, &s), 0);
+	CHECK_EQ_INT(s.n, 12);
+	store__close(r);
+
+	/* A writer keeps them and appends version 2 records after them. */
+	snprintf(dir, sizeof(dir), "%s/v1", base);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s'/seg-*.pfd '%s'/", dir, data, dir);
+	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(open_store(dir, 1, &w, NULL), 0);
+	profile__new(&p);
+	for (int i = 12; i < 20; i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, 20);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK_EQ_INT(nwarn, 0);
 }
 
 static void test_retention(const char *base)
@@ -646,6 +794,9 @@ int main(int argc, char **argv)
 	test_roundtrip(base);
 	test_torn_tail(base);
 	test_damage(base);
+	test_chain_damage(base);
+	test_chain_ranges(base);
+	test_v1_compat(base);
 	test_retention(base);
 	test_write_errors(base);
 	test_symlinks(base);
