@@ -110,7 +110,8 @@ struct store {
 	size_t ntiers;
 	struct codec *rcodec;
 	struct profile *rprof;
-	int64_t rolled_upto;   /* every sealed segment starting at or before this is at the last tier */
+	/* by tier: every sealed segment starting at or before this is done for it */
+	int64_t rolled_upto[STORE_MAX_TIERS];
 	unsigned roll_backoff; /* calls to skip after a failed rollup */
 	struct store_stats st;
 };
@@ -641,7 +642,8 @@ int store__open(const struct store_opts *o, struct store **out)
 		s->seg_bytes = o->max_bytes / 8 > MIN_SEG_BYTES ? o->max_bytes / 8 : MIN_SEG_BYTES;
 	s->seg_span = o->segment_span_ns > 0 ? o->segment_span_ns : DEF_SEG_SPAN_NS;
 	s->chain_max = o->chain_records ? o->chain_records : DEF_CHAIN;
-	s->rolled_upto = INT64_MIN;
+	for (size_t i = 0; i < STORE_MAX_TIERS; i++)
+		s->rolled_upto[i] = INT64_MIN;
 	if (!o->no_rollup) {
 		const struct store_rollup *t = o->rollup[0].window_ns ? o->rollup : def_tiers;
 		size_t max = o->rollup[0].window_ns ? STORE_MAX_TIERS : sizeof(def_tiers) / sizeof(def_tiers[0]);
@@ -1406,25 +1408,30 @@ int store__compact(struct store *s, int64_t now_ns)
 		struct seg *g = &l.v[i];
 		size_t t = s->ntiers;
 
-		if (!g->sealed || (s->afd >= 0 && !strcmp(g->name, s->aname)) || g->start <= s->rolled_upto)
+		/* An unsealed one is sealed (and then rolled up) at the next writer start. */
+		if (!g->sealed || (s->afd >= 0 && !strcmp(g->name, s->aname)))
 			continue;
 		while (t > 0 && (now_ns < INT64_MIN + s->tiers[t - 1].age_ns || g->end > now_ns - s->tiers[t - 1].age_ns))
 			t--;
 		if (!t) /* segments are in time order: the rest are younger still */
 			break;
+		/* Oldest first, one at a time: everything before g that is due for tier t is done. */
+		if (g->start <= s->rolled_upto[t - 1])
+			continue;
 		int level = seg_level(s, g);
 		if (level < 0)
 			continue;
 		if ((size_t)level >= t) {
-			if (t == s->ntiers)
-				s->rolled_upto = g->start;
+			s->rolled_upto[t - 1] = g->start;
 			continue;
 		}
 		err = rollup_segment(s, g, t - 1);
-		if (err)
+		if (err) {
 			s->roll_backoff = ROLL_RETRY_CALLS;
-		else if (t == s->ntiers)
-			s->rolled_upto = g->start;
+			break;
+		}
+		/* Also when nothing in it could be read: it is not read again for this tier. */
+		s->rolled_upto[t - 1] = g->start;
 		/* One segment per call: the caller's loop stays responsive. */
 		break;
 	}

@@ -3,7 +3,9 @@
 # perf record -F 99 -a -g, plain and with -z, all three recording the same
 # mixed busy load at the same time: cc compiling in a loop, a python3 loop,
 # a perl loop and a benchwork thread. Reported as bytes per hour.
-# Usage: size.sh [--quick]   (SECS=S overrides)
+# Usage: size.sh [--quick]   (SECS=S overrides; LOAD=steady drops the compile
+# loop: a server-like load of long-lived processes; KEEP_STATE=DIR copies
+# profd's state directory there for tests/bench/store_bench -a)
 source "$(dirname "$0")/bench-lib.sh"
 need perf
 need cc
@@ -18,8 +20,13 @@ perf_start "$W/plain.data"; PP=$PERF_PID
 perf_start "$W/z.data" -z; PZ=$PERF_PID
 # The load: everything in its own process group, stopped together.
 mkdir -p "$W/cc"
-bg setsid bash -c 'while :; do for f in "$1"/tests/testprogs/*.c lib/*.c; do
+LOAD_KIND=${LOAD:-mixed}
+if [ "$LOAD_KIND" = steady ]; then
+	bg setsid sleep infinity
+else
+	bg setsid bash -c 'while :; do for f in "$1"/tests/testprogs/*.c lib/*.c; do
 	cc -O2 -g -Ilib -Ibpf -I"$2" -D_GNU_SOURCE -c "$f" -o "$3/x.o" 2>/dev/null; done; done' _ "$ROOT" "$BUILD" "$W/cc"
+fi
 LOAD=($BG)
 bg "$PY" -c '
 def py_work(n): return sum(i * i for i in range(n))
@@ -32,6 +39,7 @@ stop "$PZ" INT
 pctl "$W/pd" flush >/dev/null
 samples=$(status_val "$W/pd" samples)
 stop "$PD" TERM
+[ -n "${KEEP_STATE:-}" ] && { rm -rf "$KEEP_STATE"; cp -a "$W/pd/state" "$KEEP_STATE"; }
 kill -TERM -- "-${LOAD[0]}" 2>/dev/null
 for p in "${LOAD[@]}"; do stop "$p" TERM; done
 
@@ -45,8 +53,13 @@ H_PD=$(per_hour "$B_PD") H_PP=$(per_hour "$B_PP") H_PZ=$(per_hour "$B_PZ")
 {
 	echo "Machine: $(machine_line)."
 	echo
-	echo "Load for ${SECS} s, recorded by all three at once: cc compiling profd's sources in a loop, a python3 loop,"
-	echo "a perl loop and one benchwork thread; profd with default options (10 s windows, zstd level 3);"
+	if [ "$LOAD_KIND" = steady ]; then
+		echo "Steady load for ${SECS} s, recorded by all three at once: a python3 loop, a perl loop and one benchwork"
+		echo "thread (no compile loop); profd with default options (10 s windows, zstd level 3);"
+	else
+		echo "Load for ${SECS} s, recorded by all three at once: cc compiling profd's sources in a loop, a python3 loop,"
+		echo "a perl loop and one benchwork thread; profd with default options (10 s windows, zstd level 3);"
+	fi
 	echo "perf record -F 99 -a -g (plain and -z). profd kept $samples on-CPU samples (off-CPU time as well)."
 	echo
 	echo "| recorder | bytes in ${SECS} s | per hour | bytes per profd sample | vs profd |"

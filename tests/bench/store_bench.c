@@ -307,9 +307,329 @@ static int experiment(int nwin, int cpus, int level)
 	return 0;
 }
 
+
+/* ---- -a DIR: where the bytes of an existing store go ---- */
+
+struct section_walk {
+	const uint8_t *p, *end;
+};
+
+static uint64_t walk_u(struct section_walk *w)
+{
+	uint64_t x = 0;
+	for (int sh = 0; w->p < w->end && sh < 64; sh += 7) {
+		uint8_t b = *w->p++;
+		x |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80))
+			break;
+	}
+	return x;
+}
+
+enum { SEC_STR, SEC_META, SEC_FRAMES, SEC_STACKS, SEC_SAMPLES, NSEC };
+static const char *const sec_names[NSEC] = { "strings", "meta+counters", "frames", "stacks", "samples" };
+
+/* Section boundaries of a key payload (docs/FORMAT.md). */
+static void v1_sections(const uint8_t *buf, size_t len, size_t off[NSEC + 1])
+{
+	struct section_walk w = { buf, buf + len };
+	if (walk_u(&w) >= 2) /* the chain: key_ref and the table sizes before the record */
+		for (int i = 0; i < 4; i++)
+			walk_u(&w);
+	off[SEC_STR] = (size_t)(w.p - buf);
+	uint64_t n = walk_u(&w);
+	for (uint64_t i = 0; i < n; i++)
+		w.p += walk_u(&w);
+	off[SEC_META] = (size_t)(w.p - buf);
+	for (int i = 0; i < 6; i++)
+		walk_u(&w);
+	n = walk_u(&w);
+	for (uint64_t i = 0; i < 2 * n; i++)
+		walk_u(&w);
+	off[SEC_FRAMES] = (size_t)(w.p - buf);
+	n = walk_u(&w);
+	for (uint64_t i = 0; i < 4 * n; i++)
+		walk_u(&w);
+	off[SEC_STACKS] = (size_t)(w.p - buf);
+	n = walk_u(&w);
+	for (uint64_t i = 0; i < n; i++) {
+		walk_u(&w);
+		uint64_t m = walk_u(&w);
+		for (uint64_t j = 0; j < m; j++)
+			walk_u(&w);
+	}
+	off[SEC_SAMPLES] = (size_t)(w.p - buf);
+	off[NSEC] = len;
+}
+
+struct an {
+	struct codec *codec;
+	ZSTD_CCtx *z;
+	uint8_t *out, *prev;
+	size_t cap, prevlen;
+	struct profile *seen, *tmp, *roll1, *roll10;
+	int nroll1, nroll10, groups1, groups10;
+	int64_t first, last;
+	double win, disk, raw, zall, sec[NSEC], chained;
+	double ent[PF_KIND_MAX], vals_cpu;
+	double nstr, nframes, nstacks, new_str, new_frames, new_stacks;
+	double pids, tids, entries_by_pid;
+	double no_off, by_pid, by_func, roll1_bytes, roll10_bytes;
+	double pid_new;
+	uint32_t *lastpids;
+	size_t nlastpids;
+};
+
+static double zsize(struct an *a, const uint8_t *buf, size_t len)
+{
+	if (ZSTD_compressBound(len) > a->cap) {
+		a->cap = ZSTD_compressBound(len);
+		a->out = realloc(a->out, a->cap);
+	}
+	return (double)ZSTD_compress2(a->z, a->out, a->cap, buf, len);
+}
+
+static double enc_size(struct an *a, const struct profile *p)
+{
+	const uint8_t *buf;
+	size_t len;
+	if (codec__encode(a->codec, p, &buf, &len))
+		return 0;
+	return zsize(a, buf, len) + 64;
+}
+
+static int keep_onlycpu(const struct profile *p, const struct pf_sample *s, void *arg)
+{
+	return s->kind == PF_KIND_CPU;
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+static size_t distinct(uint32_t *v, size_t n)
+{
+	size_t d = 0;
+	qsort(v, n, sizeof(*v), cmp_u32);
+	for (size_t i = 0; i < n; i++)
+		if (!i || v[i] != v[i - 1])
+			d++;
+	return d;
+}
+
+/* Copies p's samples into dst (accumulating), with threads folded into their process when fold. */
+static void copy_into(struct profile *dst, const struct profile *p, int fold)
+{
+	uint32_t fr[256];
+	for (size_t i = 0; i < profile__nsamples(p); i++) {
+		struct pf_sample x = *profile__sample(p, i);
+		uint32_t n;
+		const uint32_t *f = profile__stack(p, x.stack, &n);
+		if (n > 256)
+			n = 256;
+		for (uint32_t k = 0; k < n; k++) {
+			struct pf_frame g = *profile__frame(p, f[k]);
+			profile__intern_str(dst, profile__str(p, g.name), &g.name);
+			profile__intern_str(dst, profile__str(p, g.module), &g.module);
+			profile__frame_add(dst, &g, &fr[k]);
+		}
+		profile__stack_add(dst, fr, n, &x.stack);
+		if (fold) {
+			x.tid = x.pid;
+			x.thread = x.comm;
+		}
+		profile__intern_str(dst, profile__str(p, x.comm), &x.comm);
+		profile__intern_str(dst, profile__str(p, x.thread), &x.thread);
+		profile__intern_str(dst, profile__str(p, x.cgroup), &x.cgroup);
+		profile__add(dst, &x);
+	}
+	struct pf_meta *m = profile__meta(dst);
+	const struct pf_meta *sm = profile__meta_const(p);
+	if (!m->start_ns || sm->start_ns < m->start_ns)
+		m->start_ns = sm->start_ns;
+	if (sm->end_ns > m->end_ns)
+		m->end_ns = sm->end_ns;
+	m->frequency = sm->frequency;
+	profile__intern_str(dst, profile__str(p, sm->host), &m->host);
+	profile__intern_str(dst, profile__str(p, sm->kernel), &m->kernel);
+	profile__intern_str(dst, profile__str(p, sm->event), &m->event);
+	for (size_t i = 0; i < profile__ncounters(p); i++)
+		profile__counter_add(dst, profile__str(p, profile__counter(p, i)->name), profile__counter(p, i)->value);
+}
+
+/* How many of p's strings, frames and stacks seen already holds (by content); adds them. */
+static void count_new(struct an *a, const struct profile *p)
+{
+	size_t s0 = profile__nstrs(a->seen), f0 = profile__nframes(a->seen), k0 = profile__nstacks(a->seen);
+	/* Every string, frame and stack of the window, used or not: the encoder writes them all. */
+	for (size_t i = 0; i < profile__nstrs(p); i++) {
+		uint32_t id;
+		profile__intern_str(a->seen, profile__str(p, (uint32_t)i), &id);
+	}
+	uint32_t *fmap = malloc((profile__nframes(p) + 1) * sizeof(*fmap)), fr[256];
+	for (size_t i = 0; i < profile__nframes(p); i++) {
+		struct pf_frame g = *profile__frame(p, (uint32_t)i);
+		profile__intern_str(a->seen, profile__str(p, g.name), &g.name);
+		profile__intern_str(a->seen, profile__str(p, g.module), &g.module);
+		profile__frame_add(a->seen, &g, &fmap[i]);
+	}
+	for (size_t i = 0; i < profile__nstacks(p); i++) {
+		uint32_t n, id;
+		const uint32_t *f = profile__stack(p, (uint32_t)i, &n);
+		if (n > 256)
+			n = 256;
+		for (uint32_t k = 0; k < n; k++)
+			fr[k] = fmap[f[k]];
+		profile__stack_add(a->seen, fr, n, &id);
+	}
+	free(fmap);
+	a->new_str += (double)(profile__nstrs(a->seen) - s0);
+	a->new_frames += (double)(profile__nframes(a->seen) - f0);
+	a->new_stacks += (double)(profile__nstacks(a->seen) - k0);
+}
+
+static int an_window(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	struct an *a = arg;
+	const uint8_t *buf;
+	size_t len, off[NSEC + 1];
+
+	if (!a->win)
+		a->first = w->start_ns;
+	a->last = w->end_ns;
+	a->win++;
+	a->disk += (double)w->bytes;
+	codec__encode(a->codec, p, &buf, &len);
+	a->raw += (double)len;
+	a->zall += zsize(a, buf, len);
+	v1_sections(buf, len, off);
+	for (int i = 0; i < NSEC; i++)
+		a->sec[i] += zsize(a, buf + off[i], off[i + 1] - off[i]);
+	if (a->prev) {
+		ZSTD_CCtx_refPrefix(a->z, a->prev, a->prevlen);
+		a->chained += zsize(a, buf, len);
+	} else {
+		a->chained += zsize(a, buf, len);
+	}
+	a->prev = realloc(a->prev, len);
+	memcpy(a->prev, buf, len);
+	a->prevlen = len;
+
+	size_t ns = profile__nsamples(p);
+	uint32_t *pids = malloc((ns + 1) * sizeof(*pids)), *keys = malloc((ns + 1) * sizeof(*keys));
+	for (size_t i = 0; i < ns; i++) {
+		const struct pf_sample *x = profile__sample(p, i);
+		a->ent[x->kind]++;
+		if (x->kind == PF_KIND_CPU)
+			a->vals_cpu += (double)x->value;
+		pids[i] = x->pid;
+		keys[i] = x->tid;
+	}
+	size_t np = distinct(pids, ns);
+	a->pids += (double)np;
+	a->tids += (double)distinct(keys, ns);
+	size_t newp = 0;
+	for (size_t i = 0; i < ns; i++)
+		if ((!i || pids[i] != pids[i - 1]) &&
+		    !bsearch(&pids[i], a->lastpids, a->nlastpids, sizeof(uint32_t), cmp_u32))
+			newp++;
+	a->pid_new += (double)newp;
+	free(a->lastpids);
+	a->lastpids = malloc((np + 1) * sizeof(uint32_t));
+	a->nlastpids = 0;
+	for (size_t i = 0; i < ns; i++)
+		if (!i || pids[i] != pids[i - 1])
+			a->lastpids[a->nlastpids++] = pids[i];
+	free(pids);
+	free(keys);
+
+	a->nstr += (double)profile__nstrs(p);
+	a->nframes += (double)profile__nframes(p);
+	a->nstacks += (double)profile__nstacks(p);
+	count_new(a, p);
+
+	profile__reset(a->tmp);
+	profile__merge(a->tmp, p, keep_onlycpu, NULL);
+	a->no_off += enc_size(a, a->tmp);
+	profile__reset(a->tmp);
+	copy_into(a->tmp, p, 1);
+	a->by_pid += enc_size(a, a->tmp);
+	a->entries_by_pid += (double)profile__nsamples(a->tmp);
+	profile__reset(a->tmp);
+	profile__merge_flags(a->tmp, p, NULL, NULL, PF_MERGE_BY_FUNCTION);
+	a->by_func += enc_size(a, a->tmp);
+
+	/* Rollups: 6 windows into one (1 min), 60 into one (10 min). */
+	copy_into(a->roll1, p, 0);
+	if (++a->nroll1 == 6) {
+		a->roll1_bytes += enc_size(a, a->roll1);
+		a->groups1++;
+		profile__reset(a->roll1);
+		a->nroll1 = 0;
+	}
+	copy_into(a->roll10, p, 0);
+	if (++a->nroll10 == 60) {
+		a->roll10_bytes += enc_size(a, a->roll10);
+		a->groups10++;
+		profile__reset(a->roll10);
+		a->nroll10 = 0;
+	}
+	return 0;
+}
+
+static int analyse(const char *dir)
+{
+	struct store *s;
+	struct store_opts o = { .dir = dir };
+	struct an a = { 0 };
+	int err = store__open(&o, &s);
+	if (err) {
+		fprintf(stderr, "store__open %s: %s\n", dir, strerror(-err));
+		return 1;
+	}
+	codec__new(&a.codec);
+	a.z = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(a.z, ZSTD_c_compressionLevel, 3);
+	profile__new(&a.seen);
+	profile__new(&a.tmp);
+	profile__new(&a.roll1);
+	profile__new(&a.roll10);
+	err = store__read(s, INT64_MIN, INT64_MAX, an_window, &a);
+	if (err || !a.win) {
+		fprintf(stderr, "read: %s (%g windows)\n", strerror(-err), a.win);
+		return 1;
+	}
+	double n = a.win, hours = (double)(a.last - a.first) / 3.6e12, mb = 1048576;
+	double ph = 1 / hours / mb; /* bytes over the run -> MB per hour */
+	printf("%s: %.0f windows over %.1f min; %.0f B on disk per window, %.1f MB/hour\n", dir, n,
+	       hours * 60, a.disk / n, a.disk * ph);
+	printf("per window: %.0f entries (cpu %.0f, offcpu %.0f, runq %.0f), %.0f on-CPU samples; %.0f pids (%.0f not in the previous window), %.0f tids\n",
+	       (a.ent[0] + a.ent[1] + a.ent[2]) / n, a.ent[0] / n, a.ent[1] / n, a.ent[2] / n, a.vals_cpu / n,
+	       a.pids / n, a.pid_new / n, a.tids / n);
+	printf("tables per window: %.0f strings (%.0f new to the run), %.0f frames (%.0f new), %.0f stacks (%.0f new)\n",
+	       a.nstr / n, a.new_str / n, a.nframes / n, a.new_frames / n, a.nstacks / n, a.new_stacks / n);
+	printf("payload: raw %.0f B, zstd %.0f B per window; sections compressed alone (B per window, share):\n",
+	       a.raw / n, a.zall / n);
+	double secsum = 0;
+	for (int i = 0; i < NSEC; i++)
+		secsum += a.sec[i];
+	for (int i = 0; i < NSEC; i++)
+		printf("  %-14s %8.0f  %4.1f%%\n", sec_names[i], a.sec[i] / n, 100 * a.sec[i] / secsum);
+	printf("what-if, MB/hour: as stored %.2f | zstd with previous window as prefix %.2f | on-CPU entries only %.2f |\n"
+	       "  threads folded into processes %.2f (%.0f entries per window) | merged by function %.2f |\n"
+	       "  1-min rollup %.2f | 10-min rollup %.2f\n",
+	       a.disk * ph, a.chained * ph, a.no_off * ph, a.by_pid * ph, a.entries_by_pid / n, a.by_func * ph,
+	       a.groups1 ? a.roll1_bytes / a.groups1 * 60 / mb : 0, a.groups10 ? a.roll10_bytes / a.groups10 * 6 / mb : 0);
+	store__close(s);
+	return 0;
+}
+
 static void usage(const char *argv0)
 {
-	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x]\n", argv0);
+	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x] [-R] [-C CHAIN] | -a DIR\n"
+		"  -R: no rollups; -C: records per chain (1: keys only); -a: where the bytes of a store go\n", argv0);
 	exit(2);
 }
 
@@ -327,16 +647,19 @@ int main(int argc, char **argv)
 {
 	char dirbuf[] = "/var/tmp/profd-bench.XXXXXX";
 	const char *dir = NULL;
-	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, c;
+	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, norollup = 0, chain = 0, c;
 
-	while ((c = getopt(argc, argv, "d:H:c:l:kx")) != -1) {
+	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:")) != -1) {
 		switch (c) {
+		case 'a': return analyse(optarg);
 		case 'd': dir = optarg; break;
 		case 'H': hours = num(optarg, 1, 24 * 365, argv[0]); break;
 		case 'c': cpus = num(optarg, 1, 1024, argv[0]); break;
 		case 'l': level = num(optarg, -5, 22, argv[0]); break;
 		case 'k': keep = 1; break;
 		case 'x': exper = 1; break;
+		case 'R': norollup = 1; break;
+		case 'C': chain = num(optarg, 1, 100000, argv[0]); break;
 		default: usage(argv[0]);
 		}
 	}
@@ -359,7 +682,8 @@ int main(int argc, char **argv)
 	}
 
 	struct store *s;
-	struct store_opts o = { .dir = dir, .writer = 1, .zstd_level = level };
+	struct store_opts o = { .dir = dir, .writer = 1, .zstd_level = level, .no_rollup = norollup,
+				.chain_records = (uint32_t)chain };
 	int err = store__open(&o, &s);
 	if (err) {
 		fprintf(stderr, "store__open %s: %s\n", dir, strerror(-err));
@@ -369,7 +693,7 @@ int main(int argc, char **argv)
 	profile__new(&p);
 	int nwin = hours * 360;
 	int64_t t0 = (int64_t)time(NULL) * SEC - (int64_t)nwin * WINDOW;
-	double cpu = 0, wall = 0, gen = 0;
+	double cpu = 0, wall = 0, gen = 0, roll = 0;
 	size_t samples = 0, stacks = 0;
 	for (int i = 0; i < nwin; i++) {
 		double g = now(CLOCK_PROCESS_CPUTIME_ID);
@@ -385,6 +709,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "append: %s\n", strerror(-err));
 			return 1;
 		}
+		/* As profd does after each flush. */
+		c0 = now(CLOCK_PROCESS_CPUTIME_ID);
+		err = store__compact(s, t0 + (int64_t)(i + 1) * WINDOW);
+		roll += now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+		if (err) {
+			fprintf(stderr, "compact: %s\n", strerror(-err));
+			return 1;
+		}
 	}
 	struct store_stats st;
 	store__stats(s, &st);
@@ -394,9 +726,12 @@ int main(int argc, char **argv)
 	       stacks / (size_t)nwin, (double)st.bytes_written / nwin);
 	printf("writer per window: %.2f ms CPU (encode+zstd+crc), %.2f ms wall incl. fdatasync\n",
 	       cpu / nwin * 1e3, wall / nwin * 1e3);
-	printf("bytes per CPU-hour: %.3f MB; total %.1f MB in %llu segments\n",
-	       (double)st.bytes_written / (hours * cpus) / 1e6, (double)st.bytes_on_disk / 1e6,
-	       (unsigned long long)st.segments);
+	printf("bytes per CPU-hour as flushed: %.3f MB; on disk after rollups %.3f MB per CPU-hour, %.1f MB in %llu segments\n",
+	       (double)st.bytes_written / (hours * cpus) / 1e6, (double)st.bytes_on_disk / (hours * cpus) / 1e6,
+	       (double)st.bytes_on_disk / 1e6, (unsigned long long)st.segments);
+	printf("rollups: %llu segments, %llu windows merged, %.2f s CPU in all (%.0f ms per rollup)\n",
+	       (unsigned long long)st.rollups, (unsigned long long)st.windows_rolled, roll,
+	       st.rollups ? roll / (double)st.rollups * 1e3 : 0);
 	store__close(s);
 
 	/* Cold-ish: a fresh reader, as profctl is. */

@@ -117,6 +117,8 @@ static int open_store(const char *dir, int writer, struct store **s, struct stor
 		o.max_age_ns = extra->max_age_ns;
 		o.max_bytes = extra->max_bytes;
 		o.chain_records = extra->chain_records;
+		memcpy(o.rollup, extra->rollup, sizeof(o.rollup));
+		o.no_rollup = extra->no_rollup;
 	}
 	return store__open(&o, s);
 }
@@ -564,6 +566,225 @@ static void test_v1_compat(const char *base)
 	CHECK_EQ_INT(nwarn, 0);
 }
 
+
+/* ---- rollups ---- */
+
+#define RW 240 /* 40 min of 10 s windows */
+
+struct totals {
+	uint64_t cpu[RW], off[RW]; /* by window index (pid - 100) */
+	uint64_t windows, records, bad;
+};
+
+static int sum_window(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	struct totals *t = arg;
+	for (size_t i = 0; i < profile__nsamples(p); i++) {
+		const struct pf_sample *x = profile__sample(p, i);
+		if (x->pid < 100 || x->pid >= 100 + RW) {
+			t->bad++;
+			continue;
+		}
+		if (x->kind == PF_KIND_CPU)
+			t->cpu[x->pid - 100] += x->value;
+		else
+			t->off[x->pid - 100] += x->value;
+	}
+	t->windows += w->windows;
+	t->records++;
+	return 0;
+}
+
+/* Every window's samples, exactly once: what a rollup must never change. */
+static int totals_ok(const char *dir, uint64_t *records)
+{
+	static struct totals t;
+	struct store *r;
+	int ok = 1;
+
+	memset(&t, 0, sizeof(t));
+	if (open_store(dir, 0, &r, NULL))
+		return 0;
+	if (store__read(r, INT64_MIN, INT64_MAX, sum_window, &t))
+		ok = 0;
+	store__close(r);
+	for (int i = 0; i < RW; i++)
+		if (t.cpu[i] != 10 + (uint64_t)i || t.off[i] != 1000000)
+			ok = 0;
+	if (t.windows != RW || t.bad)
+		ok = 0;
+	if (records)
+		*records = t.records;
+	return ok;
+}
+
+static const struct store_opts roll_opts = {
+	.segment_span_ns = 600 * SEC, /* 60 windows a segment */
+	.rollup = { { 600 * SEC, 60 * SEC }, { 1200 * SEC, 300 * SEC } },
+};
+
+static void write_rw(const char *dir)
+{
+	struct store *w;
+	struct profile *p;
+
+	rm_rf(dir);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, (struct store_opts *)&roll_opts), 0);
+	for (int i = 0; i < RW; i++) {
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+}
+
+static int open_roller(const char *dir, struct store **s, void (*cp)(void *, int), void *arg)
+{
+	struct store_opts o = roll_opts;
+	o.dir = dir;
+	o.writer = 1;
+	o.warn = on_warn;
+	o.crash_point = cp;
+	o.crash_arg = arg;
+	return store__open(&o, s);
+}
+
+/* Compacts until nothing is due; returns the rollups done. */
+static int compact_all(struct store *s, int64_t now)
+{
+	struct store_stats st;
+	for (int i = 0; i < 100; i++) {
+		store__stats(s, &st);
+		uint64_t before = st.rollups;
+		if (store__compact(s, now))
+			return -1;
+		store__stats(s, &st);
+		if (st.rollups == before)
+			break;
+	}
+	return (int)st.rollups;
+}
+
+struct lvl_count {
+	int n[4];
+	uint64_t windows;
+};
+
+static int on_level(const struct store_window_info *w, void *arg)
+{
+	struct lvl_count *c = arg;
+	if (w->level >= 0 && w->level < 4)
+		c->n[w->level]++;
+	c->windows += w->windows;
+	return 0;
+}
+
+static const char *cp_dir;
+static int cp_die_at, cp_checked, cp_bad;
+
+/* In-process: a reader at each step sees every window once, from the old file or the new. */
+static void check_at_step(void *arg, int step)
+{
+	cp_checked++;
+	if (!totals_ok(cp_dir, NULL))
+		cp_bad++;
+}
+
+static void die_at_step(void *arg, int step)
+{
+	if (step == cp_die_at)
+		raise(SIGKILL);
+}
+
+static void test_rollup(const char *base)
+{
+	char dir[256];
+	struct store *s;
+	struct lvl_count c;
+	uint64_t records;
+	const int64_t now = T0 + RW * 10 * SEC;
+
+	snprintf(dir, sizeof(dir), "%s/roll", base);
+	write_rw(dir);
+	CHECK(totals_ok(dir, &records));
+	CHECK_EQ_INT(records, RW);
+
+	/* Segments 0-1 ended 20 min ago or more (5 min windows), 2 10 min ago (1 min), 3 is young. */
+	cp_dir = dir;
+	cp_checked = cp_bad = 0;
+	nwarn = 0;
+	CHECK_EQ_INT(open_roller(dir, &s, check_at_step, NULL), 0);
+	CHECK_EQ_INT(compact_all(s, now), 3);
+	CHECK_EQ_INT(compact_all(s, now), 3); /* nothing more is due: no work, no change */
+	store__close(s);
+	CHECK(cp_checked >= 9);
+	CHECK_EQ_INT(cp_bad, 0);
+	CHECK_EQ_INT(nwarn, 0);
+	CHECK(totals_ok(dir, &records));
+	CHECK_EQ_INT(records, 2 * 2 + 10 + 60);
+	memset(&c, 0, sizeof(c));
+	CHECK_EQ_INT(open_store(dir, 0, &s, NULL), 0);
+	CHECK_EQ_INT(store__list(s, INT64_MIN, INT64_MAX, on_level, &c), 0);
+	CHECK_EQ_INT(c.n[0], 60);
+	CHECK_EQ_INT(c.n[1], 10);
+	CHECK_EQ_INT(c.n[2], 4);
+	CHECK_EQ_INT(c.windows, RW);
+	/* A range inside a rolled-up segment finds the windows that overlap it. */
+	memset(&c, 0, sizeof(c));
+	CHECK_EQ_INT(store__list(s, T0 + 61 * SEC, T0 + 62 * SEC, on_level, &c), 0);
+	CHECK_EQ_INT(c.n[2], 1);
+	CHECK_EQ_INT(c.windows, 30);
+	store__close(s);
+
+	/* Later, tier 1 segments move on to tier 2. */
+	CHECK_EQ_INT(open_roller(dir, &s, NULL, NULL), 0);
+	CHECK_EQ_INT(compact_all(s, now + 3600 * SEC), 2);
+	store__close(s);
+	CHECK(totals_ok(dir, &records));
+	CHECK_EQ_INT(records, 4 * 2);
+
+	/* kill -9 at each step: nothing lost or doubled, before or after the next writer start. */
+	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
+		write_rw(dir);
+		pid_t pid = fork();
+		if (pid == 0) {
+			cp_die_at = step;
+			if (open_roller(dir, &s, die_at_step, NULL))
+				_exit(1);
+			compact_all(s, now);
+			_exit(0);
+		}
+		int status = 0;
+		waitpid(pid, &status, 0);
+		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		CHECK(totals_ok(dir, NULL));
+		CHECK_EQ_INT(count_files(dir, "roll-"), step < STORE_CRASH_ROLL_RENAMED ? 1 : 0);
+		nwarn = 0;
+		CHECK_EQ_INT(open_roller(dir, &s, NULL, NULL), 0);
+		CHECK_EQ_INT(count_files(dir, "roll-"), 0);
+		CHECK_EQ_INT(compact_all(s, now), step < STORE_CRASH_ROLL_RENAMED ? 3 : 2);
+		store__close(s);
+		CHECK_EQ_INT(nwarn, 0);
+		CHECK(totals_ok(dir, &records));
+		CHECK_EQ_INT(records, 2 * 2 + 10 + 60);
+	}
+
+	/* Rollups off: nothing happens. */
+	write_rw(dir);
+	struct store_opts o = roll_opts;
+	o.dir = dir;
+	o.writer = 1;
+	o.no_rollup = 1;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	CHECK_EQ_INT(compact_all(s, now), 0);
+	store__close(s);
+	/* Tiers out of order are refused. */
+	o.no_rollup = 0;
+	o.rollup[1].age_ns = 60 * SEC;
+	CHECK_EQ_INT(store__open(&o, &s), -EINVAL);
+}
+
 static void test_retention(const char *base)
 {
 	char dir[256];
@@ -797,6 +1018,7 @@ int main(int argc, char **argv)
 	test_chain_damage(base);
 	test_chain_ranges(base);
 	test_v1_compat(base);
+	test_rollup(base);
 	test_retention(base);
 	test_write_errors(base);
 	test_symlinks(base);
