@@ -316,6 +316,8 @@ static int flush(struct profd *d)
 		}
 	}
 	store__retain(d->store, clock_ns(CLOCK_REALTIME));
+	/* At most one segment per flush; a failure is retried later by the store itself. */
+	store__compact(d->store, clock_ns(CLOCK_REALTIME));
 	return window_begin(d) ? -ENOMEM : err;
 }
 
@@ -368,6 +370,8 @@ static int status_reply(struct profd *d, char **out)
 	ADD("segments\t%" PRIu64, st.segments);
 	ADD("bytes_on_disk\t%" PRIu64, st.bytes_on_disk);
 	ADD("segments_removed\t%" PRIu64, st.segments_removed);
+	ADD("segments_rolled_up\t%" PRIu64, st.rollups);
+	ADD("windows_rolled_up\t%" PRIu64, st.windows_rolled);
 	ADD("offcpu\t%s", sampler__offcpu(d->sampler) > 0 ? "on" : sampler__offcpu(d->sampler) ? "unavailable" : "off");
 	ADD("kernel_map_bytes\t%" PRIu64, sampler__map_bytes(d->sampler));
 	tables__print_status(d->tables, f);
@@ -483,7 +487,7 @@ static struct store_opts store_opts(const struct profd_opts *o)
 {
 	return (struct store_opts){
 		.dir = o->state_dir, .writer = 1, .zstd_level = o->zstd_level,
-		.max_age_ns = o->retention_ns, .max_bytes = o->max_disk,
+		.max_age_ns = o->retention_ns, .max_bytes = o->max_disk, .no_rollup = !o->rollup,
 		.warn = store_warn,
 	};
 }
@@ -648,7 +652,8 @@ static int reload(struct profd *d, char **reply)
 		d->o.flush_interval_ns = n.flush_interval_ns;
 	if (n.drain_interval_ns != old.drain_interval_ns && !timer_set(d->drain_tfd, n.drain_interval_ns))
 		d->o.drain_interval_ns = n.drain_interval_ns;
-	if (n.retention_ns != old.retention_ns || n.max_disk != old.max_disk || n.zstd_level != old.zstd_level) {
+	if (n.retention_ns != old.retention_ns || n.max_disk != old.max_disk || n.zstd_level != old.zstd_level ||
+	    n.rollup != old.rollup) {
 		struct store_opts to;
 		struct store *st;
 
@@ -656,6 +661,7 @@ static int reload(struct profd *d, char **reply)
 		d->o.retention_ns = n.retention_ns;
 		d->o.max_disk = n.max_disk;
 		d->o.zstd_level = n.zstd_level;
+		d->o.rollup = n.rollup;
 		to = store_opts(&d->o);
 		store__close(d->store);
 		d->store = NULL;
@@ -666,6 +672,7 @@ static int reload(struct profd *d, char **reply)
 			d->o.retention_ns = old.retention_ns;
 			d->o.max_disk = old.max_disk;
 			d->o.zstd_level = old.zstd_level;
+			d->o.rollup = old.rollup;
 			to = store_opts(&d->o);
 			ret = store__open(&to, &st);
 		}

@@ -82,6 +82,8 @@ static const struct opt_def defs[] = {
 	  "memory for the symbols of the files in the symbol cache" },
 	{ "max-pids", K_UINT, F(max_pids), 16, 1 << 20, 0, "N", "processes whose mappings are cached" },
 	{ "zstd-level", K_UINT, F(zstd_level), 1, 19, LIVE, "N", "compression level of stored windows" },
+	{ "rollup", K_BOOL, F(rollup), 0, 0, LIVE, "yes|no",
+	  "merge windows older than 1 h into 1 min windows, older than 1 day into 10 min ones" },
 	{ "log-level", K_LEVEL, F(log_level), 0, 0, LIVE, "LEVEL", "error, warning, info or debug" },
 };
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
@@ -109,6 +111,7 @@ void options_defaults(struct profd_opts *o)
 		.symbol_cache = 24 << 20,
 		.max_pids = 1024,
 		.zstd_level = 3,
+		.rollup = 1,
 	};
 }
 

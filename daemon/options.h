@@ -40,6 +40,7 @@ struct profd_opts {
 	uint64_t symbol_cache;   /* bytes of parsed symbols kept (beside max_files) */
 	size_t max_pids;
 	int zstd_level;
+	int rollup;
 };
 
 void options_defaults(struct profd_opts *o);
