@@ -131,20 +131,22 @@ static int cmd_status(const struct global *g, int argc, char **argv)
 
 static int ls_cb(const struct store_window_info *w, void *arg)
 {
-	char a[32], b[32], n[24], l[24], by[24];
+	char a[32], b[32], n[24], l[24], by[24], wn[24];
 
 	fmt_time(w->start_ns, a, sizeof(a));
 	fmt_time(w->end_ns, b, sizeof(b));
 	snprintf(n, sizeof(n), "%" PRIu64, w->samples);
 	snprintf(l, sizeof(l), "%" PRIu64, w->lost);
 	snprintf(by, sizeof(by), "%" PRIu64, w->bytes);
-	return table__row(arg, a, b, n, l, by, w->segment);
+	snprintf(wn, sizeof(wn), "%" PRIu32, w->windows);
+	return table__row(arg, a, b, n, l, by, wn, w->segment);
 }
 
 static void ls_usage(void)
 {
 	printf("Usage: profctl ls [--since WHEN] [--until WHEN]\n"
-	       "Lists stored windows: time range, on-CPU samples, lost samples, bytes on disk, segment.\n"
+	       "Lists stored windows: time range, on-CPU samples, lost samples, bytes on disk,\n"
+	       "flushed windows merged into it (1, or more once rolled up: see profd --rollup), segment.\n"
 	       "WHEN: a duration back from now (90s, 10m, 2h, 7d) or a timestamp\n"
 	       "(2026-11-30T09:00:00Z, '2026-11-30 09:00' local time). Default: everything.\n"
 	       "Examples:\n  profctl ls\n  profctl ls --since 1h | awk -F'\\t' '{ s += $3 } END { print s }'\n");
@@ -152,7 +154,7 @@ static void ls_usage(void)
 
 static int cmd_ls(const struct global *g, int argc, char **argv)
 {
-	static const char *const hdr[] = { "START", "END", "SAMPLES", "LOST", "BYTES", "SEGMENT" };
+	static const char *const hdr[] = { "START", "END", "SAMPLES", "LOST", "BYTES", "WINDOWS", "SEGMENT" };
 	int64_t now = realtime_ns(), since = INT64_MIN, until = INT64_MAX;
 	struct store *st = NULL;
 	struct table *t;
@@ -177,7 +179,7 @@ static int cmd_ls(const struct global *g, int argc, char **argv)
 	ret = open_store(g, &st);
 	if (ret)
 		return ret;
-	t = table__new(6, hdr, "  rrr");
+	t = table__new(7, hdr, "  rrrr");
 	err = t ? store__list(st, since, until, ls_cb, t) : -ENOMEM;
 	if (err) {
 		fprintf(stderr, "profctl: listing %s failed: %s\n", g->state_dir, strerror(-err));

@@ -27,7 +27,7 @@ check "every sample kept or counted: $unacc unaccounted <= $tol" test "$unacc" -
 profctl dump --no-flush --since 10m --comm manystacks >"$T/ms.folded"
 kept=$(awk '{ s += $NF } END { print s + 0 }' "$T/ms.folded")
 check "the kept samples of manystacks are stored and read back ($kept)" test "$kept" -gt 0
-lost_ls=$(profctl ls | awk 'NR > 1 { s += $(NF - 2) } END { print s + 0 }')
+lost_ls=$(profctl ls | awk -F'\t' 'NR > 1 { s += $4 } END { print s + 0 }')
 check "stored windows carry the losses: profctl ls LOST sums to $lost_ls" test "$lost_ls" -gt 0
 echo "info: status samples_lost $(sv samples_lost), stacks_lost $(sv stacks_lost); profctl ls LOST $lost_ls"
 
