@@ -935,7 +935,7 @@ static int full_disk(const char *mnt)
 		;
 	while (write(fd, junk, 1) > 0)
 		;
-	for (int k = 0; k < 30; k++, i++) {
+	for (int k = 0; k < 80; k++, i++) {
 		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
 		int err = store__append(w, p);
 		if (!err)
@@ -946,7 +946,7 @@ static int full_disk(const char *mnt)
 			CHECK_EQ_INT(err, -ENOSPC);
 	}
 	printf("disk full: %d appends failed with ENOSPC\n", nospc);
-	CHECK(nospc >= 25); /* a few may fit in the segment's last page */
+	CHECK(nospc >= 40); /* deltas of these tiny windows are ~100 bytes: the last page holds dozens */
 	store__stats(w, &st);
 	CHECK_EQ_INT(st.write_errors, nospc);
 	CHECK_EQ_INT(st.windows_dropped, nospc);
