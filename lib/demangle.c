@@ -314,18 +314,28 @@ static void v0_const(struct v0 *d, bool unused)
 	d->depth--;
 }
 
+/*
+ * Steps through a list that ends in 'E' (generic arguments, tuple and fn
+ * parameters, dyn bounds): true while an element follows, with sep printed
+ * before every element but the first. A list the name ends inside is bad.
+ */
+static bool v0_list_next(struct v0 *d, bool *first, const char *sep)
+{
+	if (d->bad || v0_eat(d, 'E'))
+		return false;
+	if (d->pos >= d->len) {
+		d->bad = true;
+		return false;
+	}
+	if (!*first)
+		v0_put(d, sep);
+	*first = false;
+	return true;
+}
+
 static void v0_generic_args(struct v0 *d)
 {
-	bool first = true;
-
-	while (!d->bad && !v0_eat(d, 'E')) {
-		if (d->pos >= d->len) {
-			d->bad = true;
-			return;
-		}
-		if (!first)
-			v0_put(d, ", ");
-		first = false;
+	for (bool first = true; v0_list_next(d, &first, ", ");) {
 		if (v0_eat(d, 'L'))
 			v0_lifetime(d);
 		else if (v0_eat(d, 'K'))
@@ -411,26 +421,13 @@ static void v0_type(struct v0 *d)
 		v0_type(d);
 		v0_put(d, "]");
 		break;
-	case 'T': {
-		bool first = true;
-
+	case 'T':
 		v0_put(d, "(");
-		while (!d->bad && !v0_eat(d, 'E')) {
-			if (d->pos >= d->len) {
-				d->bad = true;
-				break;
-			}
-			if (!first)
-				v0_put(d, ", ");
-			first = false;
+		for (bool first = true; v0_list_next(d, &first, ", ");)
 			v0_type(d);
-		}
 		v0_put(d, ")");
 		break;
-	}
-	case 'F': {
-		bool first = true;
-
+	case 'F':
 		if (v0_eat(d, 'G'))
 			v0_base62(d);
 		if (v0_eat(d, 'U'))
@@ -444,16 +441,8 @@ static void v0_type(struct v0 *d)
 			v0_put(d, "\" ");
 		}
 		v0_put(d, "fn(");
-		while (!d->bad && !v0_eat(d, 'E')) {
-			if (d->pos >= d->len) {
-				d->bad = true;
-				break;
-			}
-			if (!first)
-				v0_put(d, ", ");
-			first = false;
+		for (bool first = true; v0_list_next(d, &first, ", ");)
 			v0_type(d);
-		}
 		v0_put(d, ")");
 		if (v0_peek(d) == 'u') {
 			d->pos++;
@@ -462,21 +451,11 @@ static void v0_type(struct v0 *d)
 			v0_type(d);
 		}
 		break;
-	}
-	case 'D': {
-		bool first = true;
-
+	case 'D':
 		v0_put(d, "dyn ");
 		if (v0_eat(d, 'G'))
 			v0_base62(d);
-		while (!d->bad && !v0_eat(d, 'E')) {
-			if (d->pos >= d->len) {
-				d->bad = true;
-				break;
-			}
-			if (!first)
-				v0_put(d, " + ");
-			first = false;
+		for (bool first = true; v0_list_next(d, &first, " + ");) {
 			v0_path(d, false);
 			while (!d->bad && v0_eat(d, 'p')) {
 				v0_put(d, "<");
@@ -491,7 +470,6 @@ static void v0_type(struct v0 *d)
 		else
 			d->bad = true;
 		break;
-	}
 	case 'B':
 		v0_backref(d, v0_type_thunk, false);
 		break;

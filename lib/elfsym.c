@@ -5,6 +5,7 @@
  * except our own copies.
  */
 #include "elfsym.h"
+#include "strtab.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -21,6 +22,8 @@
 #define MAX_SECTION_BYTES (512u << 20)
 #define MAX_SYMS (4u << 20)
 #define MAX_STR_BYTES (256u << 20)
+/* finalize() copies the kept names into an exact-size table anyway: start small. */
+#define FIRST_STR_BYTES 4096
 #define MAX_NAME_LEN 4096
 #define MAX_LOADS 64
 #define MAX_SECTIONS (1u << 16)
@@ -77,8 +80,7 @@ struct eload {
 struct elfsym {
 	struct esym *syms;
 	size_t nsyms, cap;
-	char *str;
-	size_t str_len, str_cap;
+	struct strtab *str;
 	struct eload loads[MAX_LOADS];
 	size_t nloads;
 	uint8_t build_id[MAX_BUILD_ID];
@@ -91,29 +93,6 @@ struct elfsym {
 struct secrange {
 	uint64_t addr, end;
 };
-
-static int add_str(struct elfsym *e, const char *s, size_t len, uint32_t *off)
-{
-	if (e->str_len + len + 1 > MAX_STR_BYTES)
-		return -EFBIG;
-	if (e->str_len + len + 1 > e->str_cap) {
-		size_t ncap = e->str_cap ? e->str_cap : 4096;
-		char *ns;
-
-		while (ncap < e->str_len + len + 1)
-			ncap *= 2;
-		ns = realloc(e->str, ncap);
-		if (!ns)
-			return -ENOMEM;
-		e->str = ns;
-		e->str_cap = ncap;
-	}
-	memcpy(e->str + e->str_len, s, len);
-	e->str[e->str_len + len] = 0;
-	*off = (uint32_t)e->str_len;
-	e->str_len += len + 1;
-	return 0;
-}
 
 static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, uint8_t prio,
 		   const char *name, size_t len)
@@ -135,7 +114,7 @@ static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, 
 	if (addr > ADDR_MASK || end < addr)
 		return 0;
 	s = &e->syms[e->nsyms];
-	err = add_str(e, name, len, &s->name);
+	err = strtab__add(e->str, name, len, &s->name);
 	if (err)
 		return err;
 	s->bits = addr | (uint64_t)(prio & 0x3f) << PRIO_SHIFT | (unsized ? UNSIZED_BIT : 0);
@@ -162,15 +141,15 @@ static uint8_t name_prio(bool unsized, int bind, const char *name)
 static int cmp_sym(const void *a, const void *b, void *arg)
 {
 	const struct esym *x = a, *y = b;
-	const char *str = arg;
+	const struct strtab *str = arg;
 	size_t lx, ly;
 
 	if (sym_addr(x) != sym_addr(y))
 		return sym_addr(x) < sym_addr(y) ? -1 : 1;
 	if (sym_prio(x) != sym_prio(y))
 		return sym_prio(x) > sym_prio(y) ? -1 : 1;
-	lx = strlen(str + x->name);
-	ly = strlen(str + y->name);
+	lx = strlen(strtab__str(str, x->name));
+	ly = strlen(strtab__str(str, y->name));
 	if (lx != ly)
 		return lx < ly ? -1 : 1;
 	return x->name < y->name ? -1 : x->name > y->name;
@@ -185,15 +164,16 @@ static int cmp_sym(const void *a, const void *b, void *arg)
 static int finalize(struct elfsym *e)
 {
 	size_t w = 0, len = 0;
+	struct strtab *kept = NULL;
 	struct esym *ns;
-	char *str;
+	int err;
 
 	if (!e->nsyms) {
 		free(e->syms);
-		free(e->str);
 		e->syms = NULL;
-		e->str = NULL;
-		e->cap = e->str_len = e->str_cap = 0;
+		e->cap = 0;
+		strtab__reset(e->str);
+		strtab__shrink(e->str);
 		return 0;
 	}
 	qsort_r(e->syms, e->nsyms, sizeof(*e->syms), cmp_sym, e->str);
@@ -204,21 +184,23 @@ static int finalize(struct elfsym *e)
 	}
 	e->nsyms = w + 1;
 	for (size_t i = 0; i < e->nsyms; i++)
-		len += strlen(e->str + e->syms[i].name) + 1;
-	str = malloc(len);
-	if (!str)
-		return -ENOMEM;
-	len = 0;
-	for (size_t i = 0; i < e->nsyms; i++) {
-		size_t n = strlen(e->str + e->syms[i].name) + 1;
+		len += strlen(strtab__str(e->str, e->syms[i].name)) + 1;
+	/*
+	 * Sized to the kept names: only the first add allocates, so a failure
+	 * leaves every symbol naming the old table.
+	 */
+	err = strtab__new(len, MAX_STR_BYTES, &kept);
+	for (size_t i = 0; !err && i < e->nsyms; i++) {
+		const char *name = strtab__str(e->str, e->syms[i].name);
 
-		memcpy(str + len, e->str + e->syms[i].name, n);
-		e->syms[i].name = (uint32_t)len;
-		len += n;
+		err = strtab__add(kept, name, strlen(name), &e->syms[i].name);
 	}
-	free(e->str);
-	e->str = str;
-	e->str_len = e->str_cap = len;
+	if (err) {
+		strtab__free(kept);
+		return err;
+	}
+	strtab__free(e->str);
+	e->str = kept;
 	ns = realloc(e->syms, e->nsyms * sizeof(*ns));
 	if (ns) {
 		e->syms = ns;
@@ -531,7 +513,9 @@ static int open_elf(Elf *elf, struct elfsym **out)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	err = parse_elf(e, elf, false);
+	err = strtab__new(FIRST_STR_BYTES, MAX_STR_BYTES, &e->str);
+	if (!err)
+		err = parse_elf(e, elf, false);
 	if (!err)
 		err = finalize(e);
 	if (err)
@@ -593,7 +577,7 @@ void elfsym__free(struct elfsym *e)
 	if (!e)
 		return;
 	free(e->syms);
-	free(e->str);
+	strtab__free(e->str);
 	free(e->debuglink);
 	free(e);
 }
@@ -619,7 +603,7 @@ int elfsym__lookup(const struct elfsym *e, uint64_t vaddr, const char **name, ui
 		if (sym_unsized(s) && k < e->nsyms && sym_addr(&e->syms[k]) < end)
 			end = sym_addr(&e->syms[k]);
 		if (vaddr < end) {
-			*name = e->str + s->name;
+			*name = strtab__str(e->str, s->name);
 			if (start)
 				*start = sym_addr(s);
 			return 0;
@@ -666,14 +650,14 @@ size_t elfsym__nsyms(const struct elfsym *e)
 
 size_t elfsym__mem_bytes(const struct elfsym *e)
 {
-	return sizeof(*e) + e->cap * sizeof(*e->syms) + e->str_cap;
+	return sizeof(*e) + e->cap * sizeof(*e->syms) + strtab__mem_bytes(e->str);
 }
 
 int elfsym__merge(struct elfsym *e, const struct elfsym *src)
 {
 	for (size_t i = 0; i < src->nsyms; i++) {
 		const struct esym *s = &src->syms[i];
-		const char *name = src->str + s->name;
+		const char *name = strtab__str(src->str, s->name);
 		int err = add_sym(e, sym_addr(s), sym_end(s), sym_unsized(s), sym_prio(s), name, strlen(name));
 
 		if (err) {

@@ -1,6 +1,7 @@
 /* /proc/kallsyms parser: text symbols only, sorted for binary search. */
 #include "kallsyms.h"
 #include "procmaps.h"
+#include "strtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,8 @@
 
 #define MAX_KALLSYMS_BYTES (256u << 20)
 #define MAX_SYMS (8u << 20)
+/* A kernel's names take a few megabytes; the buffer doubles from here. */
+#define FIRST_STR_BYTES 65536
 #define MAX_NAME_LEN 512
 /* Kernel symbols carry no size; the next symbol ends one, this caps the last before a gap. */
 #define MAX_SPAN (128u << 10)
@@ -23,32 +26,8 @@ struct ksym {
 struct kallsyms {
 	struct ksym *syms;
 	size_t n, cap;
-	char *str;
-	size_t str_len, str_cap;
+	struct strtab *str;
 };
-
-static int add_str(struct kallsyms *k, const char *s, size_t len, uint32_t *off)
-{
-	if (k->str_len + len + 1 > UINT32_MAX - 1)
-		return -EFBIG;
-	if (k->str_len + len + 1 > k->str_cap) {
-		size_t ncap = k->str_cap ? k->str_cap : 65536;
-		char *ns;
-
-		while (ncap < k->str_len + len + 1)
-			ncap *= 2;
-		ns = realloc(k->str, ncap);
-		if (!ns)
-			return -ENOMEM;
-		k->str = ns;
-		k->str_cap = ncap;
-	}
-	memcpy(k->str + k->str_len, s, len);
-	k->str[k->str_len + len] = 0;
-	*off = (uint32_t)k->str_len;
-	k->str_len += len + 1;
-	return 0;
-}
 
 static int cmp_ksym(const void *a, const void *b)
 {
@@ -129,6 +108,9 @@ int kallsyms__parse(const char *buf, size_t len, struct kallsyms **out)
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
+	err = strtab__new(FIRST_STR_BYTES, UINT32_MAX, &k->str);
+	if (err)
+		goto out;
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *le = nl ? nl : end;
@@ -159,14 +141,14 @@ int kallsyms__parse(const char *buf, size_t len, struct kallsyms **out)
 		ks->addr = addr;
 		if (addr)
 			nonzero = true;
-		err = add_str(k, name, nlen, &ks->name);
+		err = strtab__add(k->str, name, nlen, &ks->name);
 		if (err)
 			goto out;
 		ks->module = UINT32_MAX;
 		if (mod) {
 			/* A module's symbols come in one run: keep one copy of its name. */
 			if (!last_mod || last_mlen != mlen || memcmp(last_mod, mod, mlen)) {
-				err = add_str(k, mod, mlen, &last_mod_off);
+				err = strtab__add(k->str, mod, mlen, &last_mod_off);
 				if (err)
 					goto out;
 				last_mod = mod;
@@ -189,14 +171,7 @@ int kallsyms__parse(const char *buf, size_t len, struct kallsyms **out)
 			k->cap = k->n;
 		}
 	}
-	if (k->str_len && k->str_len < k->str_cap) {
-		char *ns = realloc(k->str, k->str_len);
-
-		if (ns) {
-			k->str = ns;
-			k->str_cap = k->str_len;
-		}
-	}
+	strtab__shrink(k->str);
 	*out = k;
 	k = NULL;
 out:
@@ -223,7 +198,7 @@ void kallsyms__free(struct kallsyms *k)
 	if (!k)
 		return;
 	free(k->syms);
-	free(k->str);
+	strtab__free(k->str);
 	free(k);
 }
 
@@ -249,8 +224,8 @@ int kallsyms__lookup(const struct kallsyms *k, uint64_t addr, const char **name,
 		s--;
 	if (addr - s->addr >= MAX_SPAN)
 		return -ENOENT;
-	*name = k->str + s->name;
-	*module = s->module == UINT32_MAX ? NULL : k->str + s->module;
+	*name = strtab__str(k->str, s->name);
+	*module = s->module == UINT32_MAX ? NULL : strtab__str(k->str, s->module);
 	if (start)
 		*start = s->addr;
 	return 0;

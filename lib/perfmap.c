@@ -4,6 +4,7 @@
  */
 #include "parse.h"
 #include "perfmap.h"
+#include "strtab.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -17,6 +18,8 @@
 #define MAX_NAME_LEN 1024
 #define MAX_LINE 4096
 #define CHUNK (1u << 20)
+/* Most JIT processes name a few hundred functions; the buffer doubles from here. */
+#define FIRST_STR_BYTES 16384
 /* Code re-JITed at an address writes a newer overlapping line; look this far back for it. */
 #define OVERLAP_SCAN 64
 
@@ -29,8 +32,7 @@ struct pment {
 struct perfmap {
 	struct pment *e;
 	size_t n, cap;
-	char *str;
-	size_t str_len, str_cap;
+	struct strtab *str;
 	bool sorted;
 	uint32_t seq;
 	size_t bad_lines;
@@ -41,9 +43,15 @@ struct perfmap {
 int perfmap__new(struct perfmap **out)
 {
 	struct perfmap *pm = calloc(1, sizeof(*pm));
+	int err;
 
 	if (!pm)
 		return -ENOMEM;
+	err = strtab__new(FIRST_STR_BYTES, UINT32_MAX, &pm->str);
+	if (err) {
+		free(pm);
+		return err;
+	}
 	pm->sorted = true;
 	*out = pm;
 	return 0;
@@ -60,7 +68,7 @@ static int parse_hex0x(const char **p, const char *end, uint64_t *v)
 static void reset(struct perfmap *pm)
 {
 	pm->n = 0;
-	pm->str_len = 0;
+	strtab__reset(pm->str);
 	pm->seq = 0;
 	pm->read_off = 0;
 	pm->sorted = true;
@@ -71,14 +79,16 @@ void perfmap__free(struct perfmap *pm)
 	if (!pm)
 		return;
 	free(pm->e);
-	free(pm->str);
+	strtab__free(pm->str);
 	free(pm->chunk);
 	free(pm);
 }
 
-static int add(struct perfmap *pm, uint64_t start, uint64_t size, const char *name, size_t len)
+static int add(struct perfmap *pm, uint64_t start, uint64_t size, const char *s, size_t len)
 {
 	struct pment *e;
+	uint32_t name;
+	int err;
 
 	if (pm->n >= MAX_ENTRIES)
 		return -EFBIG;
@@ -93,26 +103,14 @@ static int add(struct perfmap *pm, uint64_t start, uint64_t size, const char *na
 		pm->e = ne;
 		pm->cap = ncap;
 	}
-	if (pm->str_len + len + 1 > pm->str_cap) {
-		size_t ncap = pm->str_cap ? pm->str_cap : 16384;
-		char *ns;
-
-		while (ncap < pm->str_len + len + 1)
-			ncap *= 2;
-		ns = realloc(pm->str, ncap);
-		if (!ns)
-			return -ENOMEM;
-		pm->str = ns;
-		pm->str_cap = ncap;
-	}
+	err = strtab__add(pm->str, s, len, &name);
+	if (err)
+		return err;
 	e = &pm->e[pm->n++];
 	e->start = start;
 	e->end = start + size < start ? UINT64_MAX : start + size;
-	e->name = (uint32_t)pm->str_len;
+	e->name = name;
 	e->seq = pm->seq++;
-	memcpy(pm->str + pm->str_len, name, len);
-	pm->str[pm->str_len + len] = 0;
-	pm->str_len += len + 1;
 	if (pm->n > 1 && pm->e[pm->n - 2].start > start)
 		pm->sorted = false;
 	return 0;
@@ -250,7 +248,7 @@ int perfmap__lookup(struct perfmap *pm, uint64_t addr, const char **name, uint64
 	}
 	if (!best)
 		return -ENOENT;
-	*name = pm->str + best->name;
+	*name = strtab__str(pm->str, best->name);
 	if (start)
 		*start = best->start;
 	return 0;
@@ -258,7 +256,7 @@ int perfmap__lookup(struct perfmap *pm, uint64_t addr, const char **name, uint64
 
 size_t perfmap__mem_bytes(const struct perfmap *pm)
 {
-	return sizeof(*pm) + pm->cap * sizeof(*pm->e) + pm->str_cap;
+	return sizeof(*pm) + pm->cap * sizeof(*pm->e) + strtab__mem_bytes(pm->str);
 }
 
 size_t perfmap__count(const struct perfmap *pm)

@@ -1,0 +1,100 @@
+/* strtab: offsets, growth, the size limit, reset and shrink. */
+#include "strtab.h"
+#include "t.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static void test_add(void)
+{
+	struct strtab *t = NULL;
+	uint32_t a = 1, b = 1, c = 1;
+	size_t empty;
+
+	CHECK_EQ_INT(strtab__new(0, 100, &t), -EINVAL);
+	CHECK_EQ_INT(strtab__new(200, 100, &t), -EINVAL);
+	CHECK_EQ_INT(strtab__new(8, 1 << 20, &t), 0);
+	if (!t)
+		return;
+	empty = strtab__mem_bytes(t);
+	CHECK_EQ_INT(strtab__len(t), 0);
+	/* Only len bytes are copied: the names come from tables that are not NUL-terminated. */
+	CHECK_EQ_INT(strtab__add(t, "printfXYZ", 6, &a), 0);
+	CHECK_EQ_INT(strtab__add(t, "", 0, &b), 0);
+	CHECK_EQ_INT(strtab__add(t, "a_much_longer_name_than_eight_bytes", 35, &c), 0);
+	CHECK_EQ_INT(a, 0);
+	CHECK_EQ_INT(b, 7);
+	CHECK_EQ_INT(c, 8);
+	CHECK_EQ_STR(strtab__str(t, a), "printf");
+	CHECK_EQ_STR(strtab__str(t, b), "");
+	CHECK_EQ_STR(strtab__str(t, c), "a_much_longer_name_than_eight_bytes");
+	CHECK_EQ_INT(strtab__len(t), 44);
+	/* Doubling from 8: 16, 32, 64. */
+	CHECK_EQ_INT(strtab__mem_bytes(t), empty + 64);
+	strtab__shrink(t);
+	CHECK_EQ_INT(strtab__mem_bytes(t), empty + 44);
+	CHECK_EQ_STR(strtab__str(t, c), "a_much_longer_name_than_eight_bytes");
+	strtab__free(t);
+}
+
+static void test_limit(void)
+{
+	struct strtab *t = NULL;
+	uint32_t off = 7;
+	size_t empty;
+
+	/* 10 bytes: names and NULs together. */
+	CHECK_EQ_INT(strtab__new(4, 10, &t), 0);
+	if (!t)
+		return;
+	empty = strtab__mem_bytes(t);
+	CHECK_EQ_INT(strtab__add(t, "abcd", 4, &off), 0);
+	CHECK_EQ_INT(strtab__add(t, "efghi", 5, &off), -EFBIG);
+	CHECK_EQ_INT(off, 0); /* untouched by a failed add */
+	CHECK_EQ_INT(strtab__add(t, "efgh", 4, &off), 0);
+	CHECK_EQ_INT(off, 5);
+	CHECK_EQ_INT(strtab__len(t), 10);
+	CHECK_EQ_INT(strtab__add(t, "", 0, &off), -EFBIG);
+	CHECK_EQ_INT(strtab__add(t, "x", (size_t)-1, &off), -EFBIG); /* no wrap-around */
+	/* Doubling from 4 would reach 16: it stops at the limit. */
+	CHECK_EQ_INT(strtab__mem_bytes(t), empty + 10);
+	strtab__free(t);
+
+	/* Offsets are 32 bits: a larger limit is cut to what they address. */
+	CHECK_EQ_INT(strtab__new(16, SIZE_MAX, &t), 0);
+	strtab__free(t);
+	strtab__free(NULL);
+}
+
+static void test_reset(void)
+{
+	struct strtab *t = NULL;
+	uint32_t off;
+	size_t held;
+
+	CHECK_EQ_INT(strtab__new(16, 1 << 20, &t), 0);
+	if (!t)
+		return;
+	CHECK_EQ_INT(strtab__add(t, "jit_fn_one", 10, &off), 0);
+	held = strtab__mem_bytes(t);
+	strtab__reset(t);
+	CHECK_EQ_INT(strtab__len(t), 0);
+	CHECK_EQ_INT(strtab__mem_bytes(t), held); /* the buffer stays for the next names */
+	CHECK_EQ_INT(strtab__add(t, "jit_fn_two", 10, &off), 0);
+	CHECK_EQ_INT(off, 0);
+	CHECK_EQ_STR(strtab__str(t, off), "jit_fn_two");
+	strtab__reset(t);
+	strtab__shrink(t); /* empty: the buffer goes */
+	CHECK_EQ_INT(strtab__mem_bytes(t), held - 16);
+	CHECK_EQ_INT(strtab__add(t, "again", 5, &off), 0);
+	CHECK_EQ_STR(strtab__str(t, off), "again");
+	strtab__free(t);
+}
+
+int main(void)
+{
+	test_add();
+	test_limit();
+	test_reset();
+	T_DONE();
+}
