@@ -73,19 +73,34 @@
 
 enum tfile_state {
 	TF_BUILDING, /* a worker builds the table */
-	TF_BUILT,    /* ut holds the table; in the kernel when count > 0 */
+	TF_BUILT,    /* ut describes the table; in the kernel when count > 0 */
 	TF_FAILED,   /* the file has no usable unwind info (err) */
 };
 
+/*
+ * A file's table lives in the kernel's rows array only: ut keeps its size and
+ * the segments (file offset to address) once the rows are written, not the
+ * rows. A table displaced or built without room is built again from the
+ * file when room comes (file_reload). Reading the rows back from the map
+ * cannot serve that: a displaced table's rows are overwritten by the one
+ * that displaced it, and one without room was never there. And a copy of
+ * every table kept in user space costs its size all the time (15-29 MB on a
+ * host with 500 processes) to save a rebuild (node 0.17 s, libc 5 ms of a
+ * worker) that only a tight --unwind-memory asks for, at most once per
+ * displacement.
+ */
 struct tfile {
-	uint64_t dev, ino;
+	uint64_t dev, ino;       /* as /proc/PID/maps names the file */
+	uint64_t st_dev, st_ino; /* fstat of the file built: a rebuild must open the same one */
 	bool vdso;
 	enum tfile_state state;
-	struct unwind_table *ut;
+	struct unwind_table *ut; /* rows dropped once in the kernel (or found no room) */
 	int err;
 	uint32_t first, count;   /* rows in the kernel; count 0: none */
+	uint32_t reserved;       /* rows kept at first for a rebuild under way (count 0 until written) */
 	unsigned users;          /* process mappings that point at this file, whatever its state */
 	bool no_room;            /* built, but the rows array had no room for it */
+	bool job;                /* a build or rebuild of it is queued or running: not freed meanwhile */
 	bool changed;            /* loaded or unloaded since the processes mapping it were written */
 	int64_t unused_since;
 };
@@ -442,7 +457,7 @@ static void file_unload(struct tables *t, struct tfile *f)
 	}
 }
 
-/* Only for a file no process maps (users 0) and no worker builds. */
+/* Only for a file no process maps (users 0) and no build or rebuild holds (job). */
 static void file_free(struct tables *t, size_t i)
 {
 	struct tfile *f = t->files[i];
@@ -513,36 +528,57 @@ static int rows_write(struct tables *t, uint32_t first, const struct profd_urow 
 	return 0;
 }
 
-/* Puts a built table into the kernel, making room if it can; false when it does not fit. */
+/* Room for n rows at *first: free space, else what make_room frees. */
+static int rows_reserve(struct tables *t, uint32_t n, uint32_t *first)
+{
+	if (n > t->rows_cap)
+		return -E2BIG;
+	if (!rows_alloc(t, n, first))
+		return 0;
+	make_room(t, n);
+	return rows_alloc(t, n, first);
+}
+
+/*
+ * Puts a table just built into the kernel, into the rows reserved for it
+ * (a rebuild) or into room made now; false when it does not fit. Either
+ * way the rows leave user space.
+ */
 static bool file_upload(struct tables *t, struct tfile *f)
 {
 	size_t n = unwind_table__nrows(f->ut);
+	uint32_t first;
 
+	if (f->reserved && f->reserved != n) {
+		rows_release(t, f->first, f->reserved); /* the file changed since: sized anew */
+		f->reserved = 0;
+	}
 	if (f->count || !n)
-		return f->count;
-	if (n > t->rows_cap)
+		goto out;
+	if (f->reserved)
+		first = f->first;
+	else if (rows_reserve(t, n, &first))
 		goto over;
-	if (rows_alloc(t, n, &f->first)) {
-		make_room(t, n);
-		if (rows_alloc(t, n, &f->first))
-			goto over;
-	}
+	f->reserved = 0;
 	/* Written through a shared mapping: the rows are visible to the walker before umaps points at them. */
-	if (rows_write(t, f->first, unwind_table__rows(f->ut), n)) {
-		rows_release(t, f->first, n);
+	if (rows_write(t, first, unwind_table__rows(f->ut), n)) {
+		rows_release(t, first, n);
 		goto over;
 	}
+	f->first = first;
 	f->count = n;
 	f->no_room = false;
 	f->changed = true;
 	t->changed = true;
 	t->st.files++;
-	return true;
+	goto out;
 over:
 	if (!f->no_room)
 		t->st.over_budget++;
 	f->no_room = true;
-	return false;
+out:
+	unwind_table__drop_rows(f->ut);
+	return f->count;
 }
 
 static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool vdso)
@@ -566,8 +602,16 @@ static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool
 	return f;
 }
 
+/* A build or rebuild is done: the table (ut, err) replaces what f had. */
 static void file_built(struct tables *t, struct tfile *f, struct unwind_table *ut, int err)
 {
+	if (err && f->reserved) {
+		rows_release(t, f->first, f->reserved);
+		f->reserved = 0;
+	}
+	if (f->state == TF_FAILED)
+		t->st.files_failed--;
+	unwind_table__free(f->ut);
 	f->ut = ut;
 	f->err = err;
 	f->state = err ? TF_FAILED : TF_BUILT;
@@ -578,15 +622,26 @@ static void file_built(struct tables *t, struct tfile *f, struct unwind_table *u
 }
 
 /* Our own [vdso] image: the same kernel maps the same one into every process. Tiny: built here. */
-static struct tfile *vdso_file(struct tables *t)
+static int vdso_build(struct unwind_table **ut)
 {
 	uint64_t base = getauxval(AT_SYSINFO_EHDR);
-	struct unwind_table *ut = NULL;
 	struct procmaps *pm = NULL;
 	const struct procmap *m;
+	int err = -ENOENT;
+
+	if (base && !procmaps__read("/proc", getpid(), &pm) && (m = procmaps__find(pm, base)) &&
+	    (m->flags & PROCMAP_VDSO))
+		err = unwind_table__open_mem((const void *)base, m->end - m->start, ut);
+	procmaps__free(pm);
+	return err;
+}
+
+static struct tfile *vdso_file(struct tables *t)
+{
+	struct unwind_table *ut = NULL;
 	struct tfile *f;
 	int64_t t0 = now_ns();
-	int err = -ENOENT;
+	int err;
 
 	for (size_t i = 0; i < t->nfiles; i++)
 		if (t->files[i]->vdso)
@@ -594,10 +649,7 @@ static struct tfile *vdso_file(struct tables *t)
 	f = file_new(t, 0, 0, true);
 	if (!f)
 		return NULL;
-	if (base && !procmaps__read("/proc", getpid(), &pm) && (m = procmaps__find(pm, base)) &&
-	    (m->flags & PROCMAP_VDSO))
-		err = unwind_table__open_mem((const void *)base, m->end - m->start, &ut);
-	procmaps__free(pm);
+	err = vdso_build(&ut);
 	t->st.build_us_total += (now_ns() - t0) / 1000;
 	file_built(t, f, ut, err);
 	return f;
@@ -608,7 +660,11 @@ static void job_finish(struct tables *t, struct job *j)
 	t->st.build_us_total += j->ns / 1000;
 	if (j->err)
 		log_debug("no unwind table for %s: %s", j->path ? j->path : "?", strerror(-j->err));
+	j->f->job = false;
 	file_built(t, j->f, j->ut, j->err);
+	if (!j->err)
+		log_debug("unwind table of %s: %zu rows, %s", j->path ? j->path : "?", unwind_table__nrows(j->f->ut),
+			  j->f->count ? "loaded" : "no room");
 	j->ut = NULL;
 	job_free(j);
 }
@@ -630,6 +686,53 @@ static void collect(struct tables *t)
 }
 
 /*
+ * Builds f's table from fd (taken): at once when the file is small, else on
+ * a worker. path is for the log only.
+ */
+static int job_submit(struct tables *t, struct tfile *f, int fd, const char *path)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	struct stat sb;
+
+	if (!j) {
+		close(fd);
+		return -ENOMEM;
+	}
+	*j = (struct job){ .f = f, .fd = fd, .path = strdup(path) };
+	if (!fstat(fd, &sb)) {
+		j->size = (uint64_t)sb.st_size;
+		f->st_dev = sb.st_dev;
+		f->st_ino = sb.st_ino;
+	}
+	f->job = true;
+	if (j->size && j->size <= INLINE_FILE_BYTES) {
+		int64_t t0 = now_ns();
+
+		j->err = unwind_table__open_fd(fd, &j->ut);
+		j->ns = now_ns() - t0;
+		job_finish(t, j);
+		return 0;
+	}
+	t->njobs++;
+	pthread_mutex_lock(&t->b.mu);
+	j->next = t->b.todo;
+	t->b.todo = j;
+	pthread_cond_broadcast(&t->b.cv);
+	pthread_mutex_unlock(&t->b.mu);
+	return 0;
+}
+
+/* map_files reaches the mapped file itself: deleted, replaced or in another mount namespace. */
+static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, char *path, size_t len)
+{
+	int fd;
+
+	snprintf(path, len, "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
  * The file of mapping m of pid: known already, or a new one handed to a
  * worker. NULL with *retry set when it cannot be opened now: the process
  * exited or exec'd since its mappings were read, which says nothing about
@@ -639,8 +742,6 @@ static struct tfile *file_get(struct tables *t, uint32_t pid, const struct procm
 {
 	char path[64];
 	struct tfile *f;
-	struct job *j;
-	struct stat sb;
 	int fd;
 
 	for (size_t i = 0; i < t->nfiles; i++)
@@ -650,38 +751,71 @@ static struct tfile *file_get(struct tables *t, uint32_t pid, const struct procm
 		*retry = true;
 		return NULL;
 	}
-	/* map_files reaches the mapped file itself: deleted, replaced or in another mount namespace. */
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open_mapped(pid, m->start, m->end, path, sizeof(path));
 	if (fd < 0) {
 		*retry = true;
 		return NULL;
 	}
-	j = calloc(1, sizeof(*j));
-	f = j ? file_new(t, m->dev, m->inode, false) : NULL;
+	f = file_new(t, m->dev, m->inode, false);
 	if (!f) {
-		free(j);
 		close(fd);
 		return NULL;
 	}
 	f->state = TF_BUILDING;
-	*j = (struct job){ .f = f, .fd = fd, .size = fstat(fd, &sb) ? 0 : (uint64_t)sb.st_size,
-			   .path = strdup(m->path ? m->path : path) };
-	if (j->size && j->size <= INLINE_FILE_BYTES) {
-		int64_t t0 = now_ns();
-
-		j->err = unwind_table__open_fd(fd, &j->ut);
-		j->ns = now_ns() - t0;
-		job_finish(t, j);
-		return f;
+	if (job_submit(t, f, fd, m->path ? m->path : path)) {
+		f->state = TF_FAILED;
+		f->err = -ENOMEM;
+		t->st.files_failed++;
 	}
-	t->njobs++;
-	pthread_mutex_lock(&t->b.mu);
-	j->next = t->b.todo;
-	t->b.todo = j;
-	pthread_cond_broadcast(&t->b.cv);
-	pthread_mutex_unlock(&t->b.mu);
 	return f;
+}
+
+/*
+ * A table that found no room, or was displaced, in use still: when room can
+ * be made for it, keep that room and build the table again from the file
+ * (through a process that maps it, checked to be the same file).
+ */
+static void file_reload(struct tables *t, struct tfile *f)
+{
+	uint32_t n = f->ut ? (uint32_t)unwind_table__nrows(f->ut) : 0, first;
+	char path[64];
+	int fd = -ENOENT;
+
+	if (!n || n > t->rows_cap || f->job || f->count || f->state != TF_BUILT || (t->njobs >= MAX_JOBS && !f->vdso))
+		return;
+	for (size_t i = 0; i < t->npids && fd < 0 && !f->vdso; i++) {
+		const struct tpid *p = &t->pids[i];
+
+		for (unsigned k = 0; k < p->n && fd < 0; k++) {
+			struct stat sb;
+
+			if (p->m[k].f != f || (fd = open_mapped(p->pid, p->m[k].start, p->m[k].end, path, sizeof(path))) < 0)
+				continue;
+			if (fstat(fd, &sb) || sb.st_dev != f->st_dev || sb.st_ino != f->st_ino) {
+				close(fd);
+				fd = -ENOENT;
+			}
+		}
+	}
+	if ((fd < 0 && !f->vdso) || rows_reserve(t, n, &first)) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	f->first = first;
+	f->reserved = n;
+	t->st.rebuilds++;
+	if (f->vdso) {
+		struct unwind_table *ut = NULL;
+		int64_t t0 = now_ns();
+		int err = vdso_build(&ut);
+
+		t->st.build_us_total += (now_ns() - t0) / 1000;
+		file_built(t, f, ut, err);
+	} else if (job_submit(t, f, fd, path)) {
+		rows_release(t, first, n);
+		f->reserved = 0;
+	}
 }
 
 static void file_put(struct tfile *f)
@@ -1225,7 +1359,7 @@ void tables__gc(struct tables *t)
 	for (size_t i = 0; i < t->nfiles;) {
 		struct tfile *f = t->files[i];
 
-		if (!f->users && f->state != TF_BUILDING && now - f->unused_since >= UNUSED_TTL_NS) {
+		if (!f->users && !f->job && now - f->unused_since >= UNUSED_TTL_NS) {
 			if (f->count)
 				t->st.evictions++;
 			file_free(t, i);
@@ -1236,7 +1370,7 @@ void tables__gc(struct tables *t)
 	/* Tables that found no room: in use still, they get the room that freed up (or displace larger ones). */
 	for (size_t i = 0; i < t->nfiles; i++)
 		if (t->files[i]->no_room && t->files[i]->users)
-			file_upload(t, t->files[i]);
+			file_reload(t, t->files[i]);
 	write_changed(t);
 	if (t->nqueue)
 		poke(t);
@@ -1252,6 +1386,10 @@ void tables__stats(const struct tables *t, struct tables_stats *st)
 {
 	*st = t->st;
 	st->builds_pending = t->njobs;
+	st->rows_unused = 0;
+	for (size_t i = 0; i < t->nfiles; i++)
+		if (!t->files[i]->users)
+			st->rows_unused += t->files[i]->count;
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		st->bpf[i] = __atomic_load_n(&t->skel->bss->ucounters[i], __ATOMIC_RELAXED);
 }
@@ -1279,6 +1417,7 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_table_files_failed\t%" PRIu64 "\n", st.files_failed);
 	fprintf(f, "unwind_table_over_budget\t%" PRIu64 "\n", st.over_budget);
 	fprintf(f, "unwind_table_rows\t%" PRIu64 "\n", st.rows_used);
+	fprintf(f, "unwind_table_rows_unused\t%" PRIu64 "\n", st.rows_unused);
 	fprintf(f, "unwind_table_bytes\t%" PRIu64 "\n", st.rows_used * sizeof(struct profd_urow));
 	fprintf(f, "unwind_table_capacity_bytes\t%" PRIu64 "\n", st.rows_cap * sizeof(struct profd_urow));
 	fprintf(f, "unwind_kernel_bytes\t%" PRIu64 "\n", st.kernel_bytes);
@@ -1288,6 +1427,7 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_table_build_ms\t%" PRIu64 "\n", st.build_us_total / 1000);
 	fprintf(f, "unwind_table_builds_pending\t%" PRIu64 "\n", st.builds_pending);
 	fprintf(f, "unwind_table_displaced\t%" PRIu64 "\n", st.displaced);
+	fprintf(f, "unwind_table_rebuilds\t%" PRIu64 "\n", st.rebuilds);
 	fprintf(f, "unwind_load_requests_dropped\t%" PRIu64 "\n", st.requests_dropped);
 	fprintf(f, "unwind_turn_max_ms\t%.1f\n", st.turn_ns_max / 1e6);
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)

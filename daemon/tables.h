@@ -10,7 +10,8 @@
  * or libc never waits behind libLLVM; each finished table is written into
  * the entries of the processes that map it at once. Memory is bounded (rows
  * array): unused tables go first, then the largest ones in use; files
- * nobody maps any more are evicted.
+ * nobody maps any more are evicted. The rows live in the kernel only: a
+ * table displaced or built without room is built again when room comes.
  *
  * Where no table is loaded the walker uses frame pointers, not libunwind
  * (lib/lunwind stays the test oracle). Serving those samples with it would
@@ -49,11 +50,13 @@ struct tables_stats {
 	uint64_t files_failed;    /* files without one: no unwind info, unreadable, over budget */
 	uint64_t over_budget;     /* tables that did not fit in the rows array */
 	uint64_t rows_used, rows_cap;
+	uint64_t rows_unused;     /* of rows_used, tables no process maps: kept for reuse, evicted first */
 	uint64_t kernel_bytes;    /* rows array + umaps + ring buffer, allocated */
 	uint64_t pids;            /* processes described in umaps */
 	uint64_t pid_loads;       /* mappings read (first sample, dlopen/exec refreshes) */
 	uint64_t evictions;       /* tables dropped after no process mapped them */
 	uint64_t displaced;       /* tables in use unloaded to make room for a smaller one */
+	uint64_t rebuilds;        /* tables built again from their file to come back (rows are not kept in user space) */
 	uint64_t build_us_total;  /* time spent building tables (worker threads) */
 	uint64_t builds_pending;  /* files waiting for or in a build */
 	uint64_t turn_ns_max;     /* longest tables__poll: what the tables cost the event loop at once */
