@@ -100,6 +100,22 @@ inpipe=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '/p
 r=$(ratio "$inpipe" "$off")
 check "pingpong: $r of off-CPU time $off us under a pipe_read stack (>= 0.95)" between "$r" 0.95 1.0
 
+# Stack reuse must not merge two call paths that block at one pc and sp
+# (path_a and path_b share wait_here, 40 waits of 200 us each in turn): each
+# path keeps its share of the blocked time, however long the run is.
+"$TP/offcpu_threads" alt 3 >"$T/alt.out" &
+ALT=$!
+wait $ALT || fail "offcpu_threads alt exited $?"
+profctl dump --pid $ALT --since 2m --type offcpu >"$T/alt.folded" || fail "dump offcpu for alt exited $?"
+pa=$(awk '/;path_a;wait_here;/ { s += $NF } END { print s + 0 }' "$T/alt.folded")
+pb=$(awk '/;path_b;wait_here;/ { s += $NF } END { print s + 0 }' "$T/alt.folded")
+wa=$(awk '$1 == "path_a" { printf "%.0f", $2 / 1000 }' "$T/alt.out")
+wb=$(awk '$1 == "path_b" { printf "%.0f", $2 / 1000 }' "$T/alt.out")
+r=$(awk -v a="$pa" -v b="$pb" -v wa="$wa" -v wb="$wb" 'BEGIN { printf "%.4f", (b && wa) ? (a / b) / (wa / wb) : 0 }')
+check "alt: path_a/path_b off-CPU $pa/$pb us against their time $wa/$wb us: $r (0.90..1.10)" between "$r" 0.90 1.10
+r=$(ratio "$((pa + pb))" "$((wa + wb))")
+check "alt: both paths' off-CPU $((pa + pb)) us = $r x the time inside them (0.80..1.05)" between "$r" 0.80 1.05
+
 st=$(profctl status)
 check "status reports off-CPU on" grep -qP '^offcpu\s+on$' <<<"$st"
 check "status: no off-CPU task state lost" grep -qP '^lost_offcpu_no_task_state\s+0$' <<<"$st"

@@ -7,6 +7,11 @@
  *     every 20 ms by "feeder".
  *   offcpu_threads busy SECONDS
  *     the process is pinned to one CPU; "busy0".."busy3" spin there.
+ *   offcpu_threads alt SECONDS
+ *     "alternator" blocks 200 us at a time in wait_here(), 40 times called
+ *     through path_a() then 40 times through path_b(), and so on: the same
+ *     pc and sp with two different stacks, what stack reuse must not merge.
+ *     Also prints "path_a <ns> -1" and "path_b <ns> -1": time inside each.
  *
  * Prints "<thread name> <wall ns> <run-queue ns>" per thread (main thread as
  * "main"): the time from the thread's first instruction to its last, and the
@@ -64,6 +69,28 @@ __attribute__((noinline)) long block_in_pipe_read(char *c)
 {
 	return sys3(SYS_read, pipefd[0], (long)c, 1);
 }
+
+__attribute__((noinline)) void wait_here(void)
+{
+	struct timespec ts = { 0, 200000 };
+
+	sys3(SYS_nanosleep, (long)&ts, 0, 0);
+}
+
+/* Identical bodies: one frame size, so wait_here runs at the same sp from both. */
+__attribute__((noinline)) void path_a(void)
+{
+	wait_here();
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void path_b(void)
+{
+	wait_here();
+	__asm__ volatile("" ::: "memory");
+}
+
+static long long path_ns[2];
 
 __attribute__((noinline)) void spin(void)
 {
@@ -136,6 +163,23 @@ static void *feeder(void *arg)
 	return NULL;
 }
 
+static void *alternator(void *arg)
+{
+	struct th *th = arg;
+	int named = pthread_setname_np(pthread_self(), th->name);
+	long long t0 = now_ns(), end = t0 + (long long)(seconds * 1e9);
+
+	for (int round = 0; now_ns() < end; round++) {
+		long long a = now_ns();
+
+		for (int i = 0; i < 40; i++)
+			(round & 1) ? path_b() : path_a();
+		path_ns[round & 1] += now_ns() - a;
+	}
+	th->wall_ns = named ? -1 : now_ns() - t0;
+	return NULL;
+}
+
 static void *busy(void *arg)
 {
 	struct th *th = arg;
@@ -174,8 +218,8 @@ int main(int argc, char **argv)
 	int n = 0;
 	char *end;
 
-	if (argc != 3 || (strcmp(argv[1], "block") && strcmp(argv[1], "busy"))) {
-		fprintf(stderr, "usage: offcpu_threads block|busy SECONDS\n");
+	if (argc != 3 || (strcmp(argv[1], "block") && strcmp(argv[1], "busy") && strcmp(argv[1], "alt"))) {
+		fprintf(stderr, "usage: offcpu_threads block|busy|alt SECONDS\n");
 		return 2;
 	}
 	seconds = strtod(argv[2], &end);
@@ -195,6 +239,10 @@ int main(int argc, char **argv)
 		strcpy(th[1].name, "piper"), fn[1] = piper;
 		strcpy(th[2].name, "feeder"), fn[2] = feeder;
 		n = 3;
+	} else if (!strcmp(argv[1], "alt")) {
+		th[0].runq_ns = -1;
+		strcpy(th[0].name, "alternator"), fn[0] = alternator;
+		n = 1;
 	} else {
 		int cpu = pin_to_one_cpu();
 
@@ -218,6 +266,8 @@ int main(int argc, char **argv)
 		pthread_join(th[i].t, NULL);
 	for (int i = 0; i < n; i++)
 		printf("%s %lld %lld\n", th[i].name, th[i].wall_ns, th[i].runq_ns);
+	if (!strcmp(argv[1], "alt"))
+		printf("path_a %lld -1\npath_b %lld -1\n", path_ns[0], path_ns[1]);
 	printf("main %lld -1\n", now_ns() - t0);
 	return 0;
 }
