@@ -47,6 +47,7 @@ struct procmaps {
 	struct procmap *maps;
 	size_t n, cap;
 	size_t bad_lines;
+	unsigned refs;
 };
 
 int procmaps__read_file(int dirfd, const char *path, int extra_flags, size_t max, char **buf, size_t *len)
@@ -265,6 +266,7 @@ int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	m->refs = 1;
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *le = nl ? nl : end;
@@ -322,6 +324,7 @@ static int read_query(int fd, struct procmaps **out)
 
 	if (!m)
 		return -ENOMEM;
+	m->refs = 1;
 	for (;;) {
 		struct procmap_query q;
 		struct procmap pm = { 0 };
@@ -429,9 +432,16 @@ int procmaps__read(const char *proc_root, uint32_t pid, struct procmaps **out)
 	return err;
 }
 
+struct procmaps *procmaps__ref(struct procmaps *m)
+{
+	if (m)
+		m->refs++;
+	return m;
+}
+
 void procmaps__free(struct procmaps *m)
 {
-	if (!m)
+	if (!m || --m->refs)
 		return;
 	for (size_t i = 0; i < m->n; i++)
 		free((void *)m->maps[i].path);

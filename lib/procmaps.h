@@ -38,6 +38,12 @@ int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out);
 int procmaps__covers_exec(int proc_fd, uint32_t pid, uint64_t addr);
 /* The same from text already in memory (tests, fuzzing). */
 int procmaps__parse(const char *buf, size_t len, struct procmaps **out);
+/*
+ * A read is shared rather than repeated (the symbolizer's capture of a new
+ * process also serves its DWARF tables): __ref takes another reference,
+ * __free drops one. Not thread-safe: references stay on one thread.
+ */
+struct procmaps *procmaps__ref(struct procmaps *m);
 void procmaps__free(struct procmaps *m);
 
 /* The mapping containing addr, or NULL. */

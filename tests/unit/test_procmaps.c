@@ -156,6 +156,19 @@ int main(void)
 	}
 	CHECK(procmaps__read("/proc", 0x7ffffff0, &m) < 0);
 	same_as_text();
+	/* Shared snapshots: the last reference frees (run under ASan/valgrind, a double free shows). */
+	m = NULL;
+	CHECK_EQ_INT(procmaps__parse(fixture, sizeof(fixture) - 1, &m), 0);
+	if (m) {
+		struct procmaps *r = procmaps__ref(m);
+
+		CHECK(r == m);
+		procmaps__free(m);
+		p = procmaps__find(r, 0x7f1000030000);
+		CHECK(p && p->path && !strcmp(p->path, "/lib/libc.so.6"));
+		procmaps__free(r);
+	}
+	CHECK(procmaps__ref(NULL) == NULL);
 	{
 		char *buf;
 		size_t len;
