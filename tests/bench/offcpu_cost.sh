@@ -7,7 +7,8 @@
 # that leaves the ping-pong out (--offcpu-pids 1: what unselected threads
 # pay), plus no profd at all. Conditions rotate round by round so drift hits
 # all alike.
-# Then, with kernel.bpf_stats_enabled, the hook's run time per context switch.
+# Then, with kernel.bpf_stats_enabled, the hook's run time per context switch
+# of a selected ping-pong.
 # Usage: offcpu_cost.sh [ROUNDS [SECONDS]]; prints a markdown fragment.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -51,6 +52,7 @@ start() {
 	offcpu-sample10) args="--offcpu-sample 10" ;;
 	offcpu-unselected) args="--offcpu-pids 1" ;;
 	esac
+	[ -n "${2:-}" ] && args+=" --offcpu-pids $2"
 	rm -rf "$W/s"
 	# shellcheck disable=SC2086
 	"$PROFD" --state-dir "$W/s" --socket "$W/sock" --config /dev/null $args >"$W/log" 2>&1 &
@@ -78,20 +80,33 @@ for r in $(seq 1 "$ROUNDS"); do
 		for m in same free; do
 			echo "$c $m $(pp $m)" >>"$W/rt"
 		done
-		# Hook run time per call, in a separate run: the statistics cost time themselves.
-		if [ -n "$PROG" ]; then
+		stop
+		# Hook run time per call, in a separate run: the statistics cost time
+		# themselves. The ping-pong starts first and profd selects it
+		# (--offcpu-pids) unless the condition is about unselected threads, so
+		# the other threads on a busy host cost the ~150 ns of an unselected
+		# switch instead of their stack captures, and the average is the
+		# ping-pong's (the selection check, ~20 ns, is included: conservative).
+		if [ "$c" != alone ] && [ "$c" != oncpu ]; then
+			"$PP" $((SECS + 8)) same >/dev/null &
+			PPP=$!
+			SEL=$PPP
+			[ "$c" = offcpu-unselected ] && SEL=
+			start "$c" $SEL
 			echo 1 >/proc/sys/kernel/bpf_stats_enabled
 			a=($(prog_stats "$PROG"))
-			pp same >/dev/null
+			sleep "$SECS"
 			b=($(prog_stats "$PROG"))
 			echo 0 >/proc/sys/kernel/bpf_stats_enabled
+			stop
+			kill $PPP 2>/dev/null
+			wait $PPP
 			if [ $((b[1] - a[1])) -gt 0 ]; then
 				echo "$c $(((b[0] - a[0]) / (b[1] - a[1]))) $((b[1] - a[1]))" >>"$W/hook"
 			else
 				echo "round $r $c: no hook runs counted (program $PROG)" >&2
 			fi
 		fi
-		stop
 		echo "round $r $c: $(grep "^$c " "$W/rt" | tail -2 | awk '{ printf "%s %.0f ns  ", $2, $3 }')" >&2
 	done
 done
