@@ -50,6 +50,13 @@ struct codec {
 	size_t samples_cap;
 	uint32_t *order;           /* encoder: new stacks in payload order */
 	size_t order_cap;
+	struct sorted *sord;       /* encoder: samples in payload order */
+	size_t sord_cap;
+};
+
+struct sorted {
+	const struct pf_sample *s;
+	uint32_t stack; /* payload stack id */
 };
 
 int codec__new(struct codec **out)
@@ -83,6 +90,7 @@ void codec__free(struct codec *c)
 	free(c->cur);
 	free(c->samples);
 	free(c->order);
+	free(c->sord);
 	free(c);
 }
 
@@ -242,6 +250,25 @@ static int enc_map(struct codec *c, const struct profile *p, uint32_t meta[3])
 	return 0;
 }
 
+/*
+ * Samples by process, thread, kind and stack: the pid, tid, kind, comm and
+ * cgroup columns become long runs and the stack column small steps up.
+ */
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct sorted *x = a, *y = b;
+	if (x->s->pid != y->s->pid)
+		return x->s->pid < y->s->pid ? -1 : 1;
+	if (x->s->tid != y->s->tid)
+		return x->s->tid < y->s->tid ? -1 : 1;
+	if (x->s->kind != y->s->kind)
+		return x->s->kind < y->s->kind ? -1 : 1;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	/* Equal keys differ in names or cgroup: keep the profile's order, so output is stable. */
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
 int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_ref,
 			const uint8_t **buf, size_t *len)
 {
@@ -333,30 +360,37 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 	}
 
 	size_t ns = profile__nsamples(p);
+	if ((err = grow((void **)&c->sord, &c->sord_cap, ns ? ns : 1, sizeof(*c->sord))))
+		goto fail;
+	for (size_t i = 0; i < ns; i++) {
+		c->sord[i].s = profile__sample(p, i);
+		c->sord[i].stack = c->kpay[c->wkmap[c->sord[i].s->stack]];
+	}
+	qsort(c->sord, ns, sizeof(*c->sord), cmp_sample);
+	struct sorted *o = c->sord;
 	put_u(c, ns);
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, profile__sample(p, i)->kind);
+		put_u(c, o[i].s->kind);
+	uint32_t pstack = 0;
+	for (size_t i = 0; i < ns; i++) {
+		put_u(c, zigzag((int64_t)o[i].stack - pstack));
+		pstack = o[i].stack;
+	}
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, c->kpay[c->wkmap[profile__sample(p, i)->stack]]);
-	for (size_t i = 0; i < ns; i++)
-		put_u(c, profile__sample(p, i)->value);
-	/* Samples of one process arrive together: pids as deltas, tids against their pid. */
+		put_u(c, o[i].s->value);
 	uint32_t ppid = 0;
 	for (size_t i = 0; i < ns; i++) {
-		uint32_t pid = profile__sample(p, i)->pid;
-		put_u(c, zigzag((int64_t)pid - ppid));
-		ppid = pid;
-	}
-	for (size_t i = 0; i < ns; i++) {
-		const struct pf_sample *s = profile__sample(p, i);
-		put_u(c, zigzag((int64_t)s->tid - s->pid));
+		put_u(c, zigzag((int64_t)o[i].s->pid - ppid));
+		ppid = o[i].s->pid;
 	}
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, c->wsmap[profile__sample(p, i)->comm]);
+		put_u(c, zigzag((int64_t)o[i].s->tid - o[i].s->pid));
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, c->wsmap[profile__sample(p, i)->thread]);
+		put_u(c, c->wsmap[o[i].s->comm]);
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, c->wsmap[profile__sample(p, i)->cgroup]);
+		put_u(c, c->wsmap[o[i].s->thread]);
+	for (size_t i = 0; i < ns; i++)
+		put_u(c, c->wsmap[o[i].s->cgroup]);
 
 	if (c->err) {
 		err = c->err;
@@ -606,10 +640,12 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		if (s[i].kind >= PF_KIND_MAX)
 			BAD();
 	}
+	int64_t k = 0;
 	for (size_t i = 0; i < ns; i++) {
-		uint32_t k;
-		TRY(get_u32(&r, &k));
-		if (k >= nk)
+		/* Version 2: steps from the previous sample's stack; version 1: ids. */
+		TRY(get_u(&r, &v));
+		k = version >= 2 ? k + unzigzag(v) : (int64_t)v;
+		if (k < 0 || (uint64_t)k >= nk)
 			BAD();
 		s[i].stack = c->kmap[k];
 	}
