@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,13 +65,32 @@ struct pid_ent {
 	struct lru lru;
 	struct pid_ent *hnext;
 	uint32_t pid;
+	uint32_t nspid;        /* pid inside its own namespace: names the perf map; 0 until read */
 	struct procmaps *maps; /* NULL when maps could not be read */
 	int64_t miss_ms;       /* last miss checked with the kernel */
 	struct perfmap *pm;    /* NULL until a JIT frame asks */
 	int64_t pm_read_ms;
 	uint32_t pm_wait_ms;   /* no perf map last time: wait this long before looking again */
+	uint32_t uid;          /* real uid at capture; set with root */
+	struct root *root;     /* pinned at capture: finds the perf map once /proc forgot the process */
 	bool pm_tried;
-	uint32_t nspid;        /* pid inside its own namespace: names the perf map; 0 until read */
+	bool pinned;           /* root and uid were asked for (once: it costs a status read) */
+	bool gone;             /* /proc has no process or only its zombie: nothing new will be mapped */
+};
+
+/*
+ * A process's root directory, opened at capture and shared by every cached
+ * process with the same one. A JIT process whose samples are drained after
+ * it exited has no /proc/PID/root any more, and its perf map is still in its
+ * own /tmp. The key is the mount as well as the directory: a service with a
+ * private /tmp has the host's root directory in a mount namespace of its
+ * own, with another /tmp.
+ */
+struct root {
+	struct root *next;
+	uint64_t mnt_id, dev, ino;
+	int fd;
+	uint32_t refs;
 };
 
 struct symbolizer {
@@ -88,6 +108,7 @@ struct symbolizer {
 	struct pid_ent **pbuckets;
 	size_t npbuckets, npids;
 	struct lru plru;
+	struct root *roots;
 
 	struct kallsyms *ks;
 	int64_t ks_read_ms;
@@ -201,14 +222,97 @@ out:
 	return err;
 }
 
+/* ---- process roots ---- */
+
+static int root_key(int dirfd, const char *path, int flags, uint64_t key[3])
+{
+	struct statx stx;
+
+	if (statx(dirfd, path, flags, STATX_INO | STATX_MNT_ID, &stx) < 0)
+		return -errno;
+	/* Without mount ids (before 5.8) two mount namespaces would share a key. */
+	if (!(stx.stx_mask & STATX_MNT_ID))
+		return -EOPNOTSUPP;
+	key[0] = stx.stx_mnt_id;
+	key[1] = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	key[2] = stx.stx_ino;
+	return 0;
+}
+
+static struct root *root_find(struct symbolizer *s, const uint64_t key[3])
+{
+	for (struct root *r = s->roots; r; r = r->next)
+		if (r->mnt_id == key[0] && r->dev == key[1] && r->ino == key[2])
+			return r;
+	return NULL;
+}
+
+/*
+ * Mount ids are reused once a mount is gone, but a pinned root holds its
+ * mount: while it is in the list, no other mount has its id.
+ */
+static int root_pin(struct symbolizer *s, uint32_t pid, struct root **out)
+{
+	char path[32];
+	uint64_t key[3];
+	struct root *r;
+	int fd = -1, err;
+
+	snprintf(path, sizeof(path), "%u/root", pid);
+	err = root_key(s->proc_fd, path, 0, key);
+	if (err)
+		return err;
+	r = root_find(s, key);
+	if (!r) {
+		fd = openat(s->proc_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		/* It may have changed root since the statx: key what was opened. */
+		err = root_key(fd, "", AT_EMPTY_PATH, key);
+		if (err)
+			goto out;
+		r = root_find(s, key);
+	}
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r) {
+			err = -ENOMEM;
+			goto out;
+		}
+		*r = (struct root){ .next = s->roots, .mnt_id = key[0], .dev = key[1], .ino = key[2], .fd = fd };
+		s->roots = r;
+		fd = -1;
+	}
+	r->refs++;
+	*out = r;
+out:
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+static void root_unpin(struct symbolizer *s, struct root *r)
+{
+	struct root **pp = &s->roots;
+
+	if (!r || --r->refs)
+		return;
+	while (*pp != r)
+		pp = &(*pp)->next;
+	*pp = r->next;
+	close(r->fd);
+	free(r);
+}
+
 static void file_ent_free(struct file_ent *f)
 {
 	elfsym__free(f->es);
 	free(f);
 }
 
-static void pid_ent_free(struct pid_ent *p)
+static void pid_ent_free(struct symbolizer *s, struct pid_ent *p)
 {
+	root_unpin(s, p->root);
 	perfmap__free(p->pm);
 	procmaps__free(p->maps);
 	free(p);
@@ -227,7 +331,7 @@ void symbolizer__free(struct symbolizer *s)
 	for (size_t i = 0; s->pbuckets && i < s->npbuckets; i++) {
 		for (struct pid_ent *p = s->pbuckets[i], *n; p; p = n) {
 			n = p->hnext;
-			pid_ent_free(p);
+			pid_ent_free(s, p);
 		}
 	}
 	for (size_t i = 0; s->dm && i < DEMANGLE_SLOTS; i++)
@@ -264,25 +368,41 @@ static void pid_remove(struct symbolizer *s, struct pid_ent *p)
 		*pp = p->hnext;
 	lru_del(&p->lru);
 	s->npids--;
-	pid_ent_free(p);
+	pid_ent_free(s, p);
+}
+
+/* /proc lost the process, or shows its zombie: its samples are still to be named. */
+static void pid_gone(struct pid_ent *p)
+{
+	if (p->gone)
+		return;
+	p->gone = true;
+	/* Its perf map is complete now: the next JIT frame reads it once more, whatever the wait. */
+	p->pm_tried = false;
 }
 
 static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 {
 	struct procmaps *m = NULL;
+	int err;
 
 	s->st.maps_reads++;
-	if (procmaps__read_at(s->proc_fd, p->pid, &m) == 0) {
-		/*
-		 * An exiting process (a zombie until reaped) shows no mappings: keep
-		 * what was captured while it ran, its samples are still to be named.
-		 */
-		if (p->maps && !procmaps__count(m) && procmaps__count(p->maps)) {
-			procmaps__free(m);
-		} else {
-			procmaps__free(p->maps);
-			p->maps = m;
-		}
+	err = procmaps__read_at(s->proc_fd, p->pid, &m);
+	if (err == -ENOENT || err == -ESRCH)
+		pid_gone(p);
+	if (err)
+		return;
+	/*
+	 * An exiting process (a zombie until reaped) shows no mappings: keep
+	 * what was captured while it ran, its samples are still to be named.
+	 */
+	if (p->maps && !procmaps__count(m) && procmaps__count(p->maps)) {
+		procmaps__free(m);
+		pid_gone(p);
+	} else {
+		procmaps__free(p->maps);
+		p->maps = m;
+		p->gone = false;
 	}
 }
 
@@ -699,6 +819,24 @@ static int read_status(struct symbolizer *s, uint32_t pid, uint32_t *uid, uint32
 }
 
 /*
+ * What reading the perf map needs once /proc forgot the process, asked for
+ * while it runs: its root, its pid in its own namespace and its real uid.
+ */
+static void pid_pin(struct symbolizer *s, struct pid_ent *p)
+{
+	uint32_t uid, nspid;
+
+	if (p->pinned)
+		return;
+	p->pinned = true;
+	if (read_status(s, p->pid, &uid, &nspid))
+		return;
+	p->nspid = nspid;
+	if (root_pin(s, p->pid, &p->root) == 0)
+		p->uid = uid;
+}
+
+/*
  * (Re)reads the process's perf map. /tmp is world-writable, so a map is
  * believed only when the process's own (real) user owns it.
  */
@@ -714,13 +852,15 @@ static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
 	/* The namespace pid never changes; the owner is checked against the uid of the moment, below. */
 	if (!p->nspid && read_status(s, p->pid, &uid, &p->nspid))
 		return;
+	/* Exited, or a zombie (its root already released): the root pinned at capture. */
 	rootfd = open_root(s, p->pid);
-	if (rootfd < 0)
+	if (rootfd < 0 && !p->root)
 		return;
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
 	/* No symlinks at all: a planted link could point the owner check at any file. */
-	fd = open_in_root_how(rootfd, path, RESOLVE_NO_SYMLINKS);
-	close(rootfd);
+	fd = open_in_root_how(rootfd >= 0 ? rootfd : p->root->fd, path, RESOLVE_NO_SYMLINKS);
+	if (rootfd >= 0)
+		close(rootfd);
 	if (fd == -ELOOP)
 		s->st.perfmaps_rejected++;
 	/* Most processes with anonymous code never write a map: look again less and less often. */
@@ -730,7 +870,15 @@ static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
 	if (fd < 0)
 		return;
 	p->pm_wait_ms = 0;
-	if (read_status(s, p->pid, &uid, &nspid) || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
+	if (read_status(s, p->pid, &uid, &nspid)) {
+		/* Gone from /proc: the uid it had when its root was pinned. */
+		if (!p->root) {
+			s->st.perfmaps_rejected++;
+			goto out;
+		}
+		uid = p->uid;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
 		s->st.perfmaps_rejected++;
 		goto out;
 	}
@@ -801,12 +949,22 @@ static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint6
 	int64_t now = now_ms();
 	int r;
 
-	*maybe_jit = s->no_query;
+	/* A process gone from /proc maps nothing new: only its perf map can name what the capture missed. */
+	*maybe_jit = s->no_query || p->gone;
 	if (now - p->miss_ms < MAPS_REFRESH_MS)
 		return NULL;
 	p->miss_ms = now;
 	s->st.miss_checks++;
 	r = s->no_query ? -ENOTTY : procmaps__covers_exec(s->proc_fd, p->pid, addr);
+	if (r == -ENOENT || r == -ESRCH) {
+		pid_gone(p);
+		*maybe_jit = true;
+		return NULL;
+	}
+	if (r >= 0 && p->gone) {
+		p->gone = false; /* the pid is in use again */
+		*maybe_jit = s->no_query;
+	}
 	if (r == -ENOTTY)
 		*maybe_jit = s->no_query = true;
 	else if (r <= 0)
@@ -921,6 +1079,7 @@ int symbolizer__capture(struct symbolizer *s, uint32_t pid)
 		pid_read_maps(s, p); /* known pid: it may have exec'd since */
 	if (!p->maps || !procmaps__count(p->maps))
 		return -ENOENT;
+	pid_pin(s, p);
 	for (size_t i = 0; i < procmaps__count(p->maps); i++) {
 		const struct procmap *m = procmaps__get(p->maps, i);
 
@@ -945,4 +1104,6 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out)
 		out->pid_bytes += sizeof(*p) + (p->maps ? procmaps__mem_bytes(p->maps) : 0) +
 				  (p->pm ? perfmap__mem_bytes(p->pm) : 0);
 	}
+	for (const struct root *r = s->roots; r; r = r->next)
+		out->pid_bytes += sizeof(*r);
 }

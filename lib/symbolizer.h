@@ -44,7 +44,7 @@ struct symbolizer_stats {
 	uint64_t jit_hits;          /* frames named from a perf map */
 	uint64_t perfmaps_rejected; /* perf maps not owned by the process's user (or not regular files) */
 	uint64_t file_bytes;        /* heap bytes held by the cached files' symbols */
-	uint64_t pid_bytes;         /* heap bytes held by the cached mapping tables and perf maps */
+	uint64_t pid_bytes;         /* heap bytes held by the cached processes: mapping tables, perf maps, roots */
 	uint64_t maps_reads;        /* mapping tables read (first sight, exec, a miss on a new mapping) */
 	uint64_t miss_checks;       /* addresses outside every known mapping checked with the kernel */
 };
@@ -64,8 +64,11 @@ int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
 /*
  * Reads pid's mappings now and parses every mapped file into the cache, so
  * that a process that exits before the next drain is still named (call it
- * on exec, or when a pid is first seen). Returns 0 or -errno (-ENOENT: the
- * process is already gone).
+ * on exec, or when a pid is first seen). The first capture of a pid also
+ * keeps its root directory open (one descriptor per distinct root, until
+ * the last process using it is forgotten) and notes its uid, so that its
+ * perf map can still be read, and its owner checked, after it exited.
+ * Returns 0 or -errno (-ENOENT: the process is already gone).
  */
 int symbolizer__capture(struct symbolizer *s, uint32_t pid);
 

@@ -4,6 +4,7 @@
 #include "symbolizer.h"
 #include "t.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -498,6 +499,131 @@ static void test_capture(void)
 	symbolizer__free(s);
 }
 
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * A JIT child: once told, maps anonymous code (after its capture, like a JIT
+ * compiling as it runs), writes a perf map naming it when the order is 'o',
+ * sends the address, and exits at the next byte.
+ */
+static pid_t jit_child(int *go, int *res)
+{
+	int g[2], r[2];
+	pid_t child;
+
+	if (pipe(g) || pipe(r))
+		return -1;
+	child = fork();
+	if (child == 0) {
+		char order = 0, path[64];
+		void *mem;
+		FILE *f;
+
+		if (read(g[0], &order, 1) != 1)
+			_exit(1);
+		mem = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (order == 'o') {
+			snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+			f = fopen(path, "w");
+			if (!f)
+				_exit(1);
+			fprintf(f, "%lx 40 jit_after_exit_fn\n", (unsigned long)(uintptr_t)mem);
+			fclose(f);
+		}
+		if (write(r[1], &mem, sizeof(mem)) != sizeof(mem) || read(g[0], &order, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	close(g[0]);
+	close(r[1]);
+	*go = g[1];
+	*res = r[0];
+	return child;
+}
+
+/*
+ * Samples of a short JIT process are drained after it exited: /proc has no
+ * root or maps for it then, as a zombie and once reaped, and the code it made
+ * after its capture is in no mapping we hold. Its perf map is read through
+ * the root pinned at capture, and believed only from its own user.
+ */
+static void test_jit_after_exit(void)
+{
+	static const char orders[] = { 'o', 'o', 'p' }; /* own map (zombie), own map (reaped), planted */
+	struct symbolizer_stats st;
+	struct symbolizer *s = NULL;
+	uint64_t rejected = 0;
+	char path[64], name[64];
+	int fds = count_fds();
+
+	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	for (size_t i = 0; s && i < sizeof(orders); i++) {
+		siginfo_t si;
+		void *mem = NULL;
+		int go, res, fd;
+		pid_t child;
+		struct sym r;
+
+		if (orders[i] == 'p' && geteuid() != 0) {
+			printf("skip: a planted perf map needs root (chown)\n");
+			break;
+		}
+		child = jit_child(&go, &res);
+		CHECK(child > 0);
+		if (child <= 0)
+			break;
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)child);
+		CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child), 0);
+		CHECK(write(go, &orders[i], 1) == 1);
+		CHECK(read(res, &mem, sizeof(mem)) == sizeof(mem));
+		if (orders[i] == 'p') {
+			/* /tmp is world-writable: another user names the root process's code. */
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+			CHECK(fd >= 0);
+			snprintf(name, sizeof(name), "%lx 40 planted_fn\n", (unsigned long)(uintptr_t)mem);
+			CHECK(fd >= 0 && write(fd, name, strlen(name)) == (ssize_t)strlen(name));
+			CHECK(fd >= 0 && fchown(fd, 65534, 65534) == 0);
+			if (fd >= 0)
+				close(fd);
+		}
+		CHECK(write(go, "x", 1) == 1);
+		close(go);
+		close(res);
+		/* The first stays a zombie while it is symbolized. */
+		CHECK_EQ_INT(waitid(P_PID, (id_t)child, &si, WEXITED | (i == 0 ? WNOWAIT : 0)), 0);
+		CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, (uint64_t)(uintptr_t)mem + 8, 0, &r), 0);
+		if (orders[i] == 'o') {
+			CHECK_EQ_STR(r.name, "jit_after_exit_fn");
+			CHECK_EQ_STR(r.module, path);
+			CHECK_EQ_INT(r.kind, SYM_JIT);
+		} else {
+			CHECK(r.name == NULL);
+			CHECK(r.kind != SYM_JIT);
+			rejected++;
+		}
+		if (i == 0)
+			waitpid(child, NULL, 0);
+		unlink(path);
+		symbolizer__forget_pid(s, (uint32_t)child);
+	}
+	if (s) {
+		symbolizer__stats(s, &st);
+		CHECK_EQ_INT(st.perfmaps_rejected, rejected);
+	}
+	symbolizer__free(s);
+	CHECK_EQ_INT(count_fds(), fds); /* pinned roots are closed with the last process using them */
+}
+
 static void test_cxx(void)
 {
 	char path[256], cmd[512];
@@ -622,6 +748,7 @@ int main(void)
 	test_deleted();
 	test_debug_files();
 	test_capture();
+	test_jit_after_exit();
 	test_bad_file();
 	test_cxx();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
