@@ -53,6 +53,8 @@
 
 static const struct store_rollup def_tiers[2];
 static void remove_roll_tmps(struct store *s);
+static void roll_end(struct store *s);
+static int roll_reads(const struct store *s, const char *name);
 
 struct rec_hdr {
 	uint32_t flags, comp_len, raw_len, payload_crc;
@@ -113,6 +115,7 @@ struct store {
 	/* by tier: every sealed segment starting at or before this is done for it */
 	int64_t rolled_upto[STORE_MAX_TIERS];
 	unsigned roll_backoff; /* calls to skip after a failed rollup */
+	struct roll *roll;     /* the rollup in progress, if any */
 	struct store_stats st;
 };
 
@@ -381,6 +384,10 @@ struct scan {
 	/* called for the good records before [since, until): a later one may need their tables */
 	int (*skip)(struct store *s, const struct rec_hdr *h, uint64_t off, void *arg);
 	void *arg;
+	uint64_t start_off; /* where to start (a record boundary) */
+	int64_t budget;     /* > 0: pause once this many flushed windows were handed to fn */
+	int paused;         /* out: stopped for the budget; next_off is where to go on */
+	uint64_t next_off;  /* out */
 	uint64_t good_end;  /* out: end of the last good record */
 	int64_t max_end;    /* out: largest effective end of a good record */
 	uint64_t nrecords;  /* out */
@@ -434,9 +441,10 @@ static int check_payload(struct store *s, int fd, uint64_t off, const struct rec
 
 static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t size, struct scan *sc)
 {
-	uint64_t off = 0;
+	uint64_t off = sc->start_off;
 	int err = 0;
 
+	sc->paused = 0;
 	sc->good_end = 0;
 	sc->max_end = INT64_MIN;
 	sc->nrecords = 0;
@@ -507,8 +515,13 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 		if (err)
 			goto out;
 		off = end;
+		if (sc->budget > 0 && (sc->budget -= h.windows) <= 0) {
+			sc->paused = off < size;
+			break;
+		}
 	}
 out:
+	sc->next_off = off;
 	return err;
 }
 
@@ -726,6 +739,7 @@ void store__close(struct store *s)
 {
 	if (!s)
 		return;
+	roll_end(s);
 	close_active(s, 1);
 	if (s->lockfd >= 0)
 		close(s->lockfd);
@@ -956,6 +970,9 @@ int store__retain(struct store *s, int64_t now_ns)
 		int big = s->o.max_bytes && total > s->o.max_bytes;
 		if (!old && !big)
 			continue;
+		/* Removing what a rollup reads: its result must not bring the segment back. */
+		if (roll_reads(s, g->name))
+			roll_end(s);
 		if (unlinkat(s->dfd, g->name, 0) < 0) {
 			if (!first_err && errno != ENOENT)
 				first_err = -errno;
@@ -1227,22 +1244,24 @@ void store__stats(const struct store *s, struct store_stats *out)
 
 #define ROLL_TMP_PREFIX "roll-"
 #define ROLL_RETRY_CALLS 60 /* after a failure: ten minutes at one call per flush */
+#define ROLL_BUDGET      60 /* flushed windows read per call: tens of ms, so the caller's loop stays responsive */
 
 static const struct store_rollup def_tiers[2] = {
 	{ 3600ll * 1000000000ll, 60ll * 1000000000ll },
 	{ 86400ll * 1000000000ll, 600ll * 1000000000ll },
 };
 
+/* A rollup in progress, carried from one store__compact() call to the next. */
 struct roll {
-	struct store *s;
-	const struct store_rollup *tier;
-	uint8_t level;
-	int fd;
-	uint64_t size;
-	struct chain ch;
-	struct profile *bucket;
+	struct seg g;            /* the segment being rolled up */
+	size_t tier;
+	char tmp[NAME_MAX_LEN];
+	int in, out;
+	uint64_t in_size, in_off, out_size;
+	struct chain ch;         /* of the new file */
+	struct query q;          /* reading the old one (its chain so far) */
 	int64_t bucket_id;
-	uint32_t windows;
+	uint32_t windows;        /* flushed windows in the bucket */
 	uint64_t nin, nout;
 	int err;
 };
@@ -1259,25 +1278,24 @@ static int64_t floor_div(int64_t a, int64_t b)
 	return (a % b && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-static int roll_flush(struct roll *r)
+static int roll_flush(struct store *s, struct roll *r)
 {
-	struct store *s = r->s;
 	uint8_t hdr[REC_HDR];
 	size_t z;
 	int err, delta;
 
 	if (!r->windows)
 		return 0;
-	err = make_record(s, s->rcodec, r->bucket, &r->ch, r->level, r->windows, hdr, &z, &delta);
+	err = make_record(s, s->rcodec, s->rprof, &r->ch, (uint8_t)(r->tier + 1), r->windows, hdr, &z, &delta);
 	if (!err)
-		err = write_at(r->fd, r->size, hdr, s->zbuf, z);
+		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
 	if (err)
 		return err;
-	chain_added(&r->ch, r->size, delta);
-	r->size += REC_HDR + z;
+	chain_added(&r->ch, r->out_size, delta);
+	r->out_size += REC_HDR + z;
 	r->nout++;
 	r->windows = 0;
-	profile__reset(r->bucket);
+	profile__reset(s->rprof);
 	if (r->nout == 1)
 		crash_point(s, STORE_CRASH_ROLL_WRITING);
 	return 0;
@@ -1285,15 +1303,16 @@ static int roll_flush(struct roll *r)
 
 static int roll_window(const struct store_window_info *w, const struct profile *p, void *arg)
 {
-	struct roll *r = arg;
-	int64_t id = floor_div(w->start_ns, r->tier->window_ns);
+	struct store *s = arg;
+	struct roll *r = s->roll;
+	int64_t id = floor_div(w->start_ns, s->tiers[r->tier].window_ns);
 	int err;
 
-	if (r->windows && id != r->bucket_id && (err = roll_flush(r)))
+	if (r->windows && id != r->bucket_id && (err = roll_flush(s, r)))
 		return r->err = err;
 	r->bucket_id = id;
 	/* Lossless: every pc, thread and pid is kept; only time is coarser. */
-	if ((err = profile__merge(r->bucket, p, NULL, NULL)))
+	if ((err = profile__merge(s->rprof, p, NULL, NULL)))
 		return r->err = err;
 	r->windows += w->windows ? w->windows : 1;
 	r->nin++;
@@ -1316,58 +1335,89 @@ static int seg_level(struct store *s, const struct seg *g)
 	return level;
 }
 
-static int rollup_segment(struct store *s, struct seg *g, size_t tier)
+static int roll_reads(const struct store *s, const char *name)
 {
-	char tmp[NAME_MAX_LEN];
-	struct roll r = { .s = s, .tier = &s->tiers[tier], .level = (uint8_t)(tier + 1), .fd = -1 };
-	struct query q = { .window = roll_window, .arg = &r };
+	return s->roll && !strcmp(s->roll->g.name, name);
+}
+
+static void roll_end(struct store *s)
+{
+	struct roll *r = s->roll;
+
+	if (!r)
+		return;
+	if (r->in >= 0)
+		close(r->in);
+	if (r->out >= 0)
+		close(r->out);
+	(void)unlinkat(s->dfd, r->tmp, 0);
+	free(r->q.pend);
+	free(r);
+	s->roll = NULL;
+}
+
+static int roll_start(struct store *s, const struct seg *g, size_t tier)
+{
+	struct roll *r;
 	int err;
 
-	snprintf(tmp, sizeof(tmp), ROLL_TMP_PREFIX "%019lld.tmp", (long long)g->start);
 	if ((!s->rcodec && (err = codec__new(&s->rcodec))) || (!s->rprof && (err = profile__new(&s->rprof))))
 		return err;
-	r.bucket = s->rprof;
-	profile__reset(r.bucket);
-	(void)unlinkat(s->dfd, tmp, 0);
-	r.fd = openat(s->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-	if (r.fd < 0)
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	s->roll = r;
+	r->g = *g;
+	r->tier = tier;
+	r->in = r->out = -1;
+	r->q.window = roll_window;
+	r->q.arg = s;
+	profile__reset(s->rprof);
+	snprintf(r->tmp, sizeof(r->tmp), ROLL_TMP_PREFIX "%019lld.tmp", (long long)g->start);
+	(void)unlinkat(s->dfd, r->tmp, 0);
+	r->in = open_seg(s, g->name, O_RDONLY, &r->in_size);
+	if (r->in < 0)
+		return r->in;
+	r->out = openat(s->dfd, r->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (r->out < 0)
 		return -errno;
-	err = read_segment(s, g, INT64_MIN, INT64_MAX, &q);
-	free(q.pend);
-	if (err > 0) { /* gone meanwhile (cannot be: we are the writer); nothing to do */
-		err = 0;
-		goto drop;
-	}
+	codec__chain_forget(s->codec);
+	return 0;
+}
+
+/* Reads the next records of the segment; at its end swaps the new file in. 1: finished. */
+static int roll_continue(struct store *s)
+{
+	struct roll *r = s->roll;
+	struct scan sc = {
+		.since = INT64_MIN, .until = INT64_MAX, .fn = on_window, .skip = on_skip,
+		.arg = &r->q, .start_off = r->in_off, .budget = ROLL_BUDGET,
+	};
+	int err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
+
 	if (!err)
-		err = r.err;
-	if (!err)
-		err = roll_flush(&r);
+		err = r->err;
 	if (err)
-		goto drop;
-	if (!r.nout) /* nothing readable: leave the segment as it is */
-		goto drop;
+		return err;
+	r->in_off = sc.next_off;
+	if (sc.paused)
+		return 0;
+	if ((err = roll_flush(s, r)))
+		return err;
+	if (!r->nout) /* nothing readable: leave the segment as it is */
+		return 1;
 	/* The new file whole on disk before its name can replace the old one. */
-	if (fdatasync(r.fd) < 0) {
-		err = -errno;
-		goto drop;
-	}
-	close(r.fd);
-	r.fd = -1;
+	if (fdatasync(r->out) < 0)
+		return -errno;
 	crash_point(s, STORE_CRASH_ROLL_WRITTEN);
-	if (renameat(s->dfd, tmp, s->dfd, g->name) < 0) {
-		err = -errno;
-		goto drop;
-	}
+	if (renameat(s->dfd, r->tmp, s->dfd, r->g.name) < 0)
+		return -errno;
 	crash_point(s, STORE_CRASH_ROLL_RENAMED);
-	err = sync_dir(s);
 	s->st.rollups++;
-	s->st.windows_rolled += r.nin;
-	return err;
-drop:
-	if (r.fd >= 0)
-		close(r.fd);
-	(void)unlinkat(s->dfd, tmp, 0);
-	return err;
+	s->st.windows_rolled += r->nin;
+	if ((err = sync_dir(s)))
+		return err;
+	return 1;
 }
 
 /* Leftovers of a rollup cut short by a crash: the segment they were for is whole. */
@@ -1392,7 +1442,7 @@ static void remove_roll_tmps(struct store *s)
 int store__compact(struct store *s, int64_t now_ns)
 {
 	struct seg_list l = { 0 };
-	int err;
+	int err = 0;
 
 	if (!s->o.writer)
 		return -EPERM;
@@ -1402,42 +1452,49 @@ int store__compact(struct store *s, int64_t now_ns)
 		s->roll_backoff--;
 		return 0;
 	}
-	if ((err = list_segments(s, &l, 0)))
-		goto out;
-	for (size_t i = 0; i < l.n; i++) {
-		struct seg *g = &l.v[i];
-		size_t t = s->ntiers;
+	if (!s->roll) {
+		if ((err = list_segments(s, &l, 0)))
+			goto out;
+		for (size_t i = 0; i < l.n && !s->roll; i++) {
+			struct seg *g = &l.v[i];
+			size_t t = s->ntiers;
 
-		/* An unsealed one is sealed (and then rolled up) at the next writer start. */
-		if (!g->sealed || (s->afd >= 0 && !strcmp(g->name, s->aname)))
-			continue;
-		while (t > 0 && (now_ns < INT64_MIN + s->tiers[t - 1].age_ns || g->end > now_ns - s->tiers[t - 1].age_ns))
-			t--;
-		if (!t) /* segments are in time order: the rest are younger still */
-			break;
-		/* Oldest first, one at a time: everything before g that is due for tier t is done. */
-		if (g->start <= s->rolled_upto[t - 1])
-			continue;
-		int level = seg_level(s, g);
-		if (level < 0)
-			continue;
-		if ((size_t)level >= t) {
-			s->rolled_upto[t - 1] = g->start;
-			continue;
+			/* An unsealed one is sealed (and then rolled up) at the next writer start. */
+			if (!g->sealed || (s->afd >= 0 && !strcmp(g->name, s->aname)))
+				continue;
+			while (t > 0 && (now_ns < INT64_MIN + s->tiers[t - 1].age_ns ||
+					 g->end > now_ns - s->tiers[t - 1].age_ns))
+				t--;
+			if (!t) /* segments are in time order: the rest are younger still */
+				break;
+			/* Oldest first, one at a time: everything before g that is due for tier t is done. */
+			if (g->start <= s->rolled_upto[t - 1])
+				continue;
+			int level = seg_level(s, g);
+			if (level < 0)
+				continue;
+			if ((size_t)level >= t) {
+				s->rolled_upto[t - 1] = g->start;
+				continue;
+			}
+			if ((err = roll_start(s, g, t - 1)))
+				goto out;
 		}
-		err = rollup_segment(s, g, t - 1);
-		if (err) {
-			s->roll_backoff = ROLL_RETRY_CALLS;
-			break;
-		}
-		/* Also when nothing in it could be read: it is not read again for this tier. */
-		s->rolled_upto[t - 1] = g->start;
-		/* One segment per call: the caller's loop stays responsive. */
-		break;
+		if (!s->roll)
+			goto out;
 	}
-	if (!err)
+	err = roll_continue(s);
+	if (err == 1) {
+		/* Also when nothing in it could be read: it is not read again for this tier. */
+		s->rolled_upto[s->roll->tier] = s->roll->g.start;
+		roll_end(s);
 		err = refresh_disk_stats(s);
+	}
 out:
+	if (err < 0) {
+		roll_end(s);
+		s->roll_backoff = ROLL_RETRY_CALLS;
+	}
 	free(l.v);
-	return err;
+	return err < 0 ? err : 0;
 }

@@ -650,19 +650,14 @@ static int open_roller(const char *dir, struct store **s, void (*cp)(void *, int
 	return store__open(&o, s);
 }
 
-/* Compacts until nothing is due; returns the rollups done. */
+/* Compacts until nothing is due (a call does part of one segment at most); returns the rollups done. */
 static int compact_all(struct store *s, int64_t now)
 {
 	struct store_stats st;
-	for (int i = 0; i < 100; i++) {
-		store__stats(s, &st);
-		uint64_t before = st.rollups;
+	for (int i = 0; i < 60; i++)
 		if (store__compact(s, now))
 			return -1;
-		store__stats(s, &st);
-		if (st.rollups == before)
-			break;
-	}
+	store__stats(s, &st);
 	return (int)st.rollups;
 }
 
@@ -703,6 +698,7 @@ static void test_rollup(const char *base)
 	struct store *s;
 	struct lvl_count c;
 	uint64_t records;
+	struct profile *p2;
 	const int64_t now = T0 + RW * 10 * SEC;
 
 	snprintf(dir, sizeof(dir), "%s/roll", base);
@@ -768,6 +764,55 @@ static void test_rollup(const char *base)
 		CHECK_EQ_INT(nwarn, 0);
 		CHECK(totals_ok(dir, &records));
 		CHECK_EQ_INT(records, 2 * 2 + 10 + 60);
+	}
+
+	/*
+	 * A segment longer than one call's budget (120 windows) is rolled up over
+	 * several calls; meanwhile readers read the old file, and retention may
+	 * remove it (the rollup is then dropped, not renamed into its place).
+	 */
+	{
+		struct store_opts big = roll_opts;
+		struct store_stats st;
+		big.segment_span_ns = 1200 * SEC;
+		rm_rf(dir);
+		profile__new(&p2);
+		big.dir = dir;
+		big.writer = 1;
+		big.warn = on_warn;
+		CHECK_EQ_INT(store__open(&big, &s), 0);
+		for (int i = 0; i < RW; i++) {
+			make_window(p2, i, T0 + i * 10 * SEC, 10 * SEC);
+			CHECK_EQ_INT(store__append(s, p2), 0);
+		}
+		store__close(s);
+		profile__free(p2);
+		big.rollup[1].window_ns = 0; /* one tier: 1 min after 10 min */
+		CHECK_EQ_INT(store__open(&big, &s), 0);
+		CHECK_EQ_INT(store__compact(s, now), 0);
+		store__stats(s, &st);
+		CHECK_EQ_INT(st.rollups, 0);
+		CHECK_EQ_INT(count_files(dir, "roll-"), 1);
+		CHECK(totals_ok(dir, &records));
+		CHECK_EQ_INT(records, RW);
+		CHECK_EQ_INT(store__compact(s, now), 0);
+		store__stats(s, &st);
+		CHECK_EQ_INT(st.rollups, 1);
+		CHECK_EQ_INT(count_files(dir, "roll-"), 0);
+		CHECK(totals_ok(dir, &records));
+		CHECK_EQ_INT(records, 20 + 120);
+		/* The second segment: half done when retention takes it. */
+		CHECK_EQ_INT(store__compact(s, now + 600 * SEC), 0);
+		CHECK_EQ_INT(count_files(dir, "roll-"), 1);
+		store__close(s);
+		big.max_age_ns = 60 * SEC;
+		CHECK_EQ_INT(store__open(&big, &s), 0);
+		CHECK_EQ_INT(store__compact(s, now + 600 * SEC), 0);
+		CHECK_EQ_INT(store__retain(s, now + 600 * SEC), 0);
+		CHECK_EQ_INT(compact_all(s, now + 600 * SEC), 0);
+		store__close(s);
+		CHECK_EQ_INT(count_files(dir, "seg-"), 0);
+		CHECK_EQ_INT(count_files(dir, "roll-"), 0);
 	}
 
 	/* Rollups off: nothing happens. */
