@@ -235,7 +235,7 @@ static int rm_cb(const char *p, const struct stat *sb, int type, struct FTW *ftw
 
 static void query(struct store *s, const char *label, int64_t since, int64_t until, int reps)
 {
-	double best_list = 1e9, best_read = 1e9;
+	double best_list = 1e9, best_read = 1e9, best_cpu = 1e9;
 	struct agg a;
 	for (int r = 0; r < reps; r++) {
 		memset(&a, 0, sizeof(a));
@@ -247,15 +247,19 @@ static void query(struct store *s, const char *label, int64_t since, int64_t unt
 		memset(&a, 0, sizeof(a));
 		profile__new(&a.merged);
 		t = now(CLOCK_MONOTONIC);
+		double c = now(CLOCK_PROCESS_CPUTIME_ID);
 		int err = store__read(s, since, until, on_window, &a);
 		t = now(CLOCK_MONOTONIC) - t;
+		c = now(CLOCK_PROCESS_CPUTIME_ID) - c;
+		if (c < best_cpu)
+			best_cpu = c;
 		if (err)
 			fprintf(stderr, "read: %s\n", strerror(-err));
 		if (t < best_read)
 			best_read = t;
 		if (r == reps - 1)
-			printf("%-8s %5d windows %9.1f KB   list %8.2f ms   read+merge %8.1f ms   (%zu stacks merged)\n",
-			       label, a.windows, a.bytes / 1024.0, best_list * 1e3, best_read * 1e3,
+			printf("%-8s %5d windows %9.1f KB   list %8.2f ms   read+merge %8.1f ms (CPU %8.1f ms)   (%zu stacks merged)\n",
+			       label, a.windows, a.bytes / 1024.0, best_list * 1e3, best_read * 1e3, best_cpu * 1e3,
 			       profile__nstacks(a.merged));
 		profile__free(a.merged);
 	}
@@ -376,6 +380,8 @@ struct an {
 	double pids, tids, entries_by_pid;
 	double no_off, by_pid, by_func, roll1_bytes, roll10_bytes;
 	double pid_new;
+	struct codec *chain;
+	double csec[NSEC], craw;
 	uint32_t *lastpids;
 	size_t nlastpids;
 };
@@ -513,6 +519,17 @@ static int an_window(const struct store_window_info *w, const struct profile *p,
 	} else {
 		a->chained += zsize(a, buf, len);
 	}
+	/* The same window as a record of a chain of 30, as the writer does. */
+	{
+		const uint8_t *cb;
+		size_t cl, co[NSEC + 1];
+		if (!codec__encode_chain(a->chain, p, (uint64_t)a->win % 30 != 1, &cb, &cl)) {
+			a->craw += (double)cl;
+			v1_sections(cb, cl, co);
+			for (int i = 0; i < NSEC; i++)
+				a->csec[i] += zsize(a, cb + co[i], co[i + 1] - co[i]);
+		}
+	}
 	a->prev = realloc(a->prev, len);
 	memcpy(a->prev, buf, len);
 	a->prevlen = len;
@@ -579,6 +596,11 @@ static int an_window(const struct store_window_info *w, const struct profile *p,
 	return 0;
 }
 
+static int rewrite_window(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	return store__append(arg, p);
+}
+
 static int analyse(const char *dir)
 {
 	struct store *s;
@@ -590,6 +612,7 @@ static int analyse(const char *dir)
 		return 1;
 	}
 	codec__new(&a.codec);
+	codec__new(&a.chain);
 	a.z = ZSTD_createCCtx();
 	ZSTD_CCtx_setParameter(a.z, ZSTD_c_compressionLevel, 3);
 	profile__new(&a.seen);
@@ -615,13 +638,89 @@ static int analyse(const char *dir)
 	double secsum = 0;
 	for (int i = 0; i < NSEC; i++)
 		secsum += a.sec[i];
+	double csum = 0;
 	for (int i = 0; i < NSEC; i++)
-		printf("  %-14s %8.0f  %4.1f%%\n", sec_names[i], a.sec[i] / n, 100 * a.sec[i] / secsum);
+		csum += a.csec[i];
+	for (int i = 0; i < NSEC; i++)
+		printf("  %-14s %8.0f  %4.1f%%    in chains of 30: %8.0f  %4.1f%%\n", sec_names[i], a.sec[i] / n,
+		       100 * a.sec[i] / secsum, a.csec[i] / n, 100 * a.csec[i] / csum);
+	printf("  raw in chains: %.0f B per window\n", a.craw / n);
 	printf("what-if, MB/hour: as stored %.2f | zstd with previous window as prefix %.2f | on-CPU entries only %.2f |\n"
 	       "  threads folded into processes %.2f (%.0f entries per window) | merged by function %.2f |\n"
 	       "  1-min rollup %.2f | 10-min rollup %.2f\n",
 	       a.disk * ph, a.chained * ph, a.no_off * ph, a.by_pid * ph, a.entries_by_pid / n, a.by_func * ph,
 	       a.groups1 ? a.roll1_bytes / a.groups1 * 60 / mb : 0, a.groups10 ? a.roll10_bytes / a.groups10 * 6 / mb : 0);
+	store__close(s);
+
+	/* The same windows written again by this writer (chains). */
+	{
+		char tmp[] = "/var/tmp/profd-rewrite.XXXXXX";
+		struct store *in, *out;
+		struct store_stats st;
+		if (!mkdtemp(tmp))
+			return 1;
+		struct store_opts ro = { .dir = dir }, wo = { .dir = tmp, .writer = 1, .no_rollup = 1 };
+		if (store__open(&ro, &in) || store__open(&wo, &out))
+			return 1;
+		store__read(in, INT64_MIN, INT64_MAX, rewrite_window, out);
+		store__stats(out, &st);
+		printf("written again by this writer (chains of 30): %.2f MB/hour\n", (double)st.bytes_on_disk * ph);
+		store__close(in);
+		store__close(out);
+		nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	}
+
+	/* Real rollups of a copy, with every window old enough for one tier. */
+	static const int64_t lens[] = { 60 * SEC, 600 * SEC };
+	for (int k = 0; k < 2; k++) {
+		char tmp[] = "/var/tmp/profd-roll.XXXXXX", cmd[1024];
+		if (!mkdtemp(tmp))
+			return 1;
+		snprintf(cmd, sizeof(cmd), "cp '%s'/seg-*.pfd '%s'/", dir, tmp);
+		if (system(cmd))
+			return 1;
+		struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, lens[k] } } };
+		struct store_stats st;
+		if ((err = store__open(&wo, &s)))
+			return 1;
+		for (int i = 0; i < 10000; i++) {
+			uint64_t before;
+			store__stats(s, &st);
+			before = st.rollups;
+			if (store__compact(s, INT64_MAX / 2))
+				break;
+			store__stats(s, &st);
+			if (st.rollups == before)
+				break;
+		}
+		store__stats(s, &st);
+		printf("rolled up into %lld s windows: %.2f MB/hour (%llu segments)\n", (long long)(lens[k] / SEC),
+		       (double)st.bytes_on_disk * ph, (unsigned long long)st.rollups);
+		store__close(s);
+		nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	return 0;
+}
+
+static int last_end(const struct store_window_info *w, void *arg)
+{
+	*(int64_t *)arg = w->end_ns;
+	return 0;
+}
+
+/* -Q DIR: the queries alone, over a store kept with -k, ending at its last window. */
+static int query_only(const char *dir)
+{
+	struct store *s;
+	struct store_opts ro = { .dir = dir };
+	int64_t end = 0;
+
+	if (store__open(&ro, &s))
+		return 1;
+	store__list(s, INT64_MIN, INT64_MAX, last_end, &end);
+	query(s, "10m", end - 600 * SEC, end, 3);
+	query(s, "1h", end - 3600 * SEC, end, 3);
+	query(s, "24h", end - 86400 * SEC, end, 1);
 	store__close(s);
 	return 0;
 }
@@ -649,9 +748,10 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, norollup = 0, chain = 0, c;
 
-	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:")) != -1) {
+	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:")) != -1) {
 		switch (c) {
 		case 'a': return analyse(optarg);
+		case 'Q': return query_only(optarg);
 		case 'd': dir = optarg; break;
 		case 'H': hours = num(optarg, 1, 24 * 365, argv[0]); break;
 		case 'c': cpus = num(optarg, 1, 1024, argv[0]); break;
