@@ -24,7 +24,7 @@ STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled)
 cleanup() {
 	[ -n "$PID" ] && kill -INT "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
 	echo "$STATS_WAS" >/proc/sys/kernel/bpf_stats_enabled
-	rm -rf "$W"
+	[ -n "${KEEP:-}" ] || rm -rf "$W"
 }
 trap cleanup EXIT
 [ -x "$PP" ] && [ -x "$PROFD" ] || { echo "build first: make all tests-build" >&2; exit 1; }
@@ -138,4 +138,34 @@ for c in offcpu-full offcpu offcpu-sample10 offcpu-unselected; do
 	v=$(awk -v c=$c '$1 == c { print $2 }' "$W/hook")
 	cnt=$(awk -v c=$c '$1 == c { print $3 }' "$W/hook" | med)
 	echo "| $c | $(med <<<"$v") ($(range <<<"$v")) | $cnt |"
+done
+
+# Stack captures per switch-out of threads that block every 10-20 ms in the
+# same places (offcpu_threads block: a sleeper, a pipe reader and its
+# feeder), the process selected alone: with a fixed reuse interval shorter
+# than their waits every switch-out would walk both stacks.
+OT=$BUILD/testprogs/offcpu_threads
+ctxt() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { s += $2 } END { print s + 0 }'; }
+captured() { "$BUILD/profctl" --socket "$W/sock" status | awk '$1 == "offcpu_stacks_captured" { print $2 }'; }
+: >"$W/cap"
+for r in $(seq 1 "$ROUNDS"); do
+	for c in offcpu-full offcpu; do
+		"$OT" block 12 >/dev/null &
+		APP=$!
+		start "$c" $APP
+		c0=$(captured) s0=$(ctxt $APP)
+		sleep 4
+		c1=$(captured) s1=$(ctxt $APP)
+		stop
+		kill $APP 2>/dev/null
+		wait $APP 2>/dev/null
+		echo "$c $((c1 - c0)) $((s1 - s0))" >>"$W/cap"
+	done
+done
+echo
+echo "| condition | offcpu_threads block (waits of 10-20 ms): stack captures / switch-outs, median (min-max) |"
+echo "|---|---|"
+for c in offcpu-full offcpu; do
+	v=$(awk -v c=$c '$1 == c && $3 > 0 { printf "%.3f\n", $2 / $3 }' "$W/cap")
+	echo "| $c | $(med <<<"$v") ($(sort -n <<<"$v" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }')) |"
 done
