@@ -1091,6 +1091,16 @@ int symbolizer__capture(struct symbolizer *s, uint32_t pid)
 	return 0;
 }
 
+int symbolizer__maps(struct symbolizer *s, uint32_t pid, struct procmaps **out)
+{
+	struct pid_ent *p = *pid_slot(s, pid);
+
+	if (!p || !p->maps)
+		return -ENOENT;
+	*out = procmaps__ref(p->maps);
+	return 0;
+}
+
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out)
 {
 	*out = s->st;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct procmaps;
 struct symbolizer;
 
 struct symbolizer_opts {
@@ -71,6 +72,13 @@ int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
  * Returns 0 or -errno (-ENOENT: the process is already gone).
  */
 int symbolizer__capture(struct symbolizer *s, uint32_t pid);
+
+/*
+ * pid's mappings as last read (capture, first sight, a miss), shared rather
+ * than read again: a new reference (procmaps__free drops it). -ENOENT when
+ * none are known.
+ */
+int symbolizer__maps(struct symbolizer *s, uint32_t pid, struct procmaps **out);
 
 /* The process exec'd or exited: drop its mapping table (files stay cached). */
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid);

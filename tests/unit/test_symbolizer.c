@@ -473,6 +473,8 @@ static void test_bad_file(void)
 /* A process captured at first sight is named after it exited and /proc forgot it. */
 static void test_capture(void)
 {
+	struct procmaps *maps;
+	const struct procmap *m;
 	struct symbolizer *s = NULL;
 	char path[256], cmd[512];
 	unsigned long addr;
@@ -489,12 +491,20 @@ static void test_capture(void)
 	child = spawn(path, &addr);
 	CHECK(addr != 0);
 	CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child), 0);
+	/* The capture's read is lent out (DWARF tables take it), and outlives the symbolizer's own copy. */
+	maps = NULL;
+	CHECK_EQ_INT(symbolizer__maps(s, (uint32_t)child, &maps), 0);
+	m = maps ? procmaps__find(maps, addr) : NULL;
+	CHECK(m && m->path && strstr(m->path, "/short"));
 	reap(child);
 	CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, addr, 0, &r), 0);
 	CHECK_EQ_STR(r.name, "dbg_local_fn");
 	CHECK(r.module && strstr(r.module, "/short"));
 	CHECK(symbolizer__capture(s, (uint32_t)child) == 0); /* the old table stays when /proc has none */
 	symbolizer__forget_pid(s, (uint32_t)child);
+	CHECK(maps && procmaps__find(maps, addr) == m);
+	procmaps__free(maps);
+	CHECK_EQ_INT(symbolizer__maps(s, (uint32_t)child, &maps), -ENOENT);
 	CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child), -ENOENT);
 	symbolizer__free(s);
 }
