@@ -12,6 +12,9 @@ struct profd_pev {
 	__u32 type;
 	__u32 pid;     /* tgid, as the root pid namespace sees it */
 	__u64 time_ns; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+	/* Exec only, the new image's: what /proc/PID/stat says (start_time there is in clock ticks). */
+	__u64 start_boottime_ns;
+	__u64 start_code;
 };
 
 enum profd_pev_counter {

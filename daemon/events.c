@@ -14,14 +14,21 @@
 #include "events.h"
 #include "events.skel.h"
 #include "pevent.h"
+#include "procmaps.h"
 #include "symbolizer.h"
 
 /*
  * The kernel maps the binary and ld.so at exec; the libraries come a
  * millisecond or two later, from ld.so in user space. A second capture
- * this long after exec sees them while a short process still runs.
+ * this long after exec sees them while a short process still runs, and
+ * gives the DWARF walker libc's table before the first sample lands there
+ * (99 Hz: one every 10 ms). On a loaded host ld.so can take longer: a
+ * capture that finds no library yet is tried again, as often as this, each
+ * this long after the last. A static binary (no ld.so at exec) maps nothing
+ * more and is not captured again.
  */
-#define RECAPTURE_DELAY_NS (10 * 1000000LL)
+#define RECAPTURE_DELAY_NS (5 * 1000000LL)
+#define RECAPTURE_TRIES 4
 #define MAX_PENDING 4096
 /* Exits wait for the next drain; beyond this many a process is forgotten at once. */
 #define MAX_EXITS 65536
@@ -30,7 +37,9 @@
 
 struct pending {
 	uint32_t pid;
+	uint32_t tries;          /* captures after exec so far */
 	int64_t due_ns;
+	uint64_t start_time, start_code;
 };
 
 struct events {
@@ -52,9 +61,11 @@ struct events {
 	size_t seen_cap, seen_used, seen_live;
 
 	struct events_stats st;
+	uint64_t ns_per_tick;    /* /proc's clock ticks (USER_HZ) */
 
-	events_exec_fn exec_fn, exit_fn;
-	void *exec_arg, *exit_arg;
+	events_maps_fn maps_fn;
+	events_exit_fn exit_fn;
+	void *maps_arg, *exit_arg;
 };
 
 static int64_t mono_ns(void)
@@ -148,13 +159,51 @@ static void seen_del(struct events *e, uint32_t pid)
 	}
 }
 
-static void capture(struct events *e, uint32_t pid)
+/* Executable mappings of files: the binary, then ld.so, then the libraries ld.so maps. */
+static int count_files(const struct procmaps *m)
 {
-	int err = symbolizer__capture(e->sym, pid);
+	int n = 0;
+
+	for (size_t i = 0; m && i < procmaps__count(m); i++)
+		n += !(procmaps__get(m, i)->flags & PROCMAP_ANON);
+	return n;
+}
+
+/*
+ * im->exec: -1 first sight (nobody else told), 1 at exec, 0 a re-capture
+ * after it. Returns the executable file mappings found, -1 when the
+ * process is gone.
+ */
+static int capture(struct events *e, struct events_image *im)
+{
+	int err = symbolizer__capture(e->sym, im->pid), n;
 
 	e->st.captures++;
-	if (err == -ENOENT || err == -ESRCH)
+	if (err == -ENOENT || err == -ESRCH) {
 		e->st.capture_gone++;
+		return -1; /* the DWARF tables would find nothing either */
+	}
+	if (im->exec < 0)
+		return 0;
+	im->maps = NULL;
+	if (!err)
+		symbolizer__maps(e->sym, im->pid, &im->maps);
+	n = count_files(im->maps);
+	if (e->maps_fn)
+		e->maps_fn(im, e->maps_arg);
+	procmaps__free(im->maps);
+	im->maps = NULL;
+	return n;
+}
+
+static void recapture_at(struct events *e, const struct events_image *im, uint32_t tries, int64_t due)
+{
+	if (e->pq_len == MAX_PENDING) {
+		e->st.pending_dropped++;
+		return;
+	}
+	e->pq[(e->pq_head + e->pq_len++) % MAX_PENDING] =
+		(struct pending){ im->pid, tries, due, im->start_time, im->start_code };
 }
 
 static void arm(struct events *e)
@@ -177,29 +226,31 @@ static void run_due(struct events *e)
 	int64_t now = mono_ns();
 
 	while (e->pq_len && e->pq[e->pq_head].due_ns <= now) {
-		uint32_t pid = e->pq[e->pq_head].pid;
+		struct pending p = e->pq[e->pq_head];
+		struct events_image im = { p.pid, 0, p.start_time, p.start_code, NULL };
 
 		e->pq_head = (e->pq_head + 1) % MAX_PENDING;
 		e->pq_len--;
-		if (pid)
-			capture(e, pid);
+		/* Binary and ld.so only: the libraries are not mapped yet. Same delay: the queue stays in due order. */
+		if (p.pid && capture(e, &im) == 2 && p.tries + 1 < RECAPTURE_TRIES)
+			recapture_at(e, &im, p.tries + 1, now + RECAPTURE_DELAY_NS);
 	}
 	arm(e);
 }
 
-static void on_exec(struct events *e, uint32_t pid, int64_t t_ns)
+static void on_exec(struct events *e, const struct profd_pev *ev)
 {
+	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
+	uint32_t pid = ev->pid;
 	/* Samples taken before the exec resolve against the new image from here on: the price of one table per pid. */
+	int n;
+
 	symbolizer__forget_pid(e->sym, pid);
-	capture(e, pid);
-	if (e->exec_fn)
-		e->exec_fn(pid, e->exec_arg);
+	n = capture(e, &im);
 	seen_add(e, pid);
-	if (e->pq_len == MAX_PENDING) {
-		e->st.pending_dropped++;
-		return;
-	}
-	e->pq[(e->pq_head + e->pq_len++) % MAX_PENDING] = (struct pending){ pid, t_ns + RECAPTURE_DELAY_NS };
+	/* Gone already, or static (the binary only: no ld.so to map libraries). */
+	if (n >= 2)
+		recapture_at(e, &im, 0, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS);
 }
 
 static void on_exit_ev(struct events *e, uint32_t pid)
@@ -237,7 +288,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*ev) || !ev->pid)
 		return 0;
 	if (ev->type == PROFD_PEV_EXEC)
-		on_exec(e, ev->pid, (int64_t)ev->time_ns);
+		on_exec(e, ev);
 	else if (ev->type == PROFD_PEV_EXIT)
 		on_exit_ev(e, ev->pid);
 	return 0;
@@ -253,6 +304,7 @@ int events__open(struct symbolizer *sym, struct events **out)
 		return -ENOMEM;
 	e->sym = sym;
 	e->epfd = e->tfd = -1;
+	e->ns_per_tick = 1000000000 / (uint64_t)(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
 	e->seen_cap = 1024;
 	e->seen = calloc(e->seen_cap, sizeof(*e->seen));
 	e->pq = calloc(MAX_PENDING, sizeof(*e->pq));
@@ -349,17 +401,19 @@ void events__drain_end(struct events *e)
 
 void events__seen(struct events *e, uint32_t pid)
 {
+	struct events_image im = { .pid = pid, .exec = -1 };
+
 	if (pid && seen_add(e, pid))
-		capture(e, pid);
+		capture(e, &im);
 }
 
-void events__on_exec(struct events *e, events_exec_fn fn, void *arg)
+void events__on_maps(struct events *e, events_maps_fn fn, void *arg)
 {
-	e->exec_fn = fn;
-	e->exec_arg = arg;
+	e->maps_fn = fn;
+	e->maps_arg = arg;
 }
 
-void events__on_exit(struct events *e, events_exec_fn fn, void *arg)
+void events__on_exit(struct events *e, events_exit_fn fn, void *arg)
 {
 	e->exit_fn = fn;
 	e->exit_arg = arg;

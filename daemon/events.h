@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 struct events;
+struct procmaps;
 struct symbolizer;
 
 struct events_stats {
@@ -44,12 +45,23 @@ void events__poll(struct events *e);
 /* A drained sample of pid with a user stack: captures the process the first time. */
 void events__seen(struct events *e, uint32_t pid);
 /*
- * Called for each exec and each process exit as its event is read (DWARF
- * tables are read at exec, not at the first sample, and dropped at exit).
+ * A new image as process events saw it: at its exec (exec 1) and at each
+ * re-capture after it (exec 0), with the mappings that capture read, so
+ * that the DWARF tables are read at exec and once the libraries are mapped
+ * without reading /proc again.
  */
-typedef void (*events_exec_fn)(uint32_t pid, void *arg);
-void events__on_exec(struct events *e, events_exec_fn fn, void *arg);
-void events__on_exit(struct events *e, events_exec_fn fn, void *arg);
+struct events_image {
+	uint32_t pid;
+	int exec;
+	uint64_t start_time;   /* clock ticks after boot, as field 22 of /proc/PID/stat */
+	uint64_t start_code;   /* the image's, as field 26 */
+	struct procmaps *maps; /* lent for the call (procmaps__ref keeps it); NULL: could not be read */
+};
+typedef void (*events_maps_fn)(const struct events_image *im, void *arg);
+void events__on_maps(struct events *e, events_maps_fn fn, void *arg);
+/* Called for each process exit as its event is read (DWARF tables drop the process at once). */
+typedef void (*events_exit_fn)(uint32_t pid, void *arg);
+void events__on_exit(struct events *e, events_exit_fn fn, void *arg);
 
 void events__stats(const struct events *e, struct events_stats *out);
 /* `profctl status` lines (name TAB value); e NULL: events unavailable. */

@@ -706,10 +706,13 @@ static void bad_file(void *arg, uint32_t pid, const char *path, int err)
 		 err == -EFBIG ? "over the size limits" : err == -ENOEXEC ? "not an ELF file" : "malformed ELF");
 }
 
-/* A new program's tables are read at its exec: its first samples need not wait for a request from the walker. */
-static void exec_to_tables(uint32_t pid, void *arg)
+/*
+ * A new program's tables are read at its exec and again once ld.so mapped its libraries, from the
+ * symbolizer's captures: its first samples need not wait for a request from the walker.
+ */
+static void maps_to_tables(const struct events_image *im, void *arg)
 {
-	tables__exec(arg, pid);
+	tables__exec(arg, im->pid, im->exec, im->start_time, im->start_code, im->maps);
 }
 
 /* An exited process's entry goes at once: on a host exec'ing hundreds a second, slots would run out before gc. */
@@ -815,13 +818,14 @@ static int setup(struct profd *d)
 		return log_err("cannot watch process events: %s", strerror(errno)), -errno;
 	/* DWARF unwinding (issue 7): the walker's load requests arrive on a ring buffer. */
 	if (so.unwind.enabled) {
+		so.unwind.exit_events = d->events != NULL;
 		err = tables__new(sampler__skel(d->sampler), &so.unwind, &d->tables);
 		ev.data.ptr = d->tables;
 		if (err || epoll_ctl(d->epfd, EPOLL_CTL_ADD, tables__fd(d->tables), &ev))
 			return log_err("cannot set up DWARF unwind tables: %s", strerror(err ? -err : errno)),
 			       err ? err : -errno;
 		if (d->events) {
-			events__on_exec(d->events, exec_to_tables, d->tables);
+			events__on_maps(d->events, maps_to_tables, d->tables);
 			events__on_exit(d->events, exit_to_tables, d->tables);
 		}
 	}

@@ -27,8 +27,15 @@
 #include "tables.h"
 #include "unwind_table.h"
 
-/* A table nobody maps stays this long, so short-lived processes reuse it. */
-#define UNUSED_TTL_NS (10 * 1000000000LL)
+/*
+ * A table nobody maps stays this long (in rows the array holds anyway,
+ * given up first when room is needed), so the next run of a program
+ * reuses it: a compile loop runs cc1 (479,000 rows, 0.17 s to build) and
+ * clang's libLLVM (949,000 rows, 0.35 s) every few seconds, and with a 10 s
+ * stay most runs built them again. At most MAX_UNUSED of them.
+ */
+#define UNUSED_TTL_NS (300 * 1000000000LL)
+#define MAX_UNUSED 256
 /*
  * Re-reading a process's mappings at most this often (dlopen, JIT). Short:
  * a process read right after exec, before ld.so mapped its libraries, asks
@@ -70,6 +77,12 @@
  */
 #define INLINE_FILE_BYTES (512ULL << 10)
 #define NWORKERS 2
+/*
+ * With exit events, the scan of every known process (a /proc/PID/stat read
+ * each: 500 a second on a host with 500 processes) and of the walker's
+ * placeholders only catches what a lost event missed: this often.
+ */
+#define BACKSTOP_NS (10 * 1000000000LL)
 
 enum tfile_state {
 	TF_BUILDING, /* a worker builds the table */
@@ -91,7 +104,9 @@ enum tfile_state {
  */
 struct tfile {
 	uint64_t dev, ino;       /* as /proc/PID/maps names the file */
-	uint64_t st_dev, st_ino; /* fstat of the file built: a rebuild must open the same one */
+	uint64_t st_dev, st_ino; /* fstat of the file built: a rebuild must open the same one, */
+	uint64_t st_size;        /* and a file mapped again after nobody did must still be it */
+	struct timespec st_mtim;
 	bool vdso;
 	enum tfile_state state;
 	struct unwind_table *ut; /* rows dropped once in the kernel (or found no room) */
@@ -131,6 +146,8 @@ struct qent {
 	bool exec;               /* asked at exec: read again once ld.so mapped the libraries */
 	bool hot;                /* asked by the walker */
 	int64_t queued;
+	struct procmaps *pm;     /* the mappings as process events read them (a reference); NULL: read them */
+	uint64_t start_time, start_code; /* with pm, from the exec event; 0: read /proc/PID/stat */
 };
 
 /*
@@ -187,6 +204,8 @@ struct tables {
 	struct tpid *pids;
 	size_t npids, pids_cap;
 	int umaps_fd;
+	int proc_fd;             /* /proc, for reading mappings */
+	int64_t backstop_at;     /* the last liveness scan (tables__gc) */
 	struct profd_umaps *um;  /* scratch for writing one umaps entry */
 	struct qent *queue;      /* pids waiting for pid_load, oldest first */
 	size_t nqueue, queue_cap, ncold;
@@ -703,6 +722,8 @@ static int job_submit(struct tables *t, struct tfile *f, int fd, const char *pat
 		j->size = (uint64_t)sb.st_size;
 		f->st_dev = sb.st_dev;
 		f->st_ino = sb.st_ino;
+		f->st_size = (uint64_t)sb.st_size;
+		f->st_mtim = sb.st_mtim;
 	}
 	f->job = true;
 	if (j->size && j->size <= INLINE_FILE_BYTES) {
@@ -733,6 +754,28 @@ static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, char *path, s
 }
 
 /*
+ * Whether mapping m of pid is still the file f was built from. Nobody maps
+ * f: its inode may have been freed and given to another file since (a
+ * rebuilt binary often gets the number back). Unknown (the process is
+ * gone) counts as the same: the next one to map it asks again.
+ */
+static bool file_same(struct tfile *f, uint32_t pid, const struct procmap *m)
+{
+	char path[64];
+	struct stat sb;
+	int fd = open_mapped(pid, m->start, m->end, path, sizeof(path));
+	bool same;
+
+	if (fd < 0)
+		return true;
+	same = !fstat(fd, &sb) && sb.st_dev == f->st_dev && sb.st_ino == f->st_ino &&
+	       (uint64_t)sb.st_size == f->st_size && sb.st_mtim.tv_sec == f->st_mtim.tv_sec &&
+	       sb.st_mtim.tv_nsec == f->st_mtim.tv_nsec;
+	close(fd);
+	return same;
+}
+
+/*
  * The file of mapping m of pid: known already, or a new one handed to a
  * worker. NULL with *retry set when it cannot be opened now: the process
  * exited or exec'd since its mappings were read, which says nothing about
@@ -744,9 +787,16 @@ static struct tfile *file_get(struct tables *t, uint32_t pid, const struct procm
 	struct tfile *f;
 	int fd;
 
-	for (size_t i = 0; i < t->nfiles; i++)
-		if (!t->files[i]->vdso && t->files[i]->dev == m->dev && t->files[i]->ino == m->inode)
-			return t->files[i];
+	for (size_t i = 0; i < t->nfiles; i++) {
+		f = t->files[i];
+		if (f->vdso || f->dev != m->dev || f->ino != m->inode)
+			continue;
+		if (f->users || f->job || file_same(f, pid, m))
+			return f;
+		file_free(t, i);
+		t->st.evictions++;
+		break;
+	}
 	if (t->njobs >= MAX_JOBS) {
 		*retry = true;
 		return NULL;
@@ -815,6 +865,26 @@ static void file_reload(struct tables *t, struct tfile *f)
 	} else if (job_submit(t, f, fd, path)) {
 		rows_release(t, first, n);
 		f->reserved = 0;
+	}
+}
+
+/* Beyond MAX_UNUSED tables nobody maps, the least recently used go. */
+static void evict_unused(struct tables *t)
+{
+	size_t unused = 0;
+
+	for (size_t i = 0; i < t->nfiles; i++)
+		unused += !t->files[i]->users && !t->files[i]->job;
+	while (unused-- > MAX_UNUSED) {
+		size_t victim = SIZE_MAX;
+
+		for (size_t i = 0; i < t->nfiles; i++)
+			if (!t->files[i]->users && !t->files[i]->job &&
+			    (victim == SIZE_MAX || t->files[i]->unused_since < t->files[victim]->unused_since))
+				victim = i;
+		if (t->files[victim]->count)
+			t->st.evictions++;
+		file_free(t, victim);
 	}
 }
 
@@ -897,12 +967,19 @@ static struct tpid *pid_new(struct tables *t, uint32_t pid)
 	return p;
 }
 
-static int pid_load(struct tables *t, uint32_t pid, bool exec)
+/*
+ * Reads pid's mappings (or takes those given: e->pm, read by the
+ * symbolizer's capture at or after an exec, with the start time and code
+ * of the exec event) and writes its umaps entry.
+ */
+static int pid_load(struct tables *t, const struct qent *e)
 {
-	struct procmaps *pm = NULL;
+	uint32_t pid = e->pid;
+	bool exec = e->exec;
+	struct procmaps *pm = procmaps__ref(e->pm);
 	struct tpid *p = pid_find(t, pid);
 	struct tmap *maps = NULL;
-	uint64_t st = 0, sc = 0;
+	uint64_t st = e->start_time, sc = e->start_code;
 	unsigned n = 0;
 	bool retry = false;
 	int64_t now;
@@ -912,11 +989,14 @@ static int pid_load(struct tables *t, uint32_t pid, bool exec)
 	 * start_code before the mappings: an exec in between leaves the old
 	 * start_code, which the walker takes for an exec and asks again. The
 	 * other order would pair the old mappings with the new start_code, and
-	 * nothing would ever ask again.
+	 * nothing would ever ask again. Mappings given come with the exec
+	 * event's start_code; an exec since then is followed by its own event,
+	 * whose mappings replace these (only a lost event leaves the pair
+	 * wrong, until the walker meets a pc outside them and asks).
 	 */
-	err = proc_stat(pid, &st, &sc);
-	if (!err)
-		err = procmaps__read("/proc", pid, &pm);
+	err = pm && st ? 0 : proc_stat(pid, &st, &sc);
+	if (!err && !pm)
+		err = procmaps__read_at(t->proc_fd, pid, &pm);
 	/* Nothing mapped: a zombie. An entry without mappings would stop the walker's requests. */
 	if (!err && !procmaps__count(pm))
 		err = -ESRCH;
@@ -951,7 +1031,8 @@ static int pid_load(struct tables *t, uint32_t pid, bool exec)
 	p->loads = exec ? 1 : p->loads + 1;
 	p->retries = exec || !retry ? 0 : p->retries + 1;
 	p->due = 0;
-	if (exec)
+	/* Given at exec: process events read the mappings again once ld.so mapped the libraries. */
+	if (exec && !e->pm)
 		p->due = now + EXEC_REREAD_NS;
 	else if (retry && p->retries <= MAX_RETRIES)
 		p->due = now + REFRESH_MIN_NS;
@@ -981,8 +1062,16 @@ out:
  * hundreds of processes a second most are gone before their turn, and one
  * that runs long enough to be sampled asks again, hot.
  */
-static void enqueue(struct tables *t, uint32_t pid, bool exec, bool hot)
+/*
+ * A request for pid: from the walker (hot), at exec (exec), or with the
+ * mappings process events read (n->pm, a reference taken here). stale: the
+ * walker met a pc outside the mappings known, so a read now is needed.
+ */
+static void enqueue(struct tables *t, const struct qent *n, bool stale)
 {
+	uint32_t pid = n->pid;
+	bool exec = n->exec, hot = n->hot;
+
 	for (size_t i = 0; i < t->nqueue; i++) {
 		struct qent *e = &t->queue[i];
 
@@ -991,12 +1080,20 @@ static void enqueue(struct tables *t, uint32_t pid, bool exec, bool hot)
 			if (hot && !e->hot)
 				t->ncold--;
 			e->hot |= hot;
+			/* The newest mappings; none when the walker met a pc outside them. */
+			if (n->pm || stale) {
+				procmaps__free(e->pm);
+				e->pm = procmaps__ref(n->pm);
+				e->start_time = n->start_time;
+				e->start_code = n->start_code;
+			}
 			return;
 		}
 	}
 	if (!hot && t->ncold >= MAX_COLD) {
 		for (size_t i = 0; i < t->nqueue; i++) {
 			if (!t->queue[i].hot) {
+				procmaps__free(t->queue[i].pm);
 				memmove(&t->queue[i], &t->queue[i + 1], (t->nqueue - i - 1) * sizeof(*t->queue));
 				t->nqueue--;
 				t->ncold--;
@@ -1015,7 +1112,9 @@ static void enqueue(struct tables *t, uint32_t pid, bool exec, bool hot)
 		t->queue = q;
 		t->queue_cap = cap;
 	}
-	t->queue[t->nqueue++] = (struct qent){ pid, exec, hot, now_ns() };
+	t->queue[t->nqueue] = *n;
+	t->queue[t->nqueue].queued = now_ns();
+	t->queue[t->nqueue++].pm = procmaps__ref(n->pm);
 	if (!hot)
 		t->ncold++;
 }
@@ -1028,24 +1127,27 @@ static void work(struct tables *t, int64_t budget)
 	/* Served entries become pid 0 (never a process's) and are squeezed out below. */
 	for (size_t i = 0; i < t->nqueue && now_ns() - t0 < budget; i++) {
 		if (t->queue[i].hot) {
-			uint32_t pid = t->queue[i].pid;
+			struct qent e = t->queue[i];
 
 			t->queue[i].pid = 0;
-			pid_load(t, pid, t->queue[i].exec);
+			t->queue[i].pm = NULL;
+			pid_load(t, &e);
+			procmaps__free(e.pm);
 		}
 	}
 	for (size_t i = t->nqueue; i-- > 0 && now_ns() - t0 < budget;) {
-		struct qent *e = &t->queue[i];
-		uint32_t pid = e->pid;
+		struct qent e = t->queue[i];
 
-		if (!pid || e->hot)
+		if (!e.pid || e.hot)
 			continue;
-		e->pid = 0;
+		t->queue[i].pid = 0;
+		t->queue[i].pm = NULL;
 		t->ncold--;
-		if (t0 - e->queued > COLD_MAX_AGE_NS)
+		if (t0 - e.queued > COLD_MAX_AGE_NS)
 			t->st.requests_dropped++;
 		else
-			pid_load(t, pid, e->exec);
+			pid_load(t, &e);
+		procmaps__free(e.pm);
 	}
 	for (size_t i = 0; i < t->nqueue; i++)
 		if (t->queue[i].pid)
@@ -1068,7 +1170,7 @@ static void run_due(struct tables *t)
 			continue;
 		if (p->due <= now) {
 			p->due = 0;
-			enqueue(t, p->pid, false, false);
+			enqueue(t, &(struct qent){ .pid = p->pid }, false);
 		} else if (!next || p->due < next) {
 			next = p->due;
 		}
@@ -1091,7 +1193,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	switch (ev->type) {
 	case PROFD_UEV_NEW_PID:
-		enqueue(t, ev->pid, false, true);
+		enqueue(t, &(struct qent){ .pid = ev->pid, .hot = true }, false);
 		break;
 	case PROFD_UEV_REFRESH:
 		p = pid_find(t, ev->pid);
@@ -1100,7 +1202,7 @@ static int on_event(void *ctx, void *data, size_t len)
 			if (!p->due)
 				p->due = p->last_load + REFRESH_MIN_NS;
 		} else {
-			enqueue(t, ev->pid, false, true);
+			enqueue(t, &(struct qent){ .pid = ev->pid, .hot = true }, true);
 		}
 		break;
 	case PROFD_UEV_SNAPSHOT:
@@ -1179,10 +1281,15 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		return -ENOMEM;
 	t->skel = skel;
 	t->o = *o;
-	t->epfd = t->tfd = t->b.efd = -1;
+	t->epfd = t->tfd = t->b.efd = t->proc_fd = -1;
 	pthread_mutex_init(&t->b.mu, NULL);
 	pthread_cond_init(&t->b.cv, NULL);
 	t->umaps_fd = bpf_map__fd(skel->maps.umaps);
+	t->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->proc_fd < 0) {
+		err = -errno;
+		goto fail;
+	}
 	t->um = calloc(1, sizeof(*t->um));
 	if (!t->um) {
 		err = -ENOMEM;
@@ -1257,6 +1364,10 @@ void tables__free(struct tables *t)
 		munmap(t->rows, t->rows_len);
 	while (t->nfiles)
 		file_free(t, t->nfiles - 1);
+	for (size_t i = 0; i < t->nqueue; i++)
+		procmaps__free(t->queue[i].pm);
+	if (t->proc_fd >= 0)
+		close(t->proc_fd);
 	free(t->files);
 	free(t->pids);
 	free(t->queue);
@@ -1291,9 +1402,11 @@ int tables__poll(struct tables *t)
 	return n < 0 ? n : 0;
 }
 
-void tables__exec(struct tables *t, uint32_t pid)
+void tables__exec(struct tables *t, uint32_t pid, int exec, uint64_t start_time, uint64_t start_code,
+		  struct procmaps *maps)
 {
-	enqueue(t, pid, true, false);
+	enqueue(t, &(struct qent){ .pid = pid, .exec = exec, .pm = maps, .start_time = start_time,
+				   .start_code = start_code }, false);
 	poke(t);
 }
 
@@ -1305,6 +1418,7 @@ void tables__exit(struct tables *t, uint32_t pid)
 		if (t->queue[i].pid == pid) {
 			if (!t->queue[i].hot)
 				t->ncold--;
+			procmaps__free(t->queue[i].pm);
 			memmove(&t->queue[i], &t->queue[i + 1], (t->nqueue - i - 1) * sizeof(*t->queue));
 			t->nqueue--;
 			break;
@@ -1327,25 +1441,29 @@ void tables__gc(struct tables *t)
 {
 	int64_t now;
 	uint32_t key, next, *prev = NULL;
+	bool scan;
 
 	tables__poll(t);
 	now = now_ns();
+	scan = !t->o.exit_events || now - t->backstop_at >= BACKSTOP_NS;
+	if (scan)
+		t->backstop_at = now;
 	for (size_t i = 0; i < t->npids;) {
 		struct tpid *p = &t->pids[i];
 		uint64_t st;
 
-		if (proc_stat(p->pid, &st, NULL) || st != p->start_time) {
+		if (scan && (proc_stat(p->pid, &st, NULL) || st != p->start_time)) {
 			pid_forget(t, p); /* moves the last entry into slot i */
 			continue;
 		}
 		if (!p->due && now - p->last_load >= REFRESH_MIN_NS && refresh_asked(t, p->pid)) {
 			/* The walker asked but its event was lost (ring buffer full): it will not ask again. */
-			enqueue(t, p->pid, false, true);
+			enqueue(t, &(struct qent){ .pid = p->pid, .hot = true }, true);
 		}
 		i++;
 	}
 	/* Placeholders whose request was lost (ring buffer full): the walker asks again. */
-	while (!bpf_map_get_next_key(t->umaps_fd, prev, &next)) {
+	while (scan && !bpf_map_get_next_key(t->umaps_fd, prev, &next)) {
 		bool queued = false;
 
 		for (size_t i = 0; i < t->nqueue && !queued; i++)
@@ -1367,6 +1485,7 @@ void tables__gc(struct tables *t)
 		}
 		i++;
 	}
+	evict_unused(t);
 	/* Tables that found no room: in use still, they get the room that freed up (or displace larger ones). */
 	for (size_t i = 0; i < t->nfiles; i++)
 		if (t->files[i]->no_room && t->files[i]->users)

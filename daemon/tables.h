@@ -9,9 +9,11 @@
  * smallest file first, one of them for small files only, so a new program
  * or libc never waits behind libLLVM; each finished table is written into
  * the entries of the processes that map it at once. Memory is bounded (rows
- * array): unused tables go first, then the largest ones in use; files
- * nobody maps any more are evicted. The rows live in the kernel only: a
- * table displaced or built without room is built again when room comes.
+ * array): unused tables go first, then the largest ones in use; a table
+ * nobody maps stays up to 5 minutes (256 of them at most), so the next run
+ * of a program finds it, checked to be the same file. The rows live in the
+ * kernel only: a table displaced or built without room is built again when
+ * room comes.
  *
  * Where no table is loaded the walker uses frame pointers, not libunwind
  * (lib/lunwind stays the test oracle). Serving those samples with it would
@@ -35,6 +37,7 @@
 
 #include "profd.h"
 
+struct procmaps;
 struct profd_bpf;
 struct tables;
 
@@ -43,6 +46,7 @@ struct tables_opts {
 	uint64_t max_bytes;    /* rows array size */
 	uint32_t max_pids;     /* umaps entries */
 	uint32_t snapshot_pid; /* test mode: snapshots of this process's samples */
+	int exit_events;       /* exits come through tables__exit: the periodic liveness scan is a backstop only */
 };
 
 struct tables_stats {
@@ -73,8 +77,15 @@ void tables__free(struct tables *t);
 /* Readable when the walker asked for something; then call tables__poll. */
 int tables__fd(const struct tables *t);
 int tables__poll(struct tables *t);
-/* pid has just exec'd (process events): read its mappings now, and again once ld.so mapped the libraries. */
-void tables__exec(struct tables *t, uint32_t pid);
+/*
+ * pid has just exec'd (exec 1) or ld.so has mapped its libraries since
+ * (exec 0), as process events tell: maps is what they read then (a
+ * reference is kept until served; NULL: read them here, and after an exec
+ * again 5 ms later), start_time (clock ticks after boot) and start_code
+ * the image's (0: read /proc/PID/stat).
+ */
+void tables__exec(struct tables *t, uint32_t pid, int exec, uint64_t start_time, uint64_t start_code,
+		  struct procmaps *maps);
 /* pid has exited (process events): its entry and any request for it go now, not at the next gc. */
 void tables__exit(struct tables *t, uint32_t pid);
 /* Periodic upkeep: forgets exited processes, evicts unused tables, retries refreshes and tables without room. */
