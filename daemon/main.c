@@ -910,6 +910,9 @@ static int loop(struct profd *d)
 					flush(d);
 				notify_status(d);
 			} else if (d->tables && tag == d->tables) {
+				/* Exec events first: their captures serve the walker's requests for new processes. */
+				if (d->events)
+					events__poll(d->events);
 				tables__poll(d->tables);
 			} else if (tag == &d->events) {
 				events__dispatch(d->events);

@@ -57,6 +57,14 @@
  * or a status request for long. The rest waits for the next turn.
  */
 #define WORK_BUDGET_NS (20 * 1000000LL)
+/*
+ * The walker asks about a process it has no entry for at its first sample
+ * or context switch, most often a child between fork and exec. Its exec
+ * event brings the mappings read for the symbolizer within a millisecond
+ * or two: the request waits this long for them before reading /proc itself
+ * (a read of the parent's image, replaced at once, was one per exec).
+ */
+#define NEW_PID_GRACE_NS (5 * 1000000LL)
 /* Requests not from the walker (exec, re-reads): at most this many, for at most this long. */
 #define MAX_COLD 256
 #define COLD_MAX_AGE_NS (1000 * 1000000LL)
@@ -145,6 +153,7 @@ struct qent {
 	uint32_t pid;            /* 0: served */
 	bool exec;               /* asked at exec: read again once ld.so mapped the libraries */
 	bool hot;                /* asked by the walker */
+	bool young;              /* the walker's first request for the process: waits NEW_PID_GRACE_NS for pm */
 	int64_t queued;
 	struct procmaps *pm;     /* the mappings as process events read them (a reference); NULL: read them */
 	uint64_t start_time, start_code; /* with pm, from the exec event; 0: read /proc/PID/stat */
@@ -995,8 +1004,10 @@ static int pid_load(struct tables *t, const struct qent *e)
 	 * wrong, until the walker meets a pc outside them and asks).
 	 */
 	err = pm && st ? 0 : proc_stat(pid, &st, &sc);
-	if (!err && !pm)
+	if (!err && !pm) {
+		t->st.maps_reads++;
 		err = procmaps__read_at(t->proc_fd, pid, &pm);
+	}
 	/* Nothing mapped: a zombie. An entry without mappings would stop the walker's requests. */
 	if (!err && !procmaps__count(pm))
 		err = -ESRCH;
@@ -1080,6 +1091,7 @@ static void enqueue(struct tables *t, const struct qent *n, bool stale)
 			if (hot && !e->hot)
 				t->ncold--;
 			e->hot |= hot;
+			e->young &= !stale;
 			/* The newest mappings; none when the walker met a pc outside them. */
 			if (n->pm || stale) {
 				procmaps__free(e->pm);
@@ -1119,14 +1131,20 @@ static void enqueue(struct tables *t, const struct qent *n, bool stale)
 		t->ncold++;
 }
 
+static bool waits(const struct qent *e, int64_t now)
+{
+	return e->young && !e->pm && now - e->queued < NEW_PID_GRACE_NS;
+}
+
 static void work(struct tables *t, int64_t budget)
 {
 	int64_t t0 = now_ns();
 	size_t k = 0;
+	bool more = false;
 
 	/* Served entries become pid 0 (never a process's) and are squeezed out below. */
 	for (size_t i = 0; i < t->nqueue && now_ns() - t0 < budget; i++) {
-		if (t->queue[i].hot) {
+		if (t->queue[i].hot && !waits(&t->queue[i], t0)) {
 			struct qent e = t->queue[i];
 
 			t->queue[i].pid = 0;
@@ -1149,12 +1167,16 @@ static void work(struct tables *t, int64_t budget)
 			pid_load(t, &e);
 		procmaps__free(e.pm);
 	}
-	for (size_t i = 0; i < t->nqueue; i++)
-		if (t->queue[i].pid)
+	for (size_t i = 0; i < t->nqueue; i++) {
+		if (t->queue[i].pid) {
+			more |= !waits(&t->queue[i], t0);
 			t->queue[k++] = t->queue[i];
+		}
+	}
 	t->nqueue = k;
-	if (t->nqueue)
-		poke(t); /* come back next turn, after whatever else waits */
+	/* Come back next turn, after whatever else waits; requests waiting for an exec have the timer. */
+	if (more)
+		poke(t);
 }
 
 /* Queues the processes whose planned re-read is due; arms the timer for the next one. */
@@ -1175,6 +1197,12 @@ static void run_due(struct tables *t)
 			next = p->due;
 		}
 	}
+	for (size_t i = 0; i < t->nqueue; i++) {
+		int64_t due = t->queue[i].queued + NEW_PID_GRACE_NS;
+
+		if (waits(&t->queue[i], now) && (!next || due < next))
+			next = due;
+	}
 	if (next == t->armed)
 		return;
 	its.it_value.tv_sec = next / 1000000000;
@@ -1193,7 +1221,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	switch (ev->type) {
 	case PROFD_UEV_NEW_PID:
-		enqueue(t, &(struct qent){ .pid = ev->pid, .hot = true }, false);
+		enqueue(t, &(struct qent){ .pid = ev->pid, .hot = true, .young = true }, false);
 		break;
 	case PROFD_UEV_REFRESH:
 		p = pid_find(t, ev->pid);
@@ -1542,6 +1570,7 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_kernel_bytes\t%" PRIu64 "\n", st.kernel_bytes);
 	fprintf(f, "unwind_pids\t%" PRIu64 "\n", st.pids);
 	fprintf(f, "unwind_pid_loads\t%" PRIu64 "\n", st.pid_loads);
+	fprintf(f, "unwind_maps_reads\t%" PRIu64 "\n", st.maps_reads);
 	fprintf(f, "unwind_table_evictions\t%" PRIu64 "\n", st.evictions);
 	fprintf(f, "unwind_table_build_ms\t%" PRIu64 "\n", st.build_us_total / 1000);
 	fprintf(f, "unwind_table_builds_pending\t%" PRIu64 "\n", st.builds_pending);

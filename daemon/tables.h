@@ -57,7 +57,8 @@ struct tables_stats {
 	uint64_t rows_unused;     /* of rows_used, tables no process maps: kept for reuse, evicted first */
 	uint64_t kernel_bytes;    /* rows array + umaps + ring buffer, allocated */
 	uint64_t pids;            /* processes described in umaps */
-	uint64_t pid_loads;       /* mappings read (first sample, dlopen/exec refreshes) */
+	uint64_t pid_loads;       /* entries written from mappings (exec, re-captures, the walker's requests) */
+	uint64_t maps_reads;      /* of them, mappings read here: the others came from process events' captures */
 	uint64_t evictions;       /* tables dropped after no process mapped them */
 	uint64_t displaced;       /* tables in use unloaded to make room for a smaller one */
 	uint64_t rebuilds;        /* tables built again from their file to come back (rows are not kept in user space) */
