@@ -371,7 +371,7 @@ struct an {
 	ZSTD_CCtx *z;
 	uint8_t *out, *prev;
 	size_t cap, prevlen;
-	struct profile *seen, *tmp, *roll1, *roll10;
+	struct profile *seen, *tmp, *roll1, *roll10, *own;
 	int nroll1, nroll10, groups1, groups10;
 	int64_t first, last;
 	double win, disk, raw, zall, sec[NSEC], chained;
@@ -496,9 +496,13 @@ static void count_new(struct an *a, const struct profile *p)
 	a->new_stacks += (double)(profile__nstacks(a->seen) - k0);
 }
 
-static int an_window(const struct store_window_info *w, const struct profile *p, void *arg)
+static int an_window(const struct store_window_info *w, const struct profile *chain_p, void *arg)
 {
 	struct an *a = arg;
+	/* A decoded record of a chain holds the chain's tables: count only what this window uses. */
+	profile__reset(a->own);
+	copy_into(a->own, chain_p, 0);
+	const struct profile *p = a->own;
 	const uint8_t *buf;
 	size_t len, off[NSEC + 1];
 
@@ -616,6 +620,7 @@ static int analyse(const char *dir)
 	a.z = ZSTD_createCCtx();
 	ZSTD_CCtx_setParameter(a.z, ZSTD_c_compressionLevel, 3);
 	profile__new(&a.seen);
+	profile__new(&a.own);
 	profile__new(&a.tmp);
 	profile__new(&a.roll1);
 	profile__new(&a.roll10);

@@ -6,8 +6,10 @@
 # and writes both. Frames agree when both have the same pc at the same depth.
 source "$(dirname "$0")/lib.sh"
 
+# 8 s: profd attaches a second or two after the program starts, and the
+# check asks for 300 walked snapshots (about 3 s at 99 Hz) with room to spare.
 for prog in qsort_nofp phases_nofp; do
-	"$TP/$prog" 5 >/dev/null &
+	"$TP/$prog" 8 >/dev/null &
 	PID=$!
 	PROFD_UNWIND_CHECK="$PID $T/check.$prog" start_profd
 	wait $PID
