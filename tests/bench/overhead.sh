@@ -10,10 +10,10 @@ need perf
 need bpftrace
 
 if [ "$QUICK" = 1 ]; then
-	ROUNDS=${ROUNDS:-1} JOB_SECS=${JOB_SECS:-1}
+	ROUNDS=${ROUNDS:-1} JOB_SECS=${JOB_SECS:-1} WARMUP=${WARMUP:-1}
 	CONDS=(alone profd perf bpftrace)
 else
-	ROUNDS=${ROUNDS:-7} JOB_SECS=${JOB_SECS:-5}
+	ROUNDS=${ROUNDS:-7} JOB_SECS=${JOB_SECS:-5} WARMUP=${WARMUP:-3}
 	CONDS=(alone profd profd-oncpu perf bpftrace)
 fi
 
@@ -22,7 +22,8 @@ cal=$("$TP/benchwork" "$NCPU" 300 | awk '$1 == "wall_ns" { print $2 }')
 WORK=$(awk -v c="$cal" -v s="$JOB_SECS" 'BEGIN { r = int(300 * s * 1e9 / c); print r < 10 ? 10 : r }')
 log "overhead: $NCPU threads x $WORK rounds of work (~${JOB_SECS}s alone), $ROUNDS rounds of ${CONDS[*]}"
 
-# run_job COND ROUND: one timed job under COND; appends "cond round wall_ns cpu_ns".
+# run_job COND ROUND: one timed job under COND; appends
+# "cond round wall_ns cpu_ns profiler_cpu_during_job_ns profiler_cpu_before_job_ns".
 run_job() {
 	local c=$1 r=$2 pid= out=$W/job.out
 	case $c in
@@ -32,9 +33,14 @@ run_job() {
 	perf) perf_start "$W/perf-$r.data" && pid=$PERF_PID ;;
 	bpftrace) bpftrace_start "$W/bt-$r.log" && pid=$BT_PID ;;
 	esac
-	# Let the profiler reach its steady state before the clock starts.
-	[ -n "$pid" ] && sleep 1
+	# Let the profiler reach its steady state before the clock starts: profd
+	# spends about 0.4 s of CPU loading and verifying its BPF programs and
+	# its first drains within 2 s of start (reported apart: start-up CPU).
+	[ -n "$pid" ] && sleep "$WARMUP"
+	local c0=0 c1=0
+	[ -n "$pid" ] && c0=$(proc_cpu_ms "$pid" | awk '{ printf "%.0f", $1 * 1e6 }')
 	"$TP/benchwork" "$NCPU" "$WORK" >"$out" || { echo "benchwork failed" >&2; exit 1; }
+	[ -n "$pid" ] && c1=$(proc_cpu_ms "$pid" | awk '{ printf "%.0f", $1 * 1e6 }')
 	if [ -n "$pid" ]; then
 		kill -0 "$pid" 2>/dev/null || { echo "$c died during the job" >&2; exit 1; }
 		case $c in
@@ -46,8 +52,8 @@ run_job() {
 		case $c in profd*) stop "$pid" TERM ;; *) stop "$pid" INT ;; esac
 		rm -rf "$W/perf-$r.data" "$W/pd-$r" "$W/pdo-$r"
 	fi
-	awk -v c="$c" -v r="$r" '$1 == "wall_ns" { w = $2 } $1 == "cpu_ns" { u = $2 }
-		END { print c, r, w, u }' "$out" >>"$W/times"
+	awk -v c="$c" -v r="$r" -v p0="$c0" -v p1="$c1" '$1 == "wall_ns" { w = $2 } $1 == "cpu_ns" { u = $2 }
+		END { print c, r, w, u, p1 - p0, p0 }' "$out" >>"$W/times"
 }
 
 : >"$W/times"
@@ -66,11 +72,13 @@ read -r A_MED A_MIN A_MAX _ < <(awk '$1 == "alone" { print $3 / 1e9 }' "$W/times
 	echo "Machine: $(machine_line)."
 	echo
 	echo "Fixed work: \`benchwork $NCPU $WORK\` (one thread per CPU, ~${JOB_SECS} s alone), $ROUNDS interleaved rounds;"
-	echo "each profiler starts 1 s before the job and samples the whole host at 99 Hz."
+	echo "each profiler samples the whole host at 99 Hz and is ready (attached, its socket or output open) ${WARMUP} s before the job starts."
+	echo "Profiler CPU: the profiler process's own user + system time (all its threads), during the job and from its start to the job's;"
+	echo "BPF programs run in the sampled tasks and count in the job's CPU instead."
 	echo "Slowdown: median wall time against the median alone; paired: median of each round's ratio to that round's alone run."
 	echo
-	echo "| condition | wall median (s) | min – max (s) | job CPU median (s) | slowdown | paired slowdown |"
-	echo "|---|---|---|---|---|---|"
+	echo "| condition | wall median (s) | min – max (s) | job CPU median (s) | slowdown | paired slowdown | profiler CPU during job (ms) | profiler CPU before job (ms) |"
+	echo "|---|---|---|---|---|---|---|---|"
 } >"$BENCH_OUT/overhead.md"
 : >"$BENCH_OUT/overhead.env"
 for c in "${CONDS[@]}"; do
@@ -79,7 +87,9 @@ for c in "${CONDS[@]}"; do
 	slow=$(awk -v m="$med" -v a="$A_MED" 'BEGIN { printf "%.2f", 100 * (m / a - 1) }')
 	paired=$(awk -v c="$c" '$1 == "alone" { a[$2] = $3 } $1 == c { v[$2] = $3 }
 		END { for (r in v) if (r in a) printf "%.4f\n", 100 * (v[r] / a[r] - 1) }' "$W/times" | stats | awk '{ printf "%.2f", $1 }')
-	printf '| %s | %.3f | %.3f – %.3f | %.3f | %+.2f %% | %+.2f %% |\n' "$c" "$med" "$mn" "$mx" "$cpu" "$slow" "$paired" >>"$BENCH_OUT/overhead.md"
+	read -r pjob _ < <(awk -v c="$c" '$1 == c { print $5 / 1e6 }' "$W/times" | stats)
+	read -r pstart _ < <(awk -v c="$c" '$1 == c { print $6 / 1e6 }' "$W/times" | stats)
+	printf '| %s | %.3f | %.3f – %.3f | %.3f | %+.2f %% | %+.2f %% | %.0f | %.0f |\n' "$c" "$med" "$mn" "$mx" "$cpu" "$slow" "$paired" "$pjob" "$pstart" >>"$BENCH_OUT/overhead.md"
 	echo "${c//-/_}_median=$med ${c//-/_}_slowdown=$slow ${c//-/_}_paired=$paired" >>"$BENCH_OUT/overhead.env"
 done
 source <(tr ' ' '\n' <"$BENCH_OUT/overhead.env")

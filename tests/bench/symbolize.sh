@@ -7,7 +7,9 @@
 # Usage: tests/bench/symbolize.sh [NPROCS]   (root)
 source "$(dirname "$0")/bench-lib.sh"
 N=${1:-500}
-DRAIN=10s
+DRAIN=${DRAIN:-10s}
+# SETTLE: seconds for the interpreters to start; RUN1: the run with 1 s drains.
+SETTLE=${SETTLE:-10} RUN1=${RUN1:-8}
 
 need python3; need perl; need node
 # Each burns about 1 ms of CPU a second: 500 of them keep half a CPU busy.
@@ -30,7 +32,7 @@ for i in $(seq 1 "$N"); do
 	9) bg "$TP/sym_duty" 1 1000 ;;
 	esac
 done
-sleep 10 # interpreters start
+sleep "$SETTLE" # interpreters start
 nprocs=$(ls /proc | grep -c '^[0-9]')
 log "$nprocs processes on the host; starting profd (drain every $DRAIN)"
 profd_start "$W/p" --drain-interval $DRAIN --flush-interval 60s
@@ -51,7 +53,7 @@ stop "$PROFD_PID"
 
 # One-second drains (the default) while the same host runs: the longest is the cold one.
 profd_start "$W/q"
-sleep 8
+sleep "$RUN1"
 d1max=$(status_val "$W/q" drain_max_us) d1avg=$(status_val "$W/q" drain_avg_us)
 stop "$PROFD_PID"
 

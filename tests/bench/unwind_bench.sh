@@ -22,7 +22,8 @@ PY
 STATS_PID=$!
 sleep 0.5
 
-ids() { bpftool -j prog show name on_cpu 2>/dev/null | python3 -c 'import json,sys; print(" ".join(str(p["id"]) for p in json.load(sys.stdin)))'; }
+# bpftool 7.1 prints one object, not a list, when one program has the name: list them all.
+ids() { bpftool -j prog show 2>/dev/null | python3 -c 'import json,sys; print(" ".join(str(p["id"]) for p in json.load(sys.stdin) if p.get("name") == "on_cpu"))'; }
 stats() { bpftool -j prog show id "$1" | python3 -c 'import json,sys; p=json.load(sys.stdin); print(p.get("run_time_ns",0), p.get("run_cnt",0))'; }
 
 run() { # run MODE PROG...

@@ -1,0 +1,60 @@
+#!/bin/bash
+# The benchmark scripts that 90-bench-smoke does not run (make bench runs
+# them in full), each in a short mode so that a change that breaks one shows
+# here and not on the day someone needs its numbers: exit 0 and the figure
+# its report is for. Bounds on the numbers are smoke bounds, not goals.
+source "$(dirname "$0")/lib.sh"
+export BUILD
+
+# bench NAME LOG CMD...: runs CMD with its output in LOG; ok when it exits 0.
+bench() {
+	local name=$1 log=$2; shift 2
+	local t0=$SECONDS
+	if "$@" >"$log" 2>&1; then
+		ok "$name ran ($((SECONDS - t0)) s)"
+	else
+		fail "$name exited $? ($((SECONDS - t0)) s)"
+		tail -15 "$log" | sed 's/^/    /'
+	fi
+}
+# num LOG REGEX: the first number after REGEX in LOG.
+num() { grep -m1 -oE "$2[^0-9]*[0-9.]+" "$1" | grep -oE '[0-9.]+$'; }
+
+bench "offcpu_cost --quick" "$T/offcpu.log" bash "$ROOT/tests/bench/offcpu_cost.sh" --quick
+grep -E '^\|' "$T/offcpu.log" | sed 's/^/    /'
+# The hook table's rows have three columns: condition, run time (min-max), switches.
+ns=$(awk -F'|' 'NF == 5 && $2 == " offcpu " { split($3, a, " "); print a[1]; exit }' "$T/offcpu.log")
+check "offcpu_cost: hook run time per switch for the default ($ns ns) between 20 ns and 50 us" \
+	awk -v n="${ns:-0}" 'BEGIN { exit !(n >= 20 && n <= 50000) }'
+cap=$(awk -F'|' 'NF == 4 && $2 == " offcpu " { split($3, a, " "); print a[1] }' "$T/offcpu.log")
+check "offcpu_cost: stack captures per switch-out ($cap) between 0 and 1" \
+	awk -v c="${cap:-x}" 'BEGIN { exit !(c ~ /^[0-9.]+$/ && c > 0 && c <= 1) }' 
+
+bench "unwind_bench 1 s" "$T/unwind.log" bash "$ROOT/tests/bench/unwind_bench.sh" 1
+grep -E 'ns/sample' "$T/unwind.log" | sed 's/^/    /'
+check "unwind_bench: DWARF walks of the frame-pointer-less build timed" \
+	awk '$1 == "dwarf" && $2 == "qsort_nofp" && $4 > 0 && $6 > 0 { f = 1 } END { exit !f }' "$T/unwind.log"
+
+bench "unwind_latency 2 runs" "$T/latency.log" bash "$ROOT/tests/bench/unwind_latency.sh" 2
+tail -3 "$T/latency.log" | sed 's/^/    /'
+check "unwind_latency: both runs reached a complete walk" \
+	test "$(grep -cE 'first complete walk +[0-9.]+ ms' "$T/latency.log")" -eq 2
+
+bench "store_bench 1 h" "$T/store.log" bash "$ROOT/tests/bench/store_bench.sh" -H 1
+grep -E '^\|' "$T/store.log" | head -8 | sed 's/^/    /'
+check "store_bench: bytes on disk reported" grep -qiE 'bytes|MB|KB' "$T/store.log"
+
+bench "symbolize 20 processes, 2 s drains" "$T/sym.log" env DRAIN=2s SETTLE=2 RUN1=2 bash "$ROOT/tests/bench/symbolize.sh" 20
+grep -E '^\|' "$T/sym.log" | head -8 | sed 's/^/    /'
+check "symbolize: cold and warm drain times" test "$(grep -cE '^\| (cold|warm) .*\| [0-9]+ ms \|' "$T/sym.log")" -eq 2
+
+bench "views_bench --quick" "$T/views.log" bash "$ROOT/tests/bench/views_bench.sh" --quick
+grep -E '^\|' "$T/views.log" | head -8 | sed 's/^/    /'
+check "views_bench: timings per format" grep -qiE '^\|.*(svg|pprof|folded).*[0-9]' "$T/views.log"
+
+bench "soak 16 s" "$T/soak.log" env SOAK_SECS=16 INTERVAL=4 BENCH_OUT="$T/soak" bash "$ROOT/tests/bench/soak.sh"
+tail -8 "$T/soak.log" | sed 's/^/    /'
+check "soak: samples recorded in its table" \
+	awk 'NR > 1 && $7 > 0 { n++ } END { exit !(n >= 3) }' "$T/soak/soak.tsv"
+check "soak: a verdict for RSS, fds and map entries" test "$(grep -cE '^- (RSS_kB|open_fds|BPF_hash_map_entries): ' "$T/soak.log")" -eq 3
+done_test
