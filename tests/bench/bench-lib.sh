@@ -72,9 +72,9 @@ perf_start() {
 	kill -0 "$PERF_PID" 2>/dev/null || { echo "perf record failed: $(cat "$f.log")" >&2; exit 1; }
 }
 
-# bpftrace_start LOG: the peer profiler from the issue; sets BT_PID once its probe is attached.
+# bpftrace_start LOG [PROGRAM]: the peer profiler from the issue (or PROGRAM); sets BT_PID once its probe is attached.
 bpftrace_start() {
-	bg bpftrace -e 'profile:hz:99 { @[ustack, kstack, comm] = count(); }' >"$1" 2>&1
+	bg bpftrace -e "${2:-profile:hz:99 { @[ustack, kstack, comm] = count(); }}" >"$1" 2>&1
 	BT_PID=$BG
 	for _ in $(seq 1 200); do
 		grep -q Attaching "$1" && return 0

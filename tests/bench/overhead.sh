@@ -1,7 +1,8 @@
 #!/bin/bash
 # Overhead: a fixed-work CPU job with one thread per CPU, timed alone, under
 # profd (on- and off-CPU, then on-CPU only), under perf record -F 99 -a -g and
-# under bpftrace profile:hz:99. Conditions are interleaved round by round (in
+# under bpftrace profile:hz:99, and under the floor: a bpftrace probe at 99 Hz
+# that only counts. Conditions are interleaved round by round (in
 # a rotating order) so drift on the host hits all of them alike; the report
 # gives medians, min-max and the slowdown against the alone runs.
 # Usage: overhead.sh [--quick]   (ROUNDS=N and JOB_SECS=S override)
@@ -14,7 +15,7 @@ if [ "$QUICK" = 1 ]; then
 	CONDS=(alone profd perf bpftrace)
 else
 	ROUNDS=${ROUNDS:-7} JOB_SECS=${JOB_SECS:-5} WARMUP=${WARMUP:-3}
-	CONDS=(alone profd profd-oncpu perf bpftrace)
+	CONDS=(alone profd profd-oncpu perf bpftrace floor)
 fi
 
 # Calibrate the fixed work to about JOB_SECS alone.
@@ -32,6 +33,9 @@ run_job() {
 	profd-oncpu) profd_start "$W/pdo-$r" --no-offcpu && pid=$PROFD_PID ;;
 	perf) perf_start "$W/perf-$r.data" && pid=$PERF_PID ;;
 	bpftrace) bpftrace_start "$W/bt-$r.log" && pid=$BT_PID ;;
+	# The least a 99 Hz sampler can cost here: the timer interrupt and an
+	# empty count, no stacks; what the others pay above it is their own.
+	floor) bpftrace_start "$W/bt-$r.log" 'profile:hz:99 { @ = count(); }' && pid=$BT_PID ;;
 	esac
 	# Let the profiler reach its steady state before the clock starts: profd
 	# spends about 0.4 s of CPU loading and verifying its BPF programs and
@@ -100,6 +104,15 @@ expect=$(awk -v s="$A_MED" -v n="$NCPU" 'BEGIN { printf "%.0f", s * n * 99 }')
 	echo
 	echo "The alone runs spread over ${spread} % of their median (min to max); differences smaller than that are noise."
 	echo "profd recorded a median of $samples samples of the job per run (99 Hz x $NCPU CPUs x ${A_MED} s = $expect expected)."
+	for c in profd perf bpftrace; do
+		awk -v c="$c" '$1 == "alone" { a[$2] = $3 } $1 == c { v[$2] = $3 }
+			END { for (r in v) if (r in a) printf "%.4f\n", 100 * (v[r] / a[r] - 1) }' "$W/times" | stats |
+			awk -v c="$c" '{ printf "Paired slowdowns of %s, round by round: median %+.2f %%, min %+.2f %%, max %+.2f %%.\n", c, $1, $2, $3 }'
+	done
+	if [ -n "${floor_paired:-}" ]; then
+		echo "The floor (a 99 Hz bpftrace probe that only counts: the timer interrupt and a map update, no stacks) costs ${floor_paired} % paired;"
+		echo "above it: profd $(awk -v a="$profd_paired" -v b="$floor_paired" 'BEGIN { printf "%+.2f", a - b }') points, perf $(awk -v a="$perf_paired" -v b="$floor_paired" 'BEGIN { printf "%+.2f", a - b }'), bpftrace $(awk -v a="$bpftrace_paired" -v b="$floor_paired" 'BEGIN { printf "%+.2f", a - b }')."
+	fi
 	echo
 	echo "Goal: slowdown ≤ 1 % at 99 Hz — $(goal "$profd_paired" '<=' 1) (paired median ${profd_paired} %);"
 	echo "no worse than perf — $(goal "$profd_paired" '<=' "$(awk -v p="$perf_paired" 'BEGIN { print p + 0.5 }')") (perf ${perf_paired} %, with 0.5 points of measurement tolerance)."
