@@ -74,7 +74,8 @@ perf_start() {
 
 # bpftrace_start LOG [PROGRAM]: the peer profiler from the issue (or PROGRAM); sets BT_PID once its probe is attached.
 bpftrace_start() {
-	bg bpftrace -e "${2:-profile:hz:99 { @[ustack, kstack, comm] = count(); }}" >"$1" 2>&1
+	local prog='profile:hz:99 { @[ustack, kstack, comm] = count(); }'
+	bg bpftrace -e "${2:-$prog}" >"$1" 2>&1
 	BT_PID=$BG
 	for _ in $(seq 1 200); do
 		grep -q Attaching "$1" && return 0
