@@ -118,6 +118,8 @@ expect=$(awk -v s="$A_MED" -v n="$NCPU" 'BEGIN { printf "%.0f", s * n * 99 }')
 	echo "no worse than perf — $(goal "$profd_paired" '<=' "$(awk -v p="$perf_paired" 'BEGIN { print p + 0.5 }')") (perf ${perf_paired} %, with 0.5 points of measurement tolerance)."
 } >>"$BENCH_OUT/overhead.md"
 echo "alone_spread_pct=$spread profd_job_samples=$samples" >>"$BENCH_OUT/overhead.env"
+# The raw rounds, so that runs can be pooled: cond round wall_ns job_cpu_ns profiler_cpu_ns profiler_start_cpu_ns.
+cp "$W/times" "$BENCH_OUT/overhead.times"
 cat "$BENCH_OUT/overhead.md"
 
 if [ "$QUICK" = 1 ]; then
