@@ -24,8 +24,10 @@ for ph in phase_a phase_b phase_c; do
 	check "$ph share $got% within 5 points of measured $want%" within "$got" "$want" 5
 done
 
-chain=$(awk '/;main;run;phase_[abc];leaf( |;)/ { n += $NF } { s += $NF } END { printf "%.2f", s ? 100 * n / s : 0 }' "$T/folded")
-check "samples carrying main;run;phase;leaf: $chain% >= 95%" awk -v c="$chain" 'BEGIN { exit !(c >= 95) }'
+# A phase calls leaf() and, after each call, thread_ns() (clock_gettime, a
+# real system call for a thread clock: 2-6 % of the samples on a VM).
+chain=$(awk '/;main;run;phase_[abc];(leaf|thread_ns)( |;)/ { n += $NF } { s += $NF } END { printf "%.2f", s ? 100 * n / s : 0 }' "$T/folded")
+check "samples carrying main;run;phase;leaf or main;run;phase;thread_ns: $chain% >= 95%" awk -v c="$chain" 'BEGIN { exit !(c >= 95) }'
 # The pid is bash's between fork and exec: a few samples may carry its name.
 named=$(awk '/^phases;/ { n += $NF } { s += $NF } END { printf "%.2f", s ? 100 * n / s : 0 }' "$T/folded")
 check "samples under the process name 'phases': $named% >= 99%" awk -v c="$named" 'BEGIN { exit !(c >= 99) }'

@@ -70,11 +70,16 @@ profctl dump --since 2m >"$T/folded" || { fail "profctl dump exited $?"; done_te
 profctl status >"$T/status"
 
 # 40 ms processes: every frame named ("[...]" is an unnamed frame).
-total=$(cnt sym_short "")
-named=$(awk '{ split($0, f, ";") } f[1] == "sym_short" && !/;\[/ { n += $NF } END { print n + 0 }' "$T/folded")
+# Samples in the dynamic loader before main (ld.so relocating, mprotect and
+# its TLB flushes: slow and variable on a VM; ld.so's entry has no symbol)
+# are the exec's cost, not the program's: counted apart.
+all=$(cnt sym_short "")
+dl=$(awk '{ split($0, f, ";") } f[1] == "sym_short" && /;_dl_start;/ { n += $NF } END { print n + 0 }' "$T/folded")
+total=$((all - dl))
+named=$(awk '{ split($0, f, ";") } f[1] == "sym_short" && !/;_dl_start;/ && !/;\[/ { n += $NF } END { print n + 0 }' "$T/folded")
 spin=$(cnt sym_short ";short_spin")
 expect=$((SHORT * MS * 99 / 1000))
-echo "sym_short: $total samples (about $expect expected), $named fully named, $spin through short_spin"
+echo "sym_short: $all samples, $dl of them in ld.so before main; $total after (about $expect expected), $named fully named, $spin through short_spin"
 grep '^sym_short;' "$T/folded" | grep ';\[' | sort -t' ' -k2 -nr | head -3
 check "40 ms processes sampled: $total >= half of $expect" test "$total" -ge $((expect / 2))
 check "40 ms processes: $named of $total samples named (>= 90%)" awk -v n="$named" -v t="$total" 'BEGIN { exit !(t > 0 && n >= 0.9 * t) }'
