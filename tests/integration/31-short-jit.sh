@@ -30,7 +30,8 @@ start_jit_pair() {
 	"$T/jit_own" "$1" own >"$T/own.out" & OWN_PID=$!
 	on_exit "rm -f /tmp/perf-$OWN_PID.map"
 	rm -f "$T/planted.out"
-	"$T/jit_planted" "$1" >"$T/planted.out" & PL_PID=$!
+	# It runs its code once the map is planted: profd's first look finds it (and rejects it).
+	"$T/jit_planted" "$1" wait >"$T/planted.out" & PL_PID=$!
 	on_exit "rm -f /tmp/perf-$PL_PID.map"
 	for _ in $(seq 100); do [ -s "$T/planted.out" ] && break; sleep 0.02; done
 	read -r _ start size <"$T/planted.out"

@@ -1,8 +1,10 @@
 /*
  * Runs machine code from anonymous executable memory, as a JIT does, and
  * prints where it is ("jit START SIZE"). With "own", it writes its own perf
- * map naming the code jit_own_func; without, a test may plant one.
- * Usage: sym_jit CPU_SECONDS [own]
+ * map naming the code jit_own_func; with "wait", it runs its code only once
+ * a perf map for its pid exists (up to 5 s), so a test that plants one knows
+ * the profiler never looked before it was there.
+ * Usage: sym_jit CPU_SECONDS [own|wait]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +48,13 @@ int main(int argc, char **argv)
 	}
 	printf("jit %lx %zx\n", (unsigned long)mem, sizeof(code));
 	fflush(stdout);
+	if (argc > 2 && !strcmp(argv[2], "wait")) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+		for (int i = 0; i < 500 && access(path, F_OK); i++)
+			usleep(10000);
+	}
 	end = cpu_ns() + (long long)(atof(argv[1]) * 1e9);
 	while (cpu_ns() < end)
 		fn();
