@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -517,6 +518,31 @@ static int open_mapped(struct symbolizer *s, uint32_t pid, const struct procmap 
 	return fd;
 }
 
+/*
+ * profd's own vdso: the kernel maps one image per ABI into every process, so
+ * a process gone before its vdso was read is named from ours when the sizes
+ * agree (a 32-bit process's image differs in size and is not).
+ */
+static int read_own_vdso(size_t len, struct elfsym **es)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR), start, end;
+	char line[256];
+	int err = -ENOENT;
+	FILE *f;
+
+	if (!base || !(f = fopen("/proc/self/maps", "re")))
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "[vdso]") || sscanf(line, "%lx-%lx", &start, &end) != 2)
+			continue;
+		if (start == base && end - start == len)
+			err = elfsym__open_mem((const void *)base, len, es);
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
 static int read_vdso(struct symbolizer *s, uint32_t pid, const struct procmap *m, struct elfsym **es)
 {
 	char path[32];
@@ -529,16 +555,21 @@ static int read_vdso(struct symbolizer *s, uint32_t pid, const struct procmap *m
 		return -EFBIG;
 	snprintf(path, sizeof(path), "%u/mem", pid);
 	fd = openat(s->proc_fd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		err = -errno;
+		return read_own_vdso(len, es) ? err : 0;
+	}
 	buf = malloc(len);
 	if (!buf) {
 		err = -ENOMEM;
 		goto out;
 	}
 	r = pread(fd, buf, len, (off_t)m->start);
-	if (r < 0) {
-		err = -errno;
+	/* A zombie or an exited process has no memory left to read. */
+	if (r <= 0) {
+		err = r < 0 ? -errno : -ESRCH;
+		if (!read_own_vdso(len, es))
+			err = 0;
 		goto out;
 	}
 	err = elfsym__open_mem(buf, (size_t)r, es);

@@ -742,6 +742,56 @@ static void test_deleted(void)
 		fclose(f);
 }
 
+/*
+ * A short process's vdso frames are drained after it exited: its memory
+ * cannot be read then, so the vdso is named from profd's own image.
+ */
+static void test_vdso_after_exit(void)
+{
+	uint64_t base = getauxval(AT_SYSINFO_EHDR), addr = 0;
+	struct symbolizer *s = NULL;
+	char want[64] = "";
+	int go[2];
+	struct sym r;
+	pid_t child;
+
+	if (!base) {
+		printf("skip: no vdso\n");
+		return;
+	}
+	/* A named address in our own vdso, found by asking for ourselves. */
+	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	for (uint64_t off = 0x400; s && off < 0x2000 && !addr; off += 0x10) {
+		if (symbolizer__user(s, (uint32_t)getpid(), base + off, 0, &r) == 0 && r.name) {
+			addr = base + off;
+			snprintf(want, sizeof(want), "%s", r.name);
+		}
+	}
+	symbolizer__free(s);
+	s = NULL;
+	CHECK(addr != 0);
+	if (!addr || pipe(go))
+		return;
+	child = fork();
+	if (child == 0) {
+		char c;
+
+		close(go[1]);
+		_exit(read(go[0], &c, 1) < 0);
+	}
+	close(go[0]);
+	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	/* Its mappings are read while it lives (a frame of this binary), its vdso not yet. */
+	CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, (uint64_t)(uintptr_t)&test_vdso_after_exit, 0, &r), 0);
+	CHECK_EQ_STR(r.name ? r.name : "(none)", "test_vdso_after_exit");
+	close(go[1]);
+	waitpid(child, NULL, 0);
+	/* Reaped: /proc/PID/mem is gone; fork left the vdso where ours is. */
+	CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, addr, 0, &r), 0);
+	CHECK_EQ_STR(r.name ? r.name : "(none)", want);
+	symbolizer__free(s);
+}
+
 int main(void)
 {
 	char cmd[256];
@@ -759,6 +809,7 @@ int main(void)
 	test_debug_files();
 	test_capture();
 	test_jit_after_exit();
+	test_vdso_after_exit();
 	test_bad_file();
 	test_cxx();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
