@@ -18,31 +18,48 @@ on_exit "umount -l '$MNT'"
 STATE=$MNT/state
 
 stat_of() { profctl status | awk -v k="$1" '$1 == k { print $2 }'; }
+# start_and_list WHAT: profd writes a window with room; the windows listed go to $T/before.
+start_and_list() {
+	start_profd
+	sleep 2
+	check "$1: flush with room" profctl flush
+	w0=$(stat_of windows_written)
+	check "$1: a window was written with room ($w0)" test "${w0:-0}" -ge 1
+	profctl ls | tail -n +2 | cut -f1-5 | sort >"$T/before"
+}
+# still_listed WHAT: every window in $T/before is listed now (segments are renamed when sealed: no file name).
+still_listed() {
+	profctl ls | tail -n +2 | cut -f1-5 | sort >"$T/after"
+	local missing
+	missing=$(comm -23 "$T/before" "$T/after" | wc -l)
+	check "$1: every window listed before is still listed ($missing of $(wc -l <"$T/before") missing)" test "$missing" -eq 0
+}
+# faulty_flushes WHAT: two timer flushes and two asked for fail, are counted, and sampling goes on.
+faulty_flushes() {
+	local e0 e1 s1 s2
+	e0=$(stat_of window_write_errors)
+	sleep 1.2
+	profctl flush >/dev/null 2>&1
+	sleep 1.2
+	profctl flush >/dev/null 2>&1
+	e1=$(stat_of window_write_errors)
+	check "$1: failed windows counted ($e0 -> $e1)" test "${e1:-0}" -gt "${e0:-0}"
+	check "$1: profd still runs" kill -0 "$PROFD_PID"
+	s1=$(stat_of samples)
+	sleep 1.5
+	s2=$(stat_of samples)
+	check "$1: sampling goes on ($s1 -> $s2 samples)" test "${s2:-0}" -gt "${s1:-0}"
+}
 
 "$TP/benchwork" 1 100000000 >/dev/null & BW=$!
 on_exit "kill $BW"
-start_profd
-sleep 2
-check "flush with room" profctl flush
-w0=$(stat_of windows_written)
-check "a window was written with room ($w0)" test "${w0:-0}" -ge 1
-profctl ls | tail -n +2 | cut -f1-5 | sort >"$T/before"
+start_and_list tmpfs
 
 # Fill every byte left (dd stops at ENOSPC), then ask for windows.
 dd if=/dev/zero of="$MNT/filler" bs=4k 2>/dev/null
-sleep 1.2
-profctl flush >/dev/null 2>&1
-sleep 1.2
-profctl flush >/dev/null 2>&1
-e1=$(stat_of window_write_errors)
-check "full disk: failed windows counted ($e1)" test "${e1:-0}" -ge 1
-check "full disk: profd still runs" kill -0 "$PROFD_PID"
-s1=$(stat_of samples)
-sleep 1.5
-s2=$(stat_of samples)
-check "full disk: sampling goes on ($s1 -> $s2 samples)" test "${s2:-0}" -gt "${s1:-0}"
+faulty_flushes "full disk"
 n=$(grep -c "cannot write a window" "$T/profd.log")
-check "full disk: one warning line for $e1 failures ($n)" test "$n" -eq 1
+check "full disk: one warning line for $(stat_of window_write_errors) failures ($n)" test "$n" -eq 1
 grep -m1 "cannot write a window" "$T/profd.log"
 
 # Room again: the next windows are written and hold the load.
@@ -58,9 +75,7 @@ check "room again: no new failures ($e1 then $e2)" test "${e2:-0}" -le "$((e1 + 
 check "room again: the last 2 s hold benchwork samples" \
 	bash -c "'$PROFCTL_BIN' --state-dir '$STATE' --socket '$SOCK' dump --since 2s --comm benchwork | grep -q bw_unit"
 
-profctl ls | tail -n +2 | cut -f1-5 | sort >"$T/after"
-missing=$(comm -23 "$T/before" "$T/after" | wc -l)
-check "every window listed before the disk filled is still listed ($missing missing)" test "$missing" -eq 0
+still_listed "room again"
 check "every listed window reads back" profctl dump --since 1h --format folded -o "$T/all.folded"
 check "profd exits 0 on SIGTERM" stop_profd
 umount "$MNT"
@@ -73,24 +88,10 @@ if ! mkfs.ext4 -q -F "$IMG" || ! mount -o loop,errors=remount-ro "$IMG" "$MNT"; 
 fi
 DEV=$(basename "$(findmnt -no SOURCE "$MNT")")
 STATE=$MNT/state
-start_profd
-sleep 2
-check "ext4: flush with room" profctl flush
-w0=$(stat_of windows_written)
-profctl ls | tail -n +2 | cut -f1-5 | sort >"$T/before"
+start_and_list ext4
 check "ext4: file system turned read-only under profd" \
 	bash -c "echo profd-test >/sys/fs/ext4/$DEV/trigger_fs_error && sleep 0.3 && ! touch '$MNT/probe' 2>/dev/null"
-e0=$(stat_of window_write_errors)
-sleep 1.2
-profctl flush >/dev/null 2>&1
-sleep 1.2
-profctl flush >/dev/null 2>&1
-e1=$(stat_of window_write_errors)
-check "read-only: failed windows counted ($e0 -> $e1)" test "${e1:-0}" -gt "${e0:-0}"
-s1=$(stat_of samples)
-sleep 1.5
-s2=$(stat_of samples)
-check "read-only: sampling goes on ($s1 -> $s2 samples)" test "${s2:-0}" -gt "${s1:-0}"
+faulty_flushes read-only
 check "read-only: windows written before still read" \
 	bash -c "'$PROFCTL_BIN' --state-dir '$STATE' --socket '$SOCK' dump --no-flush --since 1h --comm benchwork | grep -q bw_unit"
 check "read-only: profd exits 0 on SIGTERM" stop_profd
@@ -103,8 +104,6 @@ sleep 2
 check "after restart: flush answered" profctl flush
 w3=$(stat_of windows_written)
 check "after restart: windows written ($w3)" test "${w3:-0}" -ge 1
-profctl ls | tail -n +2 | cut -f1-5 | sort >"$T/after"
-missing=$(comm -23 "$T/before" "$T/after" | wc -l)
-check "after restart: every window listed before the error is listed ($missing of $(wc -l <"$T/before") missing)" test "$missing" -eq 0
+still_listed "after restart"
 check "profd exits 0 on SIGTERM" stop_profd
 done_test
