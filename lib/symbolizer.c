@@ -30,6 +30,7 @@
 #define DEFAULT_MAX_PIDS 4096
 /* A miss outside every mapping is checked with the kernel at most this often per pid. */
 #define MAPS_REFRESH_MS 1000
+#define MISS_CHECKS_PER_SEC 4
 /* A file we could not open (process gone, EACCES) is retried after this. */
 #define OPEN_RETRY_MS 5000
 #define KALLSYMS_REFRESH_MS 10000
@@ -68,7 +69,8 @@ struct pid_ent {
 	uint32_t pid;
 	uint32_t nspid;        /* pid inside its own namespace: names the perf map; 0 until read */
 	struct procmaps *maps; /* NULL when maps could not be read */
-	int64_t miss_ms;       /* last miss checked with the kernel */
+	int64_t miss_ms;       /* start of the current second of miss checks */
+	uint32_t miss_n;       /* misses checked with the kernel in it */
 	struct perfmap *pm;    /* NULL until a JIT frame asks */
 	int64_t pm_read_ms;
 	uint32_t pm_wait_ms;   /* no perf map last time: wait this long before looking again */
@@ -982,9 +984,19 @@ static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint6
 
 	/* A process gone from /proc maps nothing new: only its perf map can name what the capture missed. */
 	*maybe_jit = s->no_query || p->gone;
-	if (now - p->miss_ms < MAPS_REFRESH_MS)
+	/*
+	 * A few checks a second: garbage from a frame-pointer walk through code
+	 * without them costs at most that, and a JIT address that comes after
+	 * garbage in the same drain is still checked (with one, it waited a
+	 * drain or two: a second-long JIT process lost every name).
+	 */
+	if (now - p->miss_ms >= MAPS_REFRESH_MS) {
+		p->miss_ms = now;
+		p->miss_n = 0;
+	}
+	if (p->miss_n >= MISS_CHECKS_PER_SEC)
 		return NULL;
-	p->miss_ms = now;
+	p->miss_n++;
 	s->st.miss_checks++;
 	r = s->no_query ? -ENOTTY : procmaps__covers_exec(s->proc_fd, p->pid, addr);
 	if (r == -ENOENT || r == -ESRCH) {
