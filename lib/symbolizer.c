@@ -36,6 +36,7 @@
 #define KALLSYMS_REFRESH_MS 10000
 /* A JIT frame the perf map does not name yet re-reads its growth at most this often. */
 #define PERFMAP_REFRESH_MS 1000
+#define PERFMAP_SLACK_MS 200
 /* A process without a perf map is looked at again after 1, 2, 4 ... up to this many ms. */
 #define PERFMAP_ABSENT_MAX_MS 32000
 #define MAX_STATUS_BYTES (64u << 10)
@@ -926,7 +927,14 @@ static bool jit_lookup(struct symbolizer *s, struct pid_ent *p, uint64_t addr, c
 {
 	if (p->pm && perfmap__lookup(p->pm, addr, name, NULL) == 0)
 		return true;
-	if (p->pm_tried && now_ms() - p->pm_read_ms < (p->pm_wait_ms > PERFMAP_REFRESH_MS ? p->pm_wait_ms : PERFMAP_REFRESH_MS))
+	/*
+	 * Drains come every second; read times within a drain vary by tens of
+	 * ms: without slack, "a second since the last read" fails at the next
+	 * drain about half the time, and a process living a second or two is
+	 * drained without its map.
+	 */
+	if (p->pm_tried && now_ms() - p->pm_read_ms + PERFMAP_SLACK_MS <
+				   (p->pm_wait_ms > PERFMAP_REFRESH_MS ? p->pm_wait_ms : PERFMAP_REFRESH_MS))
 		return false;
 	perfmap_refresh(s, p);
 	return p->pm && perfmap__lookup(p->pm, addr, name, NULL) == 0;
