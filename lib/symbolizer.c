@@ -28,7 +28,7 @@
 #define DEFAULT_MAX_FILES 512
 #define DEFAULT_MAX_FILE_BYTES (32u << 20)
 #define DEFAULT_MAX_PIDS 4096
-/* A miss outside every mapping is checked with the kernel at most this often per pid. */
+/* A miss outside every mapping is checked with the kernel at most MISS_CHECKS_PER_SEC times per pid in this long. */
 #define MAPS_REFRESH_MS 1000
 #define MISS_CHECKS_PER_SEC 4
 /* A file we could not open (process gone, EACCES) is retried after this. */
@@ -36,6 +36,7 @@
 #define KALLSYMS_REFRESH_MS 10000
 /* A JIT frame the perf map does not name yet re-reads its growth at most this often. */
 #define PERFMAP_REFRESH_MS 1000
+/* Read times within a 1 s drain vary: "due at the next drain" needs this much slack. */
 #define PERFMAP_SLACK_MS 200
 /* A process without a perf map is looked at again after 1, 2, 4 ... up to this many ms. */
 #define PERFMAP_ABSENT_MAX_MS 32000
@@ -526,23 +527,19 @@ static int open_mapped(struct symbolizer *s, uint32_t pid, const struct procmap 
  * a process gone before its vdso was read is named from ours when the sizes
  * agree (a 32-bit process's image differs in size and is not).
  */
-static int read_own_vdso(size_t len, struct elfsym **es)
+static int read_own_vdso(struct symbolizer *s, size_t len, struct elfsym **es)
 {
-	unsigned long base = getauxval(AT_SYSINFO_EHDR), start, end;
-	char line[256];
+	uint64_t base = getauxval(AT_SYSINFO_EHDR);
+	const struct procmap *m;
+	struct procmaps *own;
 	int err = -ENOENT;
-	FILE *f;
 
-	if (!base || !(f = fopen("/proc/self/maps", "re")))
+	if (!base || procmaps__read_at(s->proc_fd, (uint32_t)getpid(), &own))
 		return -ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strstr(line, "[vdso]") || sscanf(line, "%lx-%lx", &start, &end) != 2)
-			continue;
-		if (start == base && end - start == len)
-			err = elfsym__open_mem((const void *)base, len, es);
-		break;
-	}
-	fclose(f);
+	m = procmaps__find(own, base);
+	if (m && (m->flags & PROCMAP_VDSO) && m->start == base && m->end - m->start == len)
+		err = elfsym__open_mem((const void *)(uintptr_t)base, len, es);
+	procmaps__free(own);
 	return err;
 }
 
@@ -560,7 +557,7 @@ static int read_vdso(struct symbolizer *s, uint32_t pid, const struct procmap *m
 	fd = openat(s->proc_fd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
-		return read_own_vdso(len, es) ? err : 0;
+		return read_own_vdso(s, len, es) ? err : 0;
 	}
 	buf = malloc(len);
 	if (!buf) {
@@ -571,7 +568,7 @@ static int read_vdso(struct symbolizer *s, uint32_t pid, const struct procmap *m
 	/* A zombie or an exited process has no memory left to read. */
 	if (r <= 0) {
 		err = r < 0 ? -errno : -ESRCH;
-		if (!read_own_vdso(len, es))
+		if (!read_own_vdso(s, len, es))
 			err = 0;
 		goto out;
 	}
