@@ -15,6 +15,9 @@ struct profd_pev {
 	/* Exec only, the new image's: what /proc/PID/stat says (start_time there is in clock ticks). */
 	__u64 start_boottime_ns;
 	__u64 start_code;
+	/* Exec only: the real uid and the pid in the process's own namespace, as /proc/PID/status shows them. */
+	__u32 uid;
+	__u32 nspid;
 };
 
 enum profd_pev_counter {

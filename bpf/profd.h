@@ -133,7 +133,7 @@ struct profd_uevent {
 	__u32 nframes;
 	__u32 stack_len;   /* bytes copied from regs[7] (rsp) upwards */
 	__u32 flags;       /* PROFD_SNAP_F_* */
-	__u64 time_ns;     /* SNAPSHOT: bpf_ktime_get_ns() at the sample (CLOCK_MONOTONIC) */
+	__u64 time_ns;     /* bpf_ktime_get_ns() at the sample or request (CLOCK_MONOTONIC) */
 	__u64 regs[PROFD_SNAP_NREGS];
 	__u64 frames[PROFD_MAX_DEPTH];
 	/* SNAPSHOT only; other events stop before regs. The extra page is slack for the

@@ -78,7 +78,8 @@ static __always_inline void uevent_small(__u32 type, __u32 pid)
 	ev->nframes = 0;
 	ev->stack_len = 0;
 	ev->flags = 0;
-	ev->time_ns = 0;
+	/* User space drops a request its last read of the mappings came after. */
+	ev->time_ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(ev, 0);
 }
 
@@ -273,6 +274,12 @@ static __always_inline struct profd_umaps *uw_umaps(struct task_struct *task, __
 	__u32 z = 0;
 	long err;
 
+	/*
+	 * Exiting: the exit event may have dropped its tables already, and a
+	 * request now would only have user space read a zombie's mappings.
+	 */
+	if (BPF_CORE_READ(task, flags) & 0x00000004 /* PF_EXITING */)
+		return um && um->n && um->start_code == BPF_CORE_READ(task, mm, start_code) ? um : NULL;
 	if (um) {
 		if (!um->n)
 			return NULL;

@@ -30,7 +30,11 @@
 #define RECAPTURE_DELAY_NS (5 * 1000000LL)
 #define RECAPTURE_TRIES 4
 #define MAX_PENDING 4096
-/* Exits wait for the next drain; beyond this many a process is forgotten at once. */
+/*
+ * Exits wait a drain and one more: a process is sampled in do_exit after
+ * its exit event, and those samples may miss the drain that read the
+ * event. Beyond this many a process is forgotten at once.
+ */
 #define MAX_EXITS 65536
 #define SEEN_MAX_CAP (1u << 20)
 #define SEEN_TOMB UINT32_MAX
@@ -55,6 +59,7 @@ struct events {
 
 	uint32_t *exits;
 	size_t nexits, exits_cap, exits_at_drain;
+	size_t exits_old;        /* the first exits_old were read before the last drain: forgotten at this one */
 
 	/* Processes captured since their exec or first sight (open addressing). */
 	uint32_t *seen;
@@ -174,9 +179,9 @@ static int count_files(const struct procmaps *m)
  * after it. Returns the executable file mappings found, -1 when the
  * process is gone.
  */
-static int capture(struct events *e, struct events_image *im)
+static int capture(struct events *e, struct events_image *im, const struct symbolizer_ids *ids)
 {
-	int err = symbolizer__capture(e->sym, im->pid), n;
+	int err = symbolizer__capture(e->sym, im->pid, ids), n;
 
 	e->st.captures++;
 	if (err == -ENOENT || err == -ESRCH) {
@@ -232,7 +237,7 @@ static void run_due(struct events *e)
 		e->pq_head = (e->pq_head + 1) % MAX_PENDING;
 		e->pq_len--;
 		/* Binary and ld.so only: the libraries are not mapped yet. Same delay: the queue stays in due order. */
-		if (p.pid && capture(e, &im) == 2 && p.tries + 1 < RECAPTURE_TRIES)
+		if (p.pid && capture(e, &im, NULL) == 2 && p.tries + 1 < RECAPTURE_TRIES)
 			recapture_at(e, &im, p.tries + 1, now + RECAPTURE_DELAY_NS);
 	}
 	arm(e);
@@ -241,12 +246,17 @@ static void run_due(struct events *e)
 static void on_exec(struct events *e, const struct profd_pev *ev)
 {
 	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
+	struct symbolizer_ids ids = { ev->uid, ev->nspid };
 	uint32_t pid = ev->pid;
 	/* Samples taken before the exec resolve against the new image from here on: the price of one table per pid. */
 	int n;
 
 	symbolizer__forget_pid(e->sym, pid);
-	n = capture(e, &im);
+	/* A new process under an old pid: not to be forgotten with the old one. */
+	for (size_t i = 0; i < e->nexits; i++)
+		if (e->exits[i] == pid)
+			e->exits[i] = 0;
+	n = capture(e, &im, &ids);
 	seen_add(e, pid);
 	/* Gone already, or static (the binary only: no ld.so to map libraries). */
 	if (n >= 2)
@@ -255,6 +265,7 @@ static void on_exec(struct events *e, const struct profd_pev *ev)
 
 static void on_exit_ev(struct events *e, uint32_t pid)
 {
+	symbolizer__exited(e->sym, pid);
 	if (e->exit_fn)
 		e->exit_fn(pid, e->exit_arg);
 	/* Its mappings are gone already; a re-capture now would find nothing. */
@@ -366,7 +377,8 @@ void events__dispatch(struct events *e)
 {
 	uint64_t ticks;
 
-	if (read(e->tfd, &ticks, sizeof(ticks)) > 0)
+	/* Read only when due: most wake-ups are the ring buffer's, and every system call counts per exec. */
+	if (e->armed_ns && mono_ns() >= e->armed_ns && read(e->tfd, &ticks, sizeof(ticks)) > 0)
 		e->armed_ns = 0;
 	ring_buffer__consume(e->rb);
 	run_due(e);
@@ -387,15 +399,18 @@ void events__drain_begin(struct events *e)
 
 void events__drain_end(struct events *e)
 {
-	size_t n = e->exits_at_drain;
+	size_t n = e->exits_old;
 
 	for (size_t i = 0; i < n; i++) {
+		if (!e->exits[i])
+			continue;
 		symbolizer__forget_pid(e->sym, e->exits[i]);
 		seen_del(e, e->exits[i]);
+		e->st.forgotten++;
 	}
-	e->st.forgotten += n;
 	memmove(e->exits, e->exits + n, (e->nexits - n) * sizeof(*e->exits));
 	e->nexits -= n;
+	e->exits_old = e->exits_at_drain - n;
 	e->exits_at_drain = 0;
 }
 
@@ -404,7 +419,7 @@ void events__seen(struct events *e, uint32_t pid)
 	struct events_image im = { .pid = pid, .exec = -1 };
 
 	if (pid && seen_add(e, pid))
-		capture(e, &im);
+		capture(e, &im, NULL);
 }
 
 void events__on_maps(struct events *e, events_maps_fn fn, void *arg)

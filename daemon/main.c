@@ -916,6 +916,9 @@ static int loop(struct profd *d)
 				tables__poll(d->tables);
 			} else if (tag == &d->events) {
 				events__dispatch(d->events);
+				/* The captures just made serve the walker's requests for new processes. */
+				if (d->tables)
+					tables__poll(d->tables);
 			} else if (tag == &d->wd_tfd) {
 				if (read(d->wd_tfd, &ticks, sizeof(ticks)) > 0)
 					notify_send("WATCHDOG=1");

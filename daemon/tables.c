@@ -65,6 +65,14 @@
  * (a read of the parent's image, replaced at once, was one per exec).
  */
 #define NEW_PID_GRACE_NS (5 * 1000000LL)
+/*
+ * A walk that leaves the mappings known at exec (a library ld.so just
+ * mapped) waits this long for process events' re-capture, which brings
+ * them, instead of reading /proc itself: profd's own wake-up at the exec
+ * preempts the new process, and the off-CPU walk of that switch asked a
+ * /proc read of every new process.
+ */
+#define RECAPTURE_WAIT_NS (20 * 1000000LL)
 /* Requests not from the walker (exec, re-reads): at most this many, for at most this long. */
 #define MAX_COLD 256
 #define COLD_MAX_AGE_NS (1000 * 1000000LL)
@@ -142,6 +150,7 @@ struct tpid {
 	int64_t due;             /* read again at this time; 0: not planned */
 	unsigned loads, retries;
 	unsigned n;
+	bool recapture;          /* loaded at exec with the mappings given: process events read them again soon */
 	struct tmap *m;
 };
 
@@ -200,6 +209,8 @@ struct tables {
 	int epfd;                /* what tables__fd returns: ring buffer, eventfd, timer */
 	int tfd;                 /* timerfd: the next planned re-read */
 	int64_t armed;
+	bool poked;              /* the loop wrote the eventfd itself */
+	bool collected;          /* the last poll collected builds: their eventfd writes may be unread */
 	struct builder b;
 	unsigned njobs;          /* builds queued, running or done but not collected */
 	struct profd_urow *rows; /* NULL: the rows array is mapped only while rows_write writes */
@@ -253,12 +264,14 @@ void tables__configure(struct profd_bpf *skel, const struct tables_opts *o)
 	bpf_map__set_max_entries(skel->maps.uevents, o->snapshot_pid ? 16 << 20 : 256 << 10);
 }
 
+/* Brings the loop back for more work after whatever else waits. */
 static void poke(struct tables *t)
 {
 	uint64_t one = 1;
 	ssize_t r = write(t->b.efd, &one, sizeof(one));
 
 	(void)r; /* fails only when the counter is full: readable anyway */
+	t->poked = true;
 }
 
 /* --- builders --- */
@@ -706,6 +719,7 @@ static void collect(struct tables *t)
 	j = t->b.done;
 	t->b.done = NULL;
 	pthread_mutex_unlock(&t->b.mu);
+	t->collected = j != NULL;
 	for (; j; j = next) {
 		next = j->next;
 		t->njobs--;
@@ -1041,6 +1055,7 @@ static int pid_load(struct tables *t, const struct qent *e)
 	p->last_load = now;
 	p->loads = exec ? 1 : p->loads + 1;
 	p->retries = exec || !retry ? 0 : p->retries + 1;
+	p->recapture = exec && e->pm;
 	p->due = 0;
 	/* Given at exec: process events read the mappings again once ld.so mapped the libraries. */
 	if (exec && !e->pm)
@@ -1225,8 +1240,18 @@ static int on_event(void *ctx, void *data, size_t len)
 		break;
 	case PROFD_UEV_REFRESH:
 		p = pid_find(t, ev->pid);
+		/*
+		 * Read since the walk asked (often a re-capture that profd's own
+		 * wake-up preempted the process for): the walker asks again if
+		 * the pc is still outside.
+		 */
+		if (p && p->last_load >= (int64_t)ev->time_ns)
+			break;
+		if (p && p->recapture && now_ns() - p->last_load < RECAPTURE_WAIT_NS) {
+			if (!p->due)
+				p->due = p->last_load + RECAPTURE_WAIT_NS;
 		/* Not for a young process: its first read often raced ld.so mapping its libraries. */
-		if (p && p->loads > 2 && now_ns() - p->last_load < REFRESH_MIN_NS) {
+		} else if (p && p->loads > 2 && now_ns() - p->last_load < REFRESH_MIN_NS) {
 			if (!p->due)
 				p->due = p->last_load + REFRESH_MIN_NS;
 		} else {
@@ -1415,9 +1440,17 @@ int tables__poll(struct tables *t)
 	uint64_t v;
 	int n;
 
-	if (read(t->b.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	/*
+	 * Called after every batch of process events, so only what may be
+	 * readable is read: per exec, the reads that find nothing were a
+	 * tenth of profd's system calls. A worker writes the eventfd under
+	 * the lock collect takes, so a build collected last time may have
+	 * left a write behind.
+	 */
+	if ((t->njobs || t->poked || t->collected) && read(t->b.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return -errno;
-	if (read(t->tfd, &v, sizeof(v)) > 0)
+	t->poked = false;
+	if (t->armed && t0 >= t->armed && read(t->tfd, &v, sizeof(v)) > 0)
 		t->armed = 0;
 	n = ring_buffer__consume(t->rb);
 	collect(t);
@@ -1433,9 +1466,9 @@ int tables__poll(struct tables *t)
 void tables__exec(struct tables *t, uint32_t pid, int exec, uint64_t start_time, uint64_t start_code,
 		  struct procmaps *maps)
 {
+	/* No poke: the loop polls the tables after each batch of process events. */
 	enqueue(t, &(struct qent){ .pid = pid, .exec = exec, .pm = maps, .start_time = start_time,
 				   .start_code = start_code }, false);
-	poke(t);
 }
 
 void tables__exit(struct tables *t, uint32_t pid)

@@ -83,7 +83,8 @@ int tables__poll(struct tables *t);
  * (exec 0), as process events tell: maps is what they read then (a
  * reference is kept until served; NULL: read them here, and after an exec
  * again 5 ms later), start_time (clock ticks after boot) and start_code
- * the image's (0: read /proc/PID/stat).
+ * the image's (0: read /proc/PID/stat). Queued only: the caller runs
+ * tables__poll once its batch of events is done.
  */
 void tables__exec(struct tables *t, uint32_t pid, int exec, uint64_t start_time, uint64_t start_code,
 		  struct procmaps *maps);

@@ -73,6 +73,7 @@ struct pid_ent {
 	struct procmaps *maps; /* NULL when maps could not be read */
 	int64_t miss_ms;       /* start of the current second of miss checks */
 	uint32_t miss_n;       /* misses checked with the kernel in it */
+	bool exited;           /* process events said so: the kernel has nothing more to tell */
 	struct perfmap *pm;    /* NULL until a JIT frame asks */
 	int64_t pm_read_ms;
 	uint32_t pm_wait_ms;   /* no perf map last time: wait this long before looking again */
@@ -439,6 +440,16 @@ static int pid_get(struct symbolizer *s, uint32_t pid, struct pid_ent **out)
 	s->npids++;
 	*out = p;
 	return 0;
+}
+
+void symbolizer__exited(struct symbolizer *s, uint32_t pid)
+{
+	struct pid_ent *p = *pid_slot(s, pid);
+
+	if (p) {
+		pid_gone(p);
+		p->exited = true;
+	}
 }
 
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
@@ -853,15 +864,19 @@ static int read_status(struct symbolizer *s, uint32_t pid, uint32_t *uid, uint32
  * What reading the perf map needs once /proc forgot the process, asked for
  * while it runs: its root, its pid in its own namespace and its real uid.
  */
-static void pid_pin(struct symbolizer *s, struct pid_ent *p)
+static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct symbolizer_ids *ids)
 {
 	uint32_t uid, nspid;
 
 	if (p->pinned)
 		return;
 	p->pinned = true;
-	if (read_status(s, p->pid, &uid, &nspid))
+	if (ids) {
+		uid = ids->uid;
+		nspid = ids->nspid;
+	} else if (read_status(s, p->pid, &uid, &nspid)) {
 		return;
+	}
 	p->nspid = nspid;
 	if (root_pin(s, p->pid, &p->root) == 0)
 		p->uid = uid;
@@ -989,6 +1004,8 @@ static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint6
 
 	/* A process gone from /proc maps nothing new: only its perf map can name what the capture missed. */
 	*maybe_jit = s->no_query || p->gone;
+	if (p->exited)
+		return NULL;
 	/*
 	 * A few checks a second: garbage from a frame-pointer walk through code
 	 * without them costs at most that, and a JIT address that comes after
@@ -999,7 +1016,8 @@ static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint6
 		p->miss_ms = now;
 		p->miss_n = 0;
 	}
-	if (p->miss_n >= MISS_CHECKS_PER_SEC)
+	/* Gone: one check a window notices the pid in use again; more would find the same. */
+	if (p->miss_n >= (p->gone ? 1 : MISS_CHECKS_PER_SEC))
 		return NULL;
 	p->miss_n++;
 	s->st.miss_checks++;
@@ -1114,7 +1132,7 @@ found:
 	return 0;
 }
 
-int symbolizer__capture(struct symbolizer *s, uint32_t pid)
+int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids)
 {
 	uint64_t misses = s->st.pid_misses;
 	struct pid_ent *p;
@@ -1127,7 +1145,7 @@ int symbolizer__capture(struct symbolizer *s, uint32_t pid)
 		pid_read_maps(s, p); /* known pid: it may have exec'd since */
 	if (!p->maps || !procmaps__count(p->maps))
 		return -ENOENT;
-	pid_pin(s, p);
+	pid_pin(s, p, ids && ids->nspid ? ids : NULL);
 	for (size_t i = 0; i < procmaps__count(p->maps); i++) {
 		const struct procmap *m = procmaps__get(p->maps, i);
 

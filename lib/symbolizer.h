@@ -69,9 +69,15 @@ int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
  * keeps its root directory open (one descriptor per distinct root, until
  * the last process using it is forgotten) and notes its uid, so that its
  * perf map can still be read, and its owner checked, after it exited.
+ * ids: the real uid and namespace pid when the caller knows them (an exec
+ * event carries them); NULL reads them from /proc/PID/status.
  * Returns 0 or -errno (-ENOENT: the process is already gone).
  */
-int symbolizer__capture(struct symbolizer *s, uint32_t pid);
+struct symbolizer_ids {
+	uint32_t uid;
+	uint32_t nspid; /* the pid in the process's own namespace */
+};
+int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids);
 
 /*
  * pid's mappings as last read (capture, first sight, a miss), shared rather
@@ -79,6 +85,13 @@ int symbolizer__capture(struct symbolizer *s, uint32_t pid);
  * none are known.
  */
 int symbolizer__maps(struct symbolizer *s, uint32_t pid, struct procmaps **out);
+
+/*
+ * The process has exited; its samples may still be drained. An address
+ * outside its mappings is not asked of /proc any more (a reused pid
+ * execs, and is forgotten then), only of its perf map.
+ */
+void symbolizer__exited(struct symbolizer *s, uint32_t pid);
 
 /* The process exec'd or exited: drop its mapping table (files stay cached). */
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid);

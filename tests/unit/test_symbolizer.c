@@ -195,6 +195,15 @@ static void test_dlopen_refresh(void)
 	CHECK(st.pid_hits >= 2);
 	CHECK_EQ_INT(st.pid_misses, 1);
 	CHECK_EQ_INT(st.miss_checks, 5);
+	/* Told the process exited, a miss is not asked of the kernel any more; what was mapped still names. */
+	usleep(1100 * 1000);
+	symbolizer__exited(s, pid);
+	CHECK_EQ_INT(symbolizer__user(s, pid, (uint64_t)(uintptr_t)&st, 0, &r), 0);
+	CHECK(r.module == NULL && r.name == NULL);
+	CHECK_EQ_INT(symbolizer__user(s, pid, (uint64_t)(uintptr_t)test_target_fn, 0, &r), 0);
+	CHECK_EQ_STR(r.name, "test_target_fn");
+	symbolizer__stats(s, &st);
+	CHECK_EQ_INT(st.miss_checks, 5);
 	symbolizer__free(s);
 	if (h)
 		dlclose(h);
@@ -494,7 +503,7 @@ static void test_capture(void)
 		return;
 	child = spawn(path, &addr);
 	CHECK(addr != 0);
-	CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child), 0);
+	CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child, NULL), 0);
 	/* The capture's read is lent out (DWARF tables take it), and outlives the symbolizer's own copy. */
 	maps = NULL;
 	CHECK_EQ_INT(symbolizer__maps(s, (uint32_t)child, &maps), 0);
@@ -504,12 +513,12 @@ static void test_capture(void)
 	CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, addr, 0, &r), 0);
 	CHECK_EQ_STR(r.name, "dbg_local_fn");
 	CHECK(r.module && strstr(r.module, "/short"));
-	CHECK(symbolizer__capture(s, (uint32_t)child) == 0); /* the old table stays when /proc has none */
+	CHECK(symbolizer__capture(s, (uint32_t)child, NULL) == 0); /* the old table stays when /proc has none */
 	symbolizer__forget_pid(s, (uint32_t)child);
 	CHECK(maps && procmaps__find(maps, addr) == m);
 	procmaps__free(maps);
 	CHECK_EQ_INT(symbolizer__maps(s, (uint32_t)child, &maps), -ENOENT);
-	CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child), -ENOENT);
+	CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child, NULL), -ENOENT);
 	symbolizer__free(s);
 }
 
@@ -597,7 +606,7 @@ static void test_jit_after_exit(void)
 		if (child <= 0)
 			break;
 		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)child);
-		CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child), 0);
+		CHECK_EQ_INT(symbolizer__capture(s, (uint32_t)child, NULL), 0);
 		CHECK(write(go, &orders[i], 1) == 1);
 		CHECK(read(res, &mem, sizeof(mem)) == sizeof(mem));
 		if (orders[i] == 'p') {
