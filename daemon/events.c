@@ -214,8 +214,14 @@ static void recapture_at(struct events *e, const struct events_image *im, uint32
 static void arm(struct events *e)
 {
 	struct itimerspec its = {};
-	int64_t due = e->pq_len ? e->pq[e->pq_head].due_ns : 0;
+	int64_t due;
 
+	/* Re-captures called off (exit, a re-read on the walker's request) wake nobody. */
+	while (e->pq_len && !e->pq[e->pq_head].pid) {
+		e->pq_head = (e->pq_head + 1) % MAX_PENDING;
+		e->pq_len--;
+	}
+	due = e->pq_len ? e->pq[e->pq_head].due_ns : 0;
 	if (due == e->armed_ns)
 		return;
 	its.it_value.tv_sec = due / 1000000000;
@@ -258,7 +264,13 @@ static void on_exec(struct events *e, const struct profd_pev *ev)
 			e->exits[i] = 0;
 	n = capture(e, &im, &ids);
 	seen_add(e, pid);
-	/* Gone already, or static (the binary only: no ld.so to map libraries). */
+	/*
+	 * Gone already, or static (the binary only: no ld.so to map libraries).
+	 * Read as late as a re-capture would be, with libraries found (a busy
+	 * host wakes profd late), the capture was the re-capture.
+	 */
+	if (n > 2 && mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS)
+		return;
 	if (n >= 2)
 		recapture_at(e, &im, 0, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS);
 }
@@ -412,6 +424,18 @@ void events__drain_end(struct events *e)
 	e->nexits -= n;
 	e->exits_old = e->exits_at_drain - n;
 	e->exits_at_drain = 0;
+}
+
+void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint64_t start_code)
+{
+	struct events_image im = { pid, 0, start_time, start_code, NULL };
+
+	/* With libraries found, the planned re-capture would find the same: it need not wake us. */
+	if (capture(e, &im, NULL) > 2)
+		for (uint32_t i = 0; i < e->pq_len; i++)
+			if (e->pq[(e->pq_head + i) % MAX_PENDING].pid == pid)
+				e->pq[(e->pq_head + i) % MAX_PENDING].pid = 0;
+	arm(e);
 }
 
 void events__seen(struct events *e, uint32_t pid)

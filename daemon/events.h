@@ -58,6 +58,8 @@ struct events_image {
 	struct procmaps *maps; /* lent for the call (procmaps__ref keeps it); NULL: could not be read */
 };
 typedef void (*events_maps_fn)(const struct events_image *im, void *arg);
+/* Reads pid's mappings again now (the walker met a pc outside them); the maps callback gets them. */
+void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint64_t start_code);
 void events__on_maps(struct events *e, events_maps_fn fn, void *arg);
 /* Called for each process exit as its event is read (DWARF tables drop the process at once). */
 typedef void (*events_exit_fn)(uint32_t pid, void *arg);

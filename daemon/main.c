@@ -715,6 +715,17 @@ static void maps_to_tables(const struct events_image *im, void *arg)
 	tables__exec(arg, im->pid, im->exec, im->start_time, im->start_code, im->maps);
 }
 
+/*
+ * The walker met a pc outside a process's mappings (a library ld.so mapped
+ * after the re-capture, dlopen): one read serves the symbolizer (whose
+ * names would otherwise miss the library once the process exited) and the
+ * tables, through maps_to_tables.
+ */
+static void reread_to_events(uint32_t pid, uint64_t start_time, uint64_t start_code, void *arg)
+{
+	events__recapture(arg, pid, start_time, start_code);
+}
+
 /* An exited process's entry goes at once: on a host exec'ing hundreds a second, slots would run out before gc. */
 static void exit_to_tables(uint32_t pid, void *arg)
 {
@@ -827,6 +838,7 @@ static int setup(struct profd *d)
 		if (d->events) {
 			events__on_maps(d->events, maps_to_tables, d->tables);
 			events__on_exit(d->events, exit_to_tables, d->tables);
+			tables__on_reread(d->tables, reread_to_events, d->events);
 		}
 	}
 

@@ -268,6 +268,7 @@ static int load_object(struct sampler *s, bool offcpu, const struct offcpu_sel *
 	 * not compare max_entries of hash inner maps (and libbpf 1.1 crashes on
 	 * resizing a template).
 	 */
+	s->skel->rodata->offcpu_self_tgid = (uint32_t)getpid();
 	s->skel->rodata->offcpu_min_ns = s->o.offcpu_min_ns;
 	s->skel->rodata->offcpu_stack_interval_ns = s->o.offcpu_stack_interval_ns;
 	s->skel->rodata->offcpu_sample = s->o.offcpu_sample > 1 ? s->o.offcpu_sample : 1;

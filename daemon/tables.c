@@ -41,9 +41,13 @@
  * a process read right after exec, before ld.so mapped its libraries, asks
  * again at once, and until then its library frames are walked by frame
  * pointers. The walker asks once per rewrite of the entry, so this only
- * bounds processes that map new code continuously.
+ * bounds processes that map new code continuously. A read that finds the
+ * same mappings doubles the wait, up to REFRESH_MAX_NS: the pc outside was
+ * garbage (a frame-pointer walk through code without them), and every
+ * switch of such a process asked for a read ten times a second.
  */
 #define REFRESH_MIN_NS (100 * 1000000LL)
+#define REFRESH_MAX_NS (10 * 1000000000LL)
 /*
  * A process is read at its exec, when it maps only its binary, ld.so and
  * the vdso; ld.so maps the libraries within the next milliseconds. Reading
@@ -65,14 +69,6 @@
  * (a read of the parent's image, replaced at once, was one per exec).
  */
 #define NEW_PID_GRACE_NS (5 * 1000000LL)
-/*
- * A walk that leaves the mappings known at exec (a library ld.so just
- * mapped) waits this long for process events' re-capture, which brings
- * them, instead of reading /proc itself: profd's own wake-up at the exec
- * preempts the new process, and the off-CPU walk of that switch asked a
- * /proc read of every new process.
- */
-#define RECAPTURE_WAIT_NS (20 * 1000000LL)
 /* Requests not from the walker (exec, re-reads): at most this many, for at most this long. */
 #define MAX_COLD 256
 #define COLD_MAX_AGE_NS (1000 * 1000000LL)
@@ -150,7 +146,7 @@ struct tpid {
 	int64_t due;             /* read again at this time; 0: not planned */
 	unsigned loads, retries;
 	unsigned n;
-	bool recapture;          /* loaded at exec with the mappings given: process events read them again soon */
+	int64_t wait;            /* the least time between reads the walker asks for (REFRESH_MIN_NS doubling) */
 	struct tmap *m;
 };
 
@@ -231,6 +227,8 @@ struct tables {
 	size_t nqueue, queue_cap, ncold;
 	tables_snapshot_fn snap_fn;
 	void *snap_arg;
+	tables_reread_fn reread_fn;
+	void *reread_arg;
 	/* Test mode (PROFD_UNWIND_CHECK): libunwind re-unwinds every snapshot. */
 	struct lunwind *lu;
 	FILE *check;
@@ -439,6 +437,16 @@ static void rows_release(struct tables *t, uint32_t first, uint32_t n)
 /* --- process entries --- */
 
 /* Writes p's umaps entry from its mappings as last read, with every table loaded now. */
+static bool same_maps(const struct tmap *a, unsigned na, const struct tmap *b, unsigned nb)
+{
+	if (na != nb)
+		return false;
+	for (unsigned i = 0; i < na; i++)
+		if (a[i].start != b[i].start || a[i].end != b[i].end || a[i].f != b[i].f)
+			return false;
+	return true;
+}
+
 static int pid_write(struct tables *t, const struct tpid *p)
 {
 	struct profd_umaps *um = t->um;
@@ -1046,6 +1054,8 @@ static int pid_load(struct tables *t, const struct qent *e)
 		err = -ENOMEM;
 		goto gone;
 	}
+	p->wait = !exec && p->wait && same_maps(p->m, p->n, maps, n) ?
+		  (p->wait * 2 > REFRESH_MAX_NS ? REFRESH_MAX_NS : p->wait * 2) : REFRESH_MIN_NS;
 	maps_put(p->m, p->n);
 	p->m = maps;
 	p->n = n;
@@ -1055,7 +1065,6 @@ static int pid_load(struct tables *t, const struct qent *e)
 	p->last_load = now;
 	p->loads = exec ? 1 : p->loads + 1;
 	p->retries = exec || !retry ? 0 : p->retries + 1;
-	p->recapture = exec && e->pm;
 	p->due = 0;
 	/* Given at exec: process events read the mappings again once ld.so mapped the libraries. */
 	if (exec && !e->pm)
@@ -1194,6 +1203,19 @@ static void work(struct tables *t, int64_t budget)
 		poke(t);
 }
 
+/*
+ * The walker met a pc outside p's mappings, or a planned re-read is due:
+ * process events read them for the symbolizer and us at once (the
+ * reread callback), else we do.
+ */
+static void reread(struct tables *t, uint32_t pid, struct tpid *p, bool asked)
+{
+	if (p && t->reread_fn)
+		t->reread_fn(pid, p->start_time, p->start_code, t->reread_arg);
+	else
+		enqueue(t, &(struct qent){ .pid = pid, .hot = asked }, asked);
+}
+
 /* Queues the processes whose planned re-read is due; arms the timer for the next one. */
 static void run_due(struct tables *t)
 {
@@ -1207,7 +1229,7 @@ static void run_due(struct tables *t)
 			continue;
 		if (p->due <= now) {
 			p->due = 0;
-			enqueue(t, &(struct qent){ .pid = p->pid }, false);
+			reread(t, p->pid, p, false);
 		} else if (!next || p->due < next) {
 			next = p->due;
 		}
@@ -1247,15 +1269,12 @@ static int on_event(void *ctx, void *data, size_t len)
 		 */
 		if (p && p->last_load >= (int64_t)ev->time_ns)
 			break;
-		if (p && p->recapture && now_ns() - p->last_load < RECAPTURE_WAIT_NS) {
-			if (!p->due)
-				p->due = p->last_load + RECAPTURE_WAIT_NS;
 		/* Not for a young process: its first read often raced ld.so mapping its libraries. */
-		} else if (p && p->loads > 2 && now_ns() - p->last_load < REFRESH_MIN_NS) {
+		if (p && p->loads > 2 && now_ns() - p->last_load < p->wait) {
 			if (!p->due)
-				p->due = p->last_load + REFRESH_MIN_NS;
+				p->due = p->last_load + p->wait;
 		} else {
-			enqueue(t, &(struct qent){ .pid = ev->pid, .hot = true }, true);
+			reread(t, ev->pid, p, true);
 		}
 		break;
 	case PROFD_UEV_SNAPSHOT:
@@ -1517,7 +1536,7 @@ void tables__gc(struct tables *t)
 			pid_forget(t, p); /* moves the last entry into slot i */
 			continue;
 		}
-		if (!p->due && now - p->last_load >= REFRESH_MIN_NS && refresh_asked(t, p->pid)) {
+		if (!p->due && now - p->last_load >= p->wait && refresh_asked(t, p->pid)) {
 			/* The walker asked but its event was lost (ring buffer full): it will not ask again. */
 			enqueue(t, &(struct qent){ .pid = p->pid, .hot = true }, true);
 		}
@@ -1554,6 +1573,12 @@ void tables__gc(struct tables *t)
 	write_changed(t);
 	if (t->nqueue)
 		poke(t);
+}
+
+void tables__on_reread(struct tables *t, tables_reread_fn fn, void *arg)
+{
+	t->reread_fn = fn;
+	t->reread_arg = arg;
 }
 
 void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg)

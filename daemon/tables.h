@@ -93,6 +93,14 @@ void tables__exit(struct tables *t, uint32_t pid);
 /* Periodic upkeep: forgets exited processes, evicts unused tables, retries refreshes and tables without room. */
 void tables__gc(struct tables *t);
 
+/*
+ * The walker met a pc outside pid's known mappings: fn reads them and hands
+ * them to tables__exec (exec 0), with the start time and code given. Without
+ * fn the tables read /proc themselves.
+ */
+typedef void (*tables_reread_fn)(uint32_t pid, uint64_t start_time, uint64_t start_code, void *arg);
+void tables__on_reread(struct tables *t, tables_reread_fn fn, void *arg);
+
 typedef void (*tables_snapshot_fn)(const struct profd_uevent *ev, void *arg);
 void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg);
 
