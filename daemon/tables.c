@@ -229,6 +229,8 @@ struct tables {
 	void *snap_arg;
 	tables_reread_fn reread_fn;
 	void *reread_arg;
+	uint64_t lost_seen;      /* the walker's lost requests as of the last gc */
+	bool rescan;             /* some were lost: look for set refresh flags at the next gc */
 	/* Test mode (PROFD_UNWIND_CHECK): libunwind re-unwinds every snapshot. */
 	struct lunwind *lu;
 	FILE *check;
@@ -1521,10 +1523,21 @@ void tables__gc(struct tables *t)
 {
 	int64_t now;
 	uint32_t key, next, *prev = NULL;
-	bool scan;
+	bool scan, lost;
+	uint64_t nlost = __atomic_load_n(&t->skel->bss->ucounters[PROFD_UCNT_EVENTS_LOST], __ATOMIC_RELAXED);
 
 	tables__poll(t);
 	now = now_ns();
+	/*
+	 * Looking for requests whose event was lost costs a lookup per process:
+	 * hundreds of system calls a second on a host with hundreds of idle
+	 * processes. Only after a loss, until a look found nothing deferred.
+	 */
+	if (nlost != t->lost_seen)
+		t->rescan = true;
+	t->lost_seen = nlost;
+	lost = t->rescan;
+	t->rescan = false;
 	scan = !t->o.exit_events || now - t->backstop_at >= BACKSTOP_NS;
 	if (scan)
 		t->backstop_at = now;
@@ -1536,7 +1549,9 @@ void tables__gc(struct tables *t)
 			pid_forget(t, p); /* moves the last entry into slot i */
 			continue;
 		}
-		if (!p->due && now - p->last_load >= p->wait && refresh_asked(t, p->pid)) {
+		if (lost && (p->due || now - p->last_load < p->wait)) {
+			t->rescan = true;
+		} else if (lost && refresh_asked(t, p->pid)) {
 			/* The walker asked but its event was lost (ring buffer full): it will not ask again. */
 			enqueue(t, &(struct qent){ .pid = p->pid, .hot = true }, true);
 		}
