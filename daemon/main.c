@@ -252,7 +252,7 @@ static void drain(struct profd *d)
 	int64_t t0 = clock_ns(CLOCK_MONOTONIC), dt;
 	int err;
 
-	/* Exits noted before the flip are forgotten after it: their last samples are in this drain. */
+	/* Exits noted before the flip are forgotten after the next drain: samples taken in do_exit may come after it. */
 	if (d->events)
 		events__drain_begin(d->events);
 	fcache_clear(d);
