@@ -13,8 +13,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u32 self_tgid = 0; /* when set, profd itself is not profiled */
 /*
- * profd's own waits are its idle loop: not worth a profile, and walking its
- * stack at each of its own switches cost it a tenth of its time per exec.
+ * profd's own waits are its idle loop: not worth a profile, and the walk at
+ * each of its switches ran in profd's time (it switches several times per
+ * exec on the host).
  */
 const volatile __u32 offcpu_self_tgid = 0;
 

@@ -43,8 +43,8 @@
  * pointers. The walker asks once per rewrite of the entry, so this only
  * bounds processes that map new code continuously. A read that finds the
  * same mappings doubles the wait, up to REFRESH_MAX_NS: the pc outside was
- * garbage (a frame-pointer walk through code without them), and every
- * switch of such a process asked for a read ten times a second.
+ * garbage (a frame-pointer walk through code without them), and such a
+ * process, walked at every switch, had its maps read ten times a second.
  */
 #define REFRESH_MIN_NS (100 * 1000000LL)
 #define REFRESH_MAX_NS (10 * 1000000000LL)
@@ -438,7 +438,6 @@ static void rows_release(struct tables *t, uint32_t first, uint32_t n)
 
 /* --- process entries --- */
 
-/* Writes p's umaps entry from its mappings as last read, with every table loaded now. */
 static bool same_maps(const struct tmap *a, unsigned na, const struct tmap *b, unsigned nb)
 {
 	if (na != nb)
@@ -449,6 +448,7 @@ static bool same_maps(const struct tmap *a, unsigned na, const struct tmap *b, u
 	return true;
 }
 
+/* Writes p's umaps entry from its mappings as last read, with every table loaded now. */
 static int pid_write(struct tables *t, const struct tpid *p)
 {
 	struct profd_umaps *um = t->um;

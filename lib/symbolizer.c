@@ -409,6 +409,7 @@ static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 		procmaps__free(p->maps);
 		p->maps = m;
 		p->gone = false;
+		p->exited = false; /* a pid in use again (forked, not exec'd: no event says so) */
 	}
 }
 
