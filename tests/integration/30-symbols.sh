@@ -14,7 +14,10 @@ named_share() {
 	local total named
 	total=$(cnt "$1" "") named=$(cnt "$1" ";$2")
 	echo "$1: $named of $total samples through $2"
-	[ "$total" -ge 20 ] && awk -v n="$named" -v t="$total" 'BEGIN { exit !(n >= 0.9 * t) }'
+	[ "$total" -ge 20 ] && awk -v n="$named" -v t="$total" 'BEGIN { exit !(n >= 0.9 * t) }' && return 0
+	echo "$1: not through $2, most samples first:"
+	grep "^$1;" "$T/folded" | grep -vF ";$2" | sort -t' ' -k2 -nr | head -8 | cut -c1-300
+	return 1
 }
 
 # A binary deleted after it started: the path in maps names nothing any more.
