@@ -20,9 +20,8 @@ struct {
 } pevents SEC(".maps");
 
 /*
- * Exits do not wake user space: they wait for the next exec or drain (each
- * wake-up is a context switch for profd, a quarter of its cost per short
- * process). An exec must wake it even with an exit still unread before it,
+ * Exits do not wake user space: they wait for the next exec or drain (waking
+ * up was a quarter of profd's time at 10 execs a second, by perf record). An exec must wake it even with an exit still unread before it,
  * which the default (wake only when the reader has caught up) would not.
  */
 static __always_inline void emit(__u32 type, __u32 pid, __u64 start_boottime_ns, __u64 start_code,

@@ -249,6 +249,17 @@ static void run_due(struct events *e)
 	arm(e);
 }
 
+/* Planned re-captures of pid are called off; arm() drops them from the queue's head. */
+static void cancel_recaptures(struct events *e, uint32_t pid)
+{
+	for (uint32_t i = 0; i < e->pq_len; i++) {
+		struct pending *p = &e->pq[(e->pq_head + i) % MAX_PENDING];
+
+		if (p->pid == pid)
+			p->pid = 0;
+	}
+}
+
 static void on_exec(struct events *e, const struct profd_pev *ev)
 {
 	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
@@ -281,12 +292,7 @@ static void on_exit_ev(struct events *e, uint32_t pid)
 	if (e->exit_fn)
 		e->exit_fn(pid, e->exit_arg);
 	/* Its mappings are gone already; a re-capture now would find nothing. */
-	for (uint32_t i = 0; i < e->pq_len; i++) {
-		struct pending *p = &e->pq[(e->pq_head + i) % MAX_PENDING];
-
-		if (p->pid == pid)
-			p->pid = 0;
-	}
+	cancel_recaptures(e, pid);
 	if (e->nexits == e->exits_cap) {
 		size_t ncap = e->exits_cap ? e->exits_cap * 2 : 256;
 		uint32_t *n = ncap <= MAX_EXITS ? realloc(e->exits, ncap * sizeof(*n)) : NULL;
@@ -432,9 +438,7 @@ void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint
 
 	/* With libraries found, the planned re-capture would find the same: it need not wake us. */
 	if (capture(e, &im, NULL) > 2)
-		for (uint32_t i = 0; i < e->pq_len; i++)
-			if (e->pq[(e->pq_head + i) % MAX_PENDING].pid == pid)
-				e->pq[(e->pq_head + i) % MAX_PENDING].pid = 0;
+		cancel_recaptures(e, pid);
 	arm(e);
 }
 
