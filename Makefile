@@ -75,6 +75,10 @@ TP_FLAGS = -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inli
 $(BUILD)/testprogs/%_nofp: tests/testprogs/%_nofp.c
 	@mkdir -p $(@D)
 	$(TP_CC) -O1 -g -fomit-frame-pointer -fno-inline -pthread -o $@ $< -lm
+# No libc: an image that never sets its thread pointer (profd's exec events wait for that).
+$(BUILD)/testprogs/%_nolibc: tests/testprogs/%_nolibc.c
+	@mkdir -p $(@D)
+	$(TP_CC) -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-stack-protector -nostdlib -static -o $@ $<
 $(BUILD)/testprogs/%: tests/testprogs/%.c
 	@mkdir -p $(@D)
 	$(TP_CC) $(TP_FLAGS) -o $@ $< -lm -ldl

@@ -20,27 +20,66 @@ struct {
 } pevents SEC(".maps");
 
 /*
- * Exits do not wake user space: they wait for the next exec or drain (waking
- * up was a quarter of profd's time at 10 execs a second, by perf record). An exec must wake it even with an exit still unread before it,
- * which the default (wake only when the reader has caught up) would not.
+ * An exec event is sent once ld.so has mapped the libraries, so that user
+ * space wakes once and reads the mappings once per exec. At the exec
+ * itself only the binary and ld.so are mapped, and a second read a few
+ * milliseconds later cost a second wake-up. The sign: the new image sets
+ * its thread pointer (arch_prctl ARCH_SET_FS, x86-64's fsbase), which
+ * ld.so (or a static binary's libc) does once, before main, after laying
+ * out the static TLS of every library it loaded. A BPF timer looks every
+ * exec_poll_ns (0: the event goes at once), up to PROFD_PEV_EXEC_POLLS
+ * times. A
+ * process that exits first wakes nobody and is not read: only a sample of
+ * it (the walker's request) could have wanted it.
  */
-static __always_inline void emit(__u32 type, __u32 pid, __u64 start_boottime_ns, __u64 start_code,
-				 __u32 uid, __u32 nspid, __u64 wake)
-{
-	struct profd_pev *e = bpf_ringbuf_reserve(&pevents, sizeof(*e), 0);
+const volatile __u64 exec_poll_ns = 0;
 
-	if (!e) {
+struct delayed {
+	struct bpf_timer timer;
+	struct profd_pev ev;
+	__u64 fsbase;  /* at exec: the image sets its own */
+	__u32 polls;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* a few in flight: no 8192 entries allocated up front */
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct delayed);
+} delayed SEC(".maps");
+
+extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
+
+/*
+ * Exits do not wake user space: they wait for the next wake-up or drain
+ * (waking up was a quarter of profd's time at 10 execs a second, by perf
+ * record). Exec events force a wake-up: with an exit still unread before
+ * them, the default (wake only when the reader has caught up) would not.
+ */
+static __always_inline void send(const struct profd_pev *ev, __u64 wake)
+{
+	if (bpf_ringbuf_output(&pevents, (void *)ev, sizeof(*ev), wake))
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
-		return;
+}
+
+static int exec_due(void *map, __u32 *key, struct delayed *d)
+{
+	struct task_struct *t = bpf_task_from_pid(*key);
+	__u64 fsbase;
+
+	if (!t) {
+		bpf_map_delete_elem(map, key);
+		return 0;
 	}
-	e->type = type;
-	e->pid = pid;
-	e->time_ns = bpf_ktime_get_ns();
-	e->start_boottime_ns = start_boottime_ns;
-	e->start_code = start_code;
-	e->uid = uid;
-	e->nspid = nspid;
-	bpf_ringbuf_submit(e, wake);
+	fsbase = t->thread.fsbase;
+	bpf_task_release(t);
+	if (fsbase == d->fsbase && ++d->polls < PROFD_PEV_EXEC_POLLS && !bpf_timer_start(&d->timer, exec_poll_ns, 0))
+		return 0;
+	send(&d->ev, BPF_RB_FORCE_WAKEUP);
+	bpf_map_delete_elem(map, key);
+	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -55,19 +94,45 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	 */
 	struct pid *tp = BPF_CORE_READ(p, thread_pid);
 	unsigned int level = BPF_CORE_READ(tp, level);
+	struct profd_pev ev = {};
 	struct upid up = {};
+	struct delayed *d;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 
 	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_EXEC], 1);
 	/* The pid in the innermost namespace (NSpid's last field): perf maps are named by it. */
 	bpf_probe_read_kernel(&up, sizeof(up), &tp->numbers[level & 31]);
-	emit(PROFD_PEV_EXEC, bpf_get_current_pid_tgid() >> 32, BPF_CORE_READ(p, start_boottime),
-	     BPF_CORE_READ(p, mm, start_code), (__u32)bpf_get_current_uid_gid(), up.nr, BPF_RB_FORCE_WAKEUP);
+	ev.type = PROFD_PEV_EXEC;
+	ev.pid = pid;
+	ev.time_ns = bpf_ktime_get_ns();
+	ev.start_boottime_ns = BPF_CORE_READ(p, start_boottime);
+	ev.start_code = BPF_CORE_READ(p, mm, start_code);
+	ev.uid = (__u32)bpf_get_current_uid_gid();
+	ev.nspid = up.nr;
+	if (exec_poll_ns) {
+		/* An exec before the last one's event was due replaces it: that image is gone. */
+		if (bpf_map_update_elem(&delayed, &pid, &(struct delayed){}, BPF_ANY) == 0 &&
+		    (d = bpf_map_lookup_elem(&delayed, &pid))) {
+			d->ev = ev;
+			d->fsbase = BPF_CORE_READ(p, thread.fsbase);
+			if (bpf_timer_init(&d->timer, &delayed, 1 /* CLOCK_MONOTONIC */) == 0 &&
+			    bpf_timer_set_callback(&d->timer, exec_due) == 0 &&
+			    bpf_timer_start(&d->timer, exec_poll_ns, 0) == 0)
+				return 0;
+			bpf_map_delete_elem(&delayed, &pid);
+		}
+	}
+	/* No room or no timer: at once, and user space reads the mappings again once ld.so is done. */
+	send(&ev, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
+	struct profd_pev ev = {};
+	__u32 pid;
+
 	/*
 	 * Fires for every thread; signal->live drops to 0 (before this
 	 * tracepoint, on every kernel) only when the last one goes. Read
@@ -75,7 +140,13 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	 */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0 || (p->flags & 0x00200000 /* PF_KTHREAD */))
 		return 0;
+	pid = BPF_CORE_READ(p, tgid);
 	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_EXIT], 1);
-	emit(PROFD_PEV_EXIT, BPF_CORE_READ(p, tgid), 0, 0, 0, 0, BPF_RB_NO_WAKEUP);
+	/* Gone before its exec event was due: nothing left to read, nobody to wake. */
+	bpf_map_delete_elem(&delayed, &pid);
+	ev.type = PROFD_PEV_EXIT;
+	ev.pid = pid;
+	ev.time_ns = bpf_ktime_get_ns();
+	send(&ev, BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -20,6 +20,9 @@ struct profd_pev {
 	__u32 nspid;
 };
 
+/* Exec events wait for the new image's thread pointer (bpf/events.bpf.c): at most this many looks. */
+#define PROFD_PEV_EXEC_POLLS 20
+
 enum profd_pev_counter {
 	PROFD_PEV_CNT_EXEC = 0, /* exec events seen */
 	PROFD_PEV_CNT_EXIT,     /* process exits seen */

@@ -123,6 +123,8 @@ enum profd_uevent_type {
 #define PROFD_SNAP_STACK 16384
 /* Every frame had its tables (none walked by frame pointers for want of a table not loaded yet). */
 #define PROFD_SNAP_F_TABLES 1
+/* NEW_PID: the process exec'd a moment ago; its exec event, with the mappings, is on its way. */
+#define PROFD_UEV_F_EXEC_DUE 1
 /* DWARF register numbers of x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
 #define PROFD_SNAP_NREGS 17
 
@@ -132,7 +134,7 @@ struct profd_uevent {
 	__u32 tid;
 	__u32 nframes;
 	__u32 stack_len;   /* bytes copied from regs[7] (rsp) upwards */
-	__u32 flags;       /* PROFD_SNAP_F_* */
+	__u32 flags;       /* PROFD_SNAP_F_*, PROFD_UEV_F_* */
 	__u64 time_ns;     /* bpf_ktime_get_ns() at the sample or request (CLOCK_MONOTONIC) */
 	__u64 regs[PROFD_SNAP_NREGS];
 	__u64 frames[PROFD_MAX_DEPTH];

@@ -16,6 +16,13 @@ const volatile __u32 unwind_dwarf = 0;  /* 0: bpf_get_stack (frame pointers) */
 const volatile __u32 snapshot_tgid = 0; /* test mode: snapshots of this process's samples */
 
 __u64 ucounters[PROFD_UCNT_MAX] = {};
+/*
+ * Set by user space: exec events come at most this long after the exec,
+ * and bring the new program's mappings. The first request for an exec'd
+ * process younger than that waits for them instead of waking user space
+ * a second time.
+ */
+__u64 uw_quiet_ns = 0;
 
 /* Sized by user space before load; 1 entry when DWARF unwinding is off. */
 struct {
@@ -62,9 +69,11 @@ struct uw_state {
 	__u32 stop;
 	__u32 pid;
 	__u32 early;            /* a frame was walked without its table because it was not loaded yet */
+	__u64 wake;             /* a first request: 0, or BPF_RB_NO_WAKEUP for a process its exec event will bring */
+	__u32 borrowed;         /* um is the parent's: forked, not exec'd */
 };
 
-static __always_inline void uevent_small(__u32 type, __u32 pid)
+static __always_inline void uevent_small(__u32 type, __u32 pid, __u64 wake)
 {
 	struct profd_uevent *ev = bpf_ringbuf_reserve(&uevents, offsetof(struct profd_uevent, regs), 0);
 
@@ -77,10 +86,24 @@ static __always_inline void uevent_small(__u32 type, __u32 pid)
 	ev->tid = 0;
 	ev->nframes = 0;
 	ev->stack_len = 0;
-	ev->flags = 0;
+	ev->flags = wake == BPF_RB_NO_WAKEUP ? PROFD_UEV_F_EXEC_DUE : 0;
 	/* User space drops a request its last read of the mappings came after. */
 	ev->time_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(ev, 0);
+	bpf_ringbuf_submit(ev, wake);
+}
+
+/*
+ * A first request for a process younger than uw_quiet_ns need not wake user
+ * space: if it has exec'd, its exec event is due and brings the mappings;
+ * if not (yet), it walks by its parent's tables meanwhile.
+ */
+static __always_inline __u64 uw_wake(struct task_struct *task)
+{
+	__u64 quiet = uw_quiet_ns;
+
+	if (quiet && bpf_ktime_get_boot_ns() - BPF_CORE_READ(task, start_boottime) < quiet)
+		return BPF_RB_NO_WAKEUP;
+	return 0;
 }
 
 /*
@@ -199,10 +222,11 @@ static long uw_step(__u64 index, void *arg)
 		} else if (!m && s->pc > 4096 && s->pc < 0x800000000000ULL) {
 			s->early = 1;
 			ucount(PROFD_UCNT_FRAMES_EARLY);
-			if (!s->um->refresh) {
+			/* Borrowed: this process's own request is out already. */
+			if (!s->um->refresh && !s->borrowed) {
 				/* Racy on purpose: a duplicate request costs user space one maps read. */
 				s->um->refresh = 1;
-				uevent_small(PROFD_UEV_REFRESH, s->pid);
+				uevent_small(PROFD_UEV_REFRESH, s->pid, 0);
 			}
 		}
 	}
@@ -267,42 +291,47 @@ static long uw_step(__u64 index, void *arg)
 	return ra == 0;
 }
 
-/* The tables of this process, or NULL; asks user space to load them on the first sample. */
-static __always_inline struct profd_umaps *uw_umaps(struct task_struct *task, __u32 pid)
+/*
+ * The tables of this process, or NULL; asks user space to load them on the
+ * first sample. A child that has not exec'd walks by its parent's until its
+ * own are written: between fork and exec it is its parent's image.
+ */
+static __always_inline struct profd_umaps *uw_umaps(struct uw_state *s, struct task_struct *task)
 {
-	struct profd_umaps *um = bpf_map_lookup_elem(&umaps, &pid), *zero;
-	__u32 z = 0;
+	__u32 pid = s->pid, ppid, z = 0;
+	__u64 sc = BPF_CORE_READ(task, mm, start_code);
+	struct profd_umaps *um = bpf_map_lookup_elem(&umaps, &pid), *zero, *pum;
 	long err;
 
+	if (um && um->n && um->start_code == sc)
+		return um;
 	/*
 	 * Exiting: the exit event may have dropped its tables already, and a
 	 * request now would only have user space read a zombie's mappings.
 	 */
 	if (BPF_CORE_READ(task, flags) & 0x00000004 /* PF_EXITING */)
-		return um && um->n && um->start_code == BPF_CORE_READ(task, mm, start_code) ? um : NULL;
-	if (um) {
-		if (!um->n)
-			return NULL;
-		if (um->start_code == BPF_CORE_READ(task, mm, start_code))
-			return um;
-		/* exec (or pid reuse): these mappings are another program's. */
-		if (!um->refresh) {
-			um->refresh = 1;
-			uevent_small(PROFD_UEV_NEW_PID, pid);
-		}
-		ucount(PROFD_UCNT_NO_PID);
 		return NULL;
+	if (um) {
+		/* exec (or pid reuse): these mappings are another program's. A placeholder (n = 0) has asked. */
+		if (um->n && !um->refresh) {
+			um->refresh = 1;
+			uevent_small(PROFD_UEV_NEW_PID, pid, s->wake);
+		}
+	} else if ((zero = bpf_map_lookup_elem(&umaps_zero, &z))) {
+		/* The placeholder (n = 0) makes the request once per process. */
+		err = bpf_map_update_elem(&umaps, &pid, zero, BPF_NOEXIST);
+		if (err == 0)
+			uevent_small(PROFD_UEV_NEW_PID, pid, s->wake);
+		else if (err != -17 /* EEXIST */)
+			ucount(PROFD_UCNT_PIDS_FULL);
+	}
+	ppid = BPF_CORE_READ(task, real_parent, tgid);
+	pum = bpf_map_lookup_elem(&umaps, &ppid);
+	if (pum && pum->n && pum->start_code == sc) {
+		s->borrowed = 1;
+		return pum;
 	}
 	ucount(PROFD_UCNT_NO_PID);
-	zero = bpf_map_lookup_elem(&umaps_zero, &z);
-	if (!zero)
-		return NULL;
-	/* The placeholder (n = 0) makes the request once per process. */
-	err = bpf_map_update_elem(&umaps, &pid, zero, BPF_NOEXIST);
-	if (err == 0)
-		uevent_small(PROFD_UEV_NEW_PID, pid);
-	else if (err != -17 /* EEXIST */)
-		ucount(PROFD_UCNT_PIDS_FULL);
 	return NULL;
 }
 
@@ -369,7 +398,8 @@ static __always_inline long unwind_user(__u64 *ips)
 	if (!regs)
 		return 0;
 	s.pid = pid_tgid >> 32;
-	s.um = uw_umaps(task, s.pid);
+	s.wake = uw_wake(task);
+	s.um = uw_umaps(&s, task);
 	s.ips = ips;
 	s.pc = BPF_CORE_READ(regs, ip);
 	s.sp = BPF_CORE_READ(regs, sp);

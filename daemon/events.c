@@ -30,6 +30,8 @@
 #define RECAPTURE_DELAY_NS (5 * 1000000LL)
 #define RECAPTURE_TRIES 4
 #define MAX_PENDING 4096
+/* How often bpf/events.bpf.c looks whether ld.so is done (PROFD_PEV_EXEC_POLLS times at most). */
+#define EXEC_POLL_NS (1000000LL)
 /*
  * Exits wait a drain and one more: a process is sampled in do_exit after
  * its exit event, and those samples may miss the drain that read the
@@ -66,6 +68,7 @@ struct events {
 	size_t seen_cap, seen_used, seen_live;
 
 	struct events_stats st;
+	uint64_t delay_max_ns;   /* exec events come at most this long after the exec */
 	uint64_t ns_per_tick;    /* /proc's clock ticks (USER_HZ) */
 
 	events_maps_fn maps_fn;
@@ -277,10 +280,11 @@ static void on_exec(struct events *e, const struct profd_pev *ev)
 	seen_add(e, pid);
 	/*
 	 * Gone already, or static (the binary only: no ld.so to map libraries).
-	 * Read as late as a re-capture would be, with libraries found (a busy
-	 * host wakes profd late), the capture was the re-capture.
+	 * With libraries found, sent once ld.so was done or read as late as a
+	 * re-capture would be (a busy host wakes profd late), the capture was
+	 * the re-capture.
 	 */
-	if (n > 2 && mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS)
+	if (n > 2 && (e->delay_max_ns || mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
 		return;
 	if (n >= 2)
 		recapture_at(e, &im, 0, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS);
@@ -323,6 +327,21 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static int open_bpf(struct events *e, uint64_t poll_ns)
+{
+	int err = 0;
+
+	events_bpf__destroy(e->skel);
+	e->skel = events_bpf__open();
+	if (!e->skel)
+		return -errno;
+	e->skel->rodata->exec_poll_ns = poll_ns;
+	if (events_bpf__load(e->skel) || events_bpf__attach(e->skel))
+		err = -errno;
+	e->delay_max_ns = err ? 0 : poll_ns * PROFD_PEV_EXEC_POLLS;
+	return err;
+}
+
 int events__open(struct symbolizer *sym, struct events **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -341,15 +360,12 @@ int events__open(struct symbolizer *sym, struct events **out)
 		err = -ENOMEM;
 		goto fail;
 	}
-	e->skel = events_bpf__open_and_load();
-	if (!e->skel) {
-		err = -errno;
+	/* Without BPF timers (an older kernel) each exec wakes us at once, and its re-capture again. */
+	err = open_bpf(e, EXEC_POLL_NS);
+	if (err)
+		err = open_bpf(e, 0);
+	if (err)
 		goto fail;
-	}
-	if (events_bpf__attach(e->skel)) {
-		err = -errno;
-		goto fail;
-	}
 	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.pevents), on_event, e, NULL);
 	if (!e->rb) {
 		err = -errno;
@@ -450,6 +466,11 @@ void events__seen(struct events *e, uint32_t pid)
 		capture(e, &im, NULL);
 }
 
+uint64_t events__exec_delay_ns(const struct events *e)
+{
+	return e->delay_max_ns;
+}
+
 void events__on_maps(struct events *e, events_maps_fn fn, void *arg)
 {
 	e->maps_fn = fn;
@@ -478,6 +499,7 @@ void events__print_status(const struct events *e, FILE *f)
 	if (!e)
 		return;
 	events__stats(e, &s);
+	fprintf(f, "process_exec_wait_ms\t%" PRIu64 "\n", e->delay_max_ns / 1000000);
 	fprintf(f, "process_execs\t%" PRIu64 "\n", s.execs);
 	fprintf(f, "process_exits\t%" PRIu64 "\n", s.exits);
 	fprintf(f, "process_events_lost\t%" PRIu64 "\n", s.lost);

@@ -61,6 +61,12 @@ typedef void (*events_maps_fn)(const struct events_image *im, void *arg);
 /* Reads pid's mappings again now (the walker met a pc outside them); the maps callback gets them. */
 void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint64_t start_code);
 void events__on_maps(struct events *e, events_maps_fn fn, void *arg);
+/*
+ * At most how long after an exec its event comes (0: at once). It waits
+ * for ld.so to map the libraries: one wake-up and one read of the
+ * mappings per exec.
+ */
+uint64_t events__exec_delay_ns(const struct events *e);
 /* Called for each process exit as its event is read (DWARF tables drop the process at once). */
 typedef void (*events_exit_fn)(uint32_t pid, void *arg);
 void events__on_exit(struct events *e, events_exit_fn fn, void *arg);

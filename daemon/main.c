@@ -839,6 +839,7 @@ static int setup(struct profd *d)
 			events__on_maps(d->events, maps_to_tables, d->tables);
 			events__on_exit(d->events, exit_to_tables, d->tables);
 			tables__on_reread(d->tables, reread_to_events, d->events);
+			tables__exec_delay(d->tables, events__exec_delay_ns(d->events));
 		}
 	}
 

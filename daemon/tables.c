@@ -64,9 +64,11 @@
 /*
  * The walker asks about a process it has no entry for at its first sample
  * or context switch, most often a child between fork and exec. Its exec
- * event brings the mappings read for the symbolizer within a millisecond
- * or two: the request waits this long for them before reading /proc itself
- * (a read of the parent's image, replaced at once, was one per exec).
+ * event brings the mappings read for the symbolizer: the request waits
+ * this long for them before reading /proc itself (a read of the parent's
+ * image, replaced at once, was one per exec). When exec events wait for
+ * ld.so (tables__exec_delay), only requests marked as having one due wait,
+ * as long as that takes.
  */
 #define NEW_PID_GRACE_NS (5 * 1000000LL)
 /* Requests not from the walker (exec, re-reads): at most this many, for at most this long. */
@@ -158,7 +160,7 @@ struct qent {
 	uint32_t pid;            /* 0: served */
 	bool exec;               /* asked at exec: read again once ld.so mapped the libraries */
 	bool hot;                /* asked by the walker */
-	bool young;              /* the walker's first request for the process: waits NEW_PID_GRACE_NS for pm */
+	bool young;              /* the walker's first request for the process: waits grace_ns for pm */
 	int64_t queued;
 	struct procmaps *pm;     /* the mappings as process events read them (a reference); NULL: read them */
 	uint64_t start_time, start_code; /* with pm, from the exec event; 0: read /proc/PID/stat */
@@ -231,6 +233,8 @@ struct tables {
 	void *reread_arg;
 	uint64_t lost_seen;      /* the walker's lost requests as of the last gc */
 	bool rescan;             /* some were lost: look for set refresh flags at the next gc */
+	bool exec_delay;         /* exec events wait for ld.so: only requests marked EXEC_DUE are young */
+	int64_t grace_ns;        /* how long a young request waits for its exec event's mappings */
 	/* Test mode (PROFD_UNWIND_CHECK): libunwind re-unwinds every snapshot. */
 	struct lunwind *lu;
 	FILE *check;
@@ -1157,9 +1161,9 @@ static void enqueue(struct tables *t, const struct qent *n, bool stale)
 		t->ncold++;
 }
 
-static bool waits(const struct qent *e, int64_t now)
+static bool waits(const struct tables *t, const struct qent *e, int64_t now)
 {
-	return e->young && !e->pm && now - e->queued < NEW_PID_GRACE_NS;
+	return e->young && !e->pm && now - e->queued < t->grace_ns;
 }
 
 static void work(struct tables *t, int64_t budget)
@@ -1170,7 +1174,7 @@ static void work(struct tables *t, int64_t budget)
 
 	/* Served entries become pid 0 (never a process's) and are squeezed out below. */
 	for (size_t i = 0; i < t->nqueue && now_ns() - t0 < budget; i++) {
-		if (t->queue[i].hot && !waits(&t->queue[i], t0)) {
+		if (t->queue[i].hot && !waits(t, &t->queue[i], t0)) {
 			struct qent e = t->queue[i];
 
 			t->queue[i].pid = 0;
@@ -1195,7 +1199,7 @@ static void work(struct tables *t, int64_t budget)
 	}
 	for (size_t i = 0; i < t->nqueue; i++) {
 		if (t->queue[i].pid) {
-			more |= !waits(&t->queue[i], t0);
+			more |= !waits(t, &t->queue[i], t0);
 			t->queue[k++] = t->queue[i];
 		}
 	}
@@ -1237,9 +1241,9 @@ static void run_due(struct tables *t)
 		}
 	}
 	for (size_t i = 0; i < t->nqueue; i++) {
-		int64_t due = t->queue[i].queued + NEW_PID_GRACE_NS;
+		int64_t due = t->queue[i].queued + t->grace_ns;
 
-		if (waits(&t->queue[i], now) && (!next || due < next))
+		if (waits(t, &t->queue[i], now) && (!next || due < next))
 			next = due;
 	}
 	if (next == t->armed)
@@ -1260,7 +1264,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	switch (ev->type) {
 	case PROFD_UEV_NEW_PID:
-		enqueue(t, &(struct qent){ .pid = ev->pid, .hot = true, .young = true }, false);
+		enqueue(t, &(struct qent){ .pid = ev->pid, .hot = true,
+					   .young = !t->exec_delay || (ev->flags & PROFD_UEV_F_EXEC_DUE) }, false);
 		break;
 	case PROFD_UEV_REFRESH:
 		p = pid_find(t, ev->pid);
@@ -1354,6 +1359,7 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 	if (!t)
 		return -ENOMEM;
 	t->skel = skel;
+	t->grace_ns = NEW_PID_GRACE_NS;
 	t->o = *o;
 	t->epfd = t->tfd = t->b.efd = t->proc_fd = -1;
 	pthread_mutex_init(&t->b.mu, NULL);
@@ -1588,6 +1594,14 @@ void tables__gc(struct tables *t)
 	write_changed(t);
 	if (t->nqueue)
 		poke(t);
+}
+
+void tables__exec_delay(struct tables *t, uint64_t ns)
+{
+	t->skel->bss->uw_quiet_ns = ns;
+	t->exec_delay = ns != 0;
+	/* From the request: the exec was earlier. A margin for profd's own wake-up. */
+	t->grace_ns = ns ? (int64_t)ns + NEW_PID_GRACE_NS : NEW_PID_GRACE_NS;
 }
 
 void tables__on_reread(struct tables *t, tables_reread_fn fn, void *arg)

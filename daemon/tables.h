@@ -101,6 +101,13 @@ void tables__gc(struct tables *t);
 typedef void (*tables_reread_fn)(uint32_t pid, uint64_t start_time, uint64_t start_code, void *arg);
 void tables__on_reread(struct tables *t, tables_reread_fn fn, void *arg);
 
+/*
+ * Exec events come ns after the exec with the mappings (events__exec_delay_ns):
+ * the walker's requests for a process exec'd since then wait for them
+ * rather than wake the daemon.
+ */
+void tables__exec_delay(struct tables *t, uint64_t ns);
+
 typedef void (*tables_snapshot_fn)(const struct profd_uevent *ev, void *arg);
 void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg);
 

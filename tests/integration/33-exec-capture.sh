@@ -1,0 +1,39 @@
+#!/bin/bash
+# A new process's mappings are read once per exec, after ld.so has mapped
+# the libraries: the exec event waits in the kernel (a BPF timer) until the
+# new image sets its thread pointer. Before, profd read them at the exec
+# (binary and ld.so only) and again 5 ms later: two wake-ups and two reads.
+# A program that never sets a thread pointer (no libc) is read when the
+# wait runs out, and is named all the same.
+source "$(dirname "$0")/lib.sh"
+
+start_profd
+sleep 1
+wait_ms=$(profctl status | awk '$1 == "process_exec_wait_ms" { print $2 }')
+check "exec events wait for ld.so (process_exec_wait_ms ${wait_ms:-missing} > 0)" test "${wait_ms:-0}" -gt 0
+sv() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+profctl status >"$T/s0"
+for _ in $(seq 40); do "$TP/sym_short" 30; done
+for _ in $(seq 5); do "$TP/spin_nolibc" 80; done
+sleep 1.5 # a drain
+profctl status >"$T/s1"
+d() { echo $(($(sv "$T/s1" "$1") - $(sv "$T/s0" "$1"))); }
+execs=$(d process_execs) caps=$(d process_captures) own=$(d unwind_maps_reads)
+echo "execs $execs, captures $caps, reads by the DWARF tables alone $own"
+check "45 execs seen ($execs)" test "$execs" -ge 45
+check "one read of the mappings per exec: $((caps + own)) reads for $execs execs (<= 1.25 each)" \
+	awk -v r="$((caps + own))" -v e="$execs" 'BEGIN { exit !(r <= 1.25 * e) }'
+
+profctl dump --since 1m >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
+cnt() { awk -v c="$1" -v pat="$2" '{ split($0, f, ";") } f[1] == c && (pat == "" || index($0, pat)) { n += $NF } END { print n + 0 }' "$T/folded"; }
+s_all=$(cnt sym_short "") s_spin=$(cnt sym_short ";short_spin")
+n_all=$(cnt spin_nolibc "") n_spin=$(cnt spin_nolibc ";start_c;nolibc_spin")
+echo "sym_short: $s_spin of $s_all samples through short_spin; spin_nolibc: $n_spin of $n_all through start_c;nolibc_spin"
+grep '^spin_nolibc;' "$T/folded" | sort -t' ' -k2 -nr | head -5
+# ld.so and execve take 5-10 % of a 30 ms process (see 31-short-jit).
+check "30 ms dynamic processes named: $s_spin of $s_all samples through short_spin (>= 80%)" \
+	awk -v n="$s_spin" -v t="$s_all" 'BEGIN { exit !(t >= 40 && n >= 0.8 * t) }'
+check "a program without libc named: $n_spin of $n_all samples through nolibc_spin (>= 85%)" \
+	awk -v n="$n_spin" -v t="$n_all" 'BEGIN { exit !(t >= 15 && n >= 0.85 * t) }'
+check "profd exits 0 on SIGTERM" stop_profd
+done_test
