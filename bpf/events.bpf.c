@@ -97,6 +97,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	struct profd_pev ev = {};
 	struct upid up = {};
 	struct delayed *d;
+	struct mount *m;
+	struct path root;
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 
 	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_EXEC], 1);
@@ -109,6 +111,11 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	ev.start_code = BPF_CORE_READ(p, mm, start_code);
 	ev.uid = (__u32)bpf_get_current_uid_gid();
 	ev.nspid = up.nr;
+	root = BPF_CORE_READ(p, fs, root);
+	m = (void *)root.mnt - bpf_core_field_offset(struct mount, mnt);
+	ev.root_mnt_id = BPF_CORE_READ(m, mnt_id);
+	ev.root_dev = BPF_CORE_READ(root.dentry, d_sb, s_dev);
+	ev.root_ino = BPF_CORE_READ(root.dentry, d_inode, i_ino);
 	if (exec_poll_ns) {
 		/* An exec before the last one's event was due replaces it: that image is gone. */
 		if (bpf_map_update_elem(&delayed, &pid, &(struct delayed){}, BPF_ANY) == 0 &&

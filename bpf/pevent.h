@@ -18,6 +18,14 @@ struct profd_pev {
 	/* Exec only: the real uid and the pid in the process's own namespace, as /proc/PID/status shows them. */
 	__u32 uid;
 	__u32 nspid;
+	/*
+	 * Exec only: the root directory as statx keys it, so that a known
+	 * root needs no statx of /proc/PID/root: its mount id, the kernel's
+	 * dev_t of its filesystem (major << 20 | minor) and its inode.
+	 */
+	__u32 root_mnt_id;
+	__u32 root_dev;
+	__u64 root_ino;
 };
 
 /* Exec events wait for the new image's thread pointer (bpf/events.bpf.c): at most this many looks. */

@@ -387,6 +387,23 @@ static __always_inline void uw_snapshot(struct pt_regs *regs, __u32 pid, __u32 t
 	bpf_ringbuf_submit(ev, 0);
 }
 
+/*
+ * A process's tables go with its last thread, here rather than by a system
+ * call from user space per exit. Entries written after this are user
+ * space's to delete (tables__exit compares times).
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(uw_exit, struct task_struct *p)
+{
+	__u32 pid;
+
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	pid = BPF_CORE_READ(p, tgid);
+	bpf_map_delete_elem(&umaps, &pid);
+	return 0;
+}
+
 /* Walks the current task's user stack into ips; returns the number of frames. */
 static __always_inline long unwind_user(__u64 *ips)
 {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/sysmacros.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -266,7 +267,8 @@ static void cancel_recaptures(struct events *e, uint32_t pid)
 static void on_exec(struct events *e, const struct profd_pev *ev)
 {
 	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
-	struct symbolizer_ids ids = { ev->uid, ev->nspid };
+	struct symbolizer_ids ids = { ev->uid, ev->nspid,
+				      { ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff), ev->root_ino } };
 	uint32_t pid = ev->pid;
 	/* Samples taken before the exec resolve against the new image from here on: the price of one table per pid. */
 	int n;
@@ -290,11 +292,11 @@ static void on_exec(struct events *e, const struct profd_pev *ev)
 		recapture_at(e, &im, 0, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS);
 }
 
-static void on_exit_ev(struct events *e, uint32_t pid)
+static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
 {
 	symbolizer__exited(e->sym, pid);
 	if (e->exit_fn)
-		e->exit_fn(pid, e->exit_arg);
+		e->exit_fn(pid, time_ns, e->exit_arg);
 	/* Its mappings are gone already; a re-capture now would find nothing. */
 	cancel_recaptures(e, pid);
 	if (e->nexits == e->exits_cap) {
@@ -323,7 +325,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (ev->type == PROFD_PEV_EXEC)
 		on_exec(e, ev);
 	else if (ev->type == PROFD_PEV_EXIT)
-		on_exit_ev(e, ev->pid);
+		on_exit_ev(e, ev->pid, ev->time_ns);
 	return 0;
 }
 

@@ -1,11 +1,14 @@
 /*
  * Process events: exec and exit from BPF (bpf/events.bpf.c) keep the
  * symbolizer's view of each process right. A new image is captured (its
- * mappings read and its files parsed) as soon as it runs and again once the
- * dynamic loader has mapped its libraries, so a process that lives 40 ms is
- * named at the next drain; a process seen first in a drain is captured
- * before its frames are resolved; an exited process's table is dropped only
- * after the drain that symbolizes its last samples.
+ * mappings read and its files parsed) once the dynamic loader has mapped
+ * its libraries: the exec event waits in the kernel for that, so one
+ * wake-up and one read serve each exec, and a process that lives 40 ms is
+ * named at the next drain. Where the kernel cannot wait (no BPF timers),
+ * the event comes at once and the image is captured again 5 ms later. A
+ * process seen first in a drain is captured before its frames are
+ * resolved; an exited process's table is dropped only after the drain that
+ * symbolizes its last samples.
  */
 #ifndef PROFD_EVENTS_H
 #define PROFD_EVENTS_H
@@ -67,8 +70,8 @@ void events__on_maps(struct events *e, events_maps_fn fn, void *arg);
  * mappings per exec.
  */
 uint64_t events__exec_delay_ns(const struct events *e);
-/* Called for each process exit as its event is read (DWARF tables drop the process at once). */
-typedef void (*events_exit_fn)(uint32_t pid, void *arg);
+/* Called for each process exit as its event is read (DWARF tables drop the process at once); time_ns: CLOCK_MONOTONIC. */
+typedef void (*events_exit_fn)(uint32_t pid, uint64_t time_ns, void *arg);
 void events__on_exit(struct events *e, events_exit_fn fn, void *arg);
 
 void events__stats(const struct events *e, struct events_stats *out);

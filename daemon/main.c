@@ -727,9 +727,9 @@ static void reread_to_events(uint32_t pid, uint64_t start_time, uint64_t start_c
 }
 
 /* An exited process's entry goes at once: on a host exec'ing hundreds a second, slots would run out before gc. */
-static void exit_to_tables(uint32_t pid, void *arg)
+static void exit_to_tables(uint32_t pid, uint64_t time_ns, void *arg)
 {
-	tables__exit(arg, pid);
+	tables__exit(arg, pid, time_ns);
 }
 
 static int setup(struct profd *d)

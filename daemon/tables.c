@@ -235,6 +235,7 @@ struct tables {
 	bool rescan;             /* some were lost: look for set refresh flags at the next gc */
 	bool exec_delay;         /* exec events wait for ld.so: only requests marked EXEC_DUE are young */
 	int64_t grace_ns;        /* how long a young request waits for its exec event's mappings */
+	struct bpf_link *exit_link; /* the walker's exit hook: umaps entries go with their process */
 	/* Test mode (PROFD_UNWIND_CHECK): libunwind re-unwinds every snapshot. */
 	struct lunwind *lu;
 	FILE *check;
@@ -258,6 +259,7 @@ static uint32_t rows_cap(const struct tables_opts *o)
 
 void tables__configure(struct profd_bpf *skel, const struct tables_opts *o)
 {
+	bpf_program__set_autoload(skel->progs.uw_exit, o && o->enabled);
 	if (!o || !o->enabled)
 		return;
 	skel->rodata->unwind_dwarf = 1;
@@ -976,12 +978,18 @@ static void maps_put(struct tmap *m, unsigned n)
 	free(m);
 }
 
-static void pid_forget(struct tables *t, struct tpid *p)
+/* The process's state here; its umaps entry stays. */
+static void pid_drop(struct tables *t, struct tpid *p)
 {
-	bpf_map_delete_elem(t->umaps_fd, &p->pid);
 	maps_put(p->m, p->n);
 	*p = t->pids[--t->npids];
 	t->st.pids = t->npids;
+}
+
+static void pid_forget(struct tables *t, struct tpid *p)
+{
+	bpf_map_delete_elem(t->umaps_fd, &p->pid);
+	pid_drop(t, p);
 }
 
 static struct tpid *pid_new(struct tables *t, uint32_t pid)
@@ -1411,6 +1419,8 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		if (err)
 			goto fail;
 	}
+	/* Without it (not loaded, or attach failed) each exit deletes its entry by a system call. */
+	t->exit_link = bpf_program__attach(skel->progs.uw_exit);
 	t->st.rows_cap = t->rows_cap;
 	t->st.kernel_bytes = t->rows_len +
 		(uint64_t)bpf_map__max_entries(skel->maps.umaps) * (sizeof(struct profd_umaps) + 64) +
@@ -1428,6 +1438,7 @@ void tables__free(struct tables *t)
 		return;
 	/* Workers first: their jobs point at files freed below. */
 	builder_stop(&t->b);
+	bpf_link__destroy(t->exit_link);
 	pthread_mutex_destroy(&t->b.mu);
 	pthread_cond_destroy(&t->b.cv);
 	ring_buffer__free(t->rb);
@@ -1498,7 +1509,7 @@ void tables__exec(struct tables *t, uint32_t pid, int exec, uint64_t start_time,
 				   .start_code = start_code }, false);
 }
 
-void tables__exit(struct tables *t, uint32_t pid)
+void tables__exit(struct tables *t, uint32_t pid, uint64_t time_ns)
 {
 	struct tpid *p = pid_find(t, pid);
 
@@ -1512,10 +1523,17 @@ void tables__exit(struct tables *t, uint32_t pid)
 			break;
 		}
 	}
-	if (p)
-		pid_forget(t, p);
+	if (!p) {
+		/* The walker's placeholder, if any; exiting tasks make none after the exit hook ran. */
+		if (!t->exit_link)
+			bpf_map_delete_elem(t->umaps_fd, &pid);
+		return;
+	}
+	/* Written before the exit: the exit hook deleted it, and no system call per exit is needed. */
+	if (t->exit_link && p->last_load < (int64_t)time_ns)
+		pid_drop(t, p);
 	else
-		bpf_map_delete_elem(t->umaps_fd, &pid); /* the walker's placeholder, if any */
+		pid_forget(t, p);
 }
 
 static bool refresh_asked(struct tables *t, uint32_t pid)

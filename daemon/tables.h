@@ -2,10 +2,12 @@
  * DWARF unwind tables in the kernel: builds the table of each executable
  * file a sampled process maps (lib/unwind_table), stores it once per file in
  * the BPF rows array, and describes each process's mappings in the umaps
- * map for bpf/unwind.h. A process is read at its exec (tables__exec) and
- * again when the walker asks (first sample, a pc outside every known
- * mapping, an exec seen by start_code); until a file's table is there, its
- * frames are walked by frame pointers. Builds run on two worker threads,
+ * map for bpf/unwind.h. A process is read at its exec (tables__exec, once
+ * ld.so is done) and again when the walker asks (first sample, a pc outside
+ * every known mapping, an exec seen by start_code); until a file's table is
+ * there, its frames are walked by frame pointers, and so are a new
+ * process's first milliseconds (ld.so) until its exec event comes. A child
+ * not yet exec'd walks by its parent's tables. Builds run on two worker threads,
  * smallest file first, one of them for small files only, so a new program
  * or libc never waits behind libLLVM; each finished table is written into
  * the entries of the processes that map it at once. Memory is bounded (rows
@@ -88,8 +90,12 @@ int tables__poll(struct tables *t);
  */
 void tables__exec(struct tables *t, uint32_t pid, int exec, uint64_t start_time, uint64_t start_code,
 		  struct procmaps *maps);
-/* pid has exited (process events): its entry and any request for it go now, not at the next gc. */
-void tables__exit(struct tables *t, uint32_t pid);
+/*
+ * pid has exited at time_ns (CLOCK_MONOTONIC; process events): any request
+ * for it goes now, not at the next gc. The walker's exit hook dropped its
+ * umaps entry in the kernel; one written since is dropped here.
+ */
+void tables__exit(struct tables *t, uint32_t pid, uint64_t time_ns);
 /* Periodic upkeep: forgets exited processes, evicts unused tables, retries refreshes and tables without room. */
 void tables__gc(struct tables *t);
 

@@ -257,14 +257,16 @@ static struct root *root_find(struct symbolizer *s, const uint64_t key[3])
  * Mount ids are reused once a mount is gone, but a pinned root holds its
  * mount: while it is in the list, no other mount has its id.
  */
-static int root_pin(struct symbolizer *s, uint32_t pid, struct root **out)
+static int root_pin(struct symbolizer *s, uint32_t pid, const uint64_t *known, struct root **out)
 {
 	char path[32];
 	uint64_t key[3];
-	struct root *r;
-	int fd = -1, err;
+	struct root *r = known && known[0] ? root_find(s, known) : NULL;
+	int fd = -1, err = 0;
 
 	snprintf(path, sizeof(path), "%u/root", pid);
+	if (r)
+		goto found;
 	err = root_key(s->proc_fd, path, 0, key);
 	if (err)
 		return err;
@@ -289,6 +291,7 @@ static int root_pin(struct symbolizer *s, uint32_t pid, struct root **out)
 		s->roots = r;
 		fd = -1;
 	}
+found:
 	r->refs++;
 	*out = r;
 out:
@@ -879,7 +882,7 @@ static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct symbol
 		return;
 	}
 	p->nspid = nspid;
-	if (root_pin(s, p->pid, &p->root) == 0)
+	if (root_pin(s, p->pid, ids ? ids->root : NULL, &p->root) == 0)
 		p->uid = uid;
 }
 
@@ -900,7 +903,7 @@ static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
 	if (!p->nspid && read_status(s, p->pid, &uid, &p->nspid))
 		return;
 	/* Exited, or a zombie (its root already released): the root pinned at capture. */
-	rootfd = open_root(s, p->pid);
+	rootfd = p->exited && p->root ? -ENOENT : open_root(s, p->pid);
 	if (rootfd < 0 && !p->root)
 		return;
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);

@@ -75,7 +75,13 @@ int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
  */
 struct symbolizer_ids {
 	uint32_t uid;
-	uint32_t nspid; /* the pid in the process's own namespace */
+	uint32_t nspid;   /* the pid in the process's own namespace */
+	/*
+	 * Its root directory as statx keys it (mount id, st_dev, inode), when
+	 * known; all 0: not. A root already pinned under that key is taken
+	 * without looking at /proc; any other is keyed from /proc as usual.
+	 */
+	uint64_t root[3];
 };
 int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids);
 
