@@ -51,6 +51,9 @@ struct {
 
 extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
 extern void bpf_task_release(struct task_struct *p) __ksym;
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
 
 /*
  * Exits do not wake user space: they wait for the next wake-up or drain
@@ -64,20 +67,88 @@ static __always_inline void send(const struct profd_pev *ev, __u64 wake)
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
 }
 
+/*
+ * The image's executable mappings into x. Not complete (user space reads
+ * /proc instead): more than fit, a deleted file (its path would need
+ * " (deleted)"), or the iterator could not take the mm's lock.
+ */
+static __always_inline void list_maps(struct task_struct *t, struct profd_pev_exec *x)
+{
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	struct profd_pev_map *m;
+	struct dentry *de;
+	struct file *f;
+	__u64 vdso = (__u64)BPF_CORE_READ(t, mm, context.vdso);
+	__u32 n;
+
+	/*
+	 * The count lives in the record, not a register: read back from
+	 * memory it is unknown to the verifier, whose states for successive
+	 * iterations then converge (a register count took it 6 s to load).
+	 */
+	x->nmaps = 0;
+	x->maps_flags = 0;
+	if (bpf_iter_task_vma_new(&it, t, 0) == 0) {
+		x->maps_flags = PROFD_PEV_MAPS_OK;
+		while ((vma = bpf_iter_task_vma_next(&it))) {
+			if (!(vma->vm_flags & 0x4 /* VM_EXEC */))
+				continue;
+			n = x->nmaps;
+			if (n >= PROFD_PEV_MAX_MAPS) {
+				x->maps_flags = 0;
+				break;
+			}
+			m = &x->maps[n & (PROFD_PEV_MAX_MAPS - 1)];
+			m->start = vma->vm_start;
+			m->end = vma->vm_end;
+			m->offset = 0;
+			m->ino = 0;
+			m->dev = 0;
+			m->flags = 0;
+			f = vma->vm_file;
+			if (f) {
+				de = BPF_CORE_READ(f, f_path.dentry);
+				/* Unhashed: deleted (or never linked): /proc would say so. */
+				if (!BPF_CORE_READ(de, d_hash.pprev)) {
+					x->maps_flags = 0;
+					break;
+				}
+				m->offset = vma->vm_pgoff << 12;
+				m->ino = BPF_CORE_READ(f, f_inode, i_ino);
+				m->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+			} else {
+				m->flags = vma->vm_start == vdso ? PROFD_PEV_MAP_VDSO : PROFD_PEV_MAP_ANON;
+			}
+			x->nmaps = n + 1;
+		}
+	}
+	bpf_iter_task_vma_destroy(&it);
+}
+
 static int exec_due(void *map, __u32 *key, struct delayed *d)
 {
 	struct task_struct *t = bpf_task_from_pid(*key);
-	__u64 fsbase;
+	struct profd_pev_exec *x;
 
 	if (!t) {
 		bpf_map_delete_elem(map, key);
 		return 0;
 	}
-	fsbase = t->thread.fsbase;
-	bpf_task_release(t);
-	if (fsbase == d->fsbase && ++d->polls < PROFD_PEV_EXEC_POLLS && !bpf_timer_start(&d->timer, exec_poll_ns, 0))
+	if (t->thread.fsbase == d->fsbase && ++d->polls < PROFD_PEV_EXEC_POLLS &&
+	    !bpf_timer_start(&d->timer, exec_poll_ns, 0)) {
+		bpf_task_release(t);
 		return 0;
-	send(&d->ev, BPF_RB_FORCE_WAKEUP);
+	}
+	x = bpf_ringbuf_reserve(&pevents, sizeof(*x), 0);
+	if (x) {
+		x->ev = d->ev;
+		list_maps(t, x);
+		bpf_ringbuf_submit(x, BPF_RB_FORCE_WAKEUP);
+	} else {
+		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
+	}
+	bpf_task_release(t);
 	bpf_map_delete_elem(map, key);
 	return 0;
 }

@@ -28,6 +28,31 @@ struct profd_pev {
 	__u64 root_ino;
 };
 
+/*
+ * An exec event sent once ld.so is done (bpf/events.bpf.c) lists the new
+ * image's executable mappings, as the kernel's VMA iterator saw them, so
+ * that user space need not read /proc/PID/maps for files it knows.
+ */
+#define PROFD_PEV_MAX_MAPS 32
+#define PROFD_PEV_MAP_VDSO 1  /* [vdso] */
+#define PROFD_PEV_MAP_ANON 2  /* no file: JIT code, [uprobes] */
+#define PROFD_PEV_MAPS_OK 1   /* the list is complete: no overflow, no deleted file, the iterator ran */
+
+struct profd_pev_map {
+	__u64 start, end;
+	__u64 offset;  /* file offset of start */
+	__u64 ino;
+	__u32 dev;     /* the kernel's dev_t (major << 20 | minor) */
+	__u32 flags;   /* PROFD_PEV_MAP_* */
+};
+
+struct profd_pev_exec {
+	struct profd_pev ev;
+	__u32 nmaps;
+	__u32 maps_flags; /* PROFD_PEV_MAPS_* */
+	struct profd_pev_map maps[PROFD_PEV_MAX_MAPS];
+};
+
 /* Exec events wait for the new image's thread pointer (bpf/events.bpf.c): at most this many looks. */
 #define PROFD_PEV_EXEC_POLLS 20
 

@@ -40,6 +40,12 @@
  */
 #define MAX_EXITS 65536
 #define SEEN_MAX_CAP (1u << 20)
+/*
+ * Paths of files seen in /proc reads, by (dev, inode): an exec event lists
+ * the new image's mappings without paths. Direct-mapped: a collision only
+ * costs a read of /proc.
+ */
+#define PATH_SLOTS 1024
 #define SEEN_TOMB UINT32_MAX
 
 struct pending {
@@ -47,6 +53,11 @@ struct pending {
 	uint32_t tries;          /* captures after exec so far */
 	int64_t due_ns;
 	uint64_t start_time, start_code;
+};
+
+struct path_ent {
+	uint64_t dev, ino;
+	char *path;
 };
 
 struct events {
@@ -68,6 +79,7 @@ struct events {
 	uint32_t *seen;
 	size_t seen_cap, seen_used, seen_live;
 
+	struct path_ent *paths;
 	struct events_stats st;
 	uint64_t delay_max_ns;   /* exec events come at most this long after the exec */
 	uint64_t ns_per_tick;    /* /proc's clock ticks (USER_HZ) */
@@ -168,6 +180,68 @@ static void seen_del(struct events *e, uint32_t pid)
 	}
 }
 
+static struct path_ent *path_slot(struct events *e, uint64_t dev, uint64_t ino)
+{
+	return &e->paths[((dev * 0x9e3779b97f4a7c15ULL) ^ (ino * 0xc2b2ae3d27d4eb4fULL)) >> 54 & (PATH_SLOTS - 1)];
+}
+
+static void paths_learn(struct events *e, const struct procmaps *pm)
+{
+	for (size_t i = 0; i < procmaps__count(pm); i++) {
+		const struct procmap *m = procmaps__get(pm, i);
+		struct path_ent *pe;
+		char *copy;
+
+		/* A path with a newline came from PROCMAP_QUERY raw; a deleted file is read from /proc. */
+		if ((m->flags & (PROCMAP_ANON | PROCMAP_DELETED)) || !m->path || strchr(m->path, '\n'))
+			continue;
+		pe = path_slot(e, m->dev, m->inode);
+		if (pe->path && pe->dev == m->dev && pe->ino == m->inode && !strcmp(pe->path, m->path))
+			continue;
+		if (!(copy = strdup(m->path)))
+			return;
+		free(pe->path);
+		*pe = (struct path_ent){ m->dev, m->inode, copy };
+	}
+}
+
+/*
+ * The exec event's list of mappings, named from the paths seen before;
+ * NULL when it is not complete or names a file not seen yet.
+ */
+static struct procmaps *event_maps(struct events *e, const struct profd_pev_exec *x)
+{
+	struct procmap list[PROFD_PEV_MAX_MAPS];
+	struct procmaps *pm = NULL;
+	uint32_t n = x->nmaps;
+
+	if (!(x->maps_flags & PROFD_PEV_MAPS_OK) || n == 0 || n > PROFD_PEV_MAX_MAPS)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct profd_pev_map *k = &x->maps[i];
+		struct procmap *m = &list[i];
+		struct path_ent *pe;
+
+		*m = (struct procmap){ .start = k->start, .end = k->end, .offset = k->offset, .inode = k->ino,
+				       .dev = makedev(k->dev >> 20, k->dev & 0xfffff) };
+		if (k->flags & PROFD_PEV_MAP_VDSO) {
+			m->path = "[vdso]";
+			m->inode = m->dev = 0;
+		} else if (k->flags & PROFD_PEV_MAP_ANON) {
+			m->path = NULL;
+			m->inode = m->dev = 0;
+		} else {
+			pe = path_slot(e, m->dev, m->inode);
+			if (!pe->path || pe->dev != m->dev || pe->ino != m->inode)
+				return NULL;
+			m->path = pe->path;
+		}
+	}
+	if (procmaps__from(list, n, &pm))
+		return NULL;
+	return pm;
+}
+
 /* Executable mappings of files: the binary, then ld.so, then the libraries ld.so maps. */
 static int count_files(const struct procmaps *m)
 {
@@ -183,11 +257,13 @@ static int count_files(const struct procmaps *m)
  * after it. Returns the executable file mappings found, -1 when the
  * process is gone.
  */
-static int capture(struct events *e, struct events_image *im, const struct symbolizer_ids *ids)
+static int capture(struct events *e, struct events_image *im, const struct symbolizer_ids *ids,
+		   struct procmaps *given)
 {
-	int err = symbolizer__capture(e->sym, im->pid, ids), n;
+	int err = symbolizer__capture_maps(e->sym, im->pid, ids, given), n;
 
 	e->st.captures++;
+	e->st.captures_listed += given != NULL;
 	if (err == -ENOENT || err == -ESRCH) {
 		e->st.capture_gone++;
 		return -1; /* the DWARF tables would find nothing either */
@@ -197,6 +273,8 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 	im->maps = NULL;
 	if (!err)
 		symbolizer__maps(e->sym, im->pid, &im->maps);
+	if (!given && im->maps)
+		paths_learn(e, im->maps);
 	n = count_files(im->maps);
 	if (e->maps_fn)
 		e->maps_fn(im, e->maps_arg);
@@ -247,7 +325,7 @@ static void run_due(struct events *e)
 		e->pq_head = (e->pq_head + 1) % MAX_PENDING;
 		e->pq_len--;
 		/* Binary and ld.so only: the libraries are not mapped yet. Same delay: the queue stays in due order. */
-		if (p.pid && capture(e, &im, NULL) == 2 && p.tries + 1 < RECAPTURE_TRIES)
+		if (p.pid && capture(e, &im, NULL, NULL) == 2 && p.tries + 1 < RECAPTURE_TRIES)
 			recapture_at(e, &im, p.tries + 1, now + RECAPTURE_DELAY_NS);
 	}
 	arm(e);
@@ -264,8 +342,9 @@ static void cancel_recaptures(struct events *e, uint32_t pid)
 	}
 }
 
-static void on_exec(struct events *e, const struct profd_pev *ev)
+static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
 {
+	struct procmaps *listed;
 	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
 	struct symbolizer_ids ids = { ev->uid, ev->nspid,
 				      { ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff), ev->root_ino } };
@@ -278,7 +357,9 @@ static void on_exec(struct events *e, const struct profd_pev *ev)
 	for (size_t i = 0; i < e->nexits; i++)
 		if (e->exits[i] == pid)
 			e->exits[i] = 0;
-	n = capture(e, &im, &ids);
+	listed = x ? event_maps(e, x) : NULL;
+	n = capture(e, &im, &ids, listed);
+	procmaps__free(listed);
 	seen_add(e, pid);
 	/*
 	 * Gone already, or static (the binary only: no ld.so to map libraries).
@@ -323,7 +404,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*ev) || !ev->pid)
 		return 0;
 	if (ev->type == PROFD_PEV_EXEC)
-		on_exec(e, ev);
+		on_exec(e, ev, size >= sizeof(struct profd_pev_exec) ? data : NULL);
 	else if (ev->type == PROFD_PEV_EXIT)
 		on_exit_ev(e, ev->pid, ev->time_ns);
 	return 0;
@@ -358,7 +439,8 @@ int events__open(struct symbolizer *sym, struct events **out)
 	e->seen_cap = 1024;
 	e->seen = calloc(e->seen_cap, sizeof(*e->seen));
 	e->pq = calloc(MAX_PENDING, sizeof(*e->pq));
-	if (!e->seen || !e->pq) {
+	e->paths = calloc(PATH_SLOTS, sizeof(*e->paths));
+	if (!e->seen || !e->pq || !e->paths) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -399,6 +481,9 @@ void events__free(struct events *e)
 	if (e->tfd >= 0)
 		close(e->tfd);
 	free(e->pq);
+	for (size_t i = 0; e->paths && i < PATH_SLOTS; i++)
+		free(e->paths[i].path);
+	free(e->paths);
 	free(e->exits);
 	free(e->seen);
 	free(e);
@@ -455,7 +540,7 @@ void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint
 	struct events_image im = { pid, 0, start_time, start_code, NULL };
 
 	/* With libraries found, the planned re-capture would find the same: it need not wake us. */
-	if (capture(e, &im, NULL) > 2)
+	if (capture(e, &im, NULL, NULL) > 2)
 		cancel_recaptures(e, pid);
 	arm(e);
 }
@@ -465,7 +550,7 @@ void events__seen(struct events *e, uint32_t pid)
 	struct events_image im = { .pid = pid, .exec = -1 };
 
 	if (pid && seen_add(e, pid))
-		capture(e, &im, NULL);
+		capture(e, &im, NULL, NULL);
 }
 
 uint64_t events__exec_delay_ns(const struct events *e)
@@ -507,5 +592,6 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_events_lost\t%" PRIu64 "\n", s.lost);
 	fprintf(f, "process_captures\t%" PRIu64 "\n", s.captures);
 	fprintf(f, "process_captures_gone\t%" PRIu64 "\n", s.capture_gone);
+	fprintf(f, "process_captures_listed\t%" PRIu64 "\n", s.captures_listed);
 	fprintf(f, "process_recaptures_dropped\t%" PRIu64 "\n", s.pending_dropped);
 }

@@ -24,6 +24,7 @@ struct symbolizer;
 struct events_stats {
 	uint64_t execs, exits, lost;   /* from the BPF program */
 	uint64_t captures;             /* processes captured (exec, re-capture, first sight) */
+	uint64_t captures_listed;      /* of them, from the exec event's list of mappings: no read of /proc */
 	uint64_t capture_gone;         /* captures that found the process gone */
 	uint64_t forgotten;            /* exited processes dropped after their last drain */
 	uint64_t pending_dropped;      /* re-captures not queued: too many execs at once */

@@ -257,6 +257,42 @@ static void finish(struct procmaps *m)
 	}
 }
 
+int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out)
+{
+	struct procmaps *m = calloc(1, sizeof(*m));
+	int err = 0;
+
+	if (!m)
+		return -ENOMEM;
+	m->refs = 1;
+	for (size_t i = 0; i < n; i++) {
+		const struct procmap *l = &list[i];
+		struct procmap pm = { .start = l->start, .end = l->end, .offset = l->offset, .dev = l->dev,
+				      .inode = l->inode };
+
+		if (pm.end <= pm.start) {
+			m->bad_lines++;
+			continue;
+		}
+		err = set_path(&pm, l->path, l->path ? strlen(l->path) : 0);
+		if (err == -ENAMETOOLONG) {
+			m->bad_lines++;
+			err = 0;
+			continue;
+		}
+		if (!err)
+			err = push(m, &pm);
+		if (err)
+			goto out;
+	}
+	finish(m);
+	*out = m;
+	m = NULL;
+out:
+	procmaps__free(m);
+	return err;
+}
+
 int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
 {
 	struct procmaps *m;

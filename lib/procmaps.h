@@ -36,6 +36,12 @@ int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out);
  * when the kernel cannot answer without the whole text (then read it).
  */
 int procmaps__covers_exec(int proc_fd, uint32_t pid, uint64_t addr);
+/*
+ * The same from a list the caller has (an exec event's, bpf/events.bpf.c):
+ * start, end, offset, dev and inode of each, with path as /proc shows it
+ * ("[vdso]"; NULL for anonymous memory). Flags are derived as for the text.
+ */
+int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out);
 /* The same from text already in memory (tests, fuzzing). */
 int procmaps__parse(const char *buf, size_t len, struct procmaps **out);
 /*

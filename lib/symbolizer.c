@@ -416,7 +416,17 @@ static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 	}
 }
 
-static int pid_get(struct symbolizer *s, uint32_t pid, struct pid_ent **out)
+/* Mappings the caller read (process events): the same as a read of /proc would give. */
+static void pid_set_maps(struct pid_ent *p, struct procmaps *m)
+{
+	procmaps__free(p->maps);
+	p->maps = procmaps__ref(m);
+	p->gone = false;
+	p->exited = false;
+}
+
+/* given: mappings for a pid not known yet; NULL: read them. */
+static int pid_get_maps(struct symbolizer *s, uint32_t pid, struct procmaps *given, struct pid_ent **out)
 {
 	struct pid_ent **pp = pid_slot(s, pid), *p = *pp;
 
@@ -437,13 +447,21 @@ static int pid_get(struct symbolizer *s, uint32_t pid, struct pid_ent **out)
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
-	pid_read_maps(s, p);
+	if (given)
+		pid_set_maps(p, given);
+	else
+		pid_read_maps(s, p);
 	p->hnext = NULL;
 	*pp = p;
 	lru_push_front(&s->plru, &p->lru);
 	s->npids++;
 	*out = p;
 	return 0;
+}
+
+static int pid_get(struct symbolizer *s, uint32_t pid, struct pid_ent **out)
+{
+	return pid_get_maps(s, pid, NULL, out);
 }
 
 void symbolizer__exited(struct symbolizer *s, uint32_t pid)
@@ -1138,15 +1156,24 @@ found:
 
 int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids)
 {
+	return symbolizer__capture_maps(s, pid, ids, NULL);
+}
+
+int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids,
+			     struct procmaps *maps)
+{
 	uint64_t misses = s->st.pid_misses;
 	struct pid_ent *p;
 	int err;
 
-	err = pid_get(s, pid, &p);
+	err = pid_get_maps(s, pid, maps, &p);
 	if (err)
 		return err;
-	if (s->st.pid_misses == misses)
-		pid_read_maps(s, p); /* known pid: it may have exec'd since */
+	/* A known pid: it may have exec'd since. */
+	if (s->st.pid_misses == misses && maps)
+		pid_set_maps(p, maps);
+	else if (s->st.pid_misses == misses)
+		pid_read_maps(s, p);
 	if (!p->maps || !procmaps__count(p->maps))
 		return -ENOENT;
 	pid_pin(s, p, ids && ids->nspid ? ids : NULL);

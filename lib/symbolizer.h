@@ -84,6 +84,9 @@ struct symbolizer_ids {
 	uint64_t root[3];
 };
 int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids);
+/* The same with mappings the caller has (a reference is kept): no read of /proc/PID/maps. */
+int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids,
+			     struct procmaps *maps);
 
 /*
  * pid's mappings as last read (capture, first sight, a miss), shared rather
