@@ -429,6 +429,7 @@ int events__open(struct symbolizer *sym, struct events **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct events *e = calloc(1, sizeof(*e));
+	const char *nowait;
 	int err = 0;
 
 	if (!e)
@@ -444,8 +445,13 @@ int events__open(struct symbolizer *sym, struct events **out)
 		err = -ENOMEM;
 		goto fail;
 	}
-	/* Without BPF timers (an older kernel) each exec wakes us at once, and its re-capture again. */
-	err = open_bpf(e, EXEC_POLL_NS);
+	/*
+	 * Without BPF timers or the task_vma iterator (before 6.7) each exec
+	 * wakes us at once, and its re-capture again. PROFD_EXEC_NOWAIT=1 in
+	 * the environment (tests) takes that path on any kernel.
+	 */
+	nowait = getenv("PROFD_EXEC_NOWAIT");
+	err = nowait && !strcmp(nowait, "1") ? -EOPNOTSUPP : open_bpf(e, EXEC_POLL_NS);
 	if (err)
 		err = open_bpf(e, 0);
 	if (err)

@@ -42,4 +42,24 @@ check "30 ms dynamic processes named: $s_spin of $s_all samples through short_sp
 check "a program without libc named: $n_spin of $n_all samples through nolibc_spin (>= 85%)" \
 	awk -v n="$n_spin" -v t="$n_all" 'BEGIN { exit !(t >= 15 && n >= 0.85 * t) }'
 check "profd exits 0 on SIGTERM" stop_profd
+
+# A kernel without BPF timers or the task_vma iterator: each exec wakes
+# profd at once and is captured again 5 ms later, from /proc. A state
+# directory of its own: the dump below sees only this profd's samples.
+STATE=$T/state-nowait SOCK=$T/sock-nowait
+PROFD_EXEC_NOWAIT=1 start_profd
+profctl status >"$T/s0"
+check "without the wait: process_exec_wait_ms $(sv "$T/s0" process_exec_wait_ms)" test "$(sv "$T/s0" process_exec_wait_ms)" = 0
+for _ in $(seq 20); do "$TP/sym_short" 30; done
+sleep 1.5
+profctl status >"$T/s1"
+execs=$(d process_execs) caps=$(d process_captures) listed=$(d process_captures_listed)
+echo "without the wait: execs $execs, captures $caps, $listed from a list"
+check "without the wait: captured at exec and again ($caps captures for $execs execs, none listed)" \
+	awk -v c="$caps" -v e="$execs" -v l="$listed" 'BEGIN { exit !(e >= 20 && c >= 1.5 * e && l == 0) }'
+profctl dump --since 1m >"$T/folded" || fail "profctl dump exited $?"
+s_all=$(cnt sym_short "") s_spin=$(cnt sym_short ";short_spin")
+check "without the wait, 30 ms processes named: $s_spin of $s_all samples through short_spin (>= 80%)" \
+	awk -v n="$s_spin" -v t="$s_all" 'BEGIN { exit !(t >= 20 && n >= 0.8 * t) }'
+check "profd exits 0 on SIGTERM" stop_profd
 done_test
