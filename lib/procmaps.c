@@ -257,6 +257,18 @@ static void finish(struct procmaps *m)
 	}
 }
 
+/* A mapping with its name column: kept, or counted as bad when the name is over the limit. */
+static int add_named(struct procmaps *m, struct procmap *pm, const char *name, size_t len)
+{
+	int err = set_path(pm, name, len);
+
+	if (err == -ENAMETOOLONG) {
+		m->bad_lines++;
+		return 0;
+	}
+	return err ? err : push(m, pm);
+}
+
 int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out)
 {
 	struct procmaps *m = calloc(1, sizeof(*m));
@@ -274,14 +286,7 @@ int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out)
 			m->bad_lines++;
 			continue;
 		}
-		err = set_path(&pm, l->path, l->path ? strlen(l->path) : 0);
-		if (err == -ENAMETOOLONG) {
-			m->bad_lines++;
-			err = 0;
-			continue;
-		}
-		if (!err)
-			err = push(m, &pm);
+		err = add_named(m, &pm, l->path, l->path ? strlen(l->path) : 0);
 		if (err)
 			goto out;
 	}
@@ -385,13 +390,7 @@ static int read_query(int fd, struct procmaps **out)
 		pm.inode = q.inode;
 		pm.dev = makedev(q.dev_major, q.dev_minor);
 		/* vma_name_size counts the NUL; 0 when the mapping has no name. */
-		err = set_path(&pm, name, q.vma_name_size ? strnlen(name, q.vma_name_size) : 0);
-		if (err == -ENAMETOOLONG) {
-			m->bad_lines++;
-			continue;
-		}
-		if (!err)
-			err = push(m, &pm);
+		err = add_named(m, &pm, name, q.vma_name_size ? strnlen(name, q.vma_name_size) : 0);
 		if (err)
 			goto out;
 	}
