@@ -311,6 +311,7 @@ static __always_inline struct profd_umaps *uw_umaps(struct uw_state *s, struct t
 	 */
 	if (BPF_CORE_READ(task, flags) & 0x00000004 /* PF_EXITING */)
 		return NULL;
+	s->wake = uw_wake(task); /* not on the hot path: only where a request may go */
 	if (um) {
 		/* exec (or pid reuse): these mappings are another program's. A placeholder (n = 0) has asked. */
 		if (um->n && !um->refresh) {
@@ -415,7 +416,6 @@ static __always_inline long unwind_user(__u64 *ips)
 	if (!regs)
 		return 0;
 	s.pid = pid_tgid >> 32;
-	s.wake = uw_wake(task);
 	s.um = uw_umaps(&s, task);
 	s.ips = ips;
 	s.pc = BPF_CORE_READ(regs, ip);
