@@ -208,7 +208,9 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
+	struct profd_pev_exec *x;
 	struct profd_pev ev = {};
+	struct delayed *d;
 	__u32 pid;
 
 	/*
@@ -220,8 +222,24 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		return 0;
 	pid = BPF_CORE_READ(p, tgid);
 	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_EXIT], 1);
-	/* Gone before its exec event was due: nothing left to read, nobody to wake. */
-	bpf_map_delete_elem(&delayed, &pid);
+	/*
+	 * Gone before its exec event was due (a process of a millisecond or
+	 * two): the event goes now, with the mappings it still has here (the
+	 * mm goes after this tracepoint), for its samples. Nobody is woken.
+	 */
+	d = exec_poll_ns ? bpf_map_lookup_elem(&delayed, &pid) : NULL; /* without the wait: no kfuncs here */
+	if (d) {
+		x = bpf_ringbuf_reserve(&pevents, sizeof(*x), 0);
+		if (x) {
+			x->ev = d->ev;
+			list_maps(p, x);
+			x->maps_flags |= PROFD_PEV_MAPS_EXITED;
+			bpf_ringbuf_submit(x, BPF_RB_NO_WAKEUP);
+		} else {
+			__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
+		}
+		bpf_map_delete_elem(&delayed, &pid);
+	}
 	ev.type = PROFD_PEV_EXIT;
 	ev.pid = pid;
 	ev.time_ns = bpf_ktime_get_ns();

@@ -36,7 +36,8 @@ struct profd_pev {
 #define PROFD_PEV_MAX_MAPS 32
 #define PROFD_PEV_MAP_VDSO 1  /* [vdso] */
 #define PROFD_PEV_MAP_ANON 2  /* no file: JIT code, [uprobes] */
-#define PROFD_PEV_MAPS_OK 1   /* the list is complete: no overflow, no deleted file, the iterator ran */
+#define PROFD_PEV_MAPS_OK 1     /* the list is complete: no overflow, no deleted file, the iterator ran */
+#define PROFD_PEV_MAPS_EXITED 2 /* sent at the exit, before the event was due: the list is all there is */
 
 struct profd_pev_map {
 	__u64 start, end;

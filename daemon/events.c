@@ -358,6 +358,16 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 		if (e->exits[i] == pid)
 			e->exits[i] = 0;
 	listed = x ? event_maps(e, x) : NULL;
+	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
+		/* Exited before ld.so was done: its samples are named from the list, or not at all. */
+		if (listed && !symbolizer__capture_maps(e->sym, pid, &ids, listed)) {
+			e->st.captures++;
+			e->st.captures_listed++;
+			seen_add(e, pid);
+		}
+		procmaps__free(listed);
+		return;
+	}
 	n = capture(e, &im, &ids, listed);
 	procmaps__free(listed);
 	seen_add(e, pid);

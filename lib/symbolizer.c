@@ -33,6 +33,7 @@
 #define MISS_CHECKS_PER_SEC 4
 /* A file we could not open (process gone, EACCES) is retried after this. */
 #define OPEN_RETRY_MS 5000
+#define GONE_RETRY_MS 100
 #define KALLSYMS_REFRESH_MS 10000
 /* A JIT frame the perf map does not name yet re-reads its growth at most this often. */
 #define PERFMAP_REFRESH_MS 1000
@@ -813,6 +814,16 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 	now = now_ms();
 	if (err == -ENOMEM) {
 		f->retry_at_ms = now;
+		return f;
+	}
+	/*
+	 * The process went (its map_files with it), not the file: another
+	 * process mapping it may open it soon, but not at every frame of a
+	 * drain of the gone one.
+	 */
+	if (err == -ENOENT || err == -ESRCH) {
+		f->es = NULL;
+		f->retry_at_ms = now + GONE_RETRY_MS;
 		return f;
 	}
 	if (err) {

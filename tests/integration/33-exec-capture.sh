@@ -6,7 +6,8 @@
 # Before, profd read them at the exec (binary and ld.so only) and again
 # 5 ms later: two wake-ups and two reads. A program that never sets a
 # thread pointer (no libc) is captured when the wait runs out, and is
-# named all the same.
+# named all the same; one that exits before (8 ms) is named from the
+# mappings its exit event lists, once its file's path is known.
 source "$(dirname "$0")/lib.sh"
 
 start_profd
@@ -17,6 +18,9 @@ sv() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 profctl status >"$T/s0"
 for _ in $(seq 40); do "$TP/sym_short" 30; done
 for _ in $(seq 5); do "$TP/spin_nolibc" 80; done
+cp "$TP/spin_nolibc" "$T/quick_nolibc"
+"$T/quick_nolibc" 60 # lives past the wait: its path is read from /proc once
+for _ in $(seq 50); do "$T/quick_nolibc" 8; done
 sleep 1.5 # a drain
 profctl status >"$T/s1"
 d() { echo $(($(sv "$T/s1" "$1") - $(sv "$T/s0" "$1"))); }
@@ -41,6 +45,11 @@ check "30 ms dynamic processes named: $s_spin of $s_all samples through short_sp
 	awk -v n="$s_spin" -v t="$s_all" 'BEGIN { exit !(t >= 40 && n >= 0.8 * t) }'
 check "a program without libc named: $n_spin of $n_all samples through nolibc_spin (>= 85%)" \
 	awk -v n="$n_spin" -v t="$n_all" 'BEGIN { exit !(t >= 15 && n >= 0.85 * t) }'
+q_all=$(cnt quick_nolibc "") q_spin=$(cnt quick_nolibc ";start_c;nolibc_spin")
+echo "quick_nolibc: $q_spin of $q_all samples through start_c;nolibc_spin"
+grep '^quick_nolibc;' "$T/folded" | sort -t' ' -k2 -nr | head -4
+check "8 ms processes gone before their exec event named: $q_spin of $q_all samples through nolibc_spin (>= 80%)" \
+	awk -v n="$q_spin" -v t="$q_all" 'BEGIN { exit !(t >= 20 && n >= 0.8 * t) }'
 check "profd exits 0 on SIGTERM" stop_profd
 
 # A kernel without BPF timers or the task_vma iterator: each exec wakes
