@@ -20,17 +20,16 @@ struct {
 } pevents SEC(".maps");
 
 /*
- * An exec event is sent once ld.so has mapped the libraries, so that user
- * space wakes once and reads the mappings once per exec. At the exec
- * itself only the binary and ld.so are mapped, and a second read a few
+ * An exec event is sent once ld.so has mapped the libraries, with the
+ * image's executable mappings listed, so that user space wakes once per
+ * exec and reads /proc only for files it has not seen. At the exec itself
+ * only the binary and ld.so are mapped, and a second read a few
  * milliseconds later cost a second wake-up. The sign: the new image sets
  * its thread pointer (arch_prctl ARCH_SET_FS, x86-64's fsbase), which
  * ld.so (or a static binary's libc) does once, before main, after laying
  * out the static TLS of every library it loaded. A BPF timer looks every
  * exec_poll_ns (0: the event goes at once), up to PROFD_PEV_EXEC_POLLS
- * times. A
- * process that exits first wakes nobody and is not read: only a sample of
- * it (the walker's request) could have wanted it.
+ * times. A process that exits first wakes nobody: its exit sends the list.
  */
 const volatile __u64 exec_poll_ns = 0;
 
@@ -126,10 +125,25 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 	bpf_iter_task_vma_destroy(&it);
 }
 
+/* The exec event ev with t's executable mappings listed; flags join the list's own. */
+static __always_inline void send_listed(struct task_struct *t, const struct profd_pev *ev, __u32 flags,
+					__u64 wake)
+{
+	struct profd_pev_exec *x = bpf_ringbuf_reserve(&pevents, sizeof(*x), 0);
+
+	if (!x) {
+		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
+		return;
+	}
+	x->ev = *ev;
+	list_maps(t, x);
+	x->maps_flags |= flags;
+	bpf_ringbuf_submit(x, wake);
+}
+
 static int exec_due(void *map, __u32 *key, struct delayed *d)
 {
 	struct task_struct *t = bpf_task_from_pid(*key);
-	struct profd_pev_exec *x;
 
 	if (!t) {
 		bpf_map_delete_elem(map, key);
@@ -140,14 +154,7 @@ static int exec_due(void *map, __u32 *key, struct delayed *d)
 		bpf_task_release(t);
 		return 0;
 	}
-	x = bpf_ringbuf_reserve(&pevents, sizeof(*x), 0);
-	if (x) {
-		x->ev = d->ev;
-		list_maps(t, x);
-		bpf_ringbuf_submit(x, BPF_RB_FORCE_WAKEUP);
-	} else {
-		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
-	}
+	send_listed(t, &d->ev, 0, BPF_RB_FORCE_WAKEUP);
 	bpf_task_release(t);
 	bpf_map_delete_elem(map, key);
 	return 0;
@@ -208,7 +215,6 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	struct profd_pev_exec *x;
 	struct profd_pev ev = {};
 	struct delayed *d;
 	__u32 pid;
@@ -224,20 +230,13 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_EXIT], 1);
 	/*
 	 * Gone before its exec event was due (a process of a millisecond or
-	 * two): the event goes now, with the mappings it still has here (the
-	 * mm goes after this tracepoint), for its samples. Nobody is woken.
+	 * two): the event goes now, for its samples, with the mappings it
+	 * still has here (6.18 drops the mm after this tracepoint; where it
+	 * is gone the list is incomplete and ignored). Nobody is woken.
 	 */
 	d = exec_poll_ns ? bpf_map_lookup_elem(&delayed, &pid) : NULL; /* without the wait: no kfuncs here */
 	if (d) {
-		x = bpf_ringbuf_reserve(&pevents, sizeof(*x), 0);
-		if (x) {
-			x->ev = d->ev;
-			list_maps(p, x);
-			x->maps_flags |= PROFD_PEV_MAPS_EXITED;
-			bpf_ringbuf_submit(x, BPF_RB_NO_WAKEUP);
-		} else {
-			__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
-		}
+		send_listed(p, &d->ev, PROFD_PEV_MAPS_EXITED, BPF_RB_NO_WAKEUP);
 		bpf_map_delete_elem(&delayed, &pid);
 	}
 	ev.type = PROFD_PEV_EXIT;

@@ -11,7 +11,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 self_tgid = 0; /* when set, profd itself is not profiled */
 /*
  * profd's own waits are its idle loop: not worth a profile, and the walk at
  * each of its switches ran in profd's time (it switches several times per
@@ -206,8 +205,6 @@ int on_cpu(struct bpf_perf_event_data *ctx)
 		count(PROFD_CNT_IDLE);
 		return 0;
 	}
-	if (self_tgid && (pid_tgid >> 32) == self_tgid)
-		return 0;
 	return record(ctx, PROFD_KIND_CPU, 1, 0);
 }
 
@@ -468,7 +465,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	/* The idle task never waits; a dead task never comes back. */
 	if (prev->pid == 0 || (prev_state & TASK_DEAD))
 		return;
-	if ((self_tgid && prev->tgid == self_tgid) || (offcpu_self_tgid && prev->tgid == offcpu_self_tgid))
+	if (offcpu_self_tgid && prev->tgid == offcpu_self_tgid)
 		return;
 	if (offcpu_filter && !selected(prev))
 		return;

@@ -349,9 +349,9 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	struct symbolizer_ids ids = { ev->uid, ev->nspid,
 				      { ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff), ev->root_ino } };
 	uint32_t pid = ev->pid;
-	/* Samples taken before the exec resolve against the new image from here on: the price of one table per pid. */
 	int n;
 
+	/* Samples taken before the exec resolve against the new image from here on: the price of one table per pid. */
 	symbolizer__forget_pid(e->sym, pid);
 	/* A new process under an old pid: not to be forgotten with the old one. */
 	for (size_t i = 0; i < e->nexits; i++)
@@ -359,12 +359,10 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 			e->exits[i] = 0;
 	listed = x ? event_maps(e, x) : NULL;
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
-		/* Exited before ld.so was done: its samples are named from the list, or not at all. */
-		if (listed && !symbolizer__capture_maps(e->sym, pid, &ids, listed)) {
-			e->st.captures++;
-			e->st.captures_listed++;
+		/* Exited before ld.so was done: named from the list or not at all; the tables want nothing (exec -1). */
+		im.exec = -1;
+		if (listed && capture(e, &im, &ids, listed) == 0)
 			seen_add(e, pid);
-		}
 		procmaps__free(listed);
 		return;
 	}

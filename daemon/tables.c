@@ -233,8 +233,7 @@ struct tables {
 	void *reread_arg;
 	uint64_t lost_seen;      /* the walker's lost requests as of the last gc */
 	bool rescan;             /* some were lost: look for set refresh flags at the next gc */
-	bool exec_delay;         /* exec events wait for ld.so: only requests marked EXEC_DUE are young */
-	int64_t grace_ns;        /* how long a young request waits for its exec event's mappings */
+	int64_t exec_delay_ns;   /* exec events come this late (they wait for ld.so); 0: at once */
 	struct bpf_link *exit_link; /* the walker's exit hook: umaps entries go with their process */
 	/* Test mode (PROFD_UNWIND_CHECK): libunwind re-unwinds every snapshot. */
 	struct lunwind *lu;
@@ -1169,9 +1168,15 @@ static void enqueue(struct tables *t, const struct qent *n, bool stale)
 		t->ncold++;
 }
 
+/* How long a young request waits for its exec event's mappings: from the request, the exec was earlier. */
+static int64_t grace_ns(const struct tables *t)
+{
+	return t->exec_delay_ns + NEW_PID_GRACE_NS;
+}
+
 static bool waits(const struct tables *t, const struct qent *e, int64_t now)
 {
-	return e->young && !e->pm && now - e->queued < t->grace_ns;
+	return e->young && !e->pm && now - e->queued < grace_ns(t);
 }
 
 static void work(struct tables *t, int64_t budget)
@@ -1249,7 +1254,7 @@ static void run_due(struct tables *t)
 		}
 	}
 	for (size_t i = 0; i < t->nqueue; i++) {
-		int64_t due = t->queue[i].queued + t->grace_ns;
+		int64_t due = t->queue[i].queued + grace_ns(t);
 
 		if (waits(t, &t->queue[i], now) && (!next || due < next))
 			next = due;
@@ -1273,7 +1278,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	switch (ev->type) {
 	case PROFD_UEV_NEW_PID:
 		enqueue(t, &(struct qent){ .pid = ev->pid, .hot = true,
-					   .young = !t->exec_delay || (ev->flags & PROFD_UEV_F_EXEC_DUE) }, false);
+					   .young = !t->exec_delay_ns || (ev->flags & PROFD_UEV_F_EXEC_DUE) }, false);
 		break;
 	case PROFD_UEV_REFRESH:
 		p = pid_find(t, ev->pid);
@@ -1367,7 +1372,6 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 	if (!t)
 		return -ENOMEM;
 	t->skel = skel;
-	t->grace_ns = NEW_PID_GRACE_NS;
 	t->o = *o;
 	t->epfd = t->tfd = t->b.efd = t->proc_fd = -1;
 	pthread_mutex_init(&t->b.mu, NULL);
@@ -1617,9 +1621,7 @@ void tables__gc(struct tables *t)
 void tables__exec_delay(struct tables *t, uint64_t ns)
 {
 	t->skel->bss->uw_quiet_ns = ns;
-	t->exec_delay = ns != 0;
-	/* From the request: the exec was earlier. A margin for profd's own wake-up. */
-	t->grace_ns = ns ? (int64_t)ns + NEW_PID_GRACE_NS : NEW_PID_GRACE_NS;
+	t->exec_delay_ns = (int64_t)ns;
 }
 
 void tables__on_reread(struct tables *t, tables_reread_fn fn, void *arg)

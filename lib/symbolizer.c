@@ -426,6 +426,15 @@ static void pid_set_maps(struct pid_ent *p, struct procmaps *m)
 	p->exited = false;
 }
 
+/* given: mappings the caller read; NULL: read them now. */
+static void pid_load_maps(struct symbolizer *s, struct pid_ent *p, struct procmaps *given)
+{
+	if (given)
+		pid_set_maps(p, given);
+	else
+		pid_read_maps(s, p);
+}
+
 /* given: mappings for a pid not known yet; NULL: read them. */
 static int pid_get_maps(struct symbolizer *s, uint32_t pid, struct procmaps *given, struct pid_ent **out)
 {
@@ -448,10 +457,7 @@ static int pid_get_maps(struct symbolizer *s, uint32_t pid, struct procmaps *giv
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
-	if (given)
-		pid_set_maps(p, given);
-	else
-		pid_read_maps(s, p);
+	pid_load_maps(s, p, given);
 	p->hnext = NULL;
 	*pp = p;
 	lru_push_front(&s->plru, &p->lru);
@@ -816,16 +822,6 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 		f->retry_at_ms = now;
 		return f;
 	}
-	/*
-	 * The process went (its map_files with it), not the file: another
-	 * process mapping it may open it soon, but not at every frame of a
-	 * drain of the gone one.
-	 */
-	if (err == -ENOENT || err == -ESRCH) {
-		f->es = NULL;
-		f->retry_at_ms = now + GONE_RETRY_MS;
-		return f;
-	}
 	if (err) {
 		f->es = NULL;
 		if (is_bad_file_error(err)) {
@@ -834,7 +830,12 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 			if (s->bad_file)
 				s->bad_file(s->bad_file_arg, pid, m->path ? m->path : "?", err);
 		} else {
-			f->retry_at_ms = now + OPEN_RETRY_MS;
+			/*
+			 * ENOENT, ESRCH: the process went (its map_files with
+			 * it), not the file: another process mapping it may open
+			 * it soon, but not at every frame of the gone one's drain.
+			 */
+			f->retry_at_ms = now + (err == -ENOENT || err == -ESRCH ? GONE_RETRY_MS : OPEN_RETRY_MS);
 		}
 	}
 	return f;
@@ -1180,11 +1181,8 @@ int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct sy
 	err = pid_get_maps(s, pid, maps, &p);
 	if (err)
 		return err;
-	/* A known pid: it may have exec'd since. */
-	if (s->st.pid_misses == misses && maps)
-		pid_set_maps(p, maps);
-	else if (s->st.pid_misses == misses)
-		pid_read_maps(s, p);
+	if (s->st.pid_misses == misses)
+		pid_load_maps(s, p, maps); /* a known pid: it may have exec'd since */
 	if (!p->maps || !procmaps__count(p->maps))
 		return -ENOENT;
 	pid_pin(s, p, ids && ids->nspid ? ids : NULL);
