@@ -6,6 +6,7 @@
 #include <bpf/bpf_tracing.h>
 #include "profd.h"
 #include "unwind.h" /* DWARF user-stack walker (issue 7) */
+#include "python.h" /* CPython frames */
 
 #define PF_KTHREAD 0x00200000
 
@@ -114,7 +115,7 @@ static __always_inline __u64 store_stack(void *ctx, void *stack_map, __u32 slot,
 	buf = bpf_map_lookup_elem(&scratch, &slot);
 	if (!buf)
 		return 0;
-	n = user ? user_stack(ctx, buf->ips, sizeof(buf->ips)) : bpf_get_stack(ctx, buf->ips, sizeof(buf->ips), 0);
+	n = user ? py_user_stack(ctx, buf->ips, 0) : bpf_get_stack(ctx, buf->ips, sizeof(buf->ips), 0);
 	if (n < 0)
 		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
 	/* Zero frames is normal: a sample in user mode has no kernel stack. */
@@ -308,8 +309,7 @@ struct {
 /* Returns the frame count stored in s (0: none; errors are counted). */
 static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 *flags)
 {
-	long n = user ? user_stack(ctx, s->ips, sizeof(s->ips)) :
-		 bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
+	long n = user ? py_user_stack(ctx, s->ips, 1) : bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
 
 	if (n < 0)
 		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
