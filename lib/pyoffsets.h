@@ -2,6 +2,7 @@
 #ifndef PROFD_PYOFFSETS_H
 #define PROFD_PYOFFSETS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <linux/types.h>

@@ -2,6 +2,7 @@
 #ifndef PROFD_PYSTACK_H
 #define PROFD_PYSTACK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <linux/types.h>

@@ -146,6 +146,6 @@ done
 profctl status | grep '^python_' | tr '\t' ' ' | paste -sd' '
 # What a failure looked at, kept beside the log.
 if [ "$FAILS" -gt 0 ]; then
-	mkdir -p "$BUILD/test-logs/60-python.d" && cp "$T"/*.py3* "$T/profd.log" "$BUILD/test-logs/60-python.d/" 2>/dev/null
+	mkdir -p "$BUILD/test-logs/60-python.files" && cp "$T"/*.py3* "$T/profd.log" "$BUILD/test-logs/60-python.files/" 2>/dev/null
 fi
 done_test
