@@ -97,6 +97,16 @@ for l in $LABELS; do
 	check "$l split: thirty $b % (30 +- 5)" within "$b" 30 5
 	check "$l split: twenty $c % (20 +- 5)" within "$c" 20 5
 
+	# pprof: the function's file and first line (the line being run is not carried: 0).
+	if command -v go >/dev/null; then
+		profctl dump --pid ${SPLIT[$l]} --since 5m --no-flush --format pprof -o "$f.pb.gz" &&
+			go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1 || fail "$l split: pprof export or go tool pprof failed"
+		line=$(grep -n '^def fifty' "$PY/split.py" | cut -d: -f1)
+		grep -qE "fifty \(split\.py\) $PY/split\.py:[0-9]+ s=$line\$" "$f.raw" &&
+			ok "$l split: pprof has fifty with its file and first line $line" ||
+			fail "$l split: pprof lacks fifty with $PY/split.py and s=$line: $(grep fifty "$f.raw" | head -1)"
+	fi
+
 	f=$T/threads.$l
 	dump_pid cpu ${THR[$l]} >"$f"
 	sa=$(share ';spin_alpha [(]threads[.]py[)];' "$f")
