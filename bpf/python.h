@@ -62,6 +62,8 @@ struct py_scratch {
 	 */
 	__u32 n;
 	__u32 pad;
+	__u64 found;           /* the thread search's match */
+	struct py_thread thr;  /* the py_threads value written */
 	struct profd_pysym sym;
 	__u8 obj[512];
 	__u8 str[128];
@@ -231,27 +233,34 @@ __noinline int py_symbol(const struct profd_pyproc *pp, struct py_scratch *sc, _
 	return 0;
 }
 
-struct py_walk {
+/*
+ * One context for the three loops of a sample (thread search, frame walk,
+ * append), on the stack once: the on-CPU program's stack is near its limit.
+ */
+struct py_ctx {
 	const struct profd_pyproc *pp;
 	struct py_scratch *sc;
-	__u64 frame;
+	__u64 *ips;
+	__u64 cur;     /* the thread state or frame the loop is at */
+	__u64 fsbase;  /* the sampled thread's pointer, its PyThreadState's thread_id */
+	__u32 n, np;   /* append: frames in ips, Python frames to add */
 };
 
 static long py_step(__u64 index, void *arg)
 {
-	struct py_walk *w = arg;
+	struct py_ctx *w = arg;
 	const struct profd_pyoffs *o = &w->pp->o;
 	struct py_scratch *sc = w->sc;
 	__u64 code, prev, f = 0;
 	__s64 id;
 
-	if (!w->frame)
+	if (!w->cur)
 		return 1;
 	if (sc->n >= PROFD_PY_MAX_DEPTH) {
 		pycount(PROFD_PYCNT_TRUNCATED);
 		return 1;
 	}
-	if (bpf_probe_read_user(sc->obj, 96, (void *)w->frame)) {
+	if (bpf_probe_read_user(sc->obj, 96, (void *)w->cur)) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return 1;
 	}
@@ -265,10 +274,10 @@ static long py_step(__u64 index, void *arg)
 		/* An eval call's entry shim: the frame below it is the call's outermost. */
 		if (sc->n)
 			sc->frames[(sc->n - 1) & 63] |= PROFD_PY_ENTRY;
-		w->frame = prev;
+		w->cur = prev;
 		return 0;
 	}
-	w->frame = prev;
+	w->cur = prev;
 	if (py_symbol(w->pp, sc, code))
 		return 1;
 	id = sc->id;
@@ -285,101 +294,88 @@ static long py_step(__u64 index, void *arg)
 	return 0;
 }
 
-struct py_tsearch {
-	const struct profd_pyproc *pp;
-	__u64 ts, fsbase, found;
-};
-
+/* Thread search: leaves the match in sc->found. */
 static long py_tstep(__u64 index, void *arg)
 {
-	struct py_tsearch *t = arg;
+	struct py_ctx *t = arg;
 	__u64 id;
 
-	if (!t->ts)
+	if (!t->cur)
 		return 1;
-	if (py_read(&id, t->ts + t->pp->o.ts_thread_id))
+	if (py_read(&id, t->cur + t->pp->o.ts_thread_id))
 		return 1;
 	if (id == t->fsbase) {
-		t->found = t->ts;
+		t->sc->found = t->cur;
 		return 1;
 	}
-	return py_read(&t->ts, t->ts + t->pp->o.ts_next) ? 1 : 0;
+	return py_read(&t->cur, t->cur + t->pp->o.ts_next) ? 1 : 0;
 }
 
 /* The current thread's PyThreadState, matched by its thread pointer; 0: none. */
-static __always_inline __u64 py_tstate(const struct profd_pyproc *pp, struct task_struct *task, __u32 pid,
-				       __u32 tid)
+static __always_inline __u64 py_tstate(struct py_ctx *w, struct task_struct *task, __u32 pid, __u32 tid)
 {
-	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), interp, id;
-	struct py_tsearch t = { .pp = pp, .fsbase = fsbase };
-	struct py_thread *c, v = {};
+	const struct profd_pyproc *pp = w->pp;
+	struct py_scratch *sc = w->sc;
+	struct py_thread *c;
+	__u64 id;
 
+	w->fsbase = BPF_CORE_READ(task, thread.fsbase);
 	c = bpf_map_lookup_elem(&py_threads, &tid);
-	if (c && c->pid == pid && c->fsbase == fsbase &&
-	    !bpf_probe_read_user(&id, sizeof(id), (void *)(c->tstate + pp->o.ts_thread_id)) && id == fsbase)
+	if (c && c->pid == pid && c->fsbase == w->fsbase &&
+	    !bpf_probe_read_user(&id, sizeof(id), (void *)(c->tstate + pp->o.ts_thread_id)) && id == w->fsbase)
 		return c->tstate;
-	if (py_read(&interp, pp->runtime + pp->o.rt_interp_head) || !interp ||
-	    py_read(&t.ts, interp + pp->o.is_tstate_head))
+	if (py_read(&id, pp->runtime + pp->o.rt_interp_head) || !id || py_read(&w->cur, id + pp->o.is_tstate_head))
 		return 0;
-	bpf_loop(256, py_tstep, &t, 0);
-	if (!t.found) {
+	sc->found = 0;
+	bpf_loop(256, py_tstep, w, 0);
+	if (!sc->found) {
 		pycount(PROFD_PYCNT_NO_THREAD);
 		return 0;
 	}
-	v.tstate = t.found;
-	v.fsbase = fsbase;
-	v.pid = pid;
-	bpf_map_update_elem(&py_threads, &tid, &v, BPF_ANY);
-	return t.found;
+	sc->thr.tstate = sc->found;
+	sc->thr.fsbase = w->fsbase;
+	sc->thr.pid = pid;
+	sc->thr.pad = 0;
+	bpf_map_update_elem(&py_threads, &tid, &sc->thr, BPF_ANY);
+	return sc->found;
 }
 
 /*
- * Reads the current thread's Python frames into the slot's scratch, leaf
- * first; returns how many (0: not a known CPython process, or no frames).
+ * Reads the current thread's Python frames into the slot's scratch (w->sc),
+ * leaf first; returns how many (0: not a known CPython process, or none).
  */
-static __always_inline __u32 py_frames(__u32 slot, struct py_scratch **out)
+static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, frame;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
 	__u32 pid = pid_tgid >> 32;
-	const struct profd_pyproc *pp;
-	struct py_walk w = {};
 
-	pp = bpf_map_lookup_elem(&py_procs, &pid);
-	if (!pp || pp->start_code != BPF_CORE_READ(task, mm, start_code))
+	w->pp = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!w->pp || w->pp->start_code != BPF_CORE_READ(task, mm, start_code))
 		return 0;
-	w.sc = bpf_map_lookup_elem(&py_scratch, &slot);
-	if (!w.sc)
+	w->sc = bpf_map_lookup_elem(&py_scratch, &slot);
+	if (!w->sc)
 		return 0;
 	pycount(PROFD_PYCNT_WALKS);
-	ts = py_tstate(pp, task, pid, (__u32)pid_tgid);
-	if (!ts || py_read(&frame, ts + pp->o.ts_frame))
+	ts = py_tstate(w, task, pid, (__u32)pid_tgid);
+	if (!ts || py_read(&w->cur, ts + w->pp->o.ts_frame))
 		return 0;
-	if ((pp->o.flags & PROFD_PY_F_CFRAME) && (!frame || py_read(&frame, frame + pp->o.cf_current_frame)))
+	if ((w->pp->o.flags & PROFD_PY_F_CFRAME) && (!w->cur || py_read(&w->cur, w->cur + w->pp->o.cf_current_frame)))
 		return 0;
-	w.pp = pp;
-	w.frame = frame;
-	w.sc->n = 0;
-	bpf_loop(PROFD_PY_MAX_DEPTH + 16, py_step, &w, 0);
-	*out = w.sc;
-	return w.sc->n;
+	w->sc->n = 0;
+	bpf_loop(PROFD_PY_MAX_DEPTH + 16, py_step, w, 0);
+	return w->sc->n;
 }
-
-struct py_append {
-	__u64 *ips;
-	const __u64 *frames;
-	__u32 n, np;
-};
 
 /* Under bpf_loop: as a plain loop the verifier walked it once per frame count. */
 static long py_append_step(__u64 i, void *arg)
 {
-	struct py_append *a = arg;
+	struct py_ctx *a = arg;
 	__u32 j = a->n;
 
 	if (i >= a->np || j >= PROFD_MAX_DEPTH)
 		return 1;
-	a->ips[j] = a->frames[i & 63];
+	a->ips[j] = a->sc->frames[i & 63];
 	a->n = j + 1;
 	return 0;
 }
@@ -390,21 +386,20 @@ static long py_append_step(__u64 i, void *arg)
  */
 static __always_inline long py_user_stack(void *ctx, __u64 *ips, __u32 slot)
 {
-	struct py_scratch *sc = NULL;
-	__u32 np = py_frames(slot, &sc);
-	struct py_append a = { .ips = ips };
+	struct py_ctx w = {};
+	__u32 np = py_frames(&w, slot);
 	long r;
 
-	if (!np || !sc)
+	if (!np || !w.sc)
 		return user_stack(ctx, ips, PROFD_MAX_DEPTH * sizeof(__u64));
 	if (np > PROFD_PY_MAX_DEPTH)
 		np = PROFD_PY_MAX_DEPTH;
 	r = user_stack(ctx, ips, (PROFD_MAX_DEPTH - np) * sizeof(__u64));
-	a.n = r > 0 ? r / sizeof(__u64) : 0;
-	a.frames = sc->frames;
-	a.np = np;
-	bpf_loop(PROFD_PY_MAX_DEPTH, py_append_step, &a, 0);
-	return a.n * sizeof(__u64);
+	w.ips = ips;
+	w.n = r > 0 ? r / sizeof(__u64) : 0;
+	w.np = np;
+	bpf_loop(PROFD_PY_MAX_DEPTH, py_append_step, &w, 0);
+	return w.n * sizeof(__u64);
 }
 
 #endif

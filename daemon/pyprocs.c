@@ -44,6 +44,20 @@ struct pyprocs {
 	uint64_t written, write_errors, sym_misses;
 };
 
+void pyprocs__configure(struct profd_bpf *skel)
+{
+	const char *v = getenv("PROFD_COST_PID");
+	char *end;
+	unsigned long pid;
+
+	if (!v || !*v)
+		return;
+	errno = 0;
+	pid = strtoul(v, &end, 10);
+	if (!errno && !*end && pid > 0 && pid <= UINT32_MAX)
+		skel->rodata->cost_tgid = (uint32_t)pid;
+}
+
 int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out)
 {
 	struct pyprocs *p = calloc(1, sizeof(*p));
@@ -261,6 +275,11 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	fprintf(f, "python_names_missing\t%" PRIu64 "\n", p->sym_misses);
 	for (int i = 0; i < PROFD_PYCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], (uint64_t)p->skel->bss->pycounters[i]);
+	if (p->skel->rodata->cost_tgid) {
+		fprintf(f, "sample_cost_pid\t%u\n", p->skel->rodata->cost_tgid);
+		fprintf(f, "sample_cost_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_ns);
+		fprintf(f, "sample_cost_samples\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_samples);
+	}
 	fprintf(f, "python_kernel_map_bytes\t%" PRIu64 "\n",
 		(uint64_t)bpf_map__max_entries(p->skel->maps.py_syms) * (sizeof(struct profd_pysym) + 8 + 16) +
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_procs) * (sizeof(struct profd_pyproc) + 4 + 16) +

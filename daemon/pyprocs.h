@@ -13,6 +13,11 @@ struct profile;
 struct pyprocs;
 struct symbolizer;
 
+/*
+ * Before load: benchmark mode from PROFD_COST_PID (the BPF time of that
+ * process's samples, in status as sample_cost_*); nothing otherwise.
+ */
+void pyprocs__configure(struct profd_bpf *skel);
 int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out);
 void pyprocs__free(struct pyprocs *p);
 
