@@ -174,7 +174,7 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	struct profd_pysym *s = &sc->sym, *old;
 	__u32 flags = 0;
 	__u64 id;
-	int n;
+	int n, m;
 	long err;
 
 	if (bpf_probe_read_user(sc->obj, PY_OBJ_READ, (void *)code)) {
@@ -187,18 +187,14 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	s->firstlineno = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
 	n = py_str(o, sc->str, py_word(sc->obj, o->co_name), s->name, PROFD_PY_NAME_MAX, 0, &flags,
 		   PROFD_PYSYM_F_NAME_CUT, PROFD_PYSYM_F_NAME_RAW);
-	if (n < 0) {
+	m = n < 0 ? -1 : py_str(o, sc->str, py_word(sc->obj, o->co_filename), s->file, PROFD_PY_FILE_MAX, 1,
+				&flags, PROFD_PYSYM_F_FILE_CUT, PROFD_PYSYM_F_FILE_RAW);
+	if (m < 0) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return 0;
 	}
 	s->name_len = n;
-	n = py_str(o, sc->str, py_word(sc->obj, o->co_filename), s->file, PROFD_PY_FILE_MAX, 1, &flags,
-		   PROFD_PYSYM_F_FILE_CUT, PROFD_PYSYM_F_FILE_RAW);
-	if (n < 0) {
-		pycount(PROFD_PYCNT_BAD_READ);
-		return 0;
-	}
-	s->file_len = n;
+	s->file_len = m;
 	s->flags = flags;
 	id = py_sym_hash(s) & PROFD_PY_ID_MASK;
 	if (!id)
