@@ -6,7 +6,8 @@
 # so other load on the host does not enter the figure. Runs interleave
 # (Python, native, Python, ...); medians and ranges are written to
 # $BENCH_OUT/python_cost.md. Root.
-# Usage: tests/bench/python_cost.sh [SECONDS [RUNS [DEPTH]]]
+# Usage: tests/bench/python_cost.sh [SECONDS [RUNS [DEPTH [ONLY]]]]
+# ONLY: measure the interpreters whose path contains it (a short run: 3.12).
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -14,6 +15,7 @@ BENCH_OUT=${BENCH_OUT:-$BUILD/bench}
 SECS=${1:-6}
 RUNS=${2:-3}
 DEPTH=${3:-20}
+ONLY=${4:-}
 T=$(mktemp -d /tmp/profd-pycost.XXXXXX)
 PD=
 trap '[ -n "$PD" ] && kill $PD 2>/dev/null; rm -rf "$T"' EXIT
@@ -24,6 +26,7 @@ for v in 3.10 3.11 3.12 3.13; do
 	for p in /root/.pyenv/versions/$v.*/bin/python$v; do [ -x "$p" ] && PYS+=("$p"); done
 done
 [ -x /usr/bin/python3.11 ] && PYS+=(/usr/bin/python3.11)
+[ -n "$ONLY" ] && { sel=(); for p in "${PYS[@]}"; do [[ "$p" == *"$ONLY"* ]] && sel+=("$p"); done; PYS=("${sel[@]}"); }
 [ ${#PYS[@]} -gt 0 ] || { echo "no CPython 3.10-3.13: nothing to measure" >&2; exit 1; }
 
 status() { "$BUILD/profctl" --socket "$T/sock" status | awk -F'\t' -v k="$1" '$1 == k { print $2 }'; }

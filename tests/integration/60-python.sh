@@ -18,8 +18,8 @@ if [ -x /usr/bin/python3.11 ]; then INTERP[debian3.11]=/usr/bin/python3.11; else
 [ ${#INTERP[@]} -gt 0 ] || skip_test "no CPython 3.10-3.13 on this machine"
 LABELS=$(printf '%s\n' "${!INTERP[@]}" | sort)
 
-# 1999 Hz: about 1500 samples per split on a shared 2-CPU machine, so a 5-point band is
-# over 3 sigma. Maps for a drain that comes seconds late (a huge ELF file of another
+# 1999 Hz: 800-2900 samples per split on the shared 2-CPU machine, several sigma inside
+# a 5-point band. Maps for a drain that comes seconds late (a huge ELF file of another
 # process being parsed) without dropping stacks.
 start_profd --frequency 1999 --stacks-entries 32768 --counts-entries 65536
 
