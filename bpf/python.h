@@ -63,6 +63,16 @@ struct py_scratch {
 	__u32 n;
 	__u32 pad;
 	__u64 found;           /* the thread search's match */
+	/*
+	 * The last frame's code object and file name string, and the id they
+	 * named, for this walk only: the frames on a thread's chain hold their
+	 * code objects, which hold their strings, so while the walk runs an
+	 * address on the chain cannot be freed and reused. Recursion reads its
+	 * code object once; frames of one file read the file name once.
+	 */
+	__u64 last_code, last_id, last_file;
+	__u32 file_flags;
+	__u32 pad2;
 	struct py_thread thr;  /* the py_threads value written */
 	struct profd_pysym sym;
 	__u8 obj[512];
@@ -173,29 +183,45 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	const struct profd_pyoffs *o = &pp->o;
 	struct profd_pysym *s = &sc->sym, *old;
 	__u32 flags = 0;
-	__u64 id;
+	__u64 id, file;
 	int n, m;
 	long err;
 
+	if (code == sc->last_code)
+		return sc->last_id;
 	if (bpf_probe_read_user(sc->obj, PY_OBJ_READ, (void *)code)) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return -1;
 	}
 	if (py_word(sc->obj, 8) != pp->code_type)
 		return -1;
-	__builtin_memset(s, 0, sizeof(*s));
+	file = py_word(sc->obj, o->co_filename);
+	/* The file part of sym is the last frame's when the string is the same (see last_file). */
+	if (!file || file != sc->last_file) {
+		sc->last_file = 0;
+		__builtin_memset(s->file, 0, sizeof(s->file));
+		m = py_str(o, sc->str, file, s->file, PROFD_PY_FILE_MAX, 1, &flags, PROFD_PYSYM_F_FILE_CUT,
+			   PROFD_PYSYM_F_FILE_RAW);
+		if (m < 0) {
+			pycount(PROFD_PYCNT_BAD_READ);
+			return 0;
+		}
+		s->file_len = m;
+		sc->file_flags = flags;
+		sc->last_file = file;
+	}
+	flags = 0;
+	__builtin_memset(s->name, 0, sizeof(s->name));
 	s->firstlineno = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
+	s->pad = 0;
 	n = py_str(o, sc->str, py_word(sc->obj, o->co_name), s->name, PROFD_PY_NAME_MAX, 0, &flags,
 		   PROFD_PYSYM_F_NAME_CUT, PROFD_PYSYM_F_NAME_RAW);
-	m = n < 0 ? -1 : py_str(o, sc->str, py_word(sc->obj, o->co_filename), s->file, PROFD_PY_FILE_MAX, 1,
-				&flags, PROFD_PYSYM_F_FILE_CUT, PROFD_PYSYM_F_FILE_RAW);
-	if (m < 0) {
+	if (n < 0) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return 0;
 	}
 	s->name_len = n;
-	s->file_len = m;
-	s->flags = flags;
+	s->flags = flags | sc->file_flags;
 	id = py_sym_hash(s) & PROFD_PY_ID_MASK;
 	if (!id)
 		id = 1;
@@ -226,6 +252,10 @@ __noinline int py_symbol(const struct profd_pyproc *pp, struct py_scratch *sc, _
 	if (!pp || !sc)
 		return -1;
 	sc->id = py_symbol_in(pp, sc, code);
+	if (sc->id > 0) {
+		sc->last_code = code;
+		sc->last_id = sc->id;
+	}
 	return 0;
 }
 
@@ -359,6 +389,7 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	if ((w->pp->o.flags & PROFD_PY_F_CFRAME) && (!w->cur || py_read(&w->cur, w->cur + w->pp->o.cf_current_frame)))
 		return 0;
 	w->sc->n = 0;
+	w->sc->last_code = w->sc->last_file = 0;
 	bpf_loop(PROFD_PY_MAX_DEPTH + 16, py_step, w, 0);
 	return w->sc->n;
 }

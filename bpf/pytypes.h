@@ -43,6 +43,8 @@ struct profd_pyproc {
 	__u32 version;    /* PY_VERSION_HEX >> 16 (0x030b: 3.11) */
 	__u32 pad;
 	struct profd_pyoffs o;
+	/* For the drain, not the walker: where _PyEval_EvalFrameDefault is (0, 0: unknown). */
+	__u64 eval_lo, eval_hi;
 };
 
 /*

@@ -216,7 +216,8 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	if (d->py && pystack__has_python(e->ustack, e->nustack)) {
 		struct native_ctx nc = { d, k->pid };
 
-		err = pyprocs__stack(d->py, d->window, e->ustack, e->nustack, native_frame, &nc, d->frames_buf, &n);
+		err = pyprocs__stack(d->py, d->window, k->pid, e->ustack, e->nustack, native_frame, &nc,
+				     d->frames_buf, &n);
 		if (err)
 			return err;
 	} else for (uint32_t i = e->nustack; i-- > 0;) {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,6 +26,17 @@
 
 /* Direct-mapped: a pid that loses its slot is looked at again, which costs a scan of cached mappings. */
 #define SEEN_SLOTS 16384
+/*
+ * A process not found to run CPython is looked at again at most this
+ * often: its mappings may have been read before ld.so mapped libpython.
+ */
+#define RETRY_NS 1000000000LL
+
+struct seen {
+	uint32_t pid;
+	uint32_t found;
+	int64_t tried_ns;
+};
 /* py_syms entries read at drains, by id: ids name content, so a hit is always right. */
 #define NAME_SLOTS 4096
 
@@ -39,7 +51,7 @@ struct pyprocs {
 	struct profd_bpf *skel;
 	struct pyinterp *pi;
 	int procs_fd, syms_fd;
-	uint32_t *seen;
+	struct seen *seen;
 	struct name_slot *names;
 	uint64_t written, write_errors, sym_misses;
 };
@@ -93,23 +105,33 @@ void pyprocs__free(struct pyprocs *p)
 	free(p);
 }
 
-static uint32_t *seen_slot(struct pyprocs *p, uint32_t pid)
+static struct seen *seen_slot(struct pyprocs *p, uint32_t pid)
 {
 	return &p->seen[(pid * 2654435761u) & (SEEN_SLOTS - 1)];
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps)
 {
+	struct seen *sl = seen_slot(p, pid);
 	struct profd_pyproc pp;
 	char root[64];
 	int fd;
 
-	*seen_slot(p, pid) = pid;
+	*sl = (struct seen){ .pid = pid, .tried_ns = mono_ns() };
 	snprintf(root, sizeof(root), "/proc/%u/root", pid);
 	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	if (pyinterp__find(p->pi, fd, maps, &pp) == 0) {
+		sl->found = 1;
 		pp.start_code = start_code;
 		if (bpf_map_update_elem(p->procs_fd, &pid, &pp, BPF_ANY))
 			p->write_errors++;
@@ -154,9 +176,11 @@ void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 	struct procmaps *maps = NULL;
 	uint64_t sc;
 
-	if (*seen_slot(p, pid) == pid)
+	struct seen *sl = seen_slot(p, pid);
+
+	if (sl->pid == pid && (sl->found || mono_ns() - sl->tried_ns < RETRY_NS))
 		return;
-	*seen_slot(p, pid) = pid;
+	*sl = (struct seen){ .pid = pid, .tried_ns = mono_ns() };
 	if (symbolizer__maps(sym, pid, &maps))
 		return;
 	if (start_code(pid, &sc) == 0)
@@ -166,8 +190,8 @@ void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 
 void pyprocs__exit(struct pyprocs *p, uint32_t pid)
 {
-	if (*seen_slot(p, pid) == pid)
-		*seen_slot(p, pid) = 0;
+	if (seen_slot(p, pid)->pid == pid)
+		*seen_slot(p, pid) = (struct seen){ 0 };
 	/* The LRU map would evict it in time; a reused pid must not find it meanwhile. */
 	bpf_map_delete_elem(p->procs_fd, &pid);
 }
@@ -220,13 +244,17 @@ static int py_frame_id(struct pyprocs *p, struct profile *w, uint64_t ip, uint32
 	return err ? err : profile__frame_add(w, &f, id);
 }
 
-int pyprocs__stack(struct pyprocs *p, struct profile *window, const __u64 *ips, uint32_t n,
+int pyprocs__stack(struct pyprocs *p, struct profile *window, uint32_t pid, const __u64 *ips, uint32_t n,
 		   pyprocs_native_fn native, void *arg, uint32_t *out, uint32_t *nout)
 {
 	uint32_t ids[PROFD_MAX_DEPTH], order[PROFD_MAX_DEPTH], k;
 	uint8_t is_eval[PROFD_MAX_DEPTH];
+	struct profd_pyproc pp = { 0 };
 	int err;
 
+	/* The eval function's range tells its frames even where the symbolizer could not name them. */
+	if (bpf_map_lookup_elem(p->procs_fd, &pid, &pp))
+		pp.eval_lo = pp.eval_hi = 0;
 	if (n > PROFD_MAX_DEPTH)
 		n = PROFD_MAX_DEPTH;
 	for (uint32_t i = 0; i < n; i++) {
@@ -239,7 +267,8 @@ int pyprocs__stack(struct pyprocs *p, struct profile *window, const __u64 *ips, 
 			err = native(arg, ips[i], i > 0, &ids[i]);
 			name = err ? NULL : profile__str(window, profile__frame(window, ids[i])->name);
 			/* gcc splits the function: _PyEval_EvalFrameDefault.cold is the same call. */
-			is_eval[i] = name && !strncmp(name, "_PyEval_EvalFrameDefault", 24);
+			is_eval[i] = (name && !strncmp(name, "_PyEval_EvalFrameDefault", 24)) ||
+				     (ips[i] - (i > 0) >= pp.eval_lo && ips[i] - (i > 0) < pp.eval_hi);
 		}
 		if (err)
 			return err;

@@ -23,7 +23,10 @@ void pyprocs__free(struct pyprocs *p);
 
 /* pid's mappings were read (exec, re-capture): a CPython among them is made known to the walker. */
 void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps);
-/* A pid seen in a drain: looked at once (from the symbolizer's mappings) unless its exec was. */
+/*
+ * A pid seen in a drain: looked at (from the symbolizer's mappings) unless
+ * it is known to run CPython or was looked at less than a second ago.
+ */
 void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid);
 void pyprocs__exit(struct pyprocs *p, uint32_t pid);
 
@@ -33,7 +36,7 @@ void pyprocs__exit(struct pyprocs *p, uint32_t pid);
  * leaf). out holds n entries at least. Returns 0 or -errno.
  */
 typedef int (*pyprocs_native_fn)(void *arg, uint64_t ip, uint32_t is_ret, uint32_t *id);
-int pyprocs__stack(struct pyprocs *p, struct profile *window, const __u64 *ips, uint32_t n,
+int pyprocs__stack(struct pyprocs *p, struct profile *window, uint32_t pid, const __u64 *ips, uint32_t n,
 		   pyprocs_native_fn native, void *arg, uint32_t *out, uint32_t *nout);
 
 /* `profctl status` lines (name TAB value); p NULL: nothing. */

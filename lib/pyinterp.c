@@ -122,7 +122,8 @@ static int elf_read_vaddr(const struct elf *e, uint64_t vaddr, void *buf, size_t
 
 struct wanted {
 	const char *name;
-	uint64_t value;
+	int type;       /* STT_OBJECT or STT_FUNC */
+	uint64_t value, size;
 };
 
 /* Fills the values of the wanted symbols found in the table of section idx. */
@@ -150,13 +151,14 @@ static int scan_symtab(const struct elf *e, const Elf64_Shdr *sh, const Elf64_Sh
 	for (uint64_t i = 0; i < n; i++) {
 		const char *name;
 
-		if (syms[i].st_name >= strh->sh_size || syms[i].st_shndx == SHN_UNDEF ||
-		    ELF64_ST_TYPE(syms[i].st_info) != STT_OBJECT)
+		if (syms[i].st_name >= strh->sh_size || syms[i].st_shndx == SHN_UNDEF)
 			continue;
 		name = strs + syms[i].st_name;
 		for (int k = 0; k < nw; k++)
-			if (!w[k].value && !strcmp(name, w[k].name))
+			if (!w[k].value && ELF64_ST_TYPE(syms[i].st_info) == w[k].type && !strcmp(name, w[k].name)) {
 				w[k].value = syms[i].st_value;
+				w[k].size = syms[i].st_size;
+			}
 	}
 	err = 0;
 out:
@@ -184,9 +186,10 @@ static uint32_t version_from_name(const char *path)
 
 static int probe(struct elf *e, const char *path, struct pyinterp_file *out)
 {
-	struct wanted w[] = { { "_PyRuntime", 0 }, { "PyCode_Type", 0 }, { "Py_Version", 0 } };
+	struct wanted w[] = { { "_PyRuntime", STT_OBJECT, 0, 0 }, { "PyCode_Type", STT_OBJECT, 0, 0 },
+			      { "Py_Version", STT_OBJECT, 0, 0 }, { "_PyEval_EvalFrameDefault", STT_FUNC, 0, 0 } };
 	uint8_t image[DEBUG_IMAGE];
-	int err, found_tables = 0;
+	int err;
 
 	for (uint32_t i = 0; i < e->eh.e_shnum; i++) {
 		Elf64_Shdr sh, strh;
@@ -197,15 +200,16 @@ static int probe(struct elf *e, const char *path, struct pyinterp_file *out)
 			continue;
 		if (read_at(e->fd, &strh, sizeof(strh), e->eh.e_shoff + (uint64_t)sh.sh_link * sizeof(strh)))
 			return -ENOEXEC;
-		err = scan_symtab(e, &sh, &strh, w, 3);
+		err = scan_symtab(e, &sh, &strh, w, 4);
 		if (err == -ENOMEM)
 			return err;
-		found_tables += !err;
 	}
 	if (!w[0].value || !w[1].value)
 		return -ENOENT;
 	out->runtime = w[0].value;
 	out->code_type = w[1].value;
+	out->eval = w[3].value;
+	out->eval_size = w[3].size;
 	out->version = 0;
 	if (w[2].value) {
 		uint64_t hex;
@@ -324,6 +328,10 @@ int pyinterp__find(struct pyinterp *p, int root_fd, const struct procmaps *maps,
 		memset(out, 0, sizeof(*out));
 		out->runtime = f->f.runtime + bias;
 		out->code_type = f->f.code_type + bias;
+		if (f->f.eval) {
+			out->eval_lo = f->f.eval + bias;
+			out->eval_hi = out->eval_lo + f->f.eval_size;
+		}
 		out->version = f->f.version;
 		out->o = *pyoffsets__find(f->f.version);
 		p->st.found++;

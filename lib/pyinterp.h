@@ -36,6 +36,7 @@ struct pyinterp_file {
 	uint32_t version;   /* PY_VERSION_HEX >> 16 */
 	uint64_t runtime;   /* _PyRuntime */
 	uint64_t code_type; /* PyCode_Type */
+	uint64_t eval, eval_size; /* _PyEval_EvalFrameDefault (0: not in the symbol tables) */
 };
 int pyinterp__probe_fd(int fd, const char *path, struct pyinterp_file *out);
 

@@ -88,12 +88,16 @@ for l in $LABELS; do
 	dump_pid cpu ${SPLIT[$l]} >"$f"
 	n=$(total "$f")
 	check "$l split: enough samples ($n >= 200)" atleast "$n" 200
-	s=$(share '[(]split[.]py[)]' "$f")
-	check "$l split: $s % of samples carry a Python frame (>= 90)" atleast "$s" 90
+	# The interpreter's own start-up and exit (before and after any Python runs) are left
+	# out: a fixed amount of CPU, a larger part of the samples on a loaded machine.
+	awk -F'\t' '$1 !~ /pymain_init|Py_InitializeFromConfig|Py_FinalizeEx|;_dl_|;dl_main/' "$f" >"$f.run"
+	n=$(total "$f.run")
+	s=$(share '[(]split[.]py[)]' "$f.run")
+	check "$l split: $s % of the $n samples outside start-up and exit carry a Python frame (>= 90)" atleast "$s" 90
 	# Native callers, then the Python chain in order (3.10 has native frames between Python ones).
 	chain="Py_BytesMain;.*PyEval_EvalCode;(.*;)?<module> [(]split[.]py[)];(.*;)?main [(]split[.]py[)];(.*;)?$run [(]split[.]py[)];"
-	s=$(share "$chain" "$f")
-	check "$l split: $s % of samples have the caller chain intact (>= 85)" atleast "$s" 85
+	s=$(share "$chain" "$f.run")
+	check "$l split: $s % of them have the caller chain intact (>= 85)" atleast "$s" 85
 	grep -qF ";$run (split.py);" "$f" && ok "$l split: the method is named $run" || fail "$l split: no $run frame"
 	awk -F'\t' '$1 ~ /;fifty [(]split/ { a += $2 } $1 ~ /;thirty [(]split/ { b += $2 } $1 ~ /;twenty [(]split/ { c += $2 }
 		END { t = a + b + c; if (t) printf "%.1f %.1f %.1f\n", 100 * a / t, 100 * b / t, 100 * c / t; else print "0 0 0" }' \
@@ -174,6 +178,6 @@ done
 profctl status | grep '^python_' | tr '\t' ' ' | paste -sd' '
 # What a failure looked at, kept beside the log.
 if [ "$FAILS" -gt 0 ]; then
-	mkdir -p "$BUILD/test-logs/60-python.files" && cp "$T"/*.py3* "$T/profd.log" "$BUILD/test-logs/60-python.files/" 2>/dev/null
+	mkdir -p "$BUILD/test-logs/60-python.files" && cp "$T"/*.py3* "$T"/*.debian* "$T/profd.log" "$BUILD/test-logs/60-python.files/" 2>/dev/null
 fi
 done_test

@@ -155,6 +155,8 @@ int main(void)
 		CHECK_EQ_INT(pyinterp__probe_fd(fd, path, &pf), 0);
 		CHECK_EQ_INT(pf.version, version);
 		CHECK(pf.runtime != 0 && pf.code_type != 0);
+		/* The drain tells eval frames by this range where the symbolizer cannot name them. */
+		CHECK(pf.eval != 0 && pf.eval_size > 0);
 		close(fd);
 		if (has_gdb)
 			printf("3.%u: %d offsets checked against the DWARF of %s\n", version & 0xff,
@@ -168,6 +170,7 @@ int main(void)
 		versions++;
 		CHECK_EQ_INT(pyinterp__probe_fd(fd, "/usr/bin/python3.11", &pf), 0);
 		CHECK_EQ_INT(pf.version, 0x030b);
+		CHECK(pf.eval != 0 && pf.eval_size > 0);
 		close(fd);
 	}
 
