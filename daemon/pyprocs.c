@@ -6,9 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -19,7 +19,6 @@
 #include "profd.h"
 #include "profile.h"
 #include "pyinterp.h"
-#include "pyoffsets.h"
 #include "pyprocs.h"
 #include "pystack.h"
 #include "symbolizer.h"
@@ -308,6 +307,16 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		fprintf(f, "sample_cost_pid\t%u\n", p->skel->rodata->cost_tgid);
 		fprintf(f, "sample_cost_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_ns);
 		fprintf(f, "sample_cost_samples\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_samples);
+	}
+	{
+		/* The daemon's own memory for Python: its tables and the names they hold. */
+		uint64_t bytes = sizeof(*p) + SEEN_SLOTS * sizeof(*p->seen) + NAME_SLOTS * sizeof(*p->names) +
+				 pyinterp__mem_bytes(p->pi);
+
+		for (size_t i = 0; i < NAME_SLOTS; i++)
+			if (p->names[i].text)
+				bytes += strlen(p->names[i].text) + strlen(p->names[i].file) + 2;
+		fprintf(f, "python_daemon_bytes\t%" PRIu64 "\n", bytes);
 	}
 	fprintf(f, "python_kernel_map_bytes\t%" PRIu64 "\n",
 		(uint64_t)bpf_map__max_entries(p->skel->maps.py_syms) * (sizeof(struct profd_pysym) + 8 + 16) +

@@ -346,3 +346,8 @@ void pyinterp__stats(const struct pyinterp *p, struct pyinterp_stats *out)
 {
 	*out = p->st;
 }
+
+size_t pyinterp__mem_bytes(const struct pyinterp *p)
+{
+	return sizeof(*p) + (size_t)p->cap * sizeof(*p->files);
+}

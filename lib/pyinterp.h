@@ -2,6 +2,7 @@
 #ifndef PROFD_PYINTERP_H
 #define PROFD_PYINTERP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <linux/types.h>
@@ -47,5 +48,7 @@ struct pyinterp_stats {
 	uint64_t unsupported; /* processes running a CPython whose layout is not in the table */
 };
 void pyinterp__stats(const struct pyinterp *p, struct pyinterp_stats *out);
+/* Heap bytes held. */
+size_t pyinterp__mem_bytes(const struct pyinterp *p);
 
 #endif
