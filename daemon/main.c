@@ -25,6 +25,8 @@
 #include "notify.h"
 #include "options.h"
 #include "profile.h"
+#include "pyprocs.h"
+#include "pystack.h"
 #include "sampler.h"
 #include "server.h"
 #include "store.h"
@@ -60,6 +62,8 @@ struct profd {
 	struct events *events;
 	/* DWARF unwinding (issue 7): NULL with --unwind fp */
 	struct tables *tables;
+	/* CPython frames: NULL when the walker's maps could not be set up */
+	struct pyprocs *py;
 	/* own cost: frames interned in this drain, and what was freed since the last trim */
 	struct fcache_slot *fcache;
 	uint32_t fcache_gen;
@@ -171,6 +175,18 @@ static int frame_id(struct profd *d, uint32_t pid, uint64_t ip, uint32_t is_ret,
 	return err;
 }
 
+struct native_ctx {
+	struct profd *d;
+	uint32_t pid;
+};
+
+static int native_frame(void *arg, uint64_t ip, uint32_t is_ret, uint32_t *id)
+{
+	struct native_ctx *c = arg;
+
+	return frame_id(c->d, c->pid, ip, is_ret, id);
+}
+
 /* Forgets every cached frame: a new drain, or a new window (frame ids restart). */
 static void fcache_clear(struct profd *d)
 {
@@ -194,8 +210,17 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 		if (e->nustack)
 			events__seen(d->events, k->pid);
 	}
+	if (d->py && e->nustack)
+		pyprocs__seen(d->py, d->sym, k->pid);
 	/* Root first: outermost user frame ... user leaf, then kernel entry ... kernel leaf. */
-	for (uint32_t i = e->nustack; i-- > 0;) {
+	if (d->py && pystack__has_python(e->ustack, e->nustack)) {
+		struct native_ctx nc = { d, k->pid };
+
+		err = pyprocs__stack(d->py, d->window, k->pid, e->ustack, e->nustack, native_frame, &nc,
+				     d->frames_buf, &n);
+		if (err)
+			return err;
+	} else for (uint32_t i = e->nustack; i-- > 0;) {
 		err = frame_id(d, k->pid, e->ustack[i], i > 0, &d->frames_buf[n++]);
 		if (err)
 			return err;
@@ -388,6 +413,7 @@ static int status_reply(struct profd *d, char **out)
 	ADD("symbol_jit_frames\t%" PRIu64, ss.jit_hits);
 	ADD("symbol_perfmaps_rejected\t%" PRIu64, ss.perfmaps_rejected);
 	events__print_status(d->events, f);
+	pyprocs__print_status(d->py, f);
 	{
 		struct rusage ru;
 
@@ -712,7 +738,12 @@ static void bad_file(void *arg, uint32_t pid, const char *path, int err)
  */
 static void maps_to_tables(const struct events_image *im, void *arg)
 {
-	tables__exec(arg, im->pid, im->exec, im->start_time, im->start_code, im->maps);
+	struct profd *d = arg;
+
+	if (d->tables)
+		tables__exec(d->tables, im->pid, im->exec, im->start_time, im->start_code, im->maps);
+	if (d->py && im->maps)
+		pyprocs__maps(d->py, im->pid, im->start_code, im->maps);
 }
 
 /*
@@ -729,7 +760,12 @@ static void reread_to_events(uint32_t pid, uint64_t start_time, uint64_t start_c
 /* An exited process's entry goes at once: on a host exec'ing hundreds a second, slots would run out before gc. */
 static void exit_to_tables(uint32_t pid, uint64_t time_ns, void *arg)
 {
-	tables__exit(arg, pid, time_ns);
+	struct profd *d = arg;
+
+	if (d->tables)
+		tables__exit(d->tables, pid, time_ns);
+	if (d->py)
+		pyprocs__exit(d->py, pid);
 }
 
 static int setup(struct profd *d)
@@ -836,11 +872,17 @@ static int setup(struct profd *d)
 			return log_err("cannot set up DWARF unwind tables: %s", strerror(err ? -err : errno)),
 			       err ? err : -errno;
 		if (d->events) {
-			events__on_maps(d->events, maps_to_tables, d->tables);
-			events__on_exit(d->events, exit_to_tables, d->tables);
 			tables__on_reread(d->tables, reread_to_events, d->events);
 			tables__exec_delay(d->tables, events__exec_delay_ns(d->events));
 		}
+	}
+
+	/* CPython frames: without them Python processes keep their native frames. */
+	if ((err = pyprocs__new(sampler__skel(d->sampler), &d->py)))
+		log_warn("Python frames unavailable: %s", strerror(-err));
+	if (d->events) {
+		events__on_maps(d->events, maps_to_tables, d);
+		events__on_exit(d->events, exit_to_tables, d);
 	}
 
 	mkdir_parent(d->o.socket);
@@ -865,6 +907,7 @@ static void teardown(struct profd *d)
 	if (d->wd_tfd >= 0)
 		close(d->wd_tfd);
 	tables__free(d->tables);
+	pyprocs__free(d->py);
 	sampler__free(d->sampler);
 	store__close(d->store);
 	events__free(d->events);

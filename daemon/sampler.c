@@ -15,6 +15,7 @@
 #include "log.h"
 #include "options.h"
 #include "profd.skel.h"
+#include "pyprocs.h"
 #include "sampler.h"
 
 struct sampler {
@@ -283,6 +284,7 @@ static int load_object(struct sampler *s, bool offcpu, const struct offcpu_sel *
 	bpf_map__set_autocreate(s->skel->maps.offcpu_pids, offcpu);
 	bpf_map__set_autocreate(s->skel->maps.offcpu_cgroups, offcpu);
 	tables__configure(s->skel, &s->o.unwind);
+	pyprocs__configure(s->skel);
 	ret = profd_bpf__load(s->skel);
 	if (!ret && offcpu)
 		ret = offcpu_sel_fill(s, f);

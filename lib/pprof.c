@@ -127,8 +127,8 @@ static int mapping_file(const struct profile *src, const struct pf_frame *f, cha
 {
 	const char *mod = profile__str(src, f->module);
 
-	/* Nothing to say about an unnamed frame of no known file: no mapping. */
-	if (!*mod && !f->name)
+	/* Nothing to say about an unnamed frame of no known file: no mapping. A .py file is not one either. */
+	if ((!*mod && !f->name) || f->kind == PF_FRAME_PY)
 		return 0;
 	if (f->kind == PF_FRAME_KERNEL) {
 		/* The symbolizer names vmlinux "[kernel.kallsyms]" and modules bare. */
@@ -397,7 +397,8 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 
 		pb_uint(&msg, 1, l + 1);
 		pb_uint(&msg, 2, m);
-		pb_uint(&msg, 3, (m ? map_base(&e, m) : 0) + fr->offset);
+		/* A Python frame's offset is its function's first line, no address. */
+		pb_uint(&msg, 3, fr->kind == PF_FRAME_PY ? 0 : (m ? map_base(&e, m) : 0) + fr->offset);
 		if (fr->name) {
 			char *key = NULL;
 			uint32_t fid;
@@ -423,7 +424,9 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 		char mf[1024];
 
 		err = str_id(&e, profile__str(src, fr->name), &name);
-		if (!err && mapping_file(src, fr, mf, sizeof(mf)))
+		if (!err && fr->kind == PF_FRAME_PY)
+			err = str_id(&e, profile__str(src, fr->module), &file);
+		else if (!err && mapping_file(src, fr, mf, sizeof(mf)))
 			err = str_id(&e, mf, &file);
 		if (err)
 			goto out;
@@ -431,6 +434,8 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 		pb_uint(&msg, 2, name);
 		pb_uint(&msg, 3, name);
 		pb_uint(&msg, 4, file);
+		if (fr->kind == PF_FRAME_PY)
+			pb_uint(&msg, 5, fr->offset); /* start_line */
 		pb_msg(&out, 5, &msg);
 	}
 	/* string_table (6), complete only now */

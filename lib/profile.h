@@ -11,6 +11,7 @@ enum pf_frame_kind {
 	PF_FRAME_USER = 0,   /* native code in a file mapping */
 	PF_FRAME_KERNEL = 1, /* kernel or kernel module */
 	PF_FRAME_JIT = 2,    /* named from a perf map */
+	PF_FRAME_PY = 3,     /* a CPython function: name "qualname (file)", module its file, offset its first line */
 };
 
 enum pf_sample_kind {

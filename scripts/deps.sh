@@ -8,7 +8,7 @@ libunwind-dev libzstd-dev zlib1g-dev liblzma-dev linux-perf bpftrace \
 systemd procps util-linux python3 xz-utils binutils g++"
 
 case "${1:-}" in
---test) PKGS="$PKGS chromium libclang-rt-14-dev nodejs golang-go" ;;
+--test) PKGS="$PKGS chromium libclang-rt-14-dev nodejs golang-go gdb" ;;
 esac
 
 missing=""
