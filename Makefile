@@ -60,8 +60,9 @@ $(BUILD)/libprofd.a: $(LIB_OBJ)
 $(BUILD)/profd: $(DMN_OBJ) $(BUILD)/libprofd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Only profctl speaks HTTP (export): profd stays without libcurl and without a network.
 $(BUILD)/profctl: $(CLI_OBJ) $(BUILD)/libprofd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcurl
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libprofd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
