@@ -445,8 +445,9 @@ static void log_4xx_once(struct exporter *e, long status, const char *why)
 
 /*
  * Sends the window in e->req until it is acknowledged or refused.
- * Returns 0 (the cursor moved), 1 (stop requested), or an exit code.
+ * Returns 0 (the cursor moved), PUSH_STOPPED (a signal), or an exit code.
  */
+#define PUSH_STOPPED (-1)
 static int push_window(struct exporter *e)
 {
 	const uint8_t *body;
@@ -465,7 +466,7 @@ static int push_window(struct exporter *e)
 		gap = 1000000000LL / (int64_t)e->o->rate - (mono_ns() - e->last_send_ns);
 		nap(gap);
 		if (stopping)
-			return 1;
+			return PUSH_STOPPED;
 		e->last_send_ns = mono_ns();
 		status = http_post(&e->http, body, len, &retry_after, why, sizeof(why));
 		e->s.requests++;
@@ -527,7 +528,7 @@ static int push_window(struct exporter *e)
 		}
 		nap(wait);
 		if (stopping)
-			return 1;
+			return PUSH_STOPPED;
 	}
 }
 
@@ -589,7 +590,7 @@ static int run(struct exporter *e, const struct global *g)
 			e->s.cursor_ns = e->win_end;
 		} else {
 			ret = push_window(e);
-			if (ret == 1) {
+			if (ret == PUSH_STOPPED) {
 				ret = 0;
 				break;
 			}

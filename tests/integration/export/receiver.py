@@ -10,7 +10,7 @@ with Connect's JSON error and is logged with "invalid".
 
 The answer comes from --mode-file, read at each request: "ok", "429",
 "500", "400", "stall" (hold the request without answering), or "down"
-(close the connection at once).
+(close the connection at once), "slow" (answer after 1.5 s).
 """
 import argparse
 import gzip
@@ -194,8 +194,11 @@ class H(BaseHTTPRequestHandler):
             return
         if mode == "stall":
             self.log(dict(rec, stalled=True))
-            time.sleep(30)
+            time.sleep(10)
             return
+        if mode == "slow":
+            self.log(dict(rec, slow=True))
+            time.sleep(1.5)
         if mode in ("429", "500", "400"):
             self.log(dict(rec, status=int(mode)))
             msg = json.dumps({"code": "resource_exhausted" if mode == "429" else "invalid_argument",
