@@ -33,8 +33,19 @@ status_of() { profctl export --status --cursor-file "$1" | field "$2"; }
 check "profd does not link libcurl" bash -c "! ldd '$PROFD' | grep -q libcurl"
 check "profctl links libcurl" bash -c "ldd '$PROFCTL_BIN' | grep -q libcurl"
 
+# profd shares its store with a group (state-group); the exporter runs as
+# nobody in that group, with no capabilities, as profd-export.service does.
+G=profdx$$
+groupadd --system $G || { fail "groupadd $G"; done_test; }
+on_exit "groupdel $G"
+GID=$(getent group $G | cut -d: -f3)
+chmod 0711 "$T"
+mkdir "$T/exp" && chown 65534 "$T/exp"
+# An array, not a function: $! must be the exporter itself (setpriv execs it).
+NOBODY=(setpriv --reuid=65534 --regid=65534 --groups="$GID" --inh-caps=-all --bounding-set=-all --no-new-privs)
+
 # ---- end to end: the pushed profiles are profctl dump's ----
-start_profd
+start_profd --state-group $G
 "$TP/phases" 6 >"$T/phases.out" &
 PID=$!
 wait $PID
@@ -64,8 +75,11 @@ for ph in phase_a phase_b phase_c; do
 	g=$(field $ph <"$T/e2e.pid")
 	check "$ph share $g% within 5 points of measured $w%" within "$g" "$w" 5
 done
+# The pid is bash's between fork and exec: a few samples may carry its name.
 check "service_name of the workload is its process name (no unit here): $(field services <"$T/e2e.pid")" \
-	[ "$(field services <"$T/e2e.pid")" = phases ]
+	[ "$(field top_service <"$T/e2e.pid")" = phases ]
+check "samples of pid $PID under service_name phases: $(field top_service_pct <"$T/e2e.pid")% >= 99%" \
+	awk -v p="$(field top_service_pct <"$T/e2e.pid")" 'BEGIN { exit !(p >= 99) }'
 check "pprof sample labels pid, tid, thread_name, comm: $(field sample_labels <"$T/e2e.pid")" \
 	bash -c "tr , '\n' <<<'$(field sample_labels <"$T/e2e.pid")' | grep -cxE 'pid|tid|thread_name|comm' | grep -qx 4"
 check "profile types pushed: $(field types <"$T/e2e.pid")" [ "$(field types <"$T/e2e.pid")" = off_cpu,process_cpu,wall ]
@@ -87,12 +101,18 @@ ok = all(s[\"labels\"].get(\"env\") == \"test\" and s[\"labels\"].get(\"region\"
 sys.exit(0 if ok else 1)'"
 check "the token is not echoed in the output" bash -c "! grep -q token-123 '$T/e2e.out'"
 
-# ---- --follow through faults ----
-CUR=$T/cursor
+# ---- the store as a group member sees it ----
+check "state dir 0750, group $G: $(stat -c %a:%G "$STATE")" [ "$(stat -c %a:%G "$STATE")" = 750:$G ]
+check "segments 0640, group $G" bash -c "for f in '$STATE'/seg-*; do [ \"\$(stat -c %a:%G \"\$f\")\" = 640:$G ] || exit 1; done"
+check "nobody without the group cannot read the store" bash -c "! setpriv --reuid=65534 --regid=65534 --clear-groups '$PROFCTL_BIN' --state-dir '$STATE' ls >/dev/null 2>&1"
+check "nobody in the group can" "${NOBODY[@]}" "$PROFCTL_BIN" --state-dir "$STATE" ls
+
+# ---- --follow through faults, as nobody ----
+CUR=$T/exp/cursor
 FP=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 SINCE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 sleep 1
-"$PROFCTL_BIN" --state-dir "$STATE" export --url "http://127.0.0.1:$FP" --follow --since "$SINCE" \
+"${NOBODY[@]}" "$PROFCTL_BIN" --state-dir "$STATE" export --url "http://127.0.0.1:$FP" --follow --since "$SINCE" \
 	--cursor-file "$CUR" --timeout 2s --max-backoff 2s --rate 20 2>"$T/follow.err" &
 EXP=$!
 on_exit "kill -9 $EXP"
@@ -134,7 +154,7 @@ kill -9 $EXP
 wait $EXP 2>/dev/null
 echo "killed with $(( $(grep -c '"slow": true' "$T/follow.log") - n0 )) request(s) in flight"
 echo ok >"$T/follow.mode"
-"$PROFCTL_BIN" --state-dir "$STATE" export --url "http://127.0.0.1:$FP" --follow --cursor-file "$CUR" \
+"${NOBODY[@]}" "$PROFCTL_BIN" --state-dir "$STATE" export --url "http://127.0.0.1:$FP" --follow --cursor-file "$CUR" \
 	--timeout 2s --max-backoff 2s --rate 20 2>>"$T/follow.err" &
 EXP=$!
 on_exit "kill -9 $EXP"
@@ -243,6 +263,27 @@ printf 'url = http://127.0.0.1:%s\ntenant = from-config\nlabel = env=conf\n' "$P
 profctl export --config "$T/good.conf" --since 3s --label env=cli 2>/dev/null
 check "config file: url and tenant from the file" bash -c "an() { /usr/bin/python3 $X/analyze.py \"\$@\"; }; an headers '$T/e2e.log' | grep -qix 'x-scope-orgid: from-config'"
 check "config file: --label on the command line wins" bash -c "tail -1 '$T/e2e.log' | grep -q '\"env\": \"cli\"'"
+
+# ---- the unit ----
+if command -v systemd-analyze >/dev/null; then
+	make --no-print-directory install DESTDIR="$T/root" PREFIX=/usr >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "make install failed"; }
+	U=$T/root/usr/lib/systemd/system/profd-export.service
+	check "make install: profd-export.service, export.conf, sysusers group" \
+		test -f "$U" -a -f "$T/root/etc/profd/export.conf" -a -f "$T/root/usr/lib/sysusers.d/profd-export.conf"
+	check "unit runs profctl export --follow" grep -q "^ExecStart=/usr/bin/profctl --state-dir /var/lib/profd export .*--follow" "$U"
+	for need in DynamicUser=yes CapabilityBoundingSet=\$ ReadOnlyPaths=/var/lib/profd StateDirectory=profd-export \
+		"RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX\$" SupplementaryGroups=profd-export; do
+		check "unit sets ${need%\$}" grep -q "^$need" "$U"
+	done
+	sed "s|/usr/bin/profctl|$PROFCTL_BIN|" "$U" >"$T/profd-export.service"
+	out=$(systemd-analyze verify --man=no "$T/profd-export.service" 2>&1)
+	check "systemd-analyze verify: no complaints${out:+: $out}" [ -z "$out" ]
+	sed "s|@SBINDIR@|$BUILD|g" systemd/profd.service >"$T/profd.service"
+	score() { systemd-analyze security --offline=yes "$1" 2>&1 | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p'; }
+	se=$(score "$T/profd-export.service") sp=$(score "$T/profd.service")
+	check "exposure of profd-export.service ${se:-?} <= profd.service's ${sp:-?}" \
+		awk -v a="${se:-99}" -v b="${sp:-0}" 'BEGIN { exit !(a <= b) }'
+fi
 
 check "profd exits 0 on SIGTERM" stop_profd
 done_test

@@ -28,17 +28,17 @@ if cmd == "pid":
     pid = sys.argv[3]
     total = 0
     phase = collections.Counter()
-    services, labels, names = set(), set(), set()
+    services, labels, names = collections.Counter(), set(), set()
     for r in accepted(log):
         for s in r["series"]:
             names.add(s["labels"]["__name__"])
             for key, v in s["folded"].items():
                 if key.split(";", 1)[0] != pid:
                     continue
-                services.add(s["labels"]["service_name"])
                 labels.update(s["sample_labels"])
                 if s["labels"]["__name__"] != "process_cpu":
                     continue
+                services[s["labels"]["service_name"]] += v[0]
                 total += v[0]
                 for ph in ("phase_a", "phase_b", "phase_c"):
                     if ";%s;" % ph in key + ";":
@@ -46,7 +46,10 @@ if cmd == "pid":
     print("total", total)
     for ph in ("phase_a", "phase_b", "phase_c"):
         print(ph, "%.2f" % (100.0 * phase[ph] / total if total else 0))
-    print("services", ",".join(sorted(services)))
+    print("services", ",".join("%s=%d" % kv for kv in services.most_common()))
+    top = services.most_common(1)
+    print("top_service", top[0][0] if top else "")
+    print("top_service_pct", "%.2f" % (100.0 * top[0][1] / total if top else 0))
     print("sample_labels", ",".join(sorted(labels)))
     print("types", ",".join(sorted(names)))
 elif cmd == "windows":
