@@ -372,7 +372,8 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 		pbuf__uint(&out, 14, s_cpu); /* default_sample_type: cpu time */
 	err = out.err ? out.err : msg.err ? msg.err : sub.err ? sub.err : packed.err;
 	if (!err)
-		err = write_gzip(out.b, out.len, f);
+		err = o && o->plain ? (fwrite(out.b, 1, out.len, f) == out.len ? 0 : -EIO)
+				    : write_gzip(out.b, out.len, f);
 out:
 	pbuf__free(&out);
 	pbuf__free(&msg);

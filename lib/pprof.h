@@ -34,6 +34,8 @@ struct pprof_opts {
 	/* A second filter after the query's (a profile_keep_fn); NULL keeps what q keeps. */
 	int (*keep)(const struct profile *src, const struct pf_sample *s, void *arg);
 	void *keep_arg;
+	/* Plain profile.proto, for a caller that compresses many profiles at once. */
+	int plain;
 };
 int pprof__write_opts(const struct query *q, const struct profile *src,
 		      const struct pprof_opts *o, FILE *f);

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "pbuf.h"
 #include "pushreq.h"
@@ -25,6 +26,10 @@ enum {
 struct pushreq {
 	struct pbuf out, series, sub;
 	size_t nseries;
+	uint8_t *gz;
+	size_t gz_cap;
+	z_stream z;
+	int z_level; /* 0: no stream yet */
 };
 
 int pushreq__new(struct pushreq **out)
@@ -40,6 +45,9 @@ void pushreq__free(struct pushreq *r)
 	pbuf__free(&r->out);
 	pbuf__free(&r->series);
 	pbuf__free(&r->sub);
+	if (r->z_level)
+		deflateEnd(&r->z);
+	free(r->gz);
 	free(r);
 }
 
@@ -144,4 +152,42 @@ const uint8_t *pushreq__data(const struct pushreq *r, size_t *len)
 {
 	*len = r->out.len;
 	return r->out.b;
+}
+
+int pushreq__gzip(struct pushreq *r, int level, const uint8_t **data, size_t *len)
+{
+	size_t need;
+
+	if (r->out.err)
+		return r->out.err;
+	/* One stream, reset per request: its 256 KiB of state are allocated once. */
+	if (r->z_level != level) {
+		if (r->z_level)
+			deflateEnd(&r->z);
+		r->z_level = 0;
+		memset(&r->z, 0, sizeof(r->z));
+		if (deflateInit2(&r->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+			return -ENOMEM;
+		r->z_level = level;
+	} else if (deflateReset(&r->z) != Z_OK) {
+		return -EIO;
+	}
+	need = deflateBound(&r->z, r->out.len);
+	if (need > r->gz_cap) {
+		uint8_t *n = realloc(r->gz, need);
+
+		if (!n)
+			return -ENOMEM;
+		r->gz = n;
+		r->gz_cap = need;
+	}
+	r->z.next_in = r->out.b;
+	r->z.avail_in = r->out.len;
+	r->z.next_out = r->gz;
+	r->z.avail_out = r->gz_cap;
+	if (deflate(&r->z, Z_FINISH) != Z_STREAM_END)
+		return -EIO;
+	*data = r->gz;
+	*len = r->gz_cap - r->z.avail_out;
+	return 0;
 }

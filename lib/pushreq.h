@@ -36,6 +36,8 @@ int pushreq__add(struct pushreq *r, const struct pushreq_label *labels, size_t n
 size_t pushreq__nseries(const struct pushreq *r);
 /* The encoded request: valid until the next add, reset or free. */
 const uint8_t *pushreq__data(const struct pushreq *r, size_t *len);
+/* The encoded request gzipped (for Content-Encoding: gzip), valid as above. */
+int pushreq__gzip(struct pushreq *r, int level, const uint8_t **data, size_t *len);
 
 /* Label names: [a-zA-Z_][a-zA-Z0-9_]*, at most PUSHREQ_MAX_NAME bytes. */
 int pushreq__name_valid(const char *name);

@@ -95,54 +95,84 @@ void pyseries__service(const char *cgroup, const char *comm, char *buf, size_t l
 	copy_utf8(comm, comm[0] == '/' ? strlen(comm) : strcspn(comm, "/"), buf, len);
 }
 
-/* Services of one window: a string id (in names) per sample's cgroup and comm. */
+/*
+ * Services of one window. Every series filters every sample by its service,
+ * so the (cgroup, comm) -> service lookup is a small open-addressing table.
+ */
 struct services {
 	struct profile *names; /* service name -> dense id (id 0 is "") */
-	struct profile *keys;  /* "cgroup id/comm id" -> dense id */
-	uint32_t *of_key;      /* key id -> service id */
-	size_t cap;
-	unsigned *types;       /* service id -> PYSERIES_* bits present */
-	size_t types_cap;
+	uint64_t *keys;        /* cgroup string id << 32 | comm string id, + 1 (0: empty slot) */
+	uint32_t *vals;        /* service id */
+	size_t cap, n;         /* cap: a power of two */
+	unsigned *types;       /* service id -> PYSERIES_* bits present (ids < cap: one per key at most) */
 	uint32_t want;         /* the service the keep filter passes */
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+static size_t slot(const struct services *sv, uint64_t key)
 {
-	size_t n = *cap ? *cap : 64;
-	void *q;
+	size_t i = (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 17) & (sv->cap - 1);
 
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * elem);
-	if (!q)
+	while (sv->keys[i] && sv->keys[i] != key)
+		i = (i + 1) & (sv->cap - 1);
+	return i;
+}
+
+static int table_grow(struct services *sv)
+{
+	struct services old = *sv;
+	unsigned *types;
+
+	sv->cap = old.cap ? old.cap * 2 : 256;
+	sv->keys = calloc(sv->cap, sizeof(*sv->keys));
+	sv->vals = calloc(sv->cap, sizeof(*sv->vals));
+	types = realloc(old.types, sv->cap * sizeof(*types));
+	if (types) {
+		memset(types + old.cap, 0, (sv->cap - old.cap) * sizeof(*types));
+		sv->types = old.types = types;
+	}
+	if (!sv->keys || !sv->vals || !types) {
+		free(sv->keys);
+		free(sv->vals);
+		*sv = old;
 		return -ENOMEM;
-	memset((char *)q + *cap * elem, 0, (n - *cap) * elem);
-	*p = q;
-	*cap = n;
+	}
+	for (size_t i = 0; i < old.cap; i++) {
+		if (old.keys[i]) {
+			size_t k = slot(sv, old.keys[i]);
+
+			sv->keys[k] = old.keys[i];
+			sv->vals[k] = old.vals[i];
+		}
+	}
+	free(old.keys);
+	free(old.vals);
 	return 0;
 }
 
 static int service_of(struct services *sv, const struct profile *src, const struct pf_sample *s, uint32_t *id)
 {
-	char key[32], name[256];
-	uint32_t k;
+	uint64_t key = ((uint64_t)s->cgroup << 32 | s->comm) + 1;
+	char name[256];
+	size_t i;
 	int err;
 
-	snprintf(key, sizeof(key), "%u/%u", s->cgroup, s->comm);
-	err = profile__intern_str(sv->keys, key, &k);
-	if (!err)
-		err = grow((void **)&sv->of_key, &sv->cap, k + 1, sizeof(*sv->of_key));
+	if (sv->cap) {
+		i = slot(sv, key);
+		if (sv->keys[i]) {
+			*id = sv->vals[i];
+			return 0;
+		}
+	}
+	if (2 * (sv->n + 1) > sv->cap && (err = table_grow(sv)))
+		return err;
+	pyseries__service(profile__str(src, s->cgroup), profile__str(src, s->comm), name, sizeof(name));
+	i = slot(sv, key);
+	err = profile__intern_str(sv->names, name, &sv->vals[i]);
 	if (err)
 		return err;
-	if (!sv->of_key[k]) {
-		pyseries__service(profile__str(src, s->cgroup), profile__str(src, s->comm), name, sizeof(name));
-		err = profile__intern_str(sv->names, name, &sv->of_key[k]);
-		if (err)
-			return err;
-	}
-	*id = sv->of_key[k];
+	sv->keys[i] = key;
+	sv->n++;
+	*id = sv->vals[i];
 	return 0;
 }
 
@@ -184,6 +214,7 @@ int pyseries__build(const struct profile *window, const struct pyseries_opts *o,
 	unsigned want = o->types ? o->types : PYSERIES_ALL;
 	struct pushreq_label l[PUSHREQ_MAX_LABELS];
 	struct services sv = { 0 };
+	struct profile *part = NULL;
 	const char *host = profile__str(window, m->host);
 	size_t nl = 3, added = 0;
 	char *buf = NULL;
@@ -200,38 +231,49 @@ int pyseries__build(const struct profile *window, const struct pyseries_opts *o,
 	}
 	if (!*host)
 		host = "unknown";
-	if ((err = profile__new(&sv.names)) || (err = profile__new(&sv.keys)))
+	if ((err = profile__new(&sv.names)))
 		goto out;
 	for (size_t i = 0; i < profile__nsamples(window); i++) {
 		const struct pf_sample *s = profile__sample(window, i);
 		uint32_t id;
 
 		err = service_of(&sv, window, s, &id);
-		if (!err)
-			err = grow((void **)&sv.types, &sv.types_cap, id + 1, sizeof(*sv.types));
 		if (err)
 			goto out;
 		sv.types[id] |= PYSERIES_WALL | (s->kind == PF_KIND_CPU ? PYSERIES_CPU :
 						 s->kind == PF_KIND_OFFCPU ? PYSERIES_OFFCPU : 0);
 	}
+	/*
+	 * One service's samples first go into a small profile of their own: the
+	 * encoder sizes its tables by the profile's frames, and a window holds
+	 * the frames of every service.
+	 */
+	if ((err = profile__new(&part)))
+		goto out;
 	for (uint32_t id = 1; id < profile__nstrs(sv.names); id++) {
 		const char *service = profile__str(sv.names, id);
 
+		profile__reset(part);
+		sv.want = id;
+		if ((err = profile__merge(part, window, keep_service, &sv)))
+			goto out;
+		*profile__meta(part) = *m;
+		profile__meta(part)->host = profile__meta(part)->kernel = profile__meta(part)->event = 0;
 		for (size_t t = 0; t < NTYPES; t++) {
 			struct query q = { .since_ns = INT64_MIN, .until_ns = INT64_MAX, .type = types[t].query };
-			struct pprof_opts po = { .keep = keep_service, .keep_arg = &sv };
+			/* Plain: the request is compressed as a whole, one deflate stream instead of one per series. */
+			struct pprof_opts po = { .plain = 1 };
 			char uuid[40];
 			FILE *f;
 
 			if (!(want & types[t].bit) || !(sv.types[id] & types[t].bit))
 				continue;
-			sv.want = id;
 			f = open_memstream(&buf, &blen);
 			if (!f) {
 				err = -ENOMEM;
 				goto out;
 			}
-			err = pprof__write_opts(&q, window, &po, f);
+			err = pprof__write_opts(&q, part, &po, f);
 			if (fclose(f) && !err)
 				err = -ENOMEM;
 			if (err)
@@ -250,10 +292,11 @@ int pyseries__build(const struct profile *window, const struct pyseries_opts *o,
 	}
 out:
 	free(buf);
-	free(sv.of_key);
+	free(sv.keys);
+	free(sv.vals);
 	free(sv.types);
 	profile__free(sv.names);
-	profile__free(sv.keys);
+	profile__free(part);
 	*nseries = added;
 	return err;
 }

@@ -40,6 +40,8 @@ void pyseries__service(const char *cgroup, const char *comm, char *buf, size_t l
 /*
  * Adds the window's series to req: labels __name__, service_name, host and
  * opts->labels; pprof sample labels pid, tid, comm, thread_name and cgroup.
+ * The profiles are plain profile.proto: send the request gzipped
+ * (pushreq__gzip, Content-Encoding: gzip).
  * Each sample's id is a UUID derived from host, window start, service and
  * type, so a window sent twice carries the same ids. *nseries: series added.
  */

@@ -93,6 +93,8 @@ struct store {
 	char *dir;
 	int dfd, lockfd;
 	struct codec *codec;
+	dev_t chain_dev;  /* the file whose chain the codec holds (reads); 0: none */
+	ino_t chain_ino;
 	ZSTD_CCtx *cctx;
 	ZSTD_DCtx *dctx;
 	struct profile *prof;
@@ -1194,6 +1196,23 @@ out:
 	return fd;
 }
 
+/* Whether the codec's chain is of another file than fd's; fd's from now on. */
+static int chain_file(struct store *s, int fd)
+{
+	struct stat st;
+	int other;
+
+	if (fstat(fd, &st) < 0) {
+		s->chain_dev = 0;
+		s->chain_ino = 0;
+		return 1;
+	}
+	other = !s->chain_dev || st.st_dev != s->chain_dev || st.st_ino != s->chain_ino;
+	s->chain_dev = st.st_dev;
+	s->chain_ino = st.st_ino;
+	return other;
+}
+
 /* The records of one segment overlapping [since, until); 1 when the segment is gone. */
 static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t until, struct query *q)
 {
@@ -1210,10 +1229,16 @@ static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t u
 	}
 	if (fd < 0)
 		return fd;
-	/* Chains never cross files, and offsets repeat from one file to the next. */
+	/*
+	 * Chains never cross files, and offsets repeat from one file to the next.
+	 * The same file (records are never rewritten in place; a rollup renames
+	 * a new inode in) keeps the chain, so that a reader that comes back for
+	 * the next window, as profctl export --follow does, decodes only that.
+	 */
 	q->npend = 0;
 	q->broken = 0;
-	codec__chain_forget(s->codec);
+	if (chain_file(s, fd))
+		codec__chain_forget(s->codec);
 	struct scan sc = {
 		.since = since, .until = until,
 		.flags = g->sealed ? 0 : SCAN_QUIET_TAIL,
@@ -1422,6 +1447,7 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier)
 	if (r->out < 0 || own_file(s, r->out) < 0)
 		return -errno;
 	codec__chain_forget(s->codec);
+	s->chain_dev = 0;
 	return 0;
 }
 

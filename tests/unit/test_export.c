@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "exporter.h"
+#include "store.h"
 #include "profile.h"
 #include "pushreq.h"
 #include "pyseries.h"
@@ -98,6 +100,26 @@ static void test_pushreq(void)
 	CHECK(top.p == top.end);
 	CHECK_EQ_INT(nseries, 2);
 	CHECK_EQ_INT(nlabels, 3);
+	/* The gzipped body is the body; twice, through the reused stream. */
+	for (int k = 0; k < 2; k++) {
+		const uint8_t *gz;
+		size_t gzlen, plain_len;
+		uint8_t back[4096];
+		uLongf blen = sizeof(back);
+		z_stream z = { 0 };
+
+		CHECK(pushreq__gzip(r, 6, &gz, &gzlen) == 0);
+		d = pushreq__data(r, &plain_len);
+		CHECK(gzlen > 18 && gz[0] == 0x1f && gz[1] == 0x8b);
+		CHECK(inflateInit2(&z, 15 + 16) == Z_OK);
+		z.next_in = (uint8_t *)gz;
+		z.avail_in = gzlen;
+		z.next_out = back;
+		z.avail_out = blen;
+		CHECK(inflate(&z, Z_FINISH) == Z_STREAM_END);
+		CHECK(z.total_out == plain_len && !memcmp(back, d, plain_len));
+		inflateEnd(&z);
+	}
 	pushreq__reset(r);
 	CHECK_EQ_INT(pushreq__nseries(r), 0);
 	pushreq__data(r, &len);
@@ -299,8 +321,84 @@ static void test_verdict_backoff(void)
 	CHECK(exporter__backoff_ns(1, base, max, 3600000000000LL, 0) == max);
 }
 
+/*
+ * The follow pattern: a reader comes back for one window at a time while the
+ * writer appends, across chain keys and segments. Each window must read back
+ * as written (the reader keeps its decoded chain between reads of a file).
+ */
+struct next {
+	int64_t after, start, end;
+	uint64_t value, samples;
+	int found;
+};
+
+static int next_cb(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	struct next *n = arg;
+
+	if (w->end_ns <= n->after)
+		return 0;
+	n->found = 1;
+	n->start = w->start_ns;
+	n->end = w->end_ns;
+	n->samples = profile__nsamples(p);
+	n->value = 0;
+	for (size_t i = 0; i < profile__nsamples(p); i++)
+		n->value += profile__sample(p, i)->value;
+	return 1;
+}
+
+static void test_store_follow(void)
+{
+	char dir[] = "/tmp/profd-test-export-store.XXXXXX";
+	struct store_opts wo = { .writer = 1, .no_rollup = 1, .segment_span_ns = 95 * 1000000000LL };
+	struct store_opts ro = { .writer = 0 };
+	struct store *w, *r;
+	struct profile *p;
+	int64_t t0 = 1796000000000000000LL, cursor = t0 - 1;
+	int bad = 0;
+
+	CHECK(mkdtemp(dir) != NULL);
+	wo.dir = ro.dir = dir;
+	CHECK(store__open(&wo, &w) == 0);
+	CHECK(store__open(&ro, &r) == 0);
+	CHECK(profile__new(&p) == 0);
+	for (int i = 0; i < 75; i++) {
+		struct next n = { .after = cursor };
+
+		profile__reset(p);
+		profile__meta(p)->start_ns = t0 + i * 1000000000LL * 3;
+		profile__meta(p)->end_ns = t0 + (i + 1) * 1000000000LL * 3;
+		/* New stacks now and then, so deltas carry tables too. */
+		add(p, i % 7 ? "a" : "b", "/", 1 + i % 5, PF_KIND_CPU, 1000 + i);
+		add(p, "c", i % 3 ? "/x.service" : "/", 100 + i, PF_KIND_OFFCPU, 7);
+		CHECK(store__append(w, p) == 0);
+		/* After every fourth window the reader looks away, then reads two. */
+		for (int k = 0; k < (i % 4 == 3 ? 0 : 2) && !bad; k++) {
+			n.found = 0;
+			CHECK(store__read(r, n.after, INT64_MAX, next_cb, &n) >= 0);
+			if (!n.found)
+				break;
+			bad |= n.samples != 2 || n.value != (uint64_t)(1000 + (n.start - t0) / 3000000000LL + 7);
+			n.after = cursor = n.end;
+		}
+	}
+	CHECK(!bad);
+	CHECK(cursor == t0 + 75 * 3000000000LL);
+	profile__free(p);
+	store__close(r);
+	store__close(w);
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		CHECK(system(cmd) == 0);
+	}
+}
+
 int main(void)
 {
+	test_store_follow();
 	test_pushreq();
 	test_service();
 	test_build();

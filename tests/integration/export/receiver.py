@@ -186,6 +186,7 @@ class H(BaseHTTPRequestHandler):
             mode = "ok"
         n = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(n)
+        enc = self.headers.get("Content-Encoding", "identity")
         rec = {"t": time.time(), "path": self.path, "mode": mode, "bytes": len(body),
                "headers": {k.lower(): v for k, v in self.headers.items()}}
         if mode == "down":
@@ -213,8 +214,12 @@ class H(BaseHTTPRequestHandler):
             self.log(dict(rec, status=415, invalid="content type"))
             self.reply(415)
             return
+        if enc not in ("identity", "gzip"):  # what connect-go accepts by default
+            self.log(dict(rec, status=400, invalid="content encoding %s" % enc))
+            self.reply(400)
+            return
         try:
-            series, err = check_request(body)
+            series, err = check_request(gzip.decompress(body) if enc == "gzip" else body)
         except Exception as e:  # a parse error is what the test looks for
             series, err = None, "cannot decode: %r" % e
         if err:
