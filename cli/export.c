@@ -457,7 +457,8 @@ static int push_window(struct exporter *e)
 	unsigned attempt = 0;
 	int outage_logged = 0;
 
-	if (pushreq__gzip(e->req, 6, &body, &len)) {
+	/* Level 1: a third less CPU than 6 for a tenth more bytes (8 busy windows: 0.17 s, 2.1 MB against 0.25 s, 1.9 MB). */
+	if (pushreq__gzip(e->req, 1, &body, &len)) {
 		fprintf(stderr, "profctl export: cannot compress a request: out of memory\n");
 		return EXIT_RUNTIME;
 	}
