@@ -4,7 +4,7 @@
 
 #include "pbuf.h"
 
-static void reserve(struct pbuf *p, size_t n)
+void pbuf__reserve(struct pbuf *p, size_t n)
 {
 	size_t ncap;
 	uint8_t *nb;
@@ -25,7 +25,7 @@ static void reserve(struct pbuf *p, size_t n)
 
 void pbuf__bytes(struct pbuf *p, const void *d, size_t n)
 {
-	reserve(p, n);
+	pbuf__reserve(p, n);
 	if (p->err)
 		return;
 	if (n)

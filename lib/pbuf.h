@@ -11,6 +11,8 @@ struct pbuf {
 	int err; /* 0 or -ENOMEM, kept until pbuf__free */
 };
 
+/* Room for n more bytes after len (for writers that fill b directly). */
+void pbuf__reserve(struct pbuf *p, size_t n);
 void pbuf__bytes(struct pbuf *p, const void *d, size_t n);
 void pbuf__varint(struct pbuf *p, uint64_t v);
 /* A varint field; proto3 omits zero scalars, and so does this. */

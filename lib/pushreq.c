@@ -24,18 +24,36 @@ enum {
 };
 
 struct pushreq {
-	struct pbuf out, series, sub;
+	struct pbuf out, series, sub; /* out: the plain request, or the gzip stream's output */
 	size_t nseries;
-	uint8_t *gz;
-	size_t gz_cap;
 	z_stream z;
-	int z_level; /* 0: no stream yet */
+	int level;    /* 0: plain */
+	int finished; /* gzip: Z_FINISH done */
 };
 
 int pushreq__new(struct pushreq **out)
 {
 	*out = calloc(1, sizeof(**out));
 	return *out ? 0 : -ENOMEM;
+}
+
+int pushreq__new_gzip(int level, struct pushreq **out)
+{
+	struct pushreq *r;
+
+	if (level < 1 || level > 9)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	/* One stream, reset per request: its 256 KiB of state are allocated once. */
+	if (deflateInit2(&r->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->level = level;
+	*out = r;
+	return 0;
 }
 
 void pushreq__free(struct pushreq *r)
@@ -45,9 +63,8 @@ void pushreq__free(struct pushreq *r)
 	pbuf__free(&r->out);
 	pbuf__free(&r->series);
 	pbuf__free(&r->sub);
-	if (r->z_level)
+	if (r->level)
 		deflateEnd(&r->z);
-	free(r->gz);
 	free(r);
 }
 
@@ -55,6 +72,32 @@ void pushreq__reset(struct pushreq *r)
 {
 	r->out.len = r->series.len = r->sub.len = 0;
 	r->nseries = 0;
+	r->finished = 0;
+	if (r->level)
+		deflateReset(&r->z);
+}
+
+/* Feeds n bytes (or, with flush Z_FINISH, the end) through the stream into out. */
+static int deflate_into(struct pushreq *r, const uint8_t *d, size_t n, int flush)
+{
+	int zr;
+
+	r->z.next_in = (uint8_t *)d;
+	r->z.avail_in = n;
+	do {
+		size_t room = deflateBound(&r->z, r->z.avail_in) + 64;
+
+		pbuf__reserve(&r->out, room);
+		if (r->out.err)
+			return r->out.err;
+		r->z.next_out = r->out.b + r->out.len;
+		r->z.avail_out = r->out.cap - r->out.len;
+		zr = deflate(&r->z, flush);
+		r->out.len = r->out.cap - r->z.avail_out;
+		if (zr == Z_STREAM_ERROR)
+			return -EIO;
+	} while (r->z.avail_in || (flush == Z_FINISH && zr != Z_STREAM_END));
+	return 0;
 }
 
 int pushreq__name_valid(const char *name)
@@ -116,7 +159,7 @@ int pushreq__add(struct pushreq *r, const struct pushreq_label *labels, size_t n
 {
 	struct pushreq_label sorted[PUSHREQ_MAX_LABELS];
 
-	if (!n || n > PUSHREQ_MAX_LABELS)
+	if (!n || n > PUSHREQ_MAX_LABELS || r->finished)
 		return -EINVAL;
 	memcpy(sorted, labels, n * sizeof(*labels));
 	qsort(sorted, n, sizeof(*sorted), by_name);
@@ -136,9 +179,26 @@ int pushreq__add(struct pushreq *r, const struct pushreq_label *labels, size_t n
 	if (id && *id)
 		pbuf__len(&r->sub, F_SAMPLE_ID, id, strlen(id));
 	pbuf__msg(&r->series, F_SERIES_SAMPLES, &r->sub);
-	pbuf__msg(&r->out, F_REQ_SERIES, &r->series);
-	if (r->out.err)
-		return r->out.err;
+	if (r->level) {
+		struct pbuf one = { 0 };
+		int err;
+
+		/* The field's tag and length, then the series itself through the stream. */
+		pbuf__varint(&one, (uint64_t)F_REQ_SERIES << 3 | 2);
+		pbuf__varint(&one, r->series.len);
+		err = one.err ? one.err : r->series.err ? r->series.err :
+		      deflate_into(r, one.b, one.len, Z_NO_FLUSH);
+		if (!err)
+			err = deflate_into(r, r->series.b, r->series.len, Z_NO_FLUSH);
+		pbuf__free(&one);
+		r->series.len = 0;
+		if (err)
+			return err;
+	} else {
+		pbuf__msg(&r->out, F_REQ_SERIES, &r->series);
+		if (r->out.err)
+			return r->out.err;
+	}
 	r->nseries++;
 	return 0;
 }
@@ -148,46 +208,18 @@ size_t pushreq__nseries(const struct pushreq *r)
 	return r->nseries;
 }
 
-const uint8_t *pushreq__data(const struct pushreq *r, size_t *len)
+int pushreq__body(struct pushreq *r, const uint8_t **data, size_t *len)
 {
-	*len = r->out.len;
-	return r->out.b;
-}
+	int err;
 
-int pushreq__gzip(struct pushreq *r, int level, const uint8_t **data, size_t *len)
-{
-	size_t need;
-
+	if (r->level && !r->finished) {
+		if ((err = deflate_into(r, NULL, 0, Z_FINISH)))
+			return err;
+		r->finished = 1;
+	}
 	if (r->out.err)
 		return r->out.err;
-	/* One stream, reset per request: its 256 KiB of state are allocated once. */
-	if (r->z_level != level) {
-		if (r->z_level)
-			deflateEnd(&r->z);
-		r->z_level = 0;
-		memset(&r->z, 0, sizeof(r->z));
-		if (deflateInit2(&r->z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-			return -ENOMEM;
-		r->z_level = level;
-	} else if (deflateReset(&r->z) != Z_OK) {
-		return -EIO;
-	}
-	need = deflateBound(&r->z, r->out.len);
-	if (need > r->gz_cap) {
-		uint8_t *n = realloc(r->gz, need);
-
-		if (!n)
-			return -ENOMEM;
-		r->gz = n;
-		r->gz_cap = need;
-	}
-	r->z.next_in = r->out.b;
-	r->z.avail_in = r->out.len;
-	r->z.next_out = r->gz;
-	r->z.avail_out = r->gz_cap;
-	if (deflate(&r->z, Z_FINISH) != Z_STREAM_END)
-		return -EIO;
-	*data = r->gz;
-	*len = r->gz_cap - r->z.avail_out;
+	*data = r->out.b;
+	*len = r->out.len;
 	return 0;
 }

@@ -20,8 +20,13 @@ struct pushreq_label {
 #define PUSHREQ_MAX_LABELS 30
 
 int pushreq__new(struct pushreq **out);
+/*
+ * A request sent gzipped (Content-Encoding: gzip): each series is
+ * compressed as it is added, so the plain request is never held whole.
+ */
+int pushreq__new_gzip(int level, struct pushreq **out);
 void pushreq__free(struct pushreq *r);
-/* Empties the request; keeps its buffer. */
+/* Empties the request; keeps its buffers. */
 void pushreq__reset(struct pushreq *r);
 
 /*
@@ -29,15 +34,13 @@ void pushreq__reset(struct pushreq *r);
  * its id (a UUID string; NULL: none). Labels are sent sorted by name, as
  * Pyroscope stores them. -EINVAL: no labels, more than PUSHREQ_MAX_LABELS,
  * a name twice, a name Pyroscope refuses or a value that is not UTF-8 or
- * too long.
+ * too long. -EINVAL too after pushreq__body on a gzip request (reset first).
  */
 int pushreq__add(struct pushreq *r, const struct pushreq_label *labels, size_t n,
 		 const char *id, const void *profile, size_t len);
 size_t pushreq__nseries(const struct pushreq *r);
-/* The encoded request: valid until the next add, reset or free. */
-const uint8_t *pushreq__data(const struct pushreq *r, size_t *len);
-/* The encoded request gzipped (for Content-Encoding: gzip), valid as above. */
-int pushreq__gzip(struct pushreq *r, int level, const uint8_t **data, size_t *len);
+/* The body to send (plain, or the finished gzip stream): valid until the next add, reset or free. */
+int pushreq__body(struct pushreq *r, const uint8_t **data, size_t *len);
 
 /* Label names: [a-zA-Z_][a-zA-Z0-9_]*, at most PUSHREQ_MAX_NAME bytes. */
 int pushreq__name_valid(const char *name);

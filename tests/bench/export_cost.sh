@@ -32,6 +32,9 @@ bg "$PROFCTL_BIN" --state-dir "$W/pd/state" export --url "http://127.0.0.1:$(cat
 	--since 1s --cursor-file "$W/cursor"
 EX=$BG
 sleep "$WARM"
+# profd's first window takes longer than the others: measure from the first acknowledgement.
+for _ in $(seq 1 600); do [ -s "$W/cursor" ] && break; sleep 0.1; done
+[ -s "$W/cursor" ] || { echo "nothing acknowledged after the warm-up" >&2; exit 1; }
 sent() { "$PROFCTL_BIN" export --status --cursor-file "$W/cursor" | awk -v k="$1" '$1 == k { print $2 }'; }
 : >"$W/rounds"
 for r in $(seq 1 "$ROUNDS"); do

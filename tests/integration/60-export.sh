@@ -155,12 +155,15 @@ n0=$(grep -c '"slow": true' "$T/follow.log")
 for _ in $(seq 1 40); do [ "$(grep -c '"slow": true' "$T/follow.log")" -gt "$n0" ] && break; sleep 0.1; done
 kill -9 $EXP
 wait $EXP 2>/dev/null
+c_kill=$(status_of "$CUR" cursor_ns)
 echo "killed with $(( $(grep -c '"slow": true' "$T/follow.log") - n0 )) request(s) in flight"
 echo ok >"$T/follow.mode"
 "${NOBODY[@]}" "$PROFCTL_BIN" --state-dir "$STATE" export --url "http://127.0.0.1:$FP" --follow --cursor-file "$CUR" \
 	--timeout 2s --max-backoff 2s --rate 20 2>>"$T/follow.err" &
 EXP=$!
 on_exit "kill -9 $EXP"
+moved() { for _ in $(seq 1 75); do [ "$(status_of "$CUR" cursor_ns)" -gt "$c_kill" ] && return 0; sleep 0.2; done; return 1; }
+check "restarted after kill -9: the cursor moves on" moved
 check "restarted after kill -9: caught up" caught_up 15
 kill -TERM $EXP
 wait $EXP
