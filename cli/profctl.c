@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "ctl.h"
+#include "export.h"
 #include "parse.h"
 #include "store.h"
 #include "views.h"
@@ -207,6 +208,7 @@ static void usage(FILE *f)
 		"  status   profd's health and counters\n"
 		"  flush    ask profd to write its open window now\n"
 		"  reload   ask profd to re-read its configuration\n"
+		"  export   push stored windows to Pyroscope\n"
 		"\n"
 		"Global options:\n"
 		"  --state-dir DIR   stored profiles (default /var/lib/profd)\n"
@@ -222,7 +224,7 @@ int main(int argc, char **argv)
 	struct global g = { .state_dir = "/var/lib/profd", .socket = "/run/profd/profd.sock" };
 	static const struct { const char *name; int (*fn)(const struct global *, int, char **); } cmds[] = {
 		{ "dump", cmd_dump }, { "top", cmd_top }, { "diff", cmd_diff }, { "ls", cmd_ls }, { "status", cmd_status }, { "flush", cmd_flush },
-		{ "reload", cmd_reload },
+		{ "reload", cmd_reload }, { "export", cmd_export },
 	};
 	int i = 1;
 
@@ -249,5 +251,5 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
 		if (!strcmp(argv[i], cmds[k].name))
 			return cmds[k].fn(&g, argc - i, argv + i);
-	return usage_error(NULL, "unknown command '%s' (dump, top, diff, ls, status, flush, reload)", argv[i]);
+	return usage_error(NULL, "unknown command '%s' (dump, top, diff, ls, status, flush, reload, export)", argv[i]);
 }

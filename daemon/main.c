@@ -511,9 +511,12 @@ static int mkdir_parent(const char *path)
 
 static struct store_opts store_opts(const struct profd_opts *o)
 {
+	struct group *g = *o->state_group ? getgrnam(o->state_group) : NULL;
+
 	return (struct store_opts){
 		.dir = o->state_dir, .writer = 1, .zstd_level = o->zstd_level,
 		.max_age_ns = o->retention_ns, .max_bytes = o->max_disk, .no_rollup = !o->rollup,
+		.group_read = g != NULL, .group_gid = g ? g->gr_gid : 0,
 		.warn = store_warn,
 	};
 }

@@ -50,6 +50,8 @@ static const struct opt_def defs[] = {
 	{ "socket", K_STR, F(socket), 1, 0, 0, "PATH", "control socket" },
 	{ "socket-group", K_STR, F(socket_group), 0, 0, LIVE, "GROUP",
 	  "group that may use the control socket; empty: root only" },
+	{ "state-group", K_STR, F(state_group), 0, 0, 0, "GROUP",
+	  "group that may read the stored profiles (profctl export as a user); empty: root only" },
 	{ "frequency", K_UINT, F(frequency), 1, 10000, LIVE, "HZ", "samples per second per CPU" },
 	{ "flush-interval", K_DUR, F(flush_interval_ns), 100 * MS, 86400 * SEC, LIVE, "DUR",
 	  "write the open window this often" },
@@ -222,7 +224,7 @@ static int set_value(struct profd_opts *o, const struct opt_def *d, const char *
 		if (d->min && !*val)
 			return snprintf(why, len, "must not be empty"), -EINVAL;
 		/* Checked here so a bad group is refused where it was written, not at bind time. */
-		if (field(o, d) == o->socket_group && *val && !getgrnam(val))
+		if ((field(o, d) == o->socket_group || field(o, d) == o->state_group) && *val && !getgrnam(val))
 			return snprintf(why, len, "no group named '%s'", val), -EINVAL;
 		if (field(o, d) == o->offcpu_pids && options_each_pid(val, NULL, NULL, why, len))
 			return -EINVAL;

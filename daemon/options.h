@@ -20,6 +20,7 @@ struct profd_opts {
 	char state_dir[4096];
 	char socket[108];        /* sizeof(sockaddr_un.sun_path) */
 	char socket_group[64];   /* "" : root only */
+	char state_group[64];    /* "" : the stored profiles are root's only */
 	unsigned frequency;
 	int64_t flush_interval_ns;
 	int64_t drain_interval_ns;

@@ -93,6 +93,8 @@ struct store {
 	char *dir;
 	int dfd, lockfd;
 	struct codec *codec;
+	dev_t chain_dev;  /* the file whose chain the codec holds (reads); 0: none */
+	ino_t chain_ino;
 	ZSTD_CCtx *cctx;
 	ZSTD_DCtx *dctx;
 	struct profile *prof;
@@ -607,6 +609,11 @@ static int refresh_disk_stats(struct store *s)
 	return err;
 }
 
+static mode_t dir_mode(const struct store *s)
+{
+	return s->o.group_read ? 0750 : 0700;
+}
+
 static int open_dir(struct store *s)
 {
 	struct stat st;
@@ -623,9 +630,36 @@ static int open_dir(struct store *s)
 	/* Someone else's directory could hold files planted for us to trust. */
 	if (st.st_uid != geteuid())
 		return -EPERM;
-	if ((st.st_mode & 07777) != 0700 && fchmod(s->dfd, 0700) < 0)
+	if (s->o.group_read && st.st_gid != s->o.group_gid && fchown(s->dfd, -1, s->o.group_gid) < 0)
+		return -errno;
+	if ((st.st_mode & 07777) != dir_mode(s) && fchmod(s->dfd, dir_mode(s)) < 0)
 		return -errno;
 	return 0;
+}
+
+/* A new file of the writer: readable by the group when asked (open's mode is cut by the umask). */
+static int own_file(struct store *s, int fd)
+{
+	if (!s->o.group_read)
+		return 0;
+	if (fchown(fd, -1, s->o.group_gid) < 0 || fchmod(fd, 0640) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Segments written before group_read was asked for. */
+static void own_segments(struct store *s, const struct seg_list *l)
+{
+	for (size_t i = 0; s->o.group_read && i < l->n; i++) {
+		int fd = openat(s->dfd, l->v[i].name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+
+		if (fd < 0)
+			continue;
+		if (own_file(s, fd))
+			warnf(s, "%s/%s: cannot make it readable by group %u: %s", s->dir, l->v[i].name,
+			      s->o.group_gid, strerror(errno));
+		close(fd);
+	}
 }
 
 int store__open(const struct store_opts *o, struct store **out)
@@ -710,6 +744,7 @@ int store__open(const struct store_opts *o, struct store **out)
 			if (err)
 				goto fail;
 		}
+		own_segments(s, &l);
 	}
 	err = refresh_disk_stats(s);
 	if (err)
@@ -770,6 +805,13 @@ static int open_new_segment(struct store *s, int64_t start)
 			if (errno == EEXIST && name_start)
 				continue;
 			return -errno;
+		}
+		if (own_file(s, fd) < 0) {
+			int err = -errno;
+
+			close(fd);
+			unlinkat(s->dfd, s->aname, 0);
+			return err;
 		}
 		s->afd = fd;
 		s->astart = name_start;
@@ -1154,6 +1196,23 @@ out:
 	return fd;
 }
 
+/* Whether the codec's chain is of another file than fd's; fd's from now on. */
+static int chain_file(struct store *s, int fd)
+{
+	struct stat st;
+	int other;
+
+	if (fstat(fd, &st) < 0) {
+		s->chain_dev = 0;
+		s->chain_ino = 0;
+		return 1;
+	}
+	other = !s->chain_dev || st.st_dev != s->chain_dev || st.st_ino != s->chain_ino;
+	s->chain_dev = st.st_dev;
+	s->chain_ino = st.st_ino;
+	return other;
+}
+
 /* The records of one segment overlapping [since, until); 1 when the segment is gone. */
 static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t until, struct query *q)
 {
@@ -1170,10 +1229,16 @@ static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t u
 	}
 	if (fd < 0)
 		return fd;
-	/* Chains never cross files, and offsets repeat from one file to the next. */
+	/*
+	 * Chains never cross files, and offsets repeat from one file to the next.
+	 * The same file (records are never rewritten in place; a rollup renames
+	 * a new inode in) keeps the chain, so that a reader that comes back for
+	 * the next window, as profctl export --follow does, decodes only that.
+	 */
 	q->npend = 0;
 	q->broken = 0;
-	codec__chain_forget(s->codec);
+	if (chain_file(s, fd))
+		codec__chain_forget(s->codec);
 	struct scan sc = {
 		.since = since, .until = until,
 		.flags = g->sealed ? 0 : SCAN_QUIET_TAIL,
@@ -1379,9 +1444,10 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier)
 	if (r->in < 0)
 		return r->in;
 	r->out = openat(s->dfd, r->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-	if (r->out < 0)
+	if (r->out < 0 || own_file(s, r->out) < 0)
 		return -errno;
 	codec__chain_forget(s->codec);
+	s->chain_dev = 0;
 	return 0;
 }
 

@@ -24,6 +24,9 @@ enum {
 struct store_opts {
 	const char *dir;
 	int writer;               /* 1: profd (creates dir 0700, recovers torn tails); 0: reader */
+	/* Writer: the directory 0750 and the segments 0640, of this group, for readers that are not root. */
+	int group_read;
+	unsigned group_gid;
 	int zstd_level;           /* 0: default */
 	int64_t max_age_ns;       /* retention by age; 0: none */
 	uint64_t max_bytes;       /* retention by total size; 0: none */
