@@ -387,6 +387,16 @@ static int status_reply(struct profd *d, char **out)
 	ADD("symbol_bad_files\t%" PRIu64, ss.bad_files);
 	ADD("symbol_jit_frames\t%" PRIu64, ss.jit_hits);
 	ADD("symbol_perfmaps_rejected\t%" PRIu64, ss.perfmaps_rejected);
+	ADD("cache_memory_bytes\t%" PRIu64, ss.cache_memory);
+	ADD("cache_used_bytes\t%" PRIu64, ss.file_bytes + ss.pid_bytes);
+	ADD("cache_file_cap_bytes\t%" PRIu64, ss.file_cap);
+	ADD("cache_pid_cap_bytes\t%" PRIu64, ss.pid_cap);
+	ADD("cache_files_refused\t%" PRIu64, ss.files_refused);
+	ADD("cache_pids_refused\t%" PRIu64, ss.pids_refused);
+	ADD("cache_perfmaps_capped\t%" PRIu64, ss.perfmaps_capped);
+	ADD("symbol_files_refused_pid\t%" PRIu64, ss.files_refused_pid);
+	ADD("symbol_files_mismatched\t%" PRIu64, ss.files_mismatched);
+	ADD("symbol_nonregular_refused\t%" PRIu64, ss.nonregular_refused);
 	events__print_status(d->events, f);
 	{
 		struct rusage ru;
@@ -746,7 +756,8 @@ static int setup(struct profd *d)
 		.offcpu_sample = d->o.offcpu_sample,
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_file_bytes = d->o.symbol_cache,
-				      .max_pids = d->o.max_pids, .bad_file = bad_file };
+				      .max_pids = d->o.max_pids, .cache_memory = d->o.cache_memory,
+				      .bad_file = bad_file };
 	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
 	char err_msg[256] = "";

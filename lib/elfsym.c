@@ -24,7 +24,8 @@
 #define MAX_STR_BYTES (256u << 20)
 /* finalize() copies the kept names into an exact-size table anyway: start small. */
 #define FIRST_STR_BYTES 4096
-#define MAX_NAME_LEN 4096
+/* Longer names are cut here: the longest C++ names seen in distribution libraries fit. */
+#define MAX_NAME_LEN 1024
 #define MAX_LOADS 64
 #define MAX_SECTIONS (1u << 16)
 #define MAX_NOTE_BYTES (1u << 20)
@@ -32,6 +33,8 @@
 #define MAX_DEBUGLINK 1024
 #define MAX_DEBUGDATA_IN (64u << 20)
 #define MAX_DEBUGDATA_OUT (256u << 20)
+/* Per file when the caller sets no budget: what the limits above allowed before there was one. */
+#define DEFAULT_MAX_BYTES (1024u << 20)
 /* A symbol without size and without a following one still ends somewhere. */
 #define MAX_UNSIZED_SPAN (1u << 20)
 
@@ -88,6 +91,13 @@ struct elfsym {
 	char *debuglink;
 	uint32_t debuglink_crc;
 	bool full_symtab;
+	/*
+	 * The file's budget, checked before each allocation: bytes of sections
+	 * read (libelf keeps them until elf_end), symbols and names kept, and
+	 * MiniDebugInfo decompressed. A file over it is refused (-EFBIG).
+	 */
+	size_t max_bytes;
+	size_t read_bytes;
 };
 
 struct secrange {
@@ -104,8 +114,11 @@ static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, 
 		return -EFBIG;
 	if (e->nsyms == e->cap) {
 		size_t ncap = e->cap ? e->cap * 2 : 256;
-		struct esym *ns = realloc(e->syms, ncap * sizeof(*ns));
+		struct esym *ns;
 
+		if (ncap * sizeof(*ns) + strtab__len(e->str) > e->max_bytes)
+			return -EFBIG;
+		ns = realloc(e->syms, ncap * sizeof(*ns));
 		if (!ns)
 			return -ENOMEM;
 		e->syms = ns;
@@ -114,7 +127,9 @@ static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, 
 	if (addr > ADDR_MASK || end < addr)
 		return 0;
 	s = &e->syms[e->nsyms];
-	err = strtab__add(e->str, name, len, &s->name);
+	if (strtab__len(e->str) + len + 1 + e->cap * sizeof(*s) > e->max_bytes)
+		return -EFBIG;
+	err = strtab__intern(e->str, name, len, &s->name);
 	if (err)
 		return err;
 	s->bits = addr | (uint64_t)(prio & 0x3f) << PRIO_SHIFT | (unsized ? UNSIZED_BIT : 0);
@@ -183,8 +198,8 @@ static int finalize(struct elfsym *e)
 		e->syms[++w] = e->syms[r];
 	}
 	e->nsyms = w + 1;
-	for (size_t i = 0; i < e->nsyms; i++)
-		len += strlen(strtab__str(e->str, e->syms[i].name)) + 1;
+	/* Names are interned: count each offset once (the sort put equal offsets anywhere, so bound it instead). */
+	len = strtab__len(e->str);
 	/*
 	 * Sized to the kept names: only the first add allocates, so a failure
 	 * leaves every symbol naming the old table.
@@ -193,8 +208,10 @@ static int finalize(struct elfsym *e)
 	for (size_t i = 0; !err && i < e->nsyms; i++) {
 		const char *name = strtab__str(e->str, e->syms[i].name);
 
-		err = strtab__add(kept, name, strlen(name), &e->syms[i].name);
+		err = strtab__intern(kept, name, strlen(name), &e->syms[i].name);
 	}
+	if (!err)
+		strtab__shrink(kept);
 	if (err) {
 		strtab__free(kept);
 		return err;
@@ -206,6 +223,15 @@ static int finalize(struct elfsym *e)
 		e->syms = ns;
 		e->cap = e->nsyms;
 	}
+	return 0;
+}
+
+/* Section bytes libelf is about to read and keep until elf_end count against the file's budget. */
+static int charge_read(struct elfsym *e, uint64_t bytes)
+{
+	if (bytes > e->max_bytes || e->read_bytes + bytes > e->max_bytes)
+		return -EFBIG;
+	e->read_bytes += bytes;
 	return 0;
 }
 
@@ -224,6 +250,12 @@ static int collect_symbols(struct elfsym *e, Elf *elf, size_t shnum, const struc
 	if (!strscn || !gelf_getshdr(strscn, &strsh) || strsh.sh_type != SHT_STRTAB ||
 	    strsh.sh_size > MAX_SECTION_BYTES)
 		return -EINVAL;
+	/* Before libelf reads them: a sparse file makes a huge section cost its writer nothing. */
+	err = charge_read(e, sh->sh_size);
+	if (!err)
+		err = charge_read(e, strsh.sh_size);
+	if (err)
+		return err;
 	data = elf_getdata(scn, NULL);
 	strdata = elf_getdata(strscn, NULL);
 	if (!data || !strdata || !data->d_buf || !strdata->d_buf)
@@ -361,6 +393,9 @@ static int read_debugdata(struct elfsym *e, Elf_Scn *scn, const GElf_Shdr *sh)
 
 	if (sh->sh_type != SHT_PROGBITS || sh->sh_size > MAX_DEBUGDATA_IN)
 		return -EINVAL;
+	err = charge_read(e, sh->sh_size);
+	if (err)
+		return err;
 	d = elf_getdata(scn, NULL);
 	if (!d || !d->d_buf)
 		return -EINVAL;
@@ -374,7 +409,7 @@ static int read_debugdata(struct elfsym *e, Elf_Scn *scn, const GElf_Shdr *sh)
 		if (strm.avail_out == 0) {
 			size_t ncap = cap ? cap * 2 : 1u << 16;
 
-			if (cap >= MAX_DEBUGDATA_OUT) {
+			if (cap >= MAX_DEBUGDATA_OUT || e->read_bytes + ncap > e->max_bytes) {
 				err = -EFBIG;
 				goto out;
 			}
@@ -488,9 +523,9 @@ static int parse_elf(struct elfsym *e, Elf *elf, bool nested)
 	if (have_symtab)
 		e->full_symtab = true;
 	if (!have_symtab && debugdata) {
-		/* A corrupt MiniDebugInfo leaves the .dynsym names; only allocation failure is fatal. */
+		/* A corrupt MiniDebugInfo leaves the .dynsym names; allocation failure and the budget are fatal. */
 		err = read_debugdata(e, debugdata, &debugdata_sh);
-		if (err == -ENOMEM)
+		if (err == -ENOMEM || err == -EFBIG)
 			goto out;
 		if (!err)
 			e->full_symtab = true;
@@ -501,7 +536,7 @@ out:
 	return err;
 }
 
-static int open_elf(Elf *elf, struct elfsym **out)
+static int open_elf(Elf *elf, size_t max_bytes, struct elfsym **out)
 {
 	struct elfsym *e;
 	int err;
@@ -513,6 +548,7 @@ static int open_elf(Elf *elf, struct elfsym **out)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
+	e->max_bytes = max_bytes ? max_bytes : DEFAULT_MAX_BYTES;
 	err = strtab__new(FIRST_STR_BYTES, MAX_STR_BYTES, &e->str);
 	if (!err)
 		err = parse_elf(e, elf, false);
@@ -529,6 +565,11 @@ out:
 
 int elfsym__open_fd(int fd, struct elfsym **out)
 {
+	return elfsym__open_fd_max(fd, 0, out);
+}
+
+int elfsym__open_fd_max(int fd, size_t max_bytes, struct elfsym **out)
+{
 	struct stat st;
 	Elf *elf;
 	int err;
@@ -544,7 +585,7 @@ int elfsym__open_fd(int fd, struct elfsym **out)
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -EINVAL;
-	err = open_elf(elf, out);
+	err = open_elf(elf, max_bytes, out);
 	elf_end(elf);
 	return err;
 }
@@ -565,7 +606,7 @@ int elfsym__open_mem(const void *buf, size_t len, struct elfsym **out)
 		return -ENOMEM;
 	memcpy(copy, buf, len);
 	elf = elf_memory(copy, len);
-	err = open_elf(elf, out);
+	err = open_elf(elf, 0, out);
 	if (elf)
 		elf_end(elf);
 	free(copy);

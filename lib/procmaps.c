@@ -1,6 +1,8 @@
 /* Parser for /proc/<pid>/maps: untrusted text, so every field is bounded and checked. */
 #include "parse.h"
 #include "procmaps.h"
+#include "safeopen.h"
+#include "strtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,13 +44,38 @@ struct procmap_query {
 #define MAX_MAPPINGS (1u << 20)
 #define MAX_MAPS_BYTES (256u << 20)
 #define MAX_PATH_LEN 4096
+/* One snapshot's heap unless the caller sets a budget (procmaps__read_at_max). */
+#define DEFAULT_MAX_BYTES (16u << 20)
 
+/*
+ * Paths are interned: a process may map one file thousands of times, and
+ * each path may be 4 KiB. While building, a mapping's path field holds the
+ * name's offset + 1; finish() turns offsets into pointers once the table
+ * has stopped moving.
+ */
 struct procmaps {
 	struct procmap *maps;
 	size_t n, cap;
 	size_t bad_lines;
 	unsigned refs;
+	struct strtab *paths;
+	size_t max_bytes;
 };
+
+static struct procmaps *alloc_maps(size_t max_bytes)
+{
+	struct procmaps *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->refs = 1;
+	m->max_bytes = max_bytes ? max_bytes : DEFAULT_MAX_BYTES;
+	if (strtab__new(256, m->max_bytes, &m->paths)) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
 
 int procmaps__read_file(int dirfd, const char *path, int extra_flags, size_t max, char **buf, size_t *len)
 {
@@ -57,17 +84,10 @@ int procmaps__read_file(int dirfd, const char *path, int extra_flags, size_t max
 	size_t n = 0, cap = 0;
 	int fd, err = 0;
 
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | extra_flags);
+	/* Checked before the open that reads: a FIFO would block it, a device's driver would run. */
+	fd = safeopen__regular(dirfd, path, extra_flags & O_NOFOLLOW ? SAFEOPEN_NOFOLLOW : 0, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		err = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -EINVAL;
-		goto out;
-	}
+		return fd;
 	for (;;) {
 		ssize_t r;
 
@@ -150,12 +170,17 @@ static int expect(const char **p, const char *end, char c)
 	return 0;
 }
 
-/* The name column of a mapping (inode and the rest already in *m): flags and a copy of the path. */
-static int set_path(struct procmap *m, const char *s, size_t plen)
+/*
+ * The name column of a mapping (inode and the rest already in *m): its
+ * flags, and the path to keep in *name (NULL: none).
+ */
+static int set_path(struct procmap *m, const char *s, size_t plen, const char **name, size_t *nlen)
 {
 	static const char deleted[] = " (deleted)";
 	const size_t dlen = sizeof(deleted) - 1;
 
+	*name = NULL;
+	*nlen = 0;
 	if (plen > MAX_PATH_LEN)
 		return -ENAMETOOLONG;
 	if (plen == 0) {
@@ -171,14 +196,13 @@ static int set_path(struct procmap *m, const char *s, size_t plen)
 	}
 	if (m->inode == 0)
 		m->flags |= PROCMAP_ANON; /* no inode: there is no file to open */
-	m->path = strndup(s, plen);
-	if (!m->path)
-		return -ENOMEM;
+	*name = s;
+	*nlen = plen;
 	return 0;
 }
 
-/* 0: parsed into *m (path malloc'ed or NULL); 1: valid but not executable; <0: malformed. */
-static int parse_line(const char *s, const char *end, struct procmap *m)
+/* 0: parsed into *m and the path's span; 1: valid but not executable; <0: malformed. */
+static int parse_line(const char *s, const char *end, struct procmap *m, const char **name, size_t *nlen)
 {
 	uint64_t major, minor;
 	const char *perms;
@@ -204,7 +228,7 @@ static int parse_line(const char *s, const char *end, struct procmap *m)
 	m->dev = makedev((unsigned)major, (unsigned)minor);
 	while (s < end && *s == ' ')
 		s++;
-	return set_path(m, s, (size_t)(end - s));
+	return set_path(m, s, (size_t)(end - s), name, nlen);
 }
 
 static int cmp_start(const void *a, const void *b)
@@ -214,23 +238,36 @@ static int cmp_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int push(struct procmaps *m, const struct procmap *pm)
+/* Adds *pm with its path; -EFBIG past the snapshot's budget, checked before allocating. */
+static int push(struct procmaps *m, struct procmap *pm, const char *name, size_t nlen)
 {
+	uint32_t off;
+	int err;
+
 	if (m->n == MAX_MAPPINGS) {
-		free((void *)pm->path);
 		m->bad_lines++;
 		return 0;
 	}
 	if (m->n == m->cap) {
 		size_t ncap = m->cap ? m->cap * 2 : 64;
-		struct procmap *nm = realloc(m->maps, ncap * sizeof(*nm));
+		struct procmap *nm;
 
-		if (!nm) {
-			free((void *)pm->path);
+		if (ncap * sizeof(*nm) + strtab__mem_bytes(m->paths) > m->max_bytes)
+			return -EFBIG;
+		nm = realloc(m->maps, ncap * sizeof(*nm));
+		if (!nm)
 			return -ENOMEM;
-		}
 		m->maps = nm;
 		m->cap = ncap;
+	}
+	pm->path = NULL;
+	if (name) {
+		if (m->cap * sizeof(*m->maps) + strtab__mem_bytes(m->paths) + nlen + 1 > m->max_bytes)
+			return -EFBIG;
+		err = strtab__intern(m->paths, name, nlen, &off);
+		if (err)
+			return err;
+		pm->path = (const char *)(uintptr_t)(off + 1);
 	}
 	m->maps[m->n++] = *pm;
 	return 0;
@@ -239,6 +276,10 @@ static int push(struct procmaps *m, const struct procmap *pm)
 /* Sorted by start, exactly sized. */
 static void finish(struct procmaps *m)
 {
+	strtab__shrink(m->paths);
+	for (size_t i = 0; i < m->n; i++)
+		if (m->maps[i].path)
+			m->maps[i].path = strtab__str(m->paths, (uint32_t)((uintptr_t)m->maps[i].path - 1));
 	/* The kernel gives address order; sort anyway (lookups depend on it), unless it did. */
 	for (size_t i = 1; i < m->n; i++) {
 		if (m->maps[i].start < m->maps[i - 1].start) {
@@ -260,23 +301,24 @@ static void finish(struct procmaps *m)
 /* A mapping with its name column: kept, or counted as bad when the name is over the limit. */
 static int add_named(struct procmaps *m, struct procmap *pm, const char *name, size_t len)
 {
-	int err = set_path(pm, name, len);
+	const char *keep;
+	size_t klen;
+	int err = set_path(pm, name, len, &keep, &klen);
 
 	if (err == -ENAMETOOLONG) {
 		m->bad_lines++;
 		return 0;
 	}
-	return err ? err : push(m, pm);
+	return err ? err : push(m, pm, keep, klen);
 }
 
 int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out)
 {
-	struct procmaps *m = calloc(1, sizeof(*m));
+	struct procmaps *m = alloc_maps(0);
 	int err = 0;
 
 	if (!m)
 		return -ENOMEM;
-	m->refs = 1;
 	for (size_t i = 0; i < n; i++) {
 		const struct procmap *l = &list[i];
 		struct procmap pm = { .start = l->start, .end = l->end, .offset = l->offset, .dev = l->dev,
@@ -298,23 +340,23 @@ out:
 	return err;
 }
 
-int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
+static int parse_max(const char *buf, size_t len, size_t max_bytes, struct procmaps **out)
 {
-	struct procmaps *m;
+	struct procmaps *m = alloc_maps(max_bytes);
 	const char *s = buf, *end = buf + len;
 	int err = 0;
 
-	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->refs = 1;
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *le = nl ? nl : end;
 		struct procmap pm;
+		const char *name = NULL;
+		size_t nlen = 0;
 		int r;
 
-		r = le > s ? parse_line(s, le, &pm) : 1;
+		r = le > s ? parse_line(s, le, &pm, &name, &nlen) : 1;
 		s = nl ? nl + 1 : end;
 		if (r == -ENOMEM) {
 			err = r;
@@ -326,7 +368,7 @@ int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
 		}
 		if (r > 0)
 			continue;
-		err = push(m, &pm);
+		err = push(m, &pm, name, nlen);
 		if (err)
 			goto out;
 	}
@@ -356,16 +398,15 @@ static int query(int fd, uint64_t addr, uint64_t flags, char *name, size_t name_
  * mapping of the process, with a d_path for each, and that formatting was
  * most of profd's own CPU time on a busy host. -ENOTTY: not supported.
  */
-static int read_query(int fd, struct procmaps **out)
+static int read_query(int fd, size_t max_bytes, struct procmaps **out)
 {
-	struct procmaps *m = calloc(1, sizeof(*m));
+	struct procmaps *m = alloc_maps(max_bytes);
 	char name[MAX_PATH_LEN + 16];
 	uint64_t addr = 0;
 	int err = 0;
 
 	if (!m)
 		return -ENOMEM;
-	m->refs = 1;
 	for (;;) {
 		struct procmap_query q;
 		struct procmap pm = { 0 };
@@ -431,6 +472,11 @@ int procmaps__covers_exec(int proc_fd, uint32_t pid, uint64_t addr)
 
 int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out)
 {
+	return procmaps__read_at_max(proc_fd, pid, 0, out);
+}
+
+int procmaps__read_at_max(int proc_fd, uint32_t pid, size_t max_bytes, struct procmaps **out)
+{
 	char path[32], *buf = NULL;
 	size_t len = 0;
 	int err;
@@ -440,7 +486,7 @@ int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out)
 
 		if (fd < 0)
 			return fd;
-		err = read_query(fd, out);
+		err = read_query(fd, max_bytes, out);
 		close(fd);
 		if (err != -ENOTTY)
 			return err;
@@ -450,7 +496,7 @@ int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out)
 	err = procmaps__read_file(proc_fd, path, O_NOFOLLOW, MAX_MAPS_BYTES, &buf, &len);
 	if (err)
 		return err;
-	err = procmaps__parse(buf, len, out);
+	err = parse_max(buf, len, max_bytes, out);
 	free(buf);
 	return err;
 }
@@ -478,8 +524,7 @@ void procmaps__free(struct procmaps *m)
 {
 	if (!m || --m->refs)
 		return;
-	for (size_t i = 0; i < m->n; i++)
-		free((void *)m->maps[i].path);
+	strtab__free(m->paths);
 	free(m->maps);
 	free(m);
 }
@@ -518,9 +563,10 @@ size_t procmaps__bad_lines(const struct procmaps *m)
 
 size_t procmaps__mem_bytes(const struct procmaps *m)
 {
-	size_t n = sizeof(*m) + m->cap * sizeof(*m->maps);
+	return sizeof(*m) + m->cap * sizeof(*m->maps) + strtab__mem_bytes(m->paths);
+}
 
-	for (size_t i = 0; i < m->n; i++)
-		n += m->maps[i].path ? strlen(m->maps[i].path) + 1 : 0;
-	return n;
+int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
+{
+	return parse_max(buf, len, 0, out);
 }

@@ -158,6 +158,50 @@ static void from_list(void)
 		close(proc);
 }
 
+/*
+ * A process mapping one file with a long path thousands of times keeps its
+ * path once; one with thousands of distinct long paths is over the budget.
+ */
+static void dedup_and_cap(void)
+{
+	size_t n = 20000, plen = 3800, cap = n * (plen + 80);
+	char *txt = malloc(cap), *path = malloc(plen + 1);
+	struct procmaps *m = NULL;
+	size_t len = 0;
+
+	if (!txt || !path)
+		goto out;
+	path[0] = '/';
+	memset(path + 1, 'd', plen - 1);
+	path[plen] = 0;
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(txt + len, cap - len, "%zx-%zx r-xp 00000000 08:01 77 %s\n",
+					(size_t)0x10000000 + i * 0x2000, (size_t)0x10001000 + i * 0x2000, path);
+	CHECK_EQ_INT(procmaps__parse(txt, len, &m), 0);
+	if (m) {
+		CHECK_EQ_INT(procmaps__count(m), n);
+		CHECK(procmaps__get(m, 0)->path == procmaps__get(m, n - 1)->path);
+		CHECK_EQ_INT(strlen(procmaps__get(m, n - 1)->path), plen);
+		/* 20,000 mappings of 48 bytes and one path, not 20,000 paths (76 MB). */
+		CHECK(procmaps__mem_bytes(m) < n * sizeof(struct procmap) + 2 * plen + 4096);
+		procmaps__free(m);
+		m = NULL;
+	}
+	/* Distinct paths: over the default budget (16 MiB) well before the end. */
+	len = 0;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path + 1, 12, "%010zu", i);
+		path[11] = 'd';
+		len += (size_t)snprintf(txt + len, cap - len, "%zx-%zx r-xp 00000000 08:01 77 %s\n",
+					(size_t)0x10000000 + i * 0x2000, (size_t)0x10001000 + i * 0x2000, path);
+	}
+	CHECK_EQ_INT(procmaps__parse(txt, len, &m), -EFBIG);
+	CHECK(m == NULL);
+out:
+	free(txt);
+	free(path);
+}
+
 int main(void)
 {
 	struct procmaps *m = NULL;
@@ -216,6 +260,7 @@ int main(void)
 	CHECK(procmaps__read("/proc", 0x7ffffff0, &m) < 0);
 	same_as_text();
 	from_list();
+	dedup_and_cap();
 	/* Shared snapshots: the last reference frees (run under ASan/valgrind, a double free shows). */
 	m = NULL;
 	CHECK_EQ_INT(procmaps__parse(fixture, sizeof(fixture) - 1, &m), 0);
