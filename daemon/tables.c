@@ -793,7 +793,8 @@ static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, uint64_t ino,
 	int fd;
 
 	snprintf(path, len, "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-	fd = safeopen__regular(AT_FDCWD, path, 0, &st);
+	/* Not FUSE: a small file is built in the loop, and its server could stall the read. */
+	fd = safeopen__regular(AT_FDCWD, path, SAFEOPEN_NO_FUSE, &st);
 	if (fd >= 0 && ino && (uint64_t)st.st_ino != ino) {
 		close(fd);
 		return -ESTALE;

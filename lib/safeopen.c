@@ -5,14 +5,18 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
 
-int safeopen__reopen(int pathfd, struct stat *st)
+#define FUSE_SUPER_MAGIC 0x65735546
+
+int safeopen__reopen(int pathfd, int flags, struct stat *st)
 {
 	char self[40];
+	struct statfs sf;
 	struct stat sb;
 	int fd, err = 0;
 
@@ -22,7 +26,7 @@ int safeopen__reopen(int pathfd, struct stat *st)
 		err = -errno;
 		goto out;
 	}
-	if (!S_ISREG(sb.st_mode)) {
+	if (!S_ISREG(sb.st_mode) || ((flags & SAFEOPEN_NO_FUSE) && !fstatfs(pathfd, &sf) && sf.f_type == FUSE_SUPER_MAGIC)) {
 		err = -EINVAL;
 		goto out;
 	}
@@ -74,5 +78,5 @@ int safeopen__regular(int dirfd, const char *path, int flags, struct stat *st)
 		if (fd < 0)
 			fd = -errno;
 	}
-	return safeopen__reopen(fd, st);
+	return safeopen__reopen(fd, flags, st);
 }

@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -39,7 +38,6 @@
 #define PID_SHARE 16
 /* Keys one process could not open as the very file it maps: remembered so its frames do not retry each time. */
 #define REFUSED_KEYS 8
-#define FUSE_SUPER_MAGIC 0x65735546
 /* A miss outside every mapping is checked with the kernel at most MISS_CHECKS_PER_SEC times per pid in this long. */
 #define MAPS_REFRESH_MS 1000
 #define MISS_CHECKS_PER_SEC 4
@@ -55,8 +53,15 @@
 #define PERFMAP_ABSENT_MAX_MS 32000
 #define MAX_STATUS_BYTES (64u << 10)
 #define MAX_VDSO_BYTES (1u << 20)
-/* Debug files are checksummed whole for .gnu_debuglink; beyond this we do not try. */
-#define MAX_DEBUG_FILE_BYTES (256ull << 20)
+/*
+ * Debug files are checksummed whole for .gnu_debuglink, on the drain loop:
+ * beyond this size we do not try, and at most this many bytes a second are
+ * checksummed (about 50 ms); a file found over that waits a second, its
+ * frames unnamed meanwhile. Build-id lookups need no checksum.
+ */
+#define MAX_DEBUG_FILE_BYTES (64ull << 20)
+#define CRC_BYTES_PER_SEC (64ull << 20)
+#define CRC_RETRY_MS 1000
 #define NAME_BUF 4096
 /*
  * Demangling a long C++ name takes microseconds; a drain sees the same hot
@@ -129,6 +134,8 @@ struct symbolizer {
 	size_t max_files, max_pids, max_file_bytes;
 	size_t file_bytes, pid_bytes;
 	size_t cache_memory, file_cap, pid_cap;
+	int64_t crc_ms;     /* start of the current second of debug-file checksums */
+	uint64_t crc_bytes; /* bytes checksummed in it */
 	struct file_ent none; /* what a refused mapping resolves to: no symbols */
 	bool no_query; /* the kernel cannot answer PROCMAP_QUERY: a miss re-reads maps */
 
@@ -592,16 +599,10 @@ static void file_remove(struct symbolizer *s, struct file_ent *f)
  */
 static int open_untrusted(struct symbolizer *s, int dirfd, const char *path, int flags, struct stat *st)
 {
-	struct statfs sf;
-	int fd = safeopen__regular(dirfd, path, flags, st);
+	int fd = safeopen__regular(dirfd, path, flags | SAFEOPEN_NO_FUSE, st);
 
 	if (fd == -EINVAL)
 		s->st.nonregular_refused++;
-	if (fd >= 0 && !fstatfs(fd, &sf) && sf.f_type == FUSE_SUPER_MAGIC) {
-		close(fd);
-		s->st.nonregular_refused++;
-		return -EINVAL;
-	}
 	return fd;
 }
 
@@ -718,6 +719,24 @@ static int try_debug_file(struct symbolizer *s, int fd, const uint8_t *id, size_
 	if (fd < 0)
 		return fd;
 	if (crc) {
+		struct stat st;
+		int64_t now = now_ms();
+
+		if (now - s->crc_ms >= 1000) {
+			s->crc_ms = now;
+			s->crc_bytes = 0;
+		}
+		if (fstat(fd, &st) < 0) {
+			err = -errno;
+			goto out;
+		}
+		if ((uint64_t)st.st_size <= MAX_DEBUG_FILE_BYTES &&
+		    s->crc_bytes + (uint64_t)st.st_size > CRC_BYTES_PER_SEC) {
+			s->st.debug_deferred++;
+			err = -EAGAIN;
+			goto out;
+		}
+		s->crc_bytes += (uint64_t)st.st_size;
 		err = elfsym__crc32_fd(fd, MAX_DEBUG_FILE_BYTES, &c);
 		if (!err && c != *crc)
 			err = -ESTALE;
@@ -774,7 +793,7 @@ static int find_debug(struct symbolizer *s, uint32_t pid, const struct procmap *
 			o += snprintf(rel + o, sizeof(rel) - (size_t)o, "%02x", id[i]);
 		snprintf(rel + o, sizeof(rel) - (size_t)o, ".debug");
 		err = try_debug_file(s, open_host_debug(s, rel), id, idlen, NULL, out);
-		if (!err || err == -ENOMEM)
+		if (!err || err == -ENOMEM || err == -EAGAIN)
 			goto out;
 		rootfd = open_root(s, pid);
 		if (rootfd >= 0) {
@@ -782,7 +801,7 @@ static int find_debug(struct symbolizer *s, uint32_t pid, const struct procmap *
 
 			snprintf(path, sizeof(path), "/usr/lib/debug/%s", rel);
 			err = try_debug_file(s, open_in_root(s, rootfd, path), id, idlen, NULL, out);
-			if (!err || err == -ENOMEM)
+			if (!err || err == -ENOMEM || err == -EAGAIN)
 				goto out;
 		}
 	}
@@ -806,7 +825,7 @@ static int find_debug(struct symbolizer *s, uint32_t pid, const struct procmap *
 			if (!strcmp(rel, m->path))
 				continue;
 			err = try_debug_file(s, open_in_root(s, rootfd, rel), NULL, 0, &crc, out);
-			if (!err || err == -ENOMEM)
+			if (!err || err == -ENOMEM || err == -EAGAIN)
 				goto out;
 		}
 	}
@@ -833,6 +852,11 @@ static int load_file(struct symbolizer *s, uint32_t pid, const struct procmap *m
 	if (err || elfsym__has_full_symtab(*es))
 		return err;
 	err = find_debug(s, pid, m, *es, &d);
+	if (err == -EAGAIN) {
+		elfsym__free(*es);
+		*es = NULL;
+		return err;
+	}
 	if (!err) {
 		/* A failed merge leaves what fitted: still better than .dynsym alone. */
 		err = elfsym__merge(*es, d);
@@ -943,7 +967,8 @@ static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const 
 			 * it), not the file: another process mapping it may open
 			 * it soon, but not at every frame of the gone one's drain.
 			 */
-			f->retry_at_ms = now + (err == -ENOENT || err == -ESRCH ? GONE_RETRY_MS : OPEN_RETRY_MS);
+			f->retry_at_ms = now + (err == -ENOENT || err == -ESRCH ? GONE_RETRY_MS :
+						err == -EAGAIN ? CRC_RETRY_MS : OPEN_RETRY_MS);
 		}
 	}
 	return f;
