@@ -104,8 +104,52 @@ struct secrange {
 	uint64_t addr, end;
 };
 
+/*
+ * Offsets already interned, by the offset they came from (a symbol's
+ * st_name, or a name's offset in the table being replaced): symbols that
+ * share a name are hashed once, not once each. Direct-mapped: a clash only
+ * costs a hash.
+ */
+#define MEMO_MAX_SLOTS 65536
+struct name_memo {
+	uint32_t mask;
+	struct { uint32_t from, to; } slot[]; /* from: source offset + 1; 0: empty */
+};
+
+/* Sized to the symbols it serves: a small library's table should not cost a large block. */
+static struct name_memo *memo_new(size_t nsyms)
+{
+	size_t n = 16;
+	struct name_memo *m;
+
+	while (n < nsyms && n < MEMO_MAX_SLOTS)
+		n <<= 1;
+	m = calloc(1, sizeof(*m) + n * sizeof(m->slot[0]));
+	if (m)
+		m->mask = (uint32_t)(n - 1);
+	return m;
+}
+
+static int intern_memo(struct strtab *t, struct name_memo *memo, uint32_t from, const char *name, size_t len,
+		       uint32_t *off)
+{
+	size_t slot = memo ? ((from * 0x9e3779b1u) >> 8) & memo->mask : 0;
+	int err;
+
+	if (memo && memo->slot[slot].from == from + 1) {
+		*off = memo->slot[slot].to;
+		return 0;
+	}
+	err = strtab__intern(t, name, len, off);
+	if (!err && memo) {
+		memo->slot[slot].from = from + 1;
+		memo->slot[slot].to = *off;
+	}
+	return err;
+}
+
 static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, uint8_t prio,
-		   const char *name, size_t len)
+		   const char *name, size_t len, struct name_memo *memo, uint32_t from)
 {
 	struct esym *s;
 	int err;
@@ -129,7 +173,7 @@ static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, 
 	s = &e->syms[e->nsyms];
 	if (strtab__len(e->str) + len + 1 + e->cap * sizeof(*s) > e->max_bytes)
 		return -EFBIG;
-	err = strtab__intern(e->str, name, len, &s->name);
+	err = intern_memo(e->str, memo, from, name, len, &s->name);
 	if (err)
 		return err;
 	s->bits = addr | (uint64_t)(prio & 0x3f) << PRIO_SHIFT | (unsized ? UNSIZED_BIT : 0);
@@ -180,6 +224,7 @@ static int finalize(struct elfsym *e)
 {
 	size_t w = 0, len = 0;
 	struct strtab *kept = NULL;
+	struct name_memo *memo;
 	struct esym *ns;
 	int err;
 
@@ -205,11 +250,16 @@ static int finalize(struct elfsym *e)
 	 * leaves every symbol naming the old table.
 	 */
 	err = strtab__new(len, MAX_STR_BYTES, &kept);
+	memo = err ? NULL : memo_new(e->nsyms);
+	if (!err && !memo)
+		err = -ENOMEM;
 	for (size_t i = 0; !err && i < e->nsyms; i++) {
-		const char *name = strtab__str(e->str, e->syms[i].name);
+		uint32_t from = e->syms[i].name;
+		const char *name = strtab__str(e->str, from);
 
-		err = strtab__intern(kept, name, strlen(name), &e->syms[i].name);
+		err = intern_memo(kept, memo, from, name, strlen(name), &e->syms[i].name);
 	}
+	free(memo);
 	if (!err)
 		strtab__shrink(kept);
 	if (err) {
@@ -241,6 +291,7 @@ static int collect_symbols(struct elfsym *e, Elf *elf, size_t shnum, const struc
 	Elf_Scn *strscn;
 	GElf_Shdr strsh;
 	Elf_Data *data, *strdata;
+	struct name_memo *memo = NULL;
 	size_t n;
 	int err = 0;
 
@@ -261,6 +312,9 @@ static int collect_symbols(struct elfsym *e, Elf *elf, size_t shnum, const struc
 	if (!data || !strdata || !data->d_buf || !strdata->d_buf)
 		return -EINVAL;
 	n = sh->sh_size / sh->sh_entsize;
+	memo = memo_new(n);
+	if (!memo)
+		return -ENOMEM;
 	for (size_t i = 1; i < n; i++) {
 		GElf_Sym sym;
 		const char *name;
@@ -298,11 +352,12 @@ static int collect_symbols(struct elfsym *e, Elf *elf, size_t shnum, const struc
 		}
 		bind = GELF_ST_BIND(sym.st_info);
 		prio = name_prio(unsized, bind, name);
-		err = add_sym(e, sym.st_value, end, unsized, prio, name, len);
+		err = add_sym(e, sym.st_value, end, unsized, prio, name, len, memo, (uint32_t)sym.st_name);
 		if (err)
-			return err;
+			break;
 	}
-	return 0;
+	free(memo);
+	return err;
 }
 
 static void note_build_id(struct elfsym *e, Elf_Data *data)
@@ -699,7 +754,7 @@ int elfsym__merge(struct elfsym *e, const struct elfsym *src)
 	for (size_t i = 0; i < src->nsyms; i++) {
 		const struct esym *s = &src->syms[i];
 		const char *name = strtab__str(src->str, s->name);
-		int err = add_sym(e, sym_addr(s), sym_end(s), sym_unsized(s), sym_prio(s), name, strlen(name));
+		int err = add_sym(e, sym_addr(s), sym_end(s), sym_unsized(s), sym_prio(s), name, strlen(name), NULL, 0);
 
 		if (err) {
 			int ferr = finalize(e);

@@ -5,7 +5,7 @@
 # to 100 MiB) and a mapping bomb (20,000 executable mappings of a file with
 # a 3.8 KB path) run for 8 s. profd's peak RSS (VmHWM) rises by less than
 # 64 MB, it keeps sampling, every window is written, the refusals show in
-# status, and a normal program afterwards is named as usual.
+# status, and a normal program running beside them is named as usual.
 source "$(dirname "$0")/lib.sh"
 
 command -v setpriv >/dev/null || skip_test "no setpriv"
@@ -31,8 +31,8 @@ start_profd
 "$TP/phases" 2 >/dev/null
 profctl flush >/dev/null
 st
-hwm0=$(hwm); win0=$(sv windows_written); samples0=$(sv samples)
-echo "info: before: VmHWM ${hwm0} kB, $(sv cache_used_bytes) cache bytes, windows $win0"
+hwm0=$(hwm); win0=$(sv windows_written); samples0=$(sv samples); dmax0=$(sv drain_max_us)
+echo "info: before: VmHWM ${hwm0} kB, drain_max_us $(sv drain_max_us), $(sv cache_used_bytes) cache bytes, windows $win0"
 
 pids=()
 for f in names bigsection xzbomb; do
@@ -41,7 +41,10 @@ done
 "${ASUSER[@]}" "$P/mapbomb" "$P/bomb" 20000 8 >"$T/bomb.out" & bomb=$!
 pids+=($bomb)
 on_exit "kill ${pids[*]}"
-sleep 8
+sleep 2
+"$TP/phases" 3 >/dev/null & ph=$!
+sleep 6
+wait $ph
 st
 hwm1=$(hwm)
 cat "$T/bomb.out"
@@ -58,7 +61,10 @@ check "no window write failed ($(sv window_write_errors))" test "$(sv window_wri
 check "a window every second while under attack: $win0 -> $(sv windows_written)" \
 	test "$(sv windows_written)" -ge $((win0 + 6))
 check "profd kept sampling: samples $samples0 -> $(sv samples)" test "$(sv samples)" -gt $((samples0 + 200))
-check "drain_max_us $(sv drain_max_us) < 250000" test "$(sv drain_max_us)" -lt 250000
+# drain_max_us spans the daemon's life: its first drains, which meet every process of a busy host, may
+# be longer. A new maximum, set during the attack, must be under 250 ms.
+check "no drain during the attack over 250 ms or the earlier maximum: drain_max_us $dmax0 -> $(sv drain_max_us)" \
+	test "$(sv drain_max_us)" -eq "$dmax0" -o "$(sv drain_max_us)" -lt 250000
 
 profctl dump --no-flush --since 1m >"$T/all.folded"
 for f in names bigsection xzbomb mapbomb; do
@@ -68,12 +74,9 @@ done
 # The shared name is kept once, cut at 1 KiB: the frames of "names" carry it.
 n=$(awk 'index($0, "names;") == 1 && $0 ~ /;N{1000,1024}( |;)/ { s += $NF } END { print s + 0 }' "$T/all.folded")
 check "the 60,000 symbols still name their code, with the name cut at 1 KiB ($n samples)" test "$n" -gt 0
+# A root process running beside the attack keeps whole, named stacks.
+n=$(profctl dump --no-flush --since 1m --pid "$ph" | awk '/;main;run;phase_[abc];leaf/ { s += $NF } END { print s + 0 }')
+check "phases, run beside them, is named through main;run;phase;leaf ($n samples)" test "$n" -gt 10
 wait "$bomb" 2>/dev/null
-
-"$TP/phases" 2 >/dev/null & ph=$!
-wait $ph
-profctl dump --since 1m --pid $ph >"$T/after.folded"
-n=$(awk '/;main;run;phase_[abc];leaf/ { s += $NF } END { print s + 0 }' "$T/after.folded")
-check "afterwards, phases is named through main;run;phase;leaf ($n samples)" test "$n" -gt 10
 check "profd exits 0 on SIGTERM" stop_profd
 done_test
