@@ -31,6 +31,9 @@
 #include "symbolizer.h"
 #include "tables.h"
 
+/* drain_max_recent_us: the longest of this many last drains (about 10 s at the default interval). */
+#define RECENT_DRAINS 10
+
 struct profd {
 	struct profd_opts o;
 	struct sampler *sampler;
@@ -44,6 +47,7 @@ struct profd {
 	struct utsname uts;
 	uint64_t last_counters[PROFD_CNT_MAX];
 	uint64_t samples_total, windows_written, flush_errors, drains, drain_ns_total, drain_ns_max;
+	uint64_t drain_ns_recent[RECENT_DRAINS]; /* the last drains' times: what a load of the moment costs */
 	uint64_t unsymbolized_stacks;
 	int64_t last_write_warn_ns;
 	uint32_t *frames_buf;
@@ -269,6 +273,7 @@ static void drain(struct profd *d)
 	d->drain_ns_total += dt;
 	if ((uint64_t)dt > d->drain_ns_max)
 		d->drain_ns_max = dt;
+	d->drain_ns_recent[d->drains % RECENT_DRAINS] = (uint64_t)dt;
 }
 
 static int window_begin(struct profd *d)
@@ -365,6 +370,13 @@ static int status_reply(struct profd *d, char **out)
 	ADD("drains\t%" PRIu64, d->drains);
 	ADD("drain_avg_us\t%" PRIu64, d->drains ? d->drain_ns_total / d->drains / 1000 : 0);
 	ADD("drain_max_us\t%" PRIu64, d->drain_ns_max / 1000);
+	{
+		uint64_t m = 0;
+
+		for (int i = 0; i < RECENT_DRAINS; i++)
+			m = d->drain_ns_recent[i] > m ? d->drain_ns_recent[i] : m;
+		ADD("drain_max_recent_us\t%" PRIu64, m / 1000);
+	}
 	ADD("windows_written\t%" PRIu64, d->windows_written);
 	ADD("window_write_errors\t%" PRIu64, d->flush_errors);
 	ADD("segments\t%" PRIu64, st.segments);

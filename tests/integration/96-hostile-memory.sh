@@ -3,9 +3,11 @@
 # crafted static executables (60,000 FUNC symbols sharing one 4,000-byte
 # name; a .strtab claiming 400 MiB in a sparse file; MiniDebugInfo inflating
 # to 100 MiB) and a mapping bomb (20,000 executable mappings of a file with
-# a 3.8 KB path) run for 8 s. profd's peak RSS (VmHWM) rises by less than
-# 64 MB, it keeps sampling, every window is written, the refusals show in
-# status, and a normal program running beside them is named as usual.
+# a 3.8 KB path) run for 8 s, at nice 10: the attack needs no large CPU share, and
+# profd's drain times are then its own work, not a wait for a CPU. profd's
+# peak RSS (VmHWM) rises by less than 64 MB, it keeps sampling, every window
+# is written, the refusals show in status, and a normal program running
+# beside them is named as usual.
 source "$(dirname "$0")/lib.sh"
 
 command -v setpriv >/dev/null || skip_test "no setpriv"
@@ -27,28 +29,34 @@ sv() { awk -v k="$1" '$1 == k { print $2 }' "$T/status"; }
 hwm() { awk '/^VmHWM:/ { print $2 }' /proc/$PROFD_PID/status; }
 
 start_profd
-# A warmed-up daemon: the host's own processes are cached first.
+# A warmed-up daemon: the host's own processes are cached first, and its first drains (which meet
+# every process of a busy host) are older than the last 10 that drain_max_recent_us spans.
 "$TP/phases" 2 >/dev/null
 profctl flush >/dev/null
 st
-hwm0=$(hwm); win0=$(sv windows_written); samples0=$(sv samples); dmax0=$(sv drain_max_us)
-echo "info: before: VmHWM ${hwm0} kB, drain_max_us $(sv drain_max_us), $(sv cache_used_bytes) cache bytes, windows $win0"
+for _ in $(seq 40); do
+	[ "$(sv drains)" -ge 6 ] && break
+	sleep 0.5
+	st
+done
+hwm0=$(hwm); win0=$(sv windows_written); samples0=$(sv samples)
+echo "info: before: VmHWM ${hwm0} kB, drain_max_us $(sv drain_max_us), drain_max_recent_us $(sv drain_max_recent_us), $(sv cache_used_bytes) cache bytes, windows $win0"
 
 pids=()
 for f in names bigsection xzbomb; do
-	"${ASUSER[@]}" timeout 20 "$P/$f" & pids+=($!)
+	"${ASUSER[@]}" nice -n 10 timeout 20 "$P/$f" & pids+=($!)
 done
-"${ASUSER[@]}" "$P/mapbomb" "$P/bomb" 20000 8 >"$T/bomb.out" & bomb=$!
+"${ASUSER[@]}" nice -n 10 "$P/mapbomb" "$P/bomb" 20000 8 >"$T/bomb.out" & bomb=$!
 pids+=($bomb)
 on_exit "kill ${pids[*]}"
 sleep 2
-"$TP/phases" 3 >/dev/null & ph=$!
+"$TP/phases" 2 >/dev/null & ph=$!
 sleep 6
 wait $ph
 st
 hwm1=$(hwm)
 cat "$T/bomb.out"
-grep -E '^(cache_[a-z_]+|symbol_bad_files|symbol_pids_bytes|symbol_cache_bytes|drain_max_us|windows_written|window_write_errors|samples)\b' "$T/status"
+grep -E '^(cache_[a-z_]+|symbol_bad_files|symbol_pids_bytes|symbol_cache_bytes|drain_max_us|drain_max_recent_us|windows_written|window_write_errors|samples)\b' "$T/status"
 rise=$(( (hwm1 - hwm0) / 1024 ))
 check "mapbomb made its 20,000 mappings" grep -q '^mapped 20000 ' "$T/bomb.out"
 check "profd's peak RSS rose by $rise MB (< 64): VmHWM $hwm0 -> $hwm1 kB" test "$rise" -lt 64
@@ -61,10 +69,10 @@ check "no window write failed ($(sv window_write_errors))" test "$(sv window_wri
 check "a window every second while under attack: $win0 -> $(sv windows_written)" \
 	test "$(sv windows_written)" -ge $((win0 + 6))
 check "profd kept sampling: samples $samples0 -> $(sv samples)" test "$(sv samples)" -gt $((samples0 + 200))
-# drain_max_us spans the daemon's life: its first drains, which meet every process of a busy host, may
-# be longer. A new maximum, set during the attack, must be under 250 ms.
-check "no drain during the attack over 250 ms or the earlier maximum: drain_max_us $dmax0 -> $(sv drain_max_us)" \
-	test "$(sv drain_max_us)" -eq "$dmax0" -o "$(sv drain_max_us)" -lt 250000
+# The last 10 drains are the attack's. Wall time, on a machine that may be shared: the bound is loose
+# (docs/BENCHMARKS.md has the figures); reading the crafted files whole stalled drains for 5-8 s.
+check "no drain during the attack took 1 s (drain_max_recent_us $(sv drain_max_recent_us))" \
+	test "$(sv drain_max_recent_us)" -lt 1000000
 
 profctl dump --no-flush --since 1m >"$T/all.folded"
 for f in names bigsection xzbomb mapbomb; do
@@ -72,11 +80,12 @@ for f in names bigsection xzbomb mapbomb; do
 	check "$f's samples are stored ($n)" test "$n" -gt 0
 done
 # The shared name is kept once, cut at 1 KiB: the frames of "names" carry it.
-n=$(awk 'index($0, "names;") == 1 && $0 ~ /;N{1000,1024}( |;)/ { s += $NF } END { print s + 0 }' "$T/all.folded")
+n=$(awk 'index($0, "names;") == 1 { split($1, f, ";"); l = length(f[2]); if (f[2] ~ /^N+$/ && l >= 1000 && l <= 1024) s += $NF } END { print s + 0 }' "$T/all.folded")
 check "the 60,000 symbols still name their code, with the name cut at 1 KiB ($n samples)" test "$n" -gt 0
 # A root process running beside the attack keeps whole, named stacks.
 n=$(profctl dump --no-flush --since 1m --pid "$ph" | awk '/;main;run;phase_[abc];leaf/ { s += $NF } END { print s + 0 }')
 check "phases, run beside them, is named through main;run;phase;leaf ($n samples)" test "$n" -gt 10
-wait "$bomb" 2>/dev/null
+kill "${pids[@]}" 2>/dev/null
+wait "${pids[@]}" 2>/dev/null
 check "profd exits 0 on SIGTERM" stop_profd
 done_test

@@ -1,8 +1,10 @@
 /*
  * One process with many executable mappings of one file whose path is
  * nearly 4 KiB long: what a hostile user can make profd's per-process
- * caches hold. Creates DIR/<long path>/f, maps it N times (same offset, so
- * the kernel cannot merge them), prints "mapped N PATHLEN" and spins.
+ * caches hold. Creates DIR/<long path>/f holding a small loop of machine
+ * code, maps it N times (same offset, so the kernel cannot merge them),
+ * prints "mapped N PATHLEN" and runs the loop through every mapping in turn:
+ * the samples land in them, so a profiler has to know them all.
  * Usage: mapbomb DIR N CPU_SECONDS
  */
 #include <fcntl.h>
@@ -22,18 +24,14 @@ static long long cpu_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static volatile unsigned long sink;
-
-static void spin(void)
-{
-	for (int i = 0; i < 100000; i++)
-		sink += (unsigned long)i;
-}
+/* mov ecx, 0x10000; 1: dec ecx; jnz 1b; ret */
+static const unsigned char code[] = { 0xb9, 0x00, 0x00, 0x01, 0x00, 0xff, 0xc9, 0x75, 0xfc, 0xc3 };
 
 int main(int argc, char **argv)
 {
 	char comp[201], path[4096];
-	long n;
+	void **maps;
+	long n, k = 0;
 	long long end;
 	size_t len;
 	int fd;
@@ -54,11 +52,15 @@ int main(int argc, char **argv)
 			return 1;
 		len += 201;
 	}
-	fd = open("f", O_RDWR | O_CREAT, 0755);
-	if (fd < 0 || ftruncate(fd, 4096))
+	fd = open("f", O_RDWR | O_CREAT | O_TRUNC, 0755);
+	if (fd < 0 || write(fd, code, sizeof(code)) != (ssize_t)sizeof(code) || ftruncate(fd, 4096))
+		return 1;
+	maps = calloc((size_t)n, sizeof(*maps));
+	if (!maps)
 		return 1;
 	for (long i = 0; i < n; i++) {
-		if (mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED) {
+		maps[i] = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		if (maps[i] == MAP_FAILED) {
 			perror("mmap");
 			return 1;
 		}
@@ -67,6 +69,6 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	end = cpu_ns() + (long long)(atof(argv[3]) * 1e9);
 	while (cpu_ns() < end)
-		spin();
+		((void (*)(void))maps[k++ % n])();
 	return 0;
 }
