@@ -32,9 +32,9 @@ def build(path, etype, symbols, strtab, strtab_claim=None, debugdata=None, spars
     for n in names:
         shname.append(len(shstr))
         shstr += n + b'\0'
-    symtab = b'\0' * 24
-    for name, value, size in symbols:
-        symtab += struct.pack('<IBBHQQ', name, 0x12, 0, 1, value, size)  # GLOBAL FUNC in section 1
+    # GLOBAL FUNC in section 1, after the null symbol
+    symtab = b'\0' * 24 + b''.join(struct.pack('<IBBHQQ', name, 0x12, 0, 1, value, size)
+                                   for name, value, size in symbols)
     off = TEXT_OFF + TEXT_SIZE
     sections = [b'']
     layout = {}
