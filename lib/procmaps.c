@@ -42,7 +42,6 @@ struct procmap_query {
 
 /* vm.max_map_count defaults to 65530; a few processes raise it. */
 #define MAX_MAPPINGS (1u << 20)
-#define MAX_MAPS_BYTES (256u << 20)
 #define MAX_PATH_LEN 4096
 /* One snapshot's heap unless the caller sets a budget (procmaps__read_at_max). */
 #define DEFAULT_MAX_BYTES (16u << 20)
@@ -340,14 +339,15 @@ out:
 	return err;
 }
 
-static int parse_max(const char *buf, size_t len, size_t max_bytes, struct procmaps **out)
+/*
+ * Adds the lines of buf to m; a last line without its newline only when
+ * final (a stream may not have all of it yet). *used: bytes consumed.
+ */
+static int parse_into(struct procmaps *m, const char *buf, size_t len, bool final, size_t *used)
 {
-	struct procmaps *m = alloc_maps(max_bytes);
 	const char *s = buf, *end = buf + len;
 	int err = 0;
 
-	if (!m)
-		return -ENOMEM;
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *le = nl ? nl : end;
@@ -356,11 +356,13 @@ static int parse_max(const char *buf, size_t len, size_t max_bytes, struct procm
 		size_t nlen = 0;
 		int r;
 
+		if (!nl && !final)
+			break;
 		r = le > s ? parse_line(s, le, &pm, &name, &nlen) : 1;
 		s = nl ? nl + 1 : end;
 		if (r == -ENOMEM) {
 			err = r;
-			goto out;
+			break;
 		}
 		if (r < 0) {
 			m->bad_lines++;
@@ -370,13 +372,97 @@ static int parse_max(const char *buf, size_t len, size_t max_bytes, struct procm
 			continue;
 		err = push(m, &pm, name, nlen);
 		if (err)
-			goto out;
+			break;
 	}
+	*used = (size_t)(s - buf);
+	return err;
+}
+
+static int parse_max(const char *buf, size_t len, size_t max_bytes, struct procmaps **out)
+{
+	struct procmaps *m = alloc_maps(max_bytes);
+	size_t used;
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	err = parse_into(m, buf, len, true, &used);
+	if (err)
+		goto out;
 	finish(m);
 	*out = m;
 	m = NULL;
 out:
 	procmaps__free(m);
+	return err;
+}
+
+/*
+ * The text of maps, read and parsed a chunk at a time: it lists every
+ * mapping of the process, executable or not, each with a path of up to
+ * 4 KiB, so whole it can reach 256 MiB; only the executable ones are kept,
+ * within the budget.
+ */
+#define TEXT_CHUNK (64u << 10)
+int procmaps__read_text(int proc_fd, uint32_t pid, size_t max_bytes, struct procmaps **out)
+{
+	char path[32], *buf = NULL;
+	struct procmaps *m = NULL;
+	size_t have = 0, used;
+	bool skip = false; /* inside a line longer than a chunk: bad, up to its newline */
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%u/maps", pid);
+	fd = safeopen__regular(proc_fd, path, SAFEOPEN_NOFOLLOW, NULL);
+	if (fd < 0)
+		return fd;
+	m = alloc_maps(max_bytes);
+	buf = malloc(TEXT_CHUNK);
+	if (!m || !buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + have, TEXT_CHUNK - have);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			goto out;
+		}
+		have += (size_t)r;
+		if (skip) {
+			char *nl = memchr(buf, '\n', have);
+
+			if (nl) {
+				skip = false;
+				have -= (size_t)(nl + 1 - buf);
+				memmove(buf, nl + 1, have);
+			} else {
+				have = 0;
+			}
+		}
+		err = parse_into(m, buf, have, r == 0, &used);
+		if (err)
+			goto out;
+		have -= used;
+		memmove(buf, buf + used, have);
+		if (r == 0)
+			break;
+		if (have == TEXT_CHUNK) {
+			m->bad_lines++;
+			skip = true;
+			have = 0;
+		}
+	}
+	finish(m);
+	*out = m;
+	m = NULL;
+out:
+	free(buf);
+	procmaps__free(m);
+	close(fd);
 	return err;
 }
 
@@ -477,8 +563,6 @@ int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out)
 
 int procmaps__read_at_max(int proc_fd, uint32_t pid, size_t max_bytes, struct procmaps **out)
 {
-	char path[32], *buf = NULL;
-	size_t len = 0;
 	int err;
 
 	if (!__atomic_load_n(&no_query, __ATOMIC_RELAXED)) {
@@ -492,13 +576,7 @@ int procmaps__read_at_max(int proc_fd, uint32_t pid, size_t max_bytes, struct pr
 			return err;
 		__atomic_store_n(&no_query, true, __ATOMIC_RELAXED);
 	}
-	snprintf(path, sizeof(path), "%u/maps", pid);
-	err = procmaps__read_file(proc_fd, path, O_NOFOLLOW, MAX_MAPS_BYTES, &buf, &len);
-	if (err)
-		return err;
-	err = parse_max(buf, len, max_bytes, out);
-	free(buf);
-	return err;
+	return procmaps__read_text(proc_fd, pid, max_bytes, out);
 }
 
 int procmaps__read(const char *proc_root, uint32_t pid, struct procmaps **out)
