@@ -297,6 +297,18 @@ static void finish(struct procmaps *m)
 	}
 }
 
+/* The end of every read: on success the snapshot is finished and handed over, else dropped. */
+static int hand_over(struct procmaps *m, int err, struct procmaps **out)
+{
+	if (err) {
+		procmaps__free(m);
+		return err;
+	}
+	finish(m);
+	*out = m;
+	return 0;
+}
+
 /* A mapping with its name column: kept, or counted as bad when the name is over the limit. */
 static int add_named(struct procmaps *m, struct procmap *pm, const char *name, size_t len)
 {
@@ -329,14 +341,9 @@ int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out)
 		}
 		err = add_named(m, &pm, l->path, l->path ? strlen(l->path) : 0);
 		if (err)
-			goto out;
+			break;
 	}
-	finish(m);
-	*out = m;
-	m = NULL;
-out:
-	procmaps__free(m);
-	return err;
+	return hand_over(m, err, out);
 }
 
 /*
@@ -387,14 +394,7 @@ static int parse_max(const char *buf, size_t len, size_t max_bytes, struct procm
 	if (!m)
 		return -ENOMEM;
 	err = parse_into(m, buf, len, true, &used);
-	if (err)
-		goto out;
-	finish(m);
-	*out = m;
-	m = NULL;
-out:
-	procmaps__free(m);
-	return err;
+	return hand_over(m, err, out);
 }
 
 /*
@@ -456,8 +456,7 @@ int procmaps__read_text(int proc_fd, uint32_t pid, size_t max_bytes, struct proc
 			have = 0;
 		}
 	}
-	finish(m);
-	*out = m;
+	err = hand_over(m, 0, out);
 	m = NULL;
 out:
 	free(buf);
@@ -521,12 +520,8 @@ static int read_query(int fd, size_t max_bytes, struct procmaps **out)
 		if (err)
 			goto out;
 	}
-	finish(m);
-	*out = m;
-	m = NULL;
 out:
-	procmaps__free(m);
-	return err;
+	return hand_over(m, err, out);
 }
 
 static int open_maps(int proc_fd, uint32_t pid)
