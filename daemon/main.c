@@ -406,6 +406,7 @@ static int status_reply(struct profd *d, char **out)
 	ADD("cache_files_refused\t%" PRIu64, ss.files_refused);
 	ADD("cache_pids_refused\t%" PRIu64, ss.pids_refused);
 	ADD("cache_perfmaps_capped\t%" PRIu64, ss.perfmaps_capped);
+	ADD("cgroup_names_bytes\t%" PRIu64, cgroups__mem_bytes(d->cg));
 	ADD("symbol_files_refused_pid\t%" PRIu64, ss.files_refused_pid);
 	ADD("symbol_files_mismatched\t%" PRIu64, ss.files_mismatched);
 	ADD("symbol_nonregular_refused\t%" PRIu64, ss.nonregular_refused);

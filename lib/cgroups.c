@@ -303,3 +303,8 @@ const char *cgroups__path(struct cgroups *c, uint64_t id, int64_t now_ns)
 		return NULL;
 	return find(c, id);
 }
+
+uint64_t cgroups__mem_bytes(const struct cgroups *c)
+{
+	return sizeof(*c) + c->cap * sizeof(*c->e) + c->bytes;
+}

@@ -42,6 +42,7 @@ int main(void)
 		/* An id no cgroup has: unknown, not a crash, and no scan at every ask. */
 		CHECK(cgroups__path(c, 0x7fffffffffffULL, 4) == NULL);
 		CHECK(cgroups__path(c, 0, 5) == NULL);
+		CHECK(cgroups__mem_bytes(c) > strlen(line + 3) && cgroups__mem_bytes(c) < (4u << 20) + (8u << 20));
 		cgroups__free(c);
 	}
 	free(mnt);
