@@ -31,7 +31,8 @@
 #define DEFAULT_MAX_PIDS 4096
 #define DEFAULT_CACHE_MEMORY (64u << 20)
 /*
- * Shares of the budget one file or one process may hold: a file or process
+ * Shares of the budget one file (an ELF file or a perf map: a large JIT
+ * names 100,000s of functions) or one process's mappings may hold: one
  * over its share is refused (and counted), it never evicts the rest.
  */
 #define FILE_SHARE 4
@@ -1098,7 +1099,7 @@ static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
 		s->st.perfmaps_rejected++;
 		goto out;
 	}
-	if (!p->pm && perfmap__new_max(s->pid_cap, &p->pm))
+	if (!p->pm && perfmap__new_max(s->file_cap, &p->pm))
 		goto out;
 	perfmap__update_fd(p->pm, fd);
 	if (perfmap__full(p->pm) && !p->pm_capped) {

@@ -16,9 +16,9 @@ struct symbolizer_opts {
 	size_t max_pids;        /* process mapping tables kept (LRU); 0: default */
 	/*
 	 * One budget for everything cached (files' symbols, processes'
-	 * mappings and perf maps); 0: 64 MiB. A file may hold a quarter of it,
-	 * a process a sixteenth: one over its share is refused and counted,
-	 * and never evicts the rest.
+	 * mappings and perf maps); 0: 64 MiB. A file (an ELF file or a perf
+	 * map) may hold a quarter of it, a process's mappings a sixteenth: one
+	 * over its share is refused and counted, and never evicts the rest.
 	 */
 	size_t cache_memory;
 	const char *debug_root; /* "/usr/lib/debug" unless a test says otherwise: .build-id and debuglink files */
