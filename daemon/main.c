@@ -33,6 +33,9 @@
 #include "symbolizer.h"
 #include "tables.h"
 
+/* drain_max_recent_us: the longest of this many last drains (about 10 s at the default interval). */
+#define RECENT_DRAINS 10
+
 struct profd {
 	struct profd_opts o;
 	struct sampler *sampler;
@@ -46,6 +49,7 @@ struct profd {
 	struct utsname uts;
 	uint64_t last_counters[PROFD_CNT_MAX];
 	uint64_t samples_total, windows_written, flush_errors, drains, drain_ns_total, drain_ns_max;
+	uint64_t drain_ns_recent[RECENT_DRAINS]; /* the last drains' times: what a load of the moment costs */
 	uint64_t unsymbolized_stacks;
 	int64_t last_write_warn_ns;
 	uint32_t *frames_buf;
@@ -294,6 +298,7 @@ static void drain(struct profd *d)
 	d->drain_ns_total += dt;
 	if ((uint64_t)dt > d->drain_ns_max)
 		d->drain_ns_max = dt;
+	d->drain_ns_recent[d->drains % RECENT_DRAINS] = (uint64_t)dt;
 }
 
 static int window_begin(struct profd *d)
@@ -390,6 +395,13 @@ static int status_reply(struct profd *d, char **out)
 	ADD("drains\t%" PRIu64, d->drains);
 	ADD("drain_avg_us\t%" PRIu64, d->drains ? d->drain_ns_total / d->drains / 1000 : 0);
 	ADD("drain_max_us\t%" PRIu64, d->drain_ns_max / 1000);
+	{
+		uint64_t m = 0;
+
+		for (int i = 0; i < RECENT_DRAINS; i++)
+			m = d->drain_ns_recent[i] > m ? d->drain_ns_recent[i] : m;
+		ADD("drain_max_recent_us\t%" PRIu64, m / 1000);
+	}
 	ADD("windows_written\t%" PRIu64, d->windows_written);
 	ADD("window_write_errors\t%" PRIu64, d->flush_errors);
 	ADD("segments\t%" PRIu64, st.segments);
@@ -412,6 +424,18 @@ static int status_reply(struct profd *d, char **out)
 	ADD("symbol_bad_files\t%" PRIu64, ss.bad_files);
 	ADD("symbol_jit_frames\t%" PRIu64, ss.jit_hits);
 	ADD("symbol_perfmaps_rejected\t%" PRIu64, ss.perfmaps_rejected);
+	ADD("cache_memory_bytes\t%" PRIu64, ss.cache_memory);
+	ADD("cache_used_bytes\t%" PRIu64, ss.file_bytes + ss.pid_bytes);
+	ADD("cache_file_cap_bytes\t%" PRIu64, ss.file_cap);
+	ADD("cache_pid_cap_bytes\t%" PRIu64, ss.pid_cap);
+	ADD("cache_files_refused\t%" PRIu64, ss.files_refused);
+	ADD("cache_pids_refused\t%" PRIu64, ss.pids_refused);
+	ADD("cache_perfmaps_capped\t%" PRIu64, ss.perfmaps_capped);
+	ADD("cgroup_names_bytes\t%" PRIu64, cgroups__mem_bytes(d->cg));
+	ADD("symbol_files_refused_pid\t%" PRIu64, ss.files_refused_pid);
+	ADD("symbol_files_mismatched\t%" PRIu64, ss.files_mismatched);
+	ADD("symbol_nonregular_refused\t%" PRIu64, ss.nonregular_refused);
+	ADD("symbol_debug_deferred\t%" PRIu64, ss.debug_deferred);
 	events__print_status(d->events, f);
 	pyprocs__print_status(d->py, f);
 	{
@@ -785,7 +809,8 @@ static int setup(struct profd *d)
 		.offcpu_sample = d->o.offcpu_sample,
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_file_bytes = d->o.symbol_cache,
-				      .max_pids = d->o.max_pids, .bad_file = bad_file };
+				      .max_pids = d->o.max_pids, .cache_memory = d->o.cache_memory,
+				      .bad_file = bad_file };
 	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
 	char err_msg[256] = "";

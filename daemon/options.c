@@ -83,6 +83,8 @@ static const struct opt_def defs[] = {
 	{ "symbol-cache", K_SIZE, F(symbol_cache), 1 << 20, 1ULL << 40, 0, "SIZE",
 	  "memory for the symbols of the files in the symbol cache" },
 	{ "max-pids", K_UINT, F(max_pids), 16, 1 << 20, 0, "N", "processes whose mappings are cached" },
+	{ "cache-memory", K_SIZE, F(cache_memory), 8 << 20, 1ULL << 40, 0, "SIZE",
+	  "one budget for everything cached: symbols, process mappings, perf maps (a file may take 1/4, a process's mappings 1/16)" },
 	{ "zstd-level", K_UINT, F(zstd_level), 1, 19, LIVE, "N", "compression level of stored windows" },
 	{ "rollup", K_BOOL, F(rollup), 0, 0, LIVE, "yes|no",
 	  "merge windows older than 1 h into 1 min windows, older than 1 day into 10 min ones" },
@@ -112,6 +114,7 @@ void options_defaults(struct profd_opts *o)
 		.max_files = 256,
 		.symbol_cache = 24 << 20,
 		.max_pids = 1024,
+		.cache_memory = 64 << 20,
 		.zstd_level = 3,
 		.rollup = 1,
 	};

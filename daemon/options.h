@@ -40,6 +40,7 @@ struct profd_opts {
 	size_t max_files;
 	uint64_t symbol_cache;   /* bytes of parsed symbols kept (beside max_files) */
 	size_t max_pids;
+	uint64_t cache_memory;   /* one budget for the symbolizer's caches */
 	int zstd_level;
 	int rollup;
 };

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "lunwind.h"
 #include "procmaps.h"
+#include "safeopen.h"
 #include "profd.skel.h"
 #include "tables.h"
 #include "unwind_table.h"
@@ -781,14 +782,24 @@ static int job_submit(struct tables *t, struct tfile *f, int fd, const char *pat
 	return 0;
 }
 
-/* map_files reaches the mapped file itself: deleted, replaced or in another mount namespace. */
-static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, char *path, size_t len)
+/*
+ * map_files reaches the mapped file itself: deleted, replaced or in another
+ * mount namespace. Only a regular file is opened for reading, and only the
+ * inode mapped (ino: 0 when the caller does not know it) is kept.
+ */
+static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, uint64_t ino, char *path, size_t len)
 {
+	struct stat st;
 	int fd;
 
 	snprintf(path, len, "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	return fd < 0 ? -errno : fd;
+	/* Not FUSE: a small file is built in the loop, and its server could stall the read. */
+	fd = safeopen__regular(AT_FDCWD, path, SAFEOPEN_NO_FUSE, &st);
+	if (fd >= 0 && ino && (uint64_t)st.st_ino != ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
 }
 
 /*
@@ -801,7 +812,7 @@ static bool file_same(struct tfile *f, uint32_t pid, const struct procmap *m)
 {
 	char path[64];
 	struct stat sb;
-	int fd = open_mapped(pid, m->start, m->end, path, sizeof(path));
+	int fd = open_mapped(pid, m->start, m->end, 0, path, sizeof(path));
 	bool same;
 
 	if (fd < 0)
@@ -839,7 +850,7 @@ static struct tfile *file_get(struct tables *t, uint32_t pid, const struct procm
 		*retry = true;
 		return NULL;
 	}
-	fd = open_mapped(pid, m->start, m->end, path, sizeof(path));
+	fd = open_mapped(pid, m->start, m->end, m->inode, path, sizeof(path));
 	if (fd < 0) {
 		*retry = true;
 		return NULL;
@@ -877,7 +888,7 @@ static void file_reload(struct tables *t, struct tfile *f)
 		for (unsigned k = 0; k < p->n && fd < 0; k++) {
 			struct stat sb;
 
-			if (p->m[k].f != f || (fd = open_mapped(p->pid, p->m[k].start, p->m[k].end, path, sizeof(path))) < 0)
+			if (p->m[k].f != f || (fd = open_mapped(p->pid, p->m[k].start, p->m[k].end, f->ino, path, sizeof(path))) < 0)
 				continue;
 			if (fstat(fd, &sb) || sb.st_dev != f->st_dev || sb.st_ino != f->st_ino) {
 				close(fd);
