@@ -566,6 +566,34 @@ static void test_v1_compat(const char *base)
 	CHECK_EQ_INT(nwarn, 0);
 }
 
+/*
+ * Version 2 segments (tests/unit/data/v2, written by the version 2 writer:
+ * 12 windows in chains of 5 over two files) are still read, in full and
+ * from inside a chain.
+ */
+static void test_v2_compat(void)
+{
+	char dir[256];
+	struct seen s;
+	struct store *r;
+	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
+
+	snprintf(dir, sizeof(dir), "%s/v2", data);
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, 12);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK_EQ_INT(nwarn, 0);
+	CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ_INT(store__read(r, T0 + 30 * SEC, T0 + 90 * SEC, on_window, &s), 0);
+	CHECK_EQ_INT(s.n, 6);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK(s.starts[0] == T0 + 30 * SEC);
+	CHECK_EQ_INT(nwarn, 0);
+	store__close(r);
+}
+
 
 /* ---- rollups ---- */
 
@@ -1063,6 +1091,7 @@ int main(int argc, char **argv)
 	test_chain_damage(base);
 	test_chain_ranges(base);
 	test_v1_compat(base);
+	test_v2_compat();
 	test_rollup(base);
 	test_retention(base);
 	test_write_errors(base);
