@@ -277,6 +277,8 @@ static int merge_window(const struct store_window_info *w, const struct profile 
  * that print functions merge by function (PF_MERGE_BY_FUNCTION: small
  * tables over hours); pprof keeps each pc, so that its locations have real
  * addresses a backend can re-symbolize with the mapping's build-id.
+ * Without --pid those views print no pid either: they merge by name too and
+ * read the store's summaries, so a day costs about what its answer holds.
  */
 static int load_range(const struct global *g, struct store *st, struct query *q, int64_t since,
 		      int64_t until, const char *what, unsigned flags, struct profile **out)
@@ -285,13 +287,19 @@ static int load_range(const struct global *g, struct store *st, struct query *q,
 	struct merge_ctx m = { .q = &rq, .flags = flags };
 	int err;
 
+	unsigned rflags = 0;
+
 	rq.since_ns = since;
 	rq.until_ns = until;
+	if ((flags & PF_MERGE_BY_FUNCTION) && !q->npids) {
+		m.flags |= PF_MERGE_BY_NAME;
+		rflags = STORE_READ_SUMMARIES;
+	}
 	if (profile__new(&m.acc)) {
 		fprintf(stderr, "profctl: out of memory\n");
 		return EXIT_RUNTIME;
 	}
-	err = store__read(st, since, until, merge_window, &m);
+	err = store__read_flags(st, since, until, rflags, merge_window, &m);
 	if (err) {
 		fprintf(stderr, "profctl: reading %s failed: %s\n", g->state_dir, strerror(-err));
 		profile__free(m.acc);

@@ -208,7 +208,7 @@ static double now(clockid_t c)
 
 struct agg {
 	struct profile *merged;
-	int windows;
+	int windows, summaries;
 	uint64_t bytes;
 };
 
@@ -225,7 +225,9 @@ static int on_window(const struct store_window_info *w, const struct profile *p,
 	struct agg *a = arg;
 	a->windows++;
 	a->bytes += w->bytes;
-	return profile__merge_flags(a->merged, p, NULL, NULL, PF_MERGE_BY_FUNCTION); /* as profctl does */
+	a->summaries += w->summary;
+	/* As profctl dump/top/diff do without --pid. */
+	return profile__merge_flags(a->merged, p, NULL, NULL, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME);
 }
 
 static int rm_cb(const char *p, const struct stat *sb, int type, struct FTW *ftw)
@@ -248,7 +250,10 @@ static void query(struct store *s, const char *label, int64_t since, int64_t unt
 		profile__new(&a.merged);
 		t = now(CLOCK_MONOTONIC);
 		double c = now(CLOCK_PROCESS_CPUTIME_ID);
-		int err = store__read(s, since, until, on_window, &a);
+		struct store_stats st0, st1;
+		store__stats(s, &st0);
+		int err = store__read_flags(s, since, until, STORE_READ_SUMMARIES, on_window, &a);
+		store__stats(s, &st1);
 		t = now(CLOCK_MONOTONIC) - t;
 		c = now(CLOCK_PROCESS_CPUTIME_ID) - c;
 		if (c < best_cpu)
@@ -258,9 +263,11 @@ static void query(struct store *s, const char *label, int64_t since, int64_t unt
 		if (t < best_read)
 			best_read = t;
 		if (r == reps - 1)
-			printf("%-8s %5d windows %9.1f KB   list %8.2f ms   read+merge %8.1f ms (CPU %8.1f ms)   (%zu stacks merged)\n",
-			       label, a.windows, a.bytes / 1024.0, best_list * 1e3, best_read * 1e3, best_cpu * 1e3,
-			       profile__nstacks(a.merged));
+			printf("%-8s %5d records (%d summaries, %llu decoded) %9.1f KB   list %8.2f ms   read+merge %8.1f ms (CPU %8.1f ms)   (%zu stacks, %zu samples merged)\n",
+			       label, a.windows, a.summaries,
+			       (unsigned long long)(st1.records_decoded - st0.records_decoded), a.bytes / 1024.0,
+			       best_list * 1e3, best_read * 1e3, best_cpu * 1e3, profile__nstacks(a.merged),
+			       profile__nsamples(a.merged));
 		profile__free(a.merged);
 	}
 }
@@ -798,7 +805,7 @@ int main(int argc, char **argv)
 	profile__new(&p);
 	int nwin = hours * 360;
 	int64_t t0 = (int64_t)time(NULL) * SEC - (int64_t)nwin * WINDOW;
-	double cpu = 0, wall = 0, gen = 0, roll = 0;
+	double cpu = 0, wall = 0, gen = 0, roll = 0, roll_max = 0;
 	size_t samples = 0, stacks = 0;
 	for (int i = 0; i < nwin; i++) {
 		double g = now(CLOCK_PROCESS_CPUTIME_ID);
@@ -817,7 +824,10 @@ int main(int argc, char **argv)
 		/* As profd does after each flush. */
 		c0 = now(CLOCK_PROCESS_CPUTIME_ID);
 		err = store__compact(s, t0 + (int64_t)(i + 1) * WINDOW);
-		roll += now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+		c0 = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+		roll += c0;
+		if (c0 > roll_max)
+			roll_max = c0;
 		if (err) {
 			fprintf(stderr, "compact: %s\n", strerror(-err));
 			return 1;
@@ -837,6 +847,9 @@ int main(int argc, char **argv)
 	printf("rollups: %llu segments, %llu windows merged, %.2f s CPU in all (%.0f ms per rollup)\n",
 	       (unsigned long long)st.rollups, (unsigned long long)st.windows_rolled, roll,
 	       st.rollups ? roll / (double)st.rollups * 1e3 : 0);
+	printf("summaries: %llu files, %.1f MB (%.1f%% of the store); longest store__compact call %.0f ms CPU\n",
+	       (unsigned long long)st.summaries, (double)st.summary_bytes / 1e6,
+	       st.bytes_on_disk ? 100.0 * (double)st.summary_bytes / (double)st.bytes_on_disk : 0, roll_max * 1e3);
 	store__close(s);
 
 	/* Cold-ish: a fresh reader, as profctl is. */
