@@ -1525,8 +1525,13 @@ void store__stats(const struct store *s, struct store_stats *out)
 
 #define ROLL_TMP_PREFIX "roll-"
 #define ROLL_RETRY_CALLS 60 /* after a failure: ten minutes at one call per flush */
-#define ROLL_BUDGET      60 /* flushed windows read per call: tens of ms, so the caller's loop stays responsive */
-#define SUM_BUDGET       30 /* the same for a summary, which merges each window twice (by function, by name) */
+/*
+ * Flushed windows read per call, so that the caller's loop never stalls for
+ * 100 ms: a rollup merges a 4-CPU window in about 3.7 ms, a summary in about
+ * 1.5 ms (docs/BENCHMARKS.md, "Storage").
+ */
+#define ROLL_BUDGET      20
+#define SUM_BUDGET       30
 
 static const struct store_rollup def_tiers[2] = {
 	{ 3600ll * 1000000000ll, 60ll * 1000000000ll },
@@ -1696,7 +1701,8 @@ static int roll_continue(struct store *s)
 	struct roll *r = s->roll;
 	struct scan sc = {
 		.since = INT64_MIN, .until = INT64_MAX, .fn = on_window, .skip = on_skip,
-		.arg = &r->q, .start_off = r->in_off, .budget = r->sum ? SUM_BUDGET : ROLL_BUDGET,
+		.arg = &r->q, .start_off = r->in_off,
+		.budget = s->o.compact_windows ? s->o.compact_windows : r->sum ? SUM_BUDGET : ROLL_BUDGET,
 	};
 	int err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
 

@@ -33,6 +33,7 @@ struct store_opts {
 	/* Rollup tiers, ages ascending (window_ns 0 ends the list); all zero: 1 h -> 1 min, 1 day -> 10 min. */
 	struct store_rollup rollup[STORE_MAX_TIERS];
 	int no_rollup;
+	uint32_t compact_windows; /* flushed windows one store__compact call reads; 0: default (20 or 30) */
 	/* Tests only: called at each step of a rollup (STORE_CRASH_*), e.g. to die there. */
 	void (*crash_point)(void *arg, int step);
 	void *crash_arg;

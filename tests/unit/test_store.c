@@ -803,6 +803,7 @@ static void test_rollup(const char *base)
 		struct store_opts big = roll_opts;
 		struct store_stats st;
 		big.segment_span_ns = 1200 * SEC;
+		big.compact_windows = 60;
 		rm_rf(dir);
 		profile__new(&p2);
 		big.dir = dir;
