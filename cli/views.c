@@ -264,14 +264,6 @@ struct merge_ctx {
 	unsigned flags;
 };
 
-static int merge_window(const struct store_window_info *w, const struct profile *p, void *arg)
-{
-	struct merge_ctx *m = arg;
-
-	(void)w;
-	return profile__merge_flags(m->acc, p, query__keep, m->q, m->flags);
-}
-
 /*
  * Reads, filters and merges the windows of [since, until) into *out. Views
  * that print functions merge by function (PF_MERGE_BY_FUNCTION: small
@@ -287,19 +279,15 @@ static int load_range(const struct global *g, struct store *st, struct query *q,
 	struct merge_ctx m = { .q = &rq, .flags = flags };
 	int err;
 
-	unsigned rflags = 0;
-
 	rq.since_ns = since;
 	rq.until_ns = until;
-	if ((flags & PF_MERGE_BY_FUNCTION) && !q->npids) {
+	if ((flags & PF_MERGE_BY_FUNCTION) && !q->npids)
 		m.flags |= PF_MERGE_BY_NAME;
-		rflags = STORE_READ_SUMMARIES;
-	}
 	if (profile__new(&m.acc)) {
 		fprintf(stderr, "profctl: out of memory\n");
 		return EXIT_RUNTIME;
 	}
-	err = store__read_flags(st, since, until, rflags, merge_window, &m);
+	err = store__merge(st, since, until, m.flags, query__keep, m.q, m.acc);
 	if (err) {
 		fprintf(stderr, "profctl: reading %s failed: %s\n", g->state_dir, strerror(-err));
 		profile__free(m.acc);

@@ -1073,6 +1073,7 @@ struct query {
 	/* reads only: NULL, or 0 for a record to pass over (a summary stands for it) */
 	int (*want)(const struct query *q, const struct rec_hdr *h);
 	const struct sum_plan *plan;
+	const struct merge_ctx *into; /* store__merge: summaries decode straight into its profile */
 	int stop; /* the callback's non-zero return */
 	/* the records of the current chain so far, key first (reads only) */
 	struct rec_ref *pend;
@@ -1273,6 +1274,36 @@ static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t u
 
 /* ---- reading through summaries (docs/FORMAT.md, "Summaries") ---- */
 
+struct merge_ctx {
+	struct profile *dst;
+	unsigned flags; /* PF_MERGE_* */
+	profile_keep_fn keep;
+	void *arg;
+};
+
+/* A summary record merged straight into the caller's profile: each name interned once, not twice. */
+static int decode_into(struct store *s, int fd, const struct rec_ref *r, const struct merge_ctx *m,
+		       const char **why)
+{
+	const uint8_t *raw;
+	int err = load_payload(s, fd, r->off, &r->h, &raw, why);
+
+	if (err)
+		return err;
+	err = codec__decode_merge(s->codec, raw, r->h.raw_len, m->flags, m->keep, m->arg, m->dst);
+	s->st.records_decoded++;
+	if (err == -EBADMSG)
+		*why = "payload does not decode";
+	return err;
+}
+
+static int merge_window(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	const struct merge_ctx *m = arg;
+
+	return profile__merge_flags(m->dst, p, m->keep, m->arg, m->flags);
+}
+
 struct sum_rec {
 	uint64_t off;
 	struct rec_hdr h;
@@ -1433,7 +1464,7 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 
 		if (!pl.v[i].use)
 			continue;
-		err = decode_rec(s, fd, &rr, 0, &why);
+		err = q->into ? decode_into(s, fd, &rr, q->into, &why) : decode_rec(s, fd, &rr, 0, &why);
 		if (err == -EBADMSG || err == -ESTALE) {
 			warnf(s, "%s/%s: offset %llu: %s, record skipped", s->dir, sg->name,
 			      (unsigned long long)rr.off, why ? why : "not a key record");
@@ -1443,6 +1474,8 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 		}
 		if (err)
 			break;
+		if (q->into)
+			continue;
 		fill_info(sg, rr.off, &rr.h, &w);
 		w.summary = 1;
 		q->stop = q->window(&w, s->prof, q->arg);
@@ -1504,6 +1537,19 @@ int store__read_flags(struct store *s, int64_t since, int64_t until, unsigned fl
 		      void *arg)
 {
 	struct query q = { .window = fn, .arg = arg, .flags = flags };
+	return query(s, since, until, &q);
+}
+
+int store__merge(struct store *s, int64_t since, int64_t until, unsigned pf_flags, profile_keep_fn keep,
+		 void *arg, struct profile *dst)
+{
+	struct merge_ctx m = { .dst = dst, .flags = pf_flags, .keep = keep, .arg = arg };
+	struct query q = { .window = merge_window, .arg = &m };
+
+	if ((pf_flags & SUM_MERGE) == SUM_MERGE) {
+		q.flags = STORE_READ_SUMMARIES;
+		q.into = &m;
+	}
 	return query(s, since, until, &q);
 }
 

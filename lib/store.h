@@ -5,7 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct profile;
+#include "profile.h"
+
 struct store;
 
 /* Windows that ended age_ns ago or more are merged into windows of window_ns. */
@@ -97,6 +98,13 @@ int store__read(struct store *s, int64_t since, int64_t until, store_window_fn f
 #define STORE_READ_SUMMARIES 1u
 int store__read_flags(struct store *s, int64_t since, int64_t until, unsigned flags, store_window_fn fn,
 		      void *arg);
+/*
+ * The windows of [since, until) merged into dst with profile__merge_flags
+ * (pf_flags, keep, arg). With PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME it
+ * reads summaries where it can and decodes them straight into dst.
+ */
+int store__merge(struct store *s, int64_t since, int64_t until, unsigned pf_flags, profile_keep_fn keep,
+		 void *arg, struct profile *dst);
 
 void store__stats(const struct store *s, struct store_stats *out);
 

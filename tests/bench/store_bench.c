@@ -208,7 +208,7 @@ static double now(clockid_t c)
 
 struct agg {
 	struct profile *merged;
-	int windows, summaries;
+	int windows;
 	uint64_t bytes;
 };
 
@@ -218,16 +218,6 @@ static int on_info(const struct store_window_info *w, void *arg)
 	a->windows++;
 	a->bytes += w->bytes;
 	return 0;
-}
-
-static int on_window(const struct store_window_info *w, const struct profile *p, void *arg)
-{
-	struct agg *a = arg;
-	a->windows++;
-	a->bytes += w->bytes;
-	a->summaries += w->summary;
-	/* As profctl dump/top/diff do without --pid. */
-	return profile__merge_flags(a->merged, p, NULL, NULL, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME);
 }
 
 static int rm_cb(const char *p, const struct stat *sb, int type, struct FTW *ftw)
@@ -246,13 +236,15 @@ static void query(struct store *s, const char *label, int64_t since, int64_t unt
 		t = now(CLOCK_MONOTONIC) - t;
 		if (t < best_list)
 			best_list = t;
+		int listed = a.windows;
 		memset(&a, 0, sizeof(a));
 		profile__new(&a.merged);
 		t = now(CLOCK_MONOTONIC);
 		double c = now(CLOCK_PROCESS_CPUTIME_ID);
 		struct store_stats st0, st1;
 		store__stats(s, &st0);
-		int err = store__read_flags(s, since, until, STORE_READ_SUMMARIES, on_window, &a);
+		/* As profctl dump/top/diff do without --pid. */
+		int err = store__merge(s, since, until, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME, NULL, NULL, a.merged);
 		store__stats(s, &st1);
 		t = now(CLOCK_MONOTONIC) - t;
 		c = now(CLOCK_PROCESS_CPUTIME_ID) - c;
@@ -263,9 +255,8 @@ static void query(struct store *s, const char *label, int64_t since, int64_t unt
 		if (t < best_read)
 			best_read = t;
 		if (r == reps - 1)
-			printf("%-8s %5d records (%d summaries, %llu decoded) %9.1f KB   list %8.2f ms   read+merge %8.1f ms (CPU %8.1f ms)   (%zu stacks, %zu samples merged)\n",
-			       label, a.windows, a.summaries,
-			       (unsigned long long)(st1.records_decoded - st0.records_decoded), a.bytes / 1024.0,
+			printf("%-8s %5d records listed (%llu decoded)   list %8.2f ms   read+merge %8.1f ms (CPU %8.1f ms)   (%zu stacks, %zu samples merged)\n",
+			       label, listed, (unsigned long long)(st1.records_decoded - st0.records_decoded),
 			       best_list * 1e3, best_read * 1e3, best_cpu * 1e3, profile__nstacks(a.merged),
 			       profile__nsamples(a.merged));
 		profile__free(a.merged);
@@ -732,7 +723,8 @@ static int query_only(const char *dir)
 	store__list(s, INT64_MIN, INT64_MAX, last_end, &end);
 	query(s, "10m", end - 600 * SEC, end, 3);
 	query(s, "1h", end - 3600 * SEC, end, 3);
-	query(s, "24h", end - 86400 * SEC, end, 1);
+	query(s, "25h", end - 90000 * SEC, end, 3);
+	query(s, "7d", end - 7 * 86400 * SEC, end, 3);
 	store__close(s);
 	return 0;
 }
@@ -861,7 +853,7 @@ int main(int argc, char **argv)
 	int64_t end = t0 + (int64_t)nwin * WINDOW;
 	query(s, "10m", end - 600 * SEC, end, 3);
 	query(s, "1h", end - 3600 * SEC, end, 3);
-	query(s, "24h", end - 86400 * SEC, end, 1);
+	query(s, "25h", end - 90000 * SEC, end, 3);
 	store__close(s);
 	profile__free(p);
 	if (!keep && dir == dirbuf)

@@ -905,16 +905,29 @@ static char *profile_text(const struct profile *p)
 	return out;
 }
 
-/* [a, b) merged by function and name, through summaries or not; records decoded in *decoded. */
+static int keep_cpu(const struct profile *p, const struct pf_sample *x, void *arg)
+{
+	return x->kind == PF_KIND_CPU;
+}
+
+/*
+ * [a, b) merged by function and name, through summaries or not, or by
+ * store__merge (flags 2: all samples, 3: on-CPU only); records decoded in *decoded.
+ */
 static char *range_text(struct store *r, int64_t a, int64_t b, unsigned flags, uint64_t *decoded)
 {
 	struct profile *p;
 	struct store_stats s0, s1;
 	char *t;
+	int err;
 
 	profile__new(&p);
 	store__stats(r, &s0);
-	int err = store__read_flags(r, a, b, flags, merge_by_name, p);
+	if (flags >= 2)
+		err = store__merge(r, a, b, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME, flags == 3 ? keep_cpu : NULL,
+				   NULL, p);
+	else
+		err = store__read_flags(r, a, b, flags, merge_by_name, p);
 	store__stats(r, &s1);
 	if (decoded)
 		*decoded = s1.records_decoded - s0.records_decoded;
@@ -936,16 +949,35 @@ static int sum_mismatches(const char *dir, uint64_t *dec_sum, uint64_t *dec_raw)
 			int64_t since = T0 + a * 60 * SEC - 7 * SEC, until = T0 + b * 60 * SEC + (b % 2) * 30 * SEC;
 			char *x = range_text(r, since, until, 0, NULL);
 			char *y = range_text(r, since, until, STORE_READ_SUMMARIES, NULL);
-			if (strcmp(x, y) || !strcmp(x, "error")) {
+			char *z = range_text(r, since, until, 2, NULL);
+			if (strcmp(x, y) || strcmp(x, z) || !strcmp(x, "error")) {
 				if (bad++ < 3)
 					fprintf(stderr, "summaries: [%d, %d) differs\n", a, b);
 			}
 			free(x);
 			free(y);
+			free(z);
 		}
 	}
 	free(range_text(r, INT64_MIN, INT64_MAX, STORE_READ_SUMMARIES, dec_sum));
 	free(range_text(r, INT64_MIN, INT64_MAX, 0, dec_raw));
+	/* A filter (here: on-CPU only) reads the same summaries and keeps the same samples. */
+	{
+		struct profile *p;
+		uint64_t dec_f;
+		profile__new(&p);
+		store__read(r, INT64_MIN, INT64_MAX, merge_by_name, p);
+		struct profile *q;
+		profile__new(&q);
+		profile__merge(q, p, keep_cpu, NULL);
+		char *x = profile_text(q), *y = range_text(r, INT64_MIN, INT64_MAX, 3, &dec_f);
+		if (strcmp(x, y) || (dec_sum && dec_f != *dec_sum))
+			bad++;
+		free(x);
+		free(y);
+		profile__free(p);
+		profile__free(q);
+	}
 	store__close(r);
 	return bad;
 }
