@@ -1040,6 +1040,24 @@ static void test_summaries(const char *base)
 	/* Readers without the flag see the segments as they were. */
 	CHECK_EQ_INT(read_all(dir, &s), 0);
 	CHECK_EQ_INT(s.n, SW);
+	/*
+	 * Cost by range: an hour of two whole segments is two records, the
+	 * last 10 minutes at most one summary and its edge records, and the
+	 * whole store three times the hour: records decoded grow with
+	 * segments covered, not with windows.
+	 */
+	{
+		struct store *r;
+		uint64_t d1h, d10m, dall;
+		CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+		free(range_text(r, T0 + 3600 * SEC, T0 + 7200 * SEC, 2, &d1h));
+		free(range_text(r, T0 + (SW - 10) * 60 * SEC, T0 + SW * 60 * SEC, 2, &d10m));
+		free(range_text(r, T0, T0 + SW * 60 * SEC, 2, &dall));
+		store__close(r);
+		CHECK_EQ_INT(d1h, 2);
+		CHECK(d10m >= 1 && d10m <= 10);
+		CHECK_EQ_INT(dall, 3 * d1h);
+	}
 
 	/* Rolled up into 20 min windows across the 10 min buckets: those fall back to the records. */
 	struct store_rollup tier = { 1, 1200 * SEC };
