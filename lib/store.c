@@ -41,7 +41,9 @@
 #define REC_FLAG_ZSTD    1u
 #define REC_FLAG_DELTA   2u          /* refers to the tables of earlier records of its chain */
 #define REC_FLAG_SUMMARY 4u          /* a summary file's record: merged by function and name */
-#define REC_FLAG_WHOLE   8u          /* the summary of the whole segment (a summary file's last) */
+#define REC_FLAG_WHOLE   8u          /* the summary of the whole segment */
+#define REC_FLAG_PIDS    16u         /* with WHOLE: merged by function only, pids and tids kept */
+#define READ_PIDS        (1u << 16)  /* query flag: whole-segment summaries with pids, for --pid */
 #define SUM_BUCKET_NS    (600ll * 1000000000ll) /* a summary record per 10 min of wall clock */
 #define SUM_MERGE        (PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME)
 #define REC_MAX_LEVEL    15
@@ -120,7 +122,8 @@ struct store {
 	int64_t rolled_upto[STORE_MAX_TIERS];
 	unsigned roll_backoff; /* calls to skip after a failed rollup */
 	struct roll *roll;     /* the rollup (or summary) in progress, if any */
-	struct profile *wprof; /* a summary's whole segment so far */
+	struct profile *wprof; /* a summary's whole segment so far, by name */
+	struct profile *pprof; /* the same by function only: pids kept */
 	int64_t summed_upto;   /* every sealed segment starting at or before this has its summary or failed */
 	int in_sum;            /* reading a summary file */
 	struct store_stats st;
@@ -817,6 +820,7 @@ void store__close(struct store *s)
 	codec__free(s->rcodec);
 	profile__free(s->rprof);
 	profile__free(s->wprof);
+	profile__free(s->pprof);
 	free(s->zbuf);
 	free(s->rbuf);
 	free(s->dir);
@@ -1110,12 +1114,13 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 			const uint8_t **raw, const char **why)
 {
 	/* Summary flags are right in summary files only, where every record has them. */
-	uint32_t sflags = h->flags & (REC_FLAG_SUMMARY | REC_FLAG_WHOLE);
+	uint32_t sflags = h->flags & (REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS);
 	int err = check_payload(s, fd, off, h, why);
 	if (err)
 		return err;
-	if (h->flags & ~(REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE) ||
-	    (s->in_sum ? !(sflags & REC_FLAG_SUMMARY) || (h->flags & REC_FLAG_DELTA) : sflags != 0)) {
+	if (h->flags & ~(REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS) ||
+	    (s->in_sum ? !(sflags & REC_FLAG_SUMMARY) || (h->flags & REC_FLAG_DELTA) ||
+			 ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE)) : sflags != 0)) {
 		*why = "unknown record flags";
 		return -EBADMSG;
 	}
@@ -1418,13 +1423,15 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 	if ((err = scan_segment(s, sg, fd, size, &sc)))
 		goto out;
 	/* Complete only with its whole-segment record last (a crash never leaves less: it is renamed whole). */
-	if (!pl.n || !(pl.v[pl.n - 1].h.flags & REC_FLAG_WHOLE)) {
+	if (!pl.n || (pl.v[pl.n - 1].h.flags & (REC_FLAG_WHOLE | REC_FLAG_PIDS)) != REC_FLAG_WHOLE) {
 		err = 1;
 		goto out;
 	}
 	for (size_t i = 0; i < pl.n; i++) {
 		struct sum_rec *r = &pl.v[i];
-		if (full)
+		if (q->flags & READ_PIDS)
+			r->use = full && (r->h.flags & REC_FLAG_PIDS);
+		else if (full)
 			r->use = i == pl.n - 1;
 		else
 			r->use = !(r->h.flags & REC_FLAG_WHOLE) && r->h.start_ns >= since &&
@@ -1505,7 +1512,11 @@ static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 			break;
 		if (g.sealed && g.end <= since)
 			continue;
-		err = sg ? read_summarized(s, &g, sg, since, until, q) : 1;
+		/* With pids: only whole segments have a summary that keeps them. */
+		if (sg && (!(q->flags & READ_PIDS) || (g.start >= since && g.end <= until)))
+			err = read_summarized(s, &g, sg, since, until, q);
+		else
+			err = 1;
 		if (err == 1 && !q->stop)
 			err = read_segment(s, &g, since, until, q);
 		if (err > 0)
@@ -1549,6 +1560,9 @@ int store__merge(struct store *s, int64_t since, int64_t until, unsigned pf_flag
 	if ((pf_flags & SUM_MERGE) == SUM_MERGE) {
 		q.flags = STORE_READ_SUMMARIES;
 		q.into = &m;
+	} else if (pf_flags & PF_MERGE_BY_FUNCTION) {
+		q.flags = STORE_READ_SUMMARIES | READ_PIDS;
+		q.into = &m;
 	}
 	return query(s, since, until, &q);
 }
@@ -1577,7 +1591,7 @@ void store__stats(const struct store *s, struct store_stats *out)
  * 1.5 ms (docs/BENCHMARKS.md, "Storage").
  */
 #define ROLL_BUDGET      20
-#define SUM_BUDGET       30
+#define SUM_BUDGET       20
 
 static const struct store_rollup def_tiers[2] = {
 	{ 3600ll * 1000000000ll, 60ll * 1000000000ll },
@@ -1646,7 +1660,8 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 		return r->err = err;
 	r->bucket_id = id;
 	/* A rollup is lossless: every pc, thread and pid is kept; only time is coarser. */
-	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum ? SUM_MERGE : 0)))
+	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum ? SUM_MERGE : 0)) ||
+	    (r->sum && (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION))))
 		return r->err = err;
 	r->windows += w->windows ? w->windows : 1;
 	r->nin++;
@@ -1688,6 +1703,10 @@ static void roll_end(struct store *s)
 	free(r->q.pend);
 	free(r);
 	s->roll = NULL;
+	/* A segment's worth of samples by pid is megabytes: not kept between summaries. */
+	profile__free(s->wprof);
+	profile__free(s->pprof);
+	s->wprof = s->pprof = NULL;
 }
 
 static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum)
@@ -1696,7 +1715,8 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 	int err;
 
 	if ((!s->rcodec && (err = codec__new(&s->rcodec))) || (!s->rprof && (err = profile__new(&s->rprof))) ||
-	    (!s->wprof && (err = profile__new(&s->wprof))))
+	    (sum && !s->wprof && (err = profile__new(&s->wprof))) ||
+	    (sum && !s->pprof && (err = profile__new(&s->pprof))))
 		return err;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -1709,7 +1729,6 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 	r->q.window = roll_window;
 	r->q.arg = s;
 	profile__reset(s->rprof);
-	profile__reset(s->wprof);
 	snprintf(r->tmp, sizeof(r->tmp), ROLL_TMP_PREFIX "%019lld%s.tmp", (long long)g->start, sum ? "-sum" : "");
 	(void)unlinkat(s->dfd, r->tmp, 0);
 	r->in = open_seg(s, g->name, O_RDONLY, &r->in_size);
@@ -1730,14 +1749,16 @@ static int sum_whole(struct store *s, struct roll *r)
 	size_t z;
 	int err, delta;
 
-	err = make_record(s, s->rcodec, s->wprof, &none, 0, r->wwindows, REC_FLAG_SUMMARY | REC_FLAG_WHOLE, hdr,
-			  &z, &delta);
-	if (!err)
-		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
-	if (err)
-		return err;
-	r->out_size += REC_HDR + z;
-	profile__reset(s->wprof);
+	/* With pids first: the whole segment by name stays last, which marks the file complete. */
+	for (int k = 0; k < 2; k++) {
+		err = make_record(s, s->rcodec, k ? s->wprof : s->pprof, &none, 0, r->wwindows,
+				  REC_FLAG_SUMMARY | REC_FLAG_WHOLE | (k ? 0 : REC_FLAG_PIDS), hdr, &z, &delta);
+		if (!err)
+			err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
+		if (err)
+			return err;
+		r->out_size += REC_HDR + z;
+	}
 	return 0;
 }
 
