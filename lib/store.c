@@ -1758,6 +1758,8 @@ static int sum_whole(struct store *s, struct roll *r)
 		if (err)
 			return err;
 		r->out_size += REC_HDR + z;
+		if (++r->nout == 1)
+			crash_point(s, STORE_CRASH_ROLL_WRITING);
 	}
 	return 0;
 }
@@ -1780,9 +1782,16 @@ static int roll_continue(struct store *s)
 	r->in_off = sc.next_off;
 	if (sc.paused)
 		return 0;
-	if ((err = roll_flush(s, r)))
+	if (r->sum && !r->nout && r->windows) {
+		/* One 10-minute bucket is the whole segment: its record would repeat the whole one. */
+		if ((err = profile__merge_flags(s->wprof, s->rprof, NULL, NULL, SUM_MERGE)))
+			return err;
+		r->wwindows += r->windows;
+		r->windows = 0;
+	} else if ((err = roll_flush(s, r))) {
 		return err;
-	if (!r->nout) /* nothing readable: leave the segment as it is */
+	}
+	if (!r->nout && !r->wwindows) /* nothing readable: leave the segment as it is */
 		return 1;
 	if (r->sum && (err = sum_whole(s, r)))
 		return err;

@@ -994,11 +994,11 @@ static int sum_mismatches(const char *dir, uint64_t *dec_sum, uint64_t *dec_raw)
 	return bad;
 }
 
-static void write_sw(const char *dir)
+static void write_sw_span(const char *dir, int64_t span)
 {
 	struct store *w;
 	struct profile *p;
-	struct store_opts o = { .segment_span_ns = 1800 * SEC, .no_rollup = 1 };
+	struct store_opts o = { .segment_span_ns = span, .no_rollup = 1 };
 
 	rm_rf(dir);
 	profile__new(&p);
@@ -1009,6 +1009,11 @@ static void write_sw(const char *dir)
 	}
 	store__close(w);
 	profile__free(p);
+}
+
+static void write_sw(const char *dir)
+{
+	write_sw_span(dir, 1800 * SEC);
 }
 
 /* Calls store__compact until it has no more to do; summaries built. */
@@ -1075,6 +1080,15 @@ static void test_summaries(const char *base)
 		store__close(r);
 		CHECK_EQ_INT(dall, 6);
 	}
+
+	/* Segments of 5 minutes, inside one 10-minute bucket or across two. */
+	write_sw_span(dir, 300 * SEC);
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 36);
+	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
+	CHECK_EQ_INT(dec_sum, 36);
+	CHECK_EQ_INT(nwarn, 0);
+	write_sw(dir);
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
 
 	/* Rolled up into 20 min windows across the 10 min buckets: those fall back to the records. */
 	struct store_rollup tier = { 1, 1200 * SEC };
