@@ -1315,6 +1315,7 @@ struct sum_rec {
 	int use;       /* stands for its records in this query */
 	int bad;       /* a record of the segment in its bucket lies outside it */
 	uint64_t seen; /* flushed windows of the segment's records in its bucket */
+	int64_t min_end, max_start; /* of those records: do they all overlap the range? */
 };
 
 struct sum_plan {
@@ -1364,6 +1365,12 @@ static int count_in_bucket(struct store *s, const struct seg *g, int fd, uint64_
 
 	if (!r)
 		return 0;
+	int first = !r->seen && !r->bad;
+
+	if (first || eff_end(h->start_ns, h->end_ns) < r->min_end)
+		r->min_end = eff_end(h->start_ns, h->end_ns);
+	if (first || h->start_ns > r->max_start)
+		r->max_start = h->start_ns;
 	if (h->start_ns >= r->h.start_ns && eff_end(h->start_ns, h->end_ns) <= eff_end(r->h.start_ns, r->h.end_ns))
 		r->seen += h->windows;
 	else
@@ -1379,9 +1386,12 @@ static int want_raw(const struct query *q, const struct rec_hdr *h)
 /*
  * Keeps the bucket summaries whose bucket holds exactly the records they
  * were made of (a rollup with windows that do not divide 10 min can move
- * records across): the same windows, all inside the summary's time range.
+ * records across): the same windows, all inside the summary's time range,
+ * and each of them overlapping [since, until) as a whole (a record that
+ * overlaps the range counts whole).
  */
-static int check_buckets(struct store *s, const struct seg *g, struct sum_plan *pl, size_t *nuse)
+static int check_buckets(struct store *s, const struct seg *g, struct sum_plan *pl, int64_t since,
+			 int64_t until, size_t *nuse)
 {
 	uint64_t size;
 	int err, fd = open_seg(s, g->name, O_RDONLY, &size);
@@ -1395,7 +1405,7 @@ static int check_buckets(struct store *s, const struct seg *g, struct sum_plan *
 	*nuse = 0;
 	for (size_t i = 0; !err && i < pl->n; i++) {
 		struct sum_rec *r = &pl->v[i];
-		if (r->use && (r->bad || r->seen != r->h.windows))
+		if (r->use && (r->bad || r->seen != r->h.windows || r->min_end <= since || r->max_start >= until))
 			r->use = 0;
 		*nuse += (size_t)r->use;
 	}
@@ -1434,8 +1444,7 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 		else if (full)
 			r->use = i == pl.n - 1;
 		else
-			r->use = !(r->h.flags & REC_FLAG_WHOLE) && r->h.start_ns >= since &&
-				 eff_end(r->h.start_ns, r->h.end_ns) <= until;
+			r->use = !(r->h.flags & REC_FLAG_WHOLE) && overlaps(r->h.start_ns, r->h.end_ns, since, until);
 		/* Checked before the records it stands for are passed over. */
 		if (r->use && (err = check_payload(s, fd, r->off, &r->h, &why))) {
 			if (err != -EBADMSG)
@@ -1448,7 +1457,7 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 		}
 		nuse += (size_t)r->use;
 	}
-	if (nuse && !full && (err = check_buckets(s, g, &pl, &nuse)))
+	if (nuse && !full && (err = check_buckets(s, g, &pl, since, until, &nuse)))
 		goto out;
 	if (!nuse) {
 		err = 1;
