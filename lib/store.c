@@ -32,6 +32,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -424,12 +425,21 @@ struct scan {
 	void *arg;
 	uint64_t start_off; /* where to start (a record boundary) */
 	int64_t budget;     /* > 0: pause once this many flushed windows were handed to fn */
+	int64_t cpu_until;  /* > 0: or once the thread's CPU clock passes this */
 	int paused;         /* out: stopped for the budget; next_off is where to go on */
 	uint64_t next_off;  /* out */
 	uint64_t good_end;  /* out: end of the last good record */
 	int64_t max_end;    /* out: largest effective end of a good record */
 	uint64_t nrecords;  /* out */
 };
+
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /*
  * After damage at off: finds the next offset holding a valid record header,
@@ -553,7 +563,8 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 		if (err)
 			goto out;
 		off = end;
-		if (sc->budget > 0 && (sc->budget -= h.windows) <= 0) {
+		if ((sc->budget > 0 && (sc->budget -= h.windows) <= 0) ||
+		    (sc->cpu_until > 0 && thread_cpu_ns() >= sc->cpu_until)) {
 			sc->paused = off < size;
 			break;
 		}
@@ -1601,6 +1612,7 @@ void store__stats(const struct store *s, struct store_stats *out)
  */
 #define ROLL_BUDGET      20
 #define SUM_BUDGET       20
+#define COMPACT_CPU_NS   (50ll * 1000000)
 
 static const struct store_rollup def_tiers[2] = {
 	{ 3600ll * 1000000000ll, 60ll * 1000000000ll },
@@ -1620,6 +1632,7 @@ struct roll {
 	int64_t bucket_id;
 	uint32_t windows;        /* flushed windows in the bucket */
 	uint32_t wwindows;       /* summary: flushed windows in the whole segment so far */
+	int finishing;           /* summary: all read; the next call writes the whole-segment records */
 	uint64_t nin, nout;
 	int err;
 };
@@ -1781,9 +1794,15 @@ static int roll_continue(struct store *s)
 		.since = INT64_MIN, .until = INT64_MAX, .fn = on_window, .skip = on_skip,
 		.arg = &r->q, .start_off = r->in_off,
 		.budget = s->o.compact_windows ? s->o.compact_windows : r->sum ? SUM_BUDGET : ROLL_BUDGET,
+		/* A loaded host makes each window slower: the CPU spent bounds the step too. */
+		.cpu_until = s->o.compact_windows ? 0 : thread_cpu_ns() + COMPACT_CPU_NS,
 	};
-	int err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
+	int err = 0;
 
+	/* A summary's whole-segment records are a step of their own: encoding them costs as much as reading. */
+	if (r->finishing)
+		goto finish;
+	err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
 	if (!err)
 		err = r->err;
 	if (err)
@@ -1791,6 +1810,11 @@ static int roll_continue(struct store *s)
 	r->in_off = sc.next_off;
 	if (sc.paused)
 		return 0;
+	if (r->sum) {
+		r->finishing = 1;
+		return 0;
+	}
+finish:
 	if (r->sum && !r->nout && r->windows) {
 		/* One 10-minute bucket is the whole segment: its record would repeat the whole one. */
 		if ((err = profile__merge_flags(s->wprof, s->rprof, NULL, NULL, SUM_MERGE)))
