@@ -642,12 +642,19 @@ out:
 	return err;
 }
 
+/* Segments in l, summary files in m. */
+static int list_both(struct store *s, struct seg_list *l, struct seg_list *m, int want_size)
+{
+	int err = list_segments(s, l, want_size);
+
+	return err ? err : list_sums(s, m, want_size);
+}
+
 static int refresh_disk_stats(struct store *s)
 {
 	struct seg_list l = { 0 }, m = { 0 };
-	int err = list_segments(s, &l, 1);
-	if (!err)
-		err = list_sums(s, &m, 1);
+	int err = list_both(s, &l, &m, 1);
+
 	if (!err) {
 		s->st.segments = l.n;
 		s->st.summaries = m.n;
@@ -667,17 +674,12 @@ static int refresh_disk_stats(struct store *s)
 static int remove_orphan_sums(struct store *s)
 {
 	struct seg_list l = { 0 }, m = { 0 };
-	int err = list_segments(s, &l, 0);
+	int err = list_both(s, &l, &m, 0);
 
-	if (!err)
-		err = list_sums(s, &m, 0);
-	for (size_t i = 0; !err && i < m.n; i++) {
-		size_t j = 0;
-		while (j < l.n && !(l.v[j].sealed && l.v[j].start == m.v[i].start && l.v[j].end == m.v[i].end))
-			j++;
-		if (j == l.n)
+	/* Matched by start and end, as a summary to its segment (only sealed segments have an end). */
+	for (size_t i = 0; !err && i < m.n; i++)
+		if (!find_sum(&l, &m.v[i]))
 			(void)unlinkat(s->dfd, m.v[i].name, 0);
-	}
 	free(l.v);
 	free(m.v);
 	return err;
@@ -1037,7 +1039,7 @@ int store__retain(struct store *s, int64_t now_ns)
 
 	if (!s->o.writer)
 		return -EPERM;
-	if ((err = list_segments(s, &l, 1)) || (err = list_sums(s, &m, 1)))
+	if ((err = list_both(s, &l, &m, 1)))
 		goto out;
 	for (size_t i = 0; i < l.n; i++)
 		total += l.v[i].size;
