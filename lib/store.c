@@ -47,6 +47,7 @@
 #define READ_PIDS        (1u << 16)  /* query flag: whole-segment summaries with pids, for --pid */
 #define SUM_BUCKET_NS    (600ll * 1000000000ll) /* a summary record per 10 min of wall clock */
 #define SUM_MERGE        (PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME)
+#define SUM_MAX_RECORDS  4096        /* 28 days of 10-minute records: more is not a summary we wrote */
 #define REC_MAX_LEVEL    15
 #define REC_MAX_PAYLOAD  (256u << 20) /* either length; a 10 s window is a few MB at most */
 
@@ -1347,6 +1348,9 @@ static int collect_sum(struct store *s, const struct seg *g, int fd, uint64_t of
 {
 	struct sum_plan *pl = arg;
 
+	/* Each record of the segment looks its bucket up among these: keep the product bounded. */
+	if (pl->n >= SUM_MAX_RECORDS)
+		return -E2BIG;
 	if (pl->n == pl->cap) {
 		size_t ncap = pl->cap ? pl->cap * 2 : 16;
 		struct sum_rec *n = realloc(pl->v, ncap * sizeof(*n));
@@ -1443,7 +1447,9 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 	if (fd < 0)
 		return 1;
 	struct scan sc = { .since = INT64_MIN, .until = INT64_MAX, .fn = collect_sum, .arg = &pl };
-	if ((err = scan_segment(s, sg, fd, size, &sc)))
+	if ((err = scan_segment(s, sg, fd, size, &sc)) == -E2BIG)
+		err = 1;
+	if (err)
 		goto out;
 	/* Complete only with its whole-segment record last (a crash never leaves less: it is renamed whole). */
 	if (!pl.n || (pl.v[pl.n - 1].h.flags & (REC_FLAG_WHOLE | REC_FLAG_PIDS)) != REC_FLAG_WHOLE) {
