@@ -1335,6 +1335,7 @@ struct sum_rec {
 struct sum_plan {
 	struct sum_rec *v;
 	size_t n, cap;
+	size_t nb; /* the 10-minute records, first, in bucket order */
 };
 
 static int64_t floor_div(int64_t a, int64_t b)
@@ -1367,12 +1368,34 @@ static int collect_sum(struct store *s, const struct seg *g, int fd, uint64_t of
 static struct sum_rec *bucket_for(const struct sum_plan *pl, int64_t t)
 {
 	int64_t b = floor_div(t, SUM_BUCKET_NS);
+	size_t lo = 0, hi = pl->nb;
 
-	for (size_t i = 0; i < pl->n; i++)
-		if (pl->v[i].use && !(pl->v[i].h.flags & REC_FLAG_WHOLE) &&
-		    floor_div(pl->v[i].h.start_ns, SUM_BUCKET_NS) == b)
-			return &pl->v[i];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int64_t m = floor_div(pl->v[mid].h.start_ns, SUM_BUCKET_NS);
+		if (m == b)
+			return pl->v[mid].use ? &pl->v[mid] : NULL;
+		if (m < b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return NULL;
+}
+
+/* The 10-minute records come first, one per bucket, buckets ascending; then only whole ones. */
+static int sum_layout_ok(struct sum_plan *pl)
+{
+	while (pl->nb < pl->n && !(pl->v[pl->nb].h.flags & REC_FLAG_WHOLE)) {
+		if (pl->nb && floor_div(pl->v[pl->nb].h.start_ns, SUM_BUCKET_NS) <=
+			      floor_div(pl->v[pl->nb - 1].h.start_ns, SUM_BUCKET_NS))
+			return 0;
+		pl->nb++;
+	}
+	for (size_t i = pl->nb; i < pl->n; i++)
+		if (!(pl->v[i].h.flags & REC_FLAG_WHOLE))
+			return 0;
+	return 1;
 }
 
 static int count_in_bucket(struct store *s, const struct seg *g, int fd, uint64_t off, const struct rec_hdr *h,
@@ -1452,7 +1475,8 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 	if (err)
 		goto out;
 	/* Complete only with its whole-segment record last (a crash never leaves less: it is renamed whole). */
-	if (!pl.n || (pl.v[pl.n - 1].h.flags & (REC_FLAG_WHOLE | REC_FLAG_PIDS)) != REC_FLAG_WHOLE) {
+	if (!pl.n || (pl.v[pl.n - 1].h.flags & (REC_FLAG_WHOLE | REC_FLAG_PIDS)) != REC_FLAG_WHOLE ||
+	    !sum_layout_ok(&pl)) {
 		err = 1;
 		goto out;
 	}
