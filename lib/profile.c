@@ -673,6 +673,8 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 		if (mc->kmap[s->stack] == UINT32_MAX && (err = map_stack(dst, src, s->stack, flags)))
 			goto out;
 		d.stack = mc->kmap[s->stack];
+		if (flags & PF_MERGE_BY_NAME)
+			d.pid = d.tid = 0;
 		err = profile__add(dst, &d);
 		if (err)
 			goto out;

@@ -112,6 +112,13 @@ int profile__merge(struct profile *dst, const struct profile *src, profile_keep_
  * the merged tables small (unnamed frames keep their offset: it is their name).
  */
 #define PF_MERGE_BY_FUNCTION (1u << 0)
+/*
+ * PF_MERGE_BY_NAME: pid and tid become 0, so the samples of processes that
+ * share a name, thread name, cgroup and stack become one. Every view but
+ * pprof and --pid groups by those names; over days of short-lived
+ * processes (compilers) this keeps a merged profile the size of its answer.
+ */
+#define PF_MERGE_BY_NAME (1u << 1)
 int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
 			 void *arg, unsigned flags);
 
