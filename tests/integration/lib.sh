@@ -29,9 +29,48 @@ on_exit() { CLEANUP_CMDS+=("$1"); }
 
 profctl() { "$PROFCTL_BIN" --state-dir "$STATE" --socket "$SOCK" "$@"; }
 
-# start_profd [profd options...]: starts profd with a 1 s flush interval and waits for its socket.
+# The privileges of the unit `make install` writes (it substitutes @SBINDIR@
+# only): profd runs with exactly its CapabilityBoundingSet= and User=, so a
+# unit change that breaks a feature fails the tests that use it.
+# UNIT=FILE tests another unit; PROFD_AS=root runs with every capability.
+UNIT=${UNIT:-$ROOT/systemd/profd.service}
+unit_value() { sed -n "s/^$1=//p" "$UNIT" | tail -n 1; }
+# unit_setpriv: the setpriv command line that gives a process the unit's privileges.
+unit_setpriv() {
+	local caps c list= user nnp=
+	caps=$(unit_value CapabilityBoundingSet)
+	user=$(unit_value User)
+	[ -n "$caps" ] || { echo "no CapabilityBoundingSet= in $UNIT" >&2; return 1; }
+	# A capability this machine's bounding set lacks is not there under systemd either.
+	local have=$((16#$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status))) names
+	mapfile -t names < <(setpriv --list-caps)
+	for c in $caps; do
+		c=${c#CAP_}
+		c=${c,,}
+		for i in "${!names[@]}"; do
+			[ "${names[$i]}" = "$c" ] && [ $(((have >> i) & 1)) -eq 1 ] && list="$list,+$c"
+		done
+	done
+	list=${list#,}
+	[ "$(unit_value NoNewPrivileges)" = yes ] && nnp=--no-new-privs
+	if [ -z "$user" ] || [ "$user" = root ]; then
+		# Root's uid: what systemd leaves is the bounding set, inheritable and ambient empty.
+		echo setpriv $nnp --inh-caps=-all --ambient-caps=-all --bounding-set=-all,$list --
+	else
+		# setpriv drops the bounding set after the uid change: no_setuid_fixup keeps the capabilities across it.
+		echo setpriv $nnp --securebits=+no_setuid_fixup --reuid="$user" --regid="$(id -gn "$user")" --init-groups \
+			--inh-caps=-all,$list --ambient-caps=-all,$list --bounding-set=-all,$list --
+	fi
+}
+
+# start_profd [profd options...]: starts profd with a 1 s flush interval, with
+# the unit's privileges, and waits for its socket.
 start_profd() {
-	"$PROFD" --state-dir "$STATE" --socket "$SOCK" --flush-interval 1s "$@" >"$T/profd.log" 2>&1 &
+	local wrap=()
+	if [ "${PROFD_AS:-unit}" = unit ]; then
+		read -r -a wrap <<<"$(unit_setpriv)" || { echo "cannot read the unit's privileges"; exit 1; }
+	fi
+	"${wrap[@]}" "$PROFD" --state-dir "$STATE" --socket "$SOCK" --flush-interval 1s "$@" >"$T/profd.log" 2>&1 &
 	PROFD_PID=$!
 	for _ in $(seq 1 100); do
 		[ -S "$SOCK" ] && return 0
