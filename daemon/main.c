@@ -500,6 +500,9 @@ static int take_lock(struct profd *d)
 	if (err == -EBUSY)
 		log_err("another profd (pid %d) is using %s; stop it first or give this one another --state-dir",
 			(int)holder, d->o.state_dir);
+	else if (err == -ELOOP)
+		log_err("state directory %s is a symbolic link; refusing it: give --state-dir the directory itself",
+			d->o.state_dir);
 	else if (err)
 		log_err("state directory %s is not writable: %s; check its permissions and mount (or pick one with --state-dir)",
 			d->o.state_dir, strerror(-err));
