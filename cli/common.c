@@ -8,6 +8,7 @@
 #include "common.h"
 #include "ctl.h"
 #include "store.h"
+#include "textesc.h"
 
 int64_t realtime_ns(void)
 {
@@ -171,7 +172,8 @@ static int table_add(struct table *t, const char *const *cells)
 		t->cap = nc;
 	}
 	for (int i = 0; i < t->ncols; i++) {
-		t->cells[base + i] = strdup(cells[i] ? cells[i] : "");
+		/* Cells hold names from other processes: escaped (textesc.h), never raw. */
+		t->cells[base + i] = textesc__dup(cells[i] ? cells[i] : "");
 		if (!t->cells[base + i])
 			return -ENOMEM;
 	}

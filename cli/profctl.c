@@ -14,6 +14,7 @@
 #include "ctl.h"
 #include "parse.h"
 #include "store.h"
+#include "textesc.h"
 #include "views.h"
 
 /* flush and reload: one request, "ok" or one error line. */
@@ -117,10 +118,13 @@ static int cmd_status(const struct global *g, int argc, char **argv)
 				}
 				putchar('"');
 			}
-		} else if (tty) {
-			printf("%-26s %s\n", l, tab + 1);
 		} else {
-			printf("%s\t%s\n", l, tab + 1);
+			/* Values name paths and processes: escaped (textesc.h). */
+			char k[64], v[4096];
+
+			textesc__copy(k, sizeof(k), l);
+			textesc__copy(v, sizeof(v), tab + 1);
+			printf(tty ? "%-26s %s\n" : "%s\t%s\n", k, v);
 		}
 	}
 	if (json)

@@ -30,6 +30,7 @@
 #include "store.h"
 #include "symbolizer.h"
 #include "tables.h"
+#include "textesc.h"
 
 struct profd {
 	struct profd_opts o;
@@ -323,9 +324,21 @@ static int flush(struct profd *d)
 
 #define ADD(fmt, ...) fprintf(f, fmt "\n", __VA_ARGS__)
 
+/* A value with a newline would end its line and forge the next key: escaped (textesc.h). */
+static void status_text(FILE *f, const char *key, const char *value)
+{
+	char v[4096];
+
+	textesc__copy(v, sizeof(v), value);
+	fprintf(f, "%s\t%s\n", key, v);
+}
+
 static void status_setting(const char *key, const char *value, void *arg)
 {
-	fprintf(arg, "config.%s\t%s\n", key, value);
+	char k[96];
+
+	snprintf(k, sizeof(k), "config.%s", key);
+	status_text(arg, k, value);
 }
 
 static int status_reply(struct profd *d, char **out)
@@ -344,7 +357,7 @@ static int status_reply(struct profd *d, char **out)
 	/* Samples dropped whole; the stack losses keep the sample without that stack. */
 	lost = c[PROFD_CNT_COUNTS_FULL] + c[PROFD_CNT_NO_MAP];
 	ADD("pid\t%d", (int)getpid());
-	ADD("config\t%s", d->o.config[0] ? d->o.config : "none");
+	status_text(f, "config", d->o.config[0] ? d->o.config : "none");
 	options_foreach(&d->o, status_setting, f);
 	if (d->restart_pending[0])
 		ADD("config.restart_needed\t%s", d->restart_pending);
