@@ -77,6 +77,9 @@ void request_flush(const struct global *g)
 	if (err == -ENOENT || err == -ECONNREFUSED)
 		fprintf(stderr, "profctl: profd is not running (no socket at %s); reading what is stored\n",
 			g->socket);
+	else if (ctl__busy(err, reply))
+		fprintf(stderr, "profctl: profd is busy (too many connections to %s); the last seconds may be missing\n",
+			g->socket);
 	else if (err)
 		fprintf(stderr, "profctl: could not ask profd to flush (%s): %s; the last seconds may be missing\n",
 			g->socket, strerror(-err));

@@ -54,6 +54,11 @@ struct profd {
 	char **argv;
 	struct pidlock *lock;
 	int wd_tfd;
+	/* flush requests: one flush a second at most, the ones in between wait for it */
+	int req_tfd;
+	int64_t req_flush_ms;
+	bool req_flush_waiting;
+	uint64_t flush_requests, flush_requests_coalesced, requests_refused;
 	char restart_pending[256];
 	uint64_t status_samples;
 	int64_t status_ns;
@@ -380,6 +385,10 @@ static int status_reply(struct profd *d, char **out)
 	ADD("drain_max_us\t%" PRIu64, d->drain_ns_max / 1000);
 	ADD("windows_written\t%" PRIu64, d->windows_written);
 	ADD("window_write_errors\t%" PRIu64, d->flush_errors);
+	ADD("flush_requests\t%" PRIu64, d->flush_requests);
+	ADD("flush_requests_coalesced\t%" PRIu64, d->flush_requests_coalesced);
+	ADD("socket_requests_refused\t%" PRIu64, d->requests_refused);
+	ADD("socket_busy\t%" PRIu64, server__busy(d->server));
 	ADD("segments\t%" PRIu64, st.segments);
 	ADD("bytes_on_disk\t%" PRIu64, st.bytes_on_disk);
 	ADD("segments_removed\t%" PRIu64, st.segments_removed);
@@ -431,21 +440,70 @@ static int status_reply(struct profd *d, char **out)
 
 static int reload(struct profd *d, char **reply);
 
-static int handle(const char *req, char **reply, void *arg)
+#define REQ_FLUSH_GAP_MS 1000
+
+static int flush_reply(struct profd *d, char **reply)
+{
+	int err = flush(d);
+
+	d->req_flush_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
+	if (err)
+		return asprintf(reply, "error\t%s\n", strerror(-err)) < 0 ? -ENOMEM : 0;
+	return asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n", d->windows_written) < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * A flush asked less than REQ_FLUSH_GAP_MS after the last asked one waits
+ * for the next, which every request in between shares: a flood of requests
+ * writes a window a second, and each caller still gets what was sampled
+ * before it asked.
+ */
+static int flush_request(struct profd *d, char **reply)
+{
+	int64_t now = clock_ns(CLOCK_MONOTONIC) / 1000000, wait = d->req_flush_ms + REQ_FLUSH_GAP_MS - now;
+	struct itimerspec its = { 0 };
+
+	d->flush_requests++;
+	if (d->req_flush_waiting) {
+		d->flush_requests_coalesced++;
+		return SERVER_DEFER;
+	}
+	if (!d->req_flush_ms || wait <= 0 || d->req_tfd < 0)
+		return flush_reply(d, reply);
+	its.it_value.tv_sec = wait / 1000;
+	its.it_value.tv_nsec = wait % 1000 * 1000000;
+	if (timerfd_settime(d->req_tfd, 0, &its, NULL))
+		return flush_reply(d, reply);
+	d->req_flush_waiting = true;
+	d->flush_requests_coalesced++;
+	return SERVER_DEFER;
+}
+
+static void flush_deferred(struct profd *d)
+{
+	char *reply = NULL;
+
+	d->req_flush_waiting = false;
+	if (flush_reply(d, &reply))
+		reply = NULL;
+	server__answer_deferred(d->server, reply ? reply : "error\tout of memory\n");
+	free(reply);
+}
+
+static int handle(const char *req, uid_t uid, char **reply, void *arg)
 {
 	struct profd *d = arg;
 
 	if (!strcmp(req, "status"))
 		return status_reply(d, reply);
-	if (!strcmp(req, "flush")) {
-		int err = flush(d), r;
-
-		if (err)
-			r = asprintf(reply, "error\t%s\n", strerror(-err));
-		else
-			r = asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n", d->windows_written);
-		return r < 0 ? -ENOMEM : 0;
+	/* Only root changes what profd does; the socket's group may look. */
+	if ((!strcmp(req, "flush") || !strcmp(req, "reload")) && uid) {
+		d->requests_refused++;
+		return asprintf(reply, "error\tpermission denied: %s is for root (uid 0); 'status' is open to the "
+			       "socket's group\n", req) < 0 ? -ENOMEM : 0;
 	}
+	if (!strcmp(req, "flush"))
+		return flush_request(d, reply);
 	if (!strcmp(req, "reload"))
 		return reload(d, reply);
 	return asprintf(reply, "error\tunknown request '%.64s' (try status, flush, reload)\n", req) < 0 ? -ENOMEM : 0;
@@ -840,6 +898,10 @@ static int setup(struct profd *d)
 	if ((err = timer_open(d->epfd, d->o.drain_interval_ns, &d->drain_tfd)) ||
 	    (err = timer_open(d->epfd, d->o.flush_interval_ns, &d->flush_tfd)))
 		return log_err("cannot create timers: %s", strerror(-err)), err;
+	d->req_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	ev.data.ptr = &d->req_tfd;
+	if (d->req_tfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->req_tfd, &ev))
+		return log_err("cannot create timers: %s", strerror(errno)), -errno;
 	ev.data.ptr = &d->events;
 	if (d->events && epoll_ctl(d->epfd, EPOLL_CTL_ADD, events__fd(d->events), &ev))
 		return log_err("cannot watch process events: %s", strerror(errno)), -errno;
@@ -948,6 +1010,9 @@ static int loop(struct profd *d)
 				/* The captures just made serve the walker's requests for new processes. */
 				if (d->tables)
 					tables__poll(d->tables);
+			} else if (tag == &d->req_tfd) {
+				if (read(d->req_tfd, &ticks, sizeof(ticks)) > 0)
+					flush_deferred(d);
 			} else if (tag == &d->wd_tfd) {
 				if (read(d->wd_tfd, &ticks, sizeof(ticks)) > 0)
 					notify_send("WATCHDOG=1");
@@ -961,7 +1026,7 @@ static int loop(struct profd *d)
 
 int main(int argc, char **argv)
 {
-	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1,
+	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1, .req_tfd = -1,
 			   .argc = argc, .argv = argv };
 	int err;
 
