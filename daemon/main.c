@@ -780,6 +780,13 @@ static void bad_file(void *arg, uint32_t pid, const char *path, int err)
 		 err == -EFBIG ? "over the size limits" : err == -ENOEXEC ? "not an ELF file" : "malformed ELF");
 }
 
+/* Per process, so a test can count the reads of its own processes among the host's. */
+static void maps_read(void *arg, uint32_t pid)
+{
+	(void)arg;
+	log_debug("read /proc/%u/maps for symbols", pid);
+}
+
 /*
  * A new program's tables are read at its exec and again once ld.so mapped its libraries, from the
  * symbolizer's captures: its first samples need not wait for a request from the walker.
@@ -820,7 +827,8 @@ static int setup(struct profd *d)
 		.offcpu_sample = d->o.offcpu_sample,
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_file_bytes = d->o.symbol_cache,
-				      .max_pids = d->o.max_pids, .bad_file = bad_file };
+				      .max_pids = d->o.max_pids, .bad_file = bad_file,
+				      .maps_read = maps_read };
 	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
 	char err_msg[256] = "";

@@ -1085,6 +1085,7 @@ static int pid_load(struct tables *t, const struct qent *e)
 	err = pm && st ? 0 : proc_stat(pid, &st, &sc);
 	if (!err && !pm) {
 		t->st.maps_reads++;
+		log_debug("read /proc/%u/maps for unwind tables", pid);
 		err = procmaps__read_at(t->proc_fd, pid, &pm);
 	}
 	/* Nothing mapped: a zombie. An entry without mappings would stop the walker's requests. */
