@@ -90,7 +90,8 @@ int server__open(const char *path, int epfd, server_handler_fn fn, void *arg, st
 	umask(old);
 	if (err)
 		goto fail;
-	if (listen(s->fd, 16)) {
+	/* A client told "busy" is accepted first: a long queue keeps root's connect from EAGAIN under a flood. */
+	if (listen(s->fd, SOMAXCONN)) {
 		err = -errno;
 		goto fail;
 	}
@@ -152,9 +153,16 @@ static struct client *slot_for(struct server *s, uid_t uid)
 	return free_slot;
 }
 
+/*
+ * A bounded number per turn: a client that reconnects as fast as it is
+ * refused would otherwise keep the loop here; the listening socket stays
+ * readable and comes back at the next epoll_wait.
+ */
+#define ACCEPTS_PER_TURN 64
+
 static void accept_all(struct server *s)
 {
-	for (;;) {
+	for (int n = 0; n < ACCEPTS_PER_TURN; n++) {
 		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		struct epoll_event ev = { .events = EPOLLIN };
 		struct ucred cred;
