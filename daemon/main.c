@@ -580,10 +580,13 @@ static int take_lock(struct profd *d)
 	return err;
 }
 
-/* The socket is created 0660 root:root; a configured group may use it too. */
+/*
+ * The socket is 0660, profd's user and group (root:root when profd runs as
+ * root; root reaches it either way); a configured group may use it too.
+ */
 static int socket_group(struct profd *d, const char *name)
 {
-	gid_t gid = 0;
+	gid_t gid = getegid();
 
 	if (*name) {
 		struct group *g = getgrnam(name);
@@ -597,7 +600,8 @@ static int socket_group(struct profd *d, const char *name)
 	if (chown(d->o.socket, (uid_t)-1, gid) || chmod(d->o.socket, 0660)) {
 		int err = -errno;
 
-		log_err("cannot give %s to group %s: %s", d->o.socket, *name ? name : "root", strerror(-err));
+		log_err("cannot give %s to group %s: %s%s", d->o.socket, *name ? name : "profd's own", strerror(-err),
+			err == -EPERM && *name ? " (add the group to the unit's SupplementaryGroups=)" : "");
 		return err;
 	}
 	return 0;

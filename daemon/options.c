@@ -49,7 +49,7 @@ static const struct opt_def defs[] = {
 	{ "state-dir", K_STR, F(state_dir), 1, 0, 0, "DIR", "where profiles are stored" },
 	{ "socket", K_STR, F(socket), 1, 0, 0, "PATH", "control socket" },
 	{ "socket-group", K_STR, F(socket_group), 0, 0, LIVE, "GROUP",
-	  "group that may use the control socket; empty: root only" },
+	  "group that may use the control socket (status only; flush and reload are root's); empty: profd's own group" },
 	{ "frequency", K_UINT, F(frequency), 1, 10000, LIVE, "HZ", "samples per second per CPU" },
 	{ "flush-interval", K_DUR, F(flush_interval_ns), 100 * MS, 86400 * SEC, LIVE, "DUR",
 	  "write the open window this often" },
