@@ -215,6 +215,19 @@ static void write_reply(struct server *s, struct client *c)
 	drop(s, c);
 }
 
+/* Sends reply (malloc'd, owned from here on); NULL (out of memory) drops the client. */
+static void start_reply(struct server *s, struct client *c, char *reply)
+{
+	c->reply = reply;
+	if (!reply) {
+		drop(s, c);
+		return;
+	}
+	c->rlen = strlen(reply);
+	c->rsent = 0;
+	write_reply(s, c);
+}
+
 static void read_request(struct server *s, struct client *c)
 {
 	char *nl;
@@ -249,15 +262,11 @@ static void read_request(struct server *s, struct client *c)
 	}
 	if (ret || !c->reply) {
 		free(c->reply);
-		c->reply = strdup("error\tinternal error\n");
-		if (!c->reply) {
-			drop(s, c);
-			return;
-		}
+		c->reply = NULL;
+		start_reply(s, c, strdup("error\tinternal error\n"));
+		return;
 	}
-	c->rlen = strlen(c->reply);
-	c->rsent = 0;
-	write_reply(s, c);
+	start_reply(s, c, c->reply);
 }
 
 int server__dispatch(struct server *s, void *tag, uint32_t events)
@@ -310,14 +319,7 @@ void server__answer_deferred(struct server *s, const char *reply)
 		if (c->fd < 0 || !c->deferred)
 			continue;
 		c->deferred = false;
-		c->reply = strdup(reply);
-		if (!c->reply) {
-			drop(s, c);
-			continue;
-		}
-		c->rlen = strlen(c->reply);
-		c->rsent = 0;
-		write_reply(s, c);
+		start_reply(s, c, strdup(reply));
 	}
 }
 
