@@ -134,16 +134,22 @@ install: all
 	install -m 0755 $(BUILD)/profctl $(DESTDIR)$(PREFIX)/bin/profctl
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/profd
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' systemd/profd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service
+	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d
+	install -m 0644 systemd/profd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/profd.conf
+	# The unit's user: created now on this machine, by systemd-sysusers at boot elsewhere.
+	if [ -z "$(DESTDIR)" ] && ! getent passwd profd >/dev/null; then \
+		systemd-sysusers $(PREFIX)/lib/sysusers.d/profd.conf 2>/dev/null || \
+		useradd --system --user-group --home-dir /var/lib/profd --no-create-home --shell /usr/sbin/nologin profd; \
+	fi
 	[ -e $(DESTDIR)/etc/profd/profd.conf ] || install -m 0644 systemd/profd.conf $(DESTDIR)/etc/profd/profd.conf
 	sed 's|@BINDIR@|$(PREFIX)/bin|g' systemd/profd-export.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/profd-export.service
 	[ -e $(DESTDIR)/etc/profd/export.conf ] || install -m 0644 systemd/export.conf $(DESTDIR)/etc/profd/export.conf
-	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d
 	install -m 0644 systemd/profd-export.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/profd-export.conf
 	if [ -d docs/man ]; then install -d $(DESTDIR)$(PREFIX)/share/man/man8 && install -m 0644 docs/man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/profd $(DESTDIR)$(PREFIX)/bin/profctl
-	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service
+	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service $(DESTDIR)$(PREFIX)/lib/sysusers.d/profd.conf
 	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/profd-export.service $(DESTDIR)$(PREFIX)/lib/sysusers.d/profd-export.conf
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/profd.8 $(DESTDIR)$(PREFIX)/share/man/man8/profctl.8
 

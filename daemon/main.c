@@ -32,6 +32,7 @@
 #include "store.h"
 #include "symbolizer.h"
 #include "tables.h"
+#include "textesc.h"
 
 /* drain_max_recent_us: the longest of this many last drains (about 10 s at the default interval). */
 #define RECENT_DRAINS 10
@@ -59,6 +60,11 @@ struct profd {
 	char **argv;
 	struct pidlock *lock;
 	int wd_tfd;
+	/* flush requests: one flush a second at most, the ones in between wait for it */
+	int req_tfd;
+	int64_t req_flush_ms;
+	bool req_flush_waiting;
+	uint64_t flush_requests, flush_requests_coalesced, requests_refused;
 	char restart_pending[256];
 	uint64_t status_samples;
 	int64_t status_ns;
@@ -353,9 +359,21 @@ static int flush(struct profd *d)
 
 #define ADD(fmt, ...) fprintf(f, fmt "\n", __VA_ARGS__)
 
+/* A value with a newline would end its line and forge the next key: escaped (textesc.h). */
+static void status_text(FILE *f, const char *key, const char *value)
+{
+	char v[4096];
+
+	textesc__copy(v, sizeof(v), value);
+	fprintf(f, "%s\t%s\n", key, v);
+}
+
 static void status_setting(const char *key, const char *value, void *arg)
 {
-	fprintf(arg, "config.%s\t%s\n", key, value);
+	char k[96];
+
+	snprintf(k, sizeof(k), "config.%s", key);
+	status_text(arg, k, value);
 }
 
 static int status_reply(struct profd *d, char **out)
@@ -374,7 +392,7 @@ static int status_reply(struct profd *d, char **out)
 	/* Samples dropped whole; the stack losses keep the sample without that stack. */
 	lost = c[PROFD_CNT_COUNTS_FULL] + c[PROFD_CNT_NO_MAP];
 	ADD("pid\t%d", (int)getpid());
-	ADD("config\t%s", d->o.config[0] ? d->o.config : "none");
+	status_text(f, "config", d->o.config[0] ? d->o.config : "none");
 	options_foreach(&d->o, status_setting, f);
 	if (d->restart_pending[0])
 		ADD("config.restart_needed\t%s", d->restart_pending);
@@ -404,6 +422,10 @@ static int status_reply(struct profd *d, char **out)
 	}
 	ADD("windows_written\t%" PRIu64, d->windows_written);
 	ADD("window_write_errors\t%" PRIu64, d->flush_errors);
+	ADD("flush_requests\t%" PRIu64, d->flush_requests);
+	ADD("flush_requests_coalesced\t%" PRIu64, d->flush_requests_coalesced);
+	ADD("socket_requests_refused\t%" PRIu64, d->requests_refused);
+	ADD("socket_busy\t%" PRIu64, server__busy(d->server));
 	ADD("segments\t%" PRIu64, st.segments);
 	ADD("bytes_on_disk\t%" PRIu64, st.bytes_on_disk);
 	ADD("segments_removed\t%" PRIu64, st.segments_removed);
@@ -468,21 +490,70 @@ static int status_reply(struct profd *d, char **out)
 
 static int reload(struct profd *d, char **reply);
 
-static int handle(const char *req, char **reply, void *arg)
+#define REQ_FLUSH_GAP_MS 1000
+
+static int flush_reply(struct profd *d, char **reply)
+{
+	int err = flush(d);
+
+	d->req_flush_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
+	if (err)
+		return asprintf(reply, "error\t%s\n", strerror(-err)) < 0 ? -ENOMEM : 0;
+	return asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n", d->windows_written) < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * A flush asked less than REQ_FLUSH_GAP_MS after the last asked one waits
+ * for the next, which every request in between shares: a flood of requests
+ * writes a window a second, and each caller still gets what was sampled
+ * before it asked.
+ */
+static int flush_request(struct profd *d, char **reply)
+{
+	int64_t now = clock_ns(CLOCK_MONOTONIC) / 1000000, wait = d->req_flush_ms + REQ_FLUSH_GAP_MS - now;
+	struct itimerspec its = { 0 };
+
+	d->flush_requests++;
+	if (d->req_flush_waiting) {
+		d->flush_requests_coalesced++;
+		return SERVER_DEFER;
+	}
+	if (!d->req_flush_ms || wait <= 0 || d->req_tfd < 0)
+		return flush_reply(d, reply);
+	its.it_value.tv_sec = wait / 1000;
+	its.it_value.tv_nsec = wait % 1000 * 1000000;
+	if (timerfd_settime(d->req_tfd, 0, &its, NULL))
+		return flush_reply(d, reply);
+	d->req_flush_waiting = true;
+	d->flush_requests_coalesced++;
+	return SERVER_DEFER;
+}
+
+static void flush_deferred(struct profd *d)
+{
+	char *reply = NULL;
+
+	d->req_flush_waiting = false;
+	if (flush_reply(d, &reply))
+		reply = NULL;
+	server__answer_deferred(d->server, reply ? reply : "error\tout of memory\n");
+	free(reply);
+}
+
+static int handle(const char *req, uid_t uid, char **reply, void *arg)
 {
 	struct profd *d = arg;
 
 	if (!strcmp(req, "status"))
 		return status_reply(d, reply);
-	if (!strcmp(req, "flush")) {
-		int err = flush(d), r;
-
-		if (err)
-			r = asprintf(reply, "error\t%s\n", strerror(-err));
-		else
-			r = asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n", d->windows_written);
-		return r < 0 ? -ENOMEM : 0;
+	/* Only root changes what profd does; the socket's group may look. */
+	if ((!strcmp(req, "flush") || !strcmp(req, "reload")) && uid) {
+		d->requests_refused++;
+		return asprintf(reply, "error\tpermission denied: %s is for root (uid 0); 'status' is open to the "
+			       "socket's group\n", req) < 0 ? -ENOMEM : 0;
 	}
+	if (!strcmp(req, "flush"))
+		return flush_request(d, reply);
 	if (!strcmp(req, "reload"))
 		return reload(d, reply);
 	return asprintf(reply, "error\tunknown request '%.64s' (try status, flush, reload)\n", req) < 0 ? -ENOMEM : 0;
@@ -553,16 +624,22 @@ static int take_lock(struct profd *d)
 	if (err == -EBUSY)
 		log_err("another profd (pid %d) is using %s; stop it first or give this one another --state-dir",
 			(int)holder, d->o.state_dir);
+	else if (err == -ELOOP)
+		log_err("state directory %s is a symbolic link; refusing it: give --state-dir the directory itself",
+			d->o.state_dir);
 	else if (err)
 		log_err("state directory %s is not writable: %s; check its permissions and mount (or pick one with --state-dir)",
 			d->o.state_dir, strerror(-err));
 	return err;
 }
 
-/* The socket is created 0660 root:root; a configured group may use it too. */
+/*
+ * The socket is 0660, profd's user and group (root:root when profd runs as
+ * root; root reaches it either way); a configured group may use it too.
+ */
 static int socket_group(struct profd *d, const char *name)
 {
-	gid_t gid = 0;
+	gid_t gid = getegid();
 
 	if (*name) {
 		struct group *g = getgrnam(name);
@@ -576,7 +653,8 @@ static int socket_group(struct profd *d, const char *name)
 	if (chown(d->o.socket, (uid_t)-1, gid) || chmod(d->o.socket, 0660)) {
 		int err = -errno;
 
-		log_err("cannot give %s to group %s: %s", d->o.socket, *name ? name : "root", strerror(-err));
+		log_err("cannot give %s to group %s: %s%s", d->o.socket, *name ? name : "profd's own", strerror(-err),
+			err == -EPERM && *name ? " (add the group to the unit's SupplementaryGroups=)" : "");
 		return err;
 	}
 	return 0;
@@ -759,6 +837,13 @@ static void bad_file(void *arg, uint32_t pid, const char *path, int err)
 		 err == -EFBIG ? "over the size limits" : err == -ENOEXEC ? "not an ELF file" : "malformed ELF");
 }
 
+/* Per process, so a test can count the reads of its own processes among the host's. */
+static void maps_read(void *arg, uint32_t pid)
+{
+	(void)arg;
+	log_debug("read /proc/%u/maps for symbols", pid);
+}
+
 /*
  * A new program's tables are read at its exec and again once ld.so mapped its libraries, from the
  * symbolizer's captures: its first samples need not wait for a request from the walker.
@@ -810,7 +895,7 @@ static int setup(struct profd *d)
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_file_bytes = d->o.symbol_cache,
 				      .max_pids = d->o.max_pids, .cache_memory = d->o.cache_memory,
-				      .bad_file = bad_file };
+				      .bad_file = bad_file, .maps_read = maps_read };
 	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
 	char err_msg[256] = "";
@@ -888,6 +973,10 @@ static int setup(struct profd *d)
 	if ((err = timer_open(d->epfd, d->o.drain_interval_ns, &d->drain_tfd)) ||
 	    (err = timer_open(d->epfd, d->o.flush_interval_ns, &d->flush_tfd)))
 		return log_err("cannot create timers: %s", strerror(-err)), err;
+	d->req_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	ev.data.ptr = &d->req_tfd;
+	if (d->req_tfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->req_tfd, &ev))
+		return log_err("cannot create timers: %s", strerror(errno)), -errno;
 	ev.data.ptr = &d->events;
 	if (d->events && epoll_ctl(d->epfd, EPOLL_CTL_ADD, events__fd(d->events), &ev))
 		return log_err("cannot watch process events: %s", strerror(errno)), -errno;
@@ -1003,6 +1092,9 @@ static int loop(struct profd *d)
 				/* The captures just made serve the walker's requests for new processes. */
 				if (d->tables)
 					tables__poll(d->tables);
+			} else if (tag == &d->req_tfd) {
+				if (read(d->req_tfd, &ticks, sizeof(ticks)) > 0)
+					flush_deferred(d);
 			} else if (tag == &d->wd_tfd) {
 				if (read(d->wd_tfd, &ticks, sizeof(ticks)) > 0)
 					notify_send("WATCHDOG=1");
@@ -1016,7 +1108,7 @@ static int loop(struct profd *d)
 
 int main(int argc, char **argv)
 {
-	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1,
+	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1, .req_tfd = -1,
 			   .argc = argc, .argv = argv };
 	int err;
 

@@ -32,6 +32,7 @@
 #ifndef PROFD_TABLES_H
 #define PROFD_TABLES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -54,6 +55,8 @@ struct tables_opts {
 struct tables_stats {
 	uint64_t files;           /* files with a table in the kernel */
 	uint64_t files_failed;    /* files without one: no unwind info, unreadable, over budget */
+	uint64_t files_denied;    /* opens of /proc/PID/map_files refused for lack of privilege */
+	bool map_files_denied;    /* profd's own map_files refused at start: no table can be built */
 	uint64_t over_budget;     /* tables that did not fit in the rows array */
 	uint64_t rows_used, rows_cap;
 	uint64_t rows_unused;     /* of rows_used, tables no process maps: kept for reuse, evicted first */

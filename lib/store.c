@@ -699,7 +699,8 @@ static int open_dir(struct store *s)
 
 	if (s->o.writer && mkdir(s->dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	s->dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* A writer never follows a symbolic link in the directory's place to a directory elsewhere. */
+	s->dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (s->o.writer ? O_NOFOLLOW : 0));
 	if (s->dfd < 0)
 		return -errno;
 	if (!s->o.writer)

@@ -155,6 +155,7 @@ struct symbolizer {
 
 	void (*bad_file)(void *arg, uint32_t pid, const char *path, int err);
 	void *bad_file_arg;
+	void (*maps_read)(void *arg, uint32_t pid);
 
 	struct dm_slot {
 		uint64_t file_id, addr;
@@ -238,6 +239,7 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 	if (o) {
 		s->bad_file = o->bad_file;
 		s->bad_file_arg = o->bad_file_arg;
+		s->maps_read = o->maps_read;
 	}
 	s->kallsyms_path = strdup(o && o->kallsyms ? o->kallsyms : "/proc/kallsyms");
 	s->nfbuckets = buckets_for(s->max_files);
@@ -469,6 +471,8 @@ static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 	if (p->over)
 		return;
 	s->st.maps_reads++;
+	if (s->maps_read)
+		s->maps_read(s->bad_file_arg, p->pid);
 	err = procmaps__read_at_max(s->proc_fd, p->pid, s->pid_cap, &m);
 	if (err == -ENOENT || err == -ESRCH)
 		pid_gone(p);

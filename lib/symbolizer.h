@@ -29,6 +29,8 @@ struct symbolizer_opts {
 	 */
 	void (*bad_file)(void *arg, uint32_t pid, const char *path, int err);
 	void *bad_file_arg;
+	/* Called at each read of /proc/PID/maps (NULL: not told); arg is bad_file_arg. */
+	void (*maps_read)(void *arg, uint32_t pid);
 };
 
 enum sym_kind { SYM_USER = 0, SYM_KERNEL = 1, SYM_JIT = 2 };

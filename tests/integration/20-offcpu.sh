@@ -129,9 +129,13 @@ CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 CG=profd-test-$$
 mkdir "$CG2/$CG" || fail "cannot create cgroup $CG2/$CG"
 on_exit "rmdir '$CG2/$CG'"
-"$TP/offcpu_threads" block 4 >/dev/null &
+# The selected process is named at start, and starts blocking once profd
+# runs: a loaded host may take seconds to load the BPF programs.
+mkfifo "$T/go"
+( read -r _ <"$T/go"; exec "$TP/offcpu_threads" block 4 >/dev/null ) &
 SEL=$!
 start_profd --offcpu-pids $SEL --offcpu-cgroups "/$CG"
+echo go >"$T/go"
 (echo $BASHPID >"$CG2/$CG/cgroup.procs" && exec "$TP/offcpu_threads" block 1 >/dev/null) &
 INCG=$!
 "$TP/offcpu_threads" busy 1 >/dev/null 2>&1 &

@@ -45,7 +45,9 @@ mkdir "$T/exp" && chown 65534 "$T/exp"
 NOBODY=(setpriv --reuid=65534 --regid=65534 --groups="$GID" --inh-caps=-all --bounding-set=-all --no-new-privs)
 
 # ---- end to end: the pushed profiles are profctl dump's ----
-start_profd --state-group $G
+# The unit's drop-in for state-group: profd's user joins the group it gives the store to.
+{ cat "$UNIT"; echo "SupplementaryGroups=$G"; } >"$T/group.service"
+UNIT=$T/group.service start_profd --state-group $G
 "$TP/phases" 6 >"$T/phases.out" &
 PID=$!
 wait $PID
