@@ -290,6 +290,8 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		[PROFD_PYCNT_SYMS_FULL] = "python_syms_full",
 		[PROFD_PYCNT_SYM_CLASH] = "python_sym_clashes",
 		[PROFD_PYCNT_TRUNCATED] = "python_truncated",
+		[PROFD_PYCNT_THREAD_CACHED] = "python_thread_cached",
+		[PROFD_PYCNT_CODE_CACHED] = "python_code_cached",
 	};
 	struct pyinterp_stats st;
 
@@ -321,5 +323,6 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	fprintf(f, "python_kernel_map_bytes\t%" PRIu64 "\n",
 		(uint64_t)bpf_map__max_entries(p->skel->maps.py_syms) * (sizeof(struct profd_pysym) + 8 + 16) +
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_procs) * (sizeof(struct profd_pyproc) + 4 + 16) +
-			(uint64_t)bpf_map__max_entries(p->skel->maps.py_threads) * (24 + 4 + 16));
+			(uint64_t)bpf_map__max_entries(p->skel->maps.py_threads) * (24 + 4 + 16) +
+			(uint64_t)bpf_map__max_entries(p->skel->maps.py_codes) * (32 + 16 + 16));
 }
