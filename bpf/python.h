@@ -18,6 +18,10 @@
 
 __u64 pycounters[PROFD_PYCNT_MAX] = {};
 
+/* With PROFD_COST_PID: the time that process's on-CPU samples spent reading Python frames. */
+const volatile __u32 py_cost_tgid = 0;
+__u64 py_cost_ns = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
@@ -33,31 +37,27 @@ struct {
 	__type(value, struct profd_pysym);
 } py_syms SEC(".maps");
 
+/* New names put in py_syms: how long ago a code cache entry last found its id there. */
+__u64 py_syms_adds = 0;
+
 /*
- * A code object named before, by process and address, with the addresses
- * of its name and file strings and its first line. None of these proves
- * the object is the same (a freed code object and its strings get their
- * addresses reused at once), so a hit still reads the two strings, each
- * in one read, and compares their text with the py_syms entry it named;
- * what it saves is the separate header reads, the hash and the insert.
+ * A code object named before on this CPU, by process and address, with
+ * the addresses of its name and file strings, its first line and what it
+ * was named. None of these addresses proves the object is the same (a
+ * freed code object and its strings get their addresses reused at once),
+ * so a hit still reads the two strings, each in one read, and compares
+ * their text with the name kept here; what it saves is the header reads,
+ * the hash and the py_syms lookup. The id is looked up in py_syms again
+ * after PY_SYMS_RECHECK new names: an LRU entry that went is named again.
  */
-struct py_code_key {
-	__u32 pid;
-	__u32 pad;
-	__u64 code;
-};
-
 struct py_code {
-	__u64 name, file, id;
-	__u32 firstlineno, pad;
+	__u64 code, name, file, id, checked;
+	__u32 pid, firstlineno;
+	struct profd_pysym sym;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct py_code_key);
-	__type(value, struct py_code);
-} py_codes SEC(".maps");
+#define PY_CODE_SLOTS 64 /* a per-CPU array value stays under 32 KB */
+#define PY_SYMS_RECHECK 1024
 
 /* The thread state found last for a thread, checked at each use. */
 struct py_thread {
@@ -99,11 +99,10 @@ struct py_scratch {
 	__u64 last_code, last_id, last_file;
 	__u32 file_flags;
 	__u32 pid;
-	__u32 cached; /* frames of this walk named from py_codes */
+	__u32 cached; /* frames of this walk named from codes[] */
 	__u32 pad3;
 	__u64 fbuf_str; /* the file string whose header and text fbuf holds, read in this walk */
-	struct py_code_key key;
-	struct py_code code;
+	struct py_code codes[PY_CODE_SLOTS];
 	struct py_thread thr;  /* the py_threads value written */
 	struct profd_pysym sym;
 	__u8 obj[512];
@@ -246,7 +245,7 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 {
 	const struct profd_pyoffs *o = &pp->o;
 	struct profd_pysym *s = &sc->sym, *old;
-	struct py_code *c;
+	struct py_code *c = &sc->codes[(code * 0x9e3779b97f4a7c15ULL) >> 58 & (PY_CODE_SLOTS - 1)];
 	__u32 flags = 0, first;
 	__u64 id, file, name;
 	int n, m;
@@ -263,26 +262,26 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	file = py_word(sc->obj, o->co_filename);
 	name = py_word(sc->obj, o->co_name);
 	first = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
-	sc->key.pid = sc->pid;
-	sc->key.pad = 0;
-	sc->key.code = code;
-	c = bpf_map_lookup_elem(&py_codes, &sc->key);
-	if (c && c->name == name && c->file == file && c->firstlineno == first) {
+	if (c->code == code && c->pid == sc->pid && c->name == name && c->file == file && c->firstlineno == first) {
 		id = c->id;
-		old = bpf_map_lookup_elem(&py_syms, &id);
+		if (py_syms_adds - c->checked > PY_SYMS_RECHECK) {
+			if (!bpf_map_lookup_elem(&py_syms, &id))
+				goto read;
+			c->checked = py_syms_adds;
+		}
 		/* The frames of one file share its string: read once a walk. */
-		if (old && file != sc->fbuf_str) {
+		if (file != sc->fbuf_str) {
 			sc->fbuf_str = 0;
 			if (!py_str_read(sc->fbuf, file))
 				sc->fbuf_str = file;
 		}
-		if (old && old->firstlineno == first && file == sc->fbuf_str &&
-		    py_str_is(o, sc->fbuf, old->file, old->file_len) && !py_str_read(sc->nbuf, name) &&
-		    py_str_is(o, sc->nbuf, old->name, old->name_len)) {
+		if (file == sc->fbuf_str && py_str_is(o, sc->fbuf, c->sym.file, c->sym.file_len) &&
+		    !py_str_read(sc->nbuf, name) && py_str_is(o, sc->nbuf, c->sym.name, c->sym.name_len)) {
 			sc->cached++;
 			return id;
 		}
 	}
+read:
 	/* The file part of sym is the last frame's when the string is the same (see last_file). */
 	if (!file || file != sc->last_file) {
 		sc->last_file = 0;
@@ -315,8 +314,10 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	old = bpf_map_lookup_elem(&py_syms, &id);
 	if (!old) {
 		err = bpf_map_update_elem(&py_syms, &id, s, BPF_NOEXIST);
-		if (err == 0)
+		if (err == 0) {
+			__sync_fetch_and_add(&py_syms_adds, 1);
 			goto named;
+		}
 		if (err != -17 /* EEXIST */) {
 			pycount(PROFD_PYCNT_SYMS_FULL);
 			return 0;
@@ -328,12 +329,14 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	pycount(PROFD_PYCNT_SYM_CLASH);
 	return 0;
 named:
-	sc->code.name = name;
-	sc->code.file = file;
-	sc->code.id = id;
-	sc->code.firstlineno = first;
-	sc->code.pad = 0;
-	bpf_map_update_elem(&py_codes, &sc->key, &sc->code, BPF_ANY);
+	c->code = code;
+	c->pid = sc->pid;
+	c->name = name;
+	c->file = file;
+	c->id = id;
+	c->firstlineno = first;
+	c->checked = py_syms_adds;
+	__builtin_memcpy(&c->sym, s, sizeof(*s));
 	return id;
 }
 
@@ -515,8 +518,12 @@ static long py_append_step(__u64 i, void *arg)
 static __always_inline long py_user_stack(void *ctx, __u64 *ips, __u32 slot)
 {
 	struct py_ctx w = {};
+	__u64 t0 = slot == 0 && py_cost_tgid && bpf_get_current_pid_tgid() >> 32 == py_cost_tgid ? bpf_ktime_get_ns() : 0;
 	__u32 np = py_frames(&w, slot);
 	long r;
+
+	if (t0)
+		__sync_fetch_and_add(&py_cost_ns, bpf_ktime_get_ns() - t0);
 
 	if (!np || !w.sc)
 		return user_stack(ctx, ips, PROFD_MAX_DEPTH * sizeof(__u64));

@@ -66,7 +66,7 @@ void pyprocs__configure(struct profd_bpf *skel)
 	errno = 0;
 	pid = strtoul(v, &end, 10);
 	if (!errno && !*end && pid > 0 && pid <= UINT32_MAX)
-		skel->rodata->cost_tgid = (uint32_t)pid;
+		skel->rodata->cost_tgid = skel->rodata->py_cost_tgid = (uint32_t)pid;
 }
 
 int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out)
@@ -309,6 +309,7 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		fprintf(f, "sample_cost_pid\t%u\n", p->skel->rodata->cost_tgid);
 		fprintf(f, "sample_cost_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_ns);
 		fprintf(f, "sample_cost_samples\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_samples);
+		fprintf(f, "sample_cost_python_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->py_cost_ns);
 	}
 	{
 		/* The daemon's own memory for Python: its tables and the names they hold. */
@@ -324,5 +325,5 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		(uint64_t)bpf_map__max_entries(p->skel->maps.py_syms) * (sizeof(struct profd_pysym) + 8 + 16) +
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_procs) * (sizeof(struct profd_pyproc) + 4 + 16) +
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_threads) * (24 + 4 + 16) +
-			(uint64_t)bpf_map__max_entries(p->skel->maps.py_codes) * (32 + 16 + 16));
+			(uint64_t)bpf_map__value_size(p->skel->maps.py_scratch) * 2 * libbpf_num_possible_cpus());
 }
