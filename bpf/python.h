@@ -101,6 +101,7 @@ struct py_scratch {
 	__u32 pid;
 	__u32 cached; /* frames of this walk named from codes[] */
 	__u32 pad3;
+	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
 	__u64 fbuf_str; /* the file string whose header and text fbuf holds, read in this walk */
 	struct py_code codes[PY_CODE_SLOTS];
 	struct py_thread thr;  /* the py_threads value written */
@@ -481,12 +482,14 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	w->sc = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!w->sc)
 		return 0;
+	/* In the scratch, not on the stack: the on-CPU program's stack is near its limit. */
+	w->sc->t0 = slot == 0 && py_cost_tgid && pid == py_cost_tgid ? bpf_ktime_get_ns() : 0;
 	pycount(PROFD_PYCNT_WALKS);
 	ts = py_tstate(w, task, pid, (__u32)pid_tgid);
 	if (!ts || py_read(&w->cur, ts + w->pp->o.ts_frame))
-		return 0;
+		goto none;
 	if ((w->pp->o.flags & PROFD_PY_F_CFRAME) && (!w->cur || py_read(&w->cur, w->cur + w->pp->o.cf_current_frame)))
-		return 0;
+		goto none;
 	w->sc->n = 0;
 	w->sc->last_code = w->sc->last_file = w->sc->fbuf_str = 0;
 	w->sc->pid = pid;
@@ -495,7 +498,13 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	/* Counted once a walk: an atomic add per frame is a shared cache line per frame. */
 	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_FRAMES], w->sc->n);
 	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_CODE_CACHED], w->sc->cached);
+	if (w->sc->t0)
+		__sync_fetch_and_add(&py_cost_ns, bpf_ktime_get_ns() - w->sc->t0);
 	return w->sc->n;
+none:
+	if (w->sc->t0)
+		__sync_fetch_and_add(&py_cost_ns, bpf_ktime_get_ns() - w->sc->t0);
+	return 0;
 }
 
 /* Under bpf_loop: as a plain loop the verifier walked it once per frame count. */
@@ -518,12 +527,8 @@ static long py_append_step(__u64 i, void *arg)
 static __always_inline long py_user_stack(void *ctx, __u64 *ips, __u32 slot)
 {
 	struct py_ctx w = {};
-	__u64 t0 = slot == 0 && py_cost_tgid && bpf_get_current_pid_tgid() >> 32 == py_cost_tgid ? bpf_ktime_get_ns() : 0;
 	__u32 np = py_frames(&w, slot);
 	long r;
-
-	if (t0)
-		__sync_fetch_and_add(&py_cost_ns, bpf_ktime_get_ns() - t0);
 
 	if (!np || !w.sc)
 		return user_stack(ctx, ips, PROFD_MAX_DEPTH * sizeof(__u64));
