@@ -18,6 +18,10 @@
 
 __u64 pycounters[PROFD_PYCNT_MAX] = {};
 
+/* With PROFD_COST_PID: the time that process's on-CPU samples spent reading Python frames. */
+const volatile __u32 py_cost_tgid = 0;
+__u64 py_cost_ns = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
@@ -32,6 +36,28 @@ struct {
 	__type(key, __u64);
 	__type(value, struct profd_pysym);
 } py_syms SEC(".maps");
+
+/* New names put in py_syms: how long ago a code cache entry last found its id there. */
+__u64 py_syms_adds = 0;
+
+/*
+ * A code object named before on this CPU, by process and address, with
+ * the addresses of its name and file strings, its first line and what it
+ * was named. None of these addresses proves the object is the same (a
+ * freed code object and its strings get their addresses reused at once),
+ * so a hit still reads the two strings, each in one read, and compares
+ * their text with the name kept here; what it saves is the header reads,
+ * the hash and the py_syms lookup. The id is looked up in py_syms again
+ * after PY_SYMS_RECHECK new names: an LRU entry that went is named again.
+ */
+struct py_code {
+	__u64 code, name, file, id, checked;
+	__u32 pid, firstlineno;
+	struct profd_pysym sym;
+};
+
+#define PY_CODE_SLOTS 64 /* a per-CPU array value stays under 32 KB */
+#define PY_SYMS_RECHECK 1024
 
 /* The thread state found last for a thread, checked at each use. */
 struct py_thread {
@@ -72,11 +98,17 @@ struct py_scratch {
 	 */
 	__u64 last_code, last_id, last_file;
 	__u32 file_flags;
-	__u32 pad2;
+	__u32 pid;
+	__u32 cached; /* frames of this walk named from codes[] */
+	__u32 pad3;
+	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
+	__u64 fbuf_str; /* the file string whose header and text fbuf holds, read in this walk */
+	struct py_code codes[PY_CODE_SLOTS];
 	struct py_thread thr;  /* the py_threads value written */
 	struct profd_pysym sym;
 	__u8 obj[512];
 	__u8 str[128];
+	__u8 nbuf[256], fbuf[256]; /* a name's and a file's header and text, from one read */
 };
 
 /* One per program kind (on-CPU, off-CPU): a perf NMI may interrupt the sched_switch program. */
@@ -104,6 +136,38 @@ static __always_inline int py_read(__u64 *dst, __u64 addr)
 		return -1;
 	}
 	return 0;
+}
+
+#define PY_STR_READ (PY_STR_HDR + 128) /* a header and up to 128 bytes of compact ASCII text */
+
+/* Reads a str object's header and the start of its text into buf (256 bytes); 0 or -1. */
+static __always_inline int py_str_read(__u8 *buf, __u64 str)
+{
+	return !str || bpf_probe_read_user(buf, PY_STR_READ, (void *)str) ? -1 : 0;
+}
+
+/*
+ * 1 when buf, a py_str_read of a str object, holds exactly the len bytes
+ * at want (compact ASCII, at most 128 bytes): the object's text is the
+ * one named before, whatever its address held then.
+ */
+static __always_inline int py_str_is(const struct profd_pyoffs *o, const __u8 *buf, const char *want, __u32 want_len)
+{
+	__u32 state = *(const __u32 *)(buf + (o->str_state & 63)), d = o->str_ascii_data & 63;
+	__u64 len = *(const __u64 *)(buf + (o->str_length & 63)), a, b, m;
+
+	if ((state & 0x60) != 0x60 || len != want_len || len > 128)
+		return 0; /* compact and ASCII (bits 5, 6) */
+	for (__u32 i = 0; i < 16; i++) {
+		if (i * 8 >= len)
+			break;
+		a = *(const __u64 *)(buf + d + i * 8);
+		b = *(const __u64 *)(want + i * 8);
+		m = len - i * 8 < 8 ? (1ULL << ((len - i * 8) * 8)) - 1 : ~0ULL;
+		if ((a ^ b) & m)
+			return 0;
+	}
+	return 1;
 }
 
 /*
@@ -182,8 +246,9 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 {
 	const struct profd_pyoffs *o = &pp->o;
 	struct profd_pysym *s = &sc->sym, *old;
-	__u32 flags = 0;
-	__u64 id, file;
+	struct py_code *c = &sc->codes[(code * 0x9e3779b97f4a7c15ULL) >> 58 & (PY_CODE_SLOTS - 1)];
+	__u32 flags = 0, first;
+	__u64 id, file, name;
 	int n, m;
 	long err;
 
@@ -196,6 +261,28 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	if (py_word(sc->obj, 8) != pp->code_type)
 		return -1;
 	file = py_word(sc->obj, o->co_filename);
+	name = py_word(sc->obj, o->co_name);
+	first = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
+	if (c->code == code && c->pid == sc->pid && c->name == name && c->file == file && c->firstlineno == first) {
+		id = c->id;
+		if (py_syms_adds - c->checked > PY_SYMS_RECHECK) {
+			if (!bpf_map_lookup_elem(&py_syms, &id))
+				goto read;
+			c->checked = py_syms_adds;
+		}
+		/* The frames of one file share its string: read once a walk. */
+		if (file != sc->fbuf_str) {
+			sc->fbuf_str = 0;
+			if (!py_str_read(sc->fbuf, file))
+				sc->fbuf_str = file;
+		}
+		if (file == sc->fbuf_str && py_str_is(o, sc->fbuf, c->sym.file, c->sym.file_len) &&
+		    !py_str_read(sc->nbuf, name) && py_str_is(o, sc->nbuf, c->sym.name, c->sym.name_len)) {
+			sc->cached++;
+			return id;
+		}
+	}
+read:
 	/* The file part of sym is the last frame's when the string is the same (see last_file). */
 	if (!file || file != sc->last_file) {
 		sc->last_file = 0;
@@ -212,10 +299,10 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	}
 	flags = 0;
 	__builtin_memset(s->name, 0, sizeof(s->name));
-	s->firstlineno = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
+	s->firstlineno = first;
 	s->pad = 0;
-	n = py_str(o, sc->str, py_word(sc->obj, o->co_name), s->name, PROFD_PY_NAME_MAX, 0, &flags,
-		   PROFD_PYSYM_F_NAME_CUT, PROFD_PYSYM_F_NAME_RAW);
+	n = py_str(o, sc->str, name, s->name, PROFD_PY_NAME_MAX, 0, &flags, PROFD_PYSYM_F_NAME_CUT,
+		   PROFD_PYSYM_F_NAME_RAW);
 	if (n < 0) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return 0;
@@ -228,8 +315,10 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	old = bpf_map_lookup_elem(&py_syms, &id);
 	if (!old) {
 		err = bpf_map_update_elem(&py_syms, &id, s, BPF_NOEXIST);
-		if (err == 0)
-			return id;
+		if (err == 0) {
+			__sync_fetch_and_add(&py_syms_adds, 1);
+			goto named;
+		}
 		if (err != -17 /* EEXIST */) {
 			pycount(PROFD_PYCNT_SYMS_FULL);
 			return 0;
@@ -237,9 +326,19 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		old = bpf_map_lookup_elem(&py_syms, &id);
 	}
 	if (old && py_sym_same(old, s))
-		return id;
+		goto named;
 	pycount(PROFD_PYCNT_SYM_CLASH);
 	return 0;
+named:
+	c->code = code;
+	c->pid = sc->pid;
+	c->name = name;
+	c->file = file;
+	c->id = id;
+	c->firstlineno = first;
+	c->checked = py_syms_adds;
+	__builtin_memcpy(&c->sym, s, sizeof(*s));
+	return id;
 }
 
 /*
@@ -316,7 +415,6 @@ static long py_step(__u64 index, void *arg)
 	}
 	sc->frames[sc->n & 63] = PROFD_PY_FRAME | f | (__u64)id;
 	sc->n++;
-	pycount(PROFD_PYCNT_FRAMES);
 	return 0;
 }
 
@@ -348,8 +446,10 @@ static __always_inline __u64 py_tstate(struct py_ctx *w, struct task_struct *tas
 	w->fsbase = BPF_CORE_READ(task, thread.fsbase);
 	c = bpf_map_lookup_elem(&py_threads, &tid);
 	if (c && c->pid == pid && c->fsbase == w->fsbase &&
-	    !bpf_probe_read_user(&id, sizeof(id), (void *)(c->tstate + pp->o.ts_thread_id)) && id == w->fsbase)
+	    !bpf_probe_read_user(&id, sizeof(id), (void *)(c->tstate + pp->o.ts_thread_id)) && id == w->fsbase) {
+		pycount(PROFD_PYCNT_THREAD_CACHED);
 		return c->tstate;
+	}
 	if (py_read(&id, pp->runtime + pp->o.rt_interp_head) || !id || py_read(&w->cur, id + pp->o.is_tstate_head))
 		return 0;
 	sc->found = 0;
@@ -382,16 +482,29 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	w->sc = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!w->sc)
 		return 0;
+	/* In the scratch, not on the stack: the on-CPU program's stack is near its limit. */
+	w->sc->t0 = slot == 0 && py_cost_tgid && pid == py_cost_tgid ? bpf_ktime_get_ns() : 0;
 	pycount(PROFD_PYCNT_WALKS);
 	ts = py_tstate(w, task, pid, (__u32)pid_tgid);
 	if (!ts || py_read(&w->cur, ts + w->pp->o.ts_frame))
-		return 0;
+		goto none;
 	if ((w->pp->o.flags & PROFD_PY_F_CFRAME) && (!w->cur || py_read(&w->cur, w->cur + w->pp->o.cf_current_frame)))
-		return 0;
+		goto none;
 	w->sc->n = 0;
-	w->sc->last_code = w->sc->last_file = 0;
+	w->sc->last_code = w->sc->last_file = w->sc->fbuf_str = 0;
+	w->sc->pid = pid;
+	w->sc->cached = 0;
 	bpf_loop(PROFD_PY_MAX_DEPTH + 16, py_step, w, 0);
+	/* Counted once a walk: an atomic add per frame is a shared cache line per frame. */
+	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_FRAMES], w->sc->n);
+	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_CODE_CACHED], w->sc->cached);
+	if (w->sc->t0)
+		__sync_fetch_and_add(&py_cost_ns, bpf_ktime_get_ns() - w->sc->t0);
 	return w->sc->n;
+none:
+	if (w->sc->t0)
+		__sync_fetch_and_add(&py_cost_ns, bpf_ktime_get_ns() - w->sc->t0);
+	return 0;
 }
 
 /* Under bpf_loop: as a plain loop the verifier walked it once per frame count. */

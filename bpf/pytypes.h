@@ -91,6 +91,8 @@ enum profd_pycounter {
 	PROFD_PYCNT_SYMS_FULL,  /* py_syms full: a frame left unnamed */
 	PROFD_PYCNT_SYM_CLASH,  /* two names hashed alike: a frame left unnamed rather than misnamed */
 	PROFD_PYCNT_TRUNCATED,  /* deeper than PROFD_PY_MAX_DEPTH */
+	PROFD_PYCNT_THREAD_CACHED, /* walks whose thread state came from py_threads, not a search */
+	PROFD_PYCNT_CODE_CACHED,   /* frames named from the per-CPU code cache: no hash, no py_syms insert */
 	PROFD_PYCNT_MAX,
 };
 

@@ -66,7 +66,7 @@ void pyprocs__configure(struct profd_bpf *skel)
 	errno = 0;
 	pid = strtoul(v, &end, 10);
 	if (!errno && !*end && pid > 0 && pid <= UINT32_MAX)
-		skel->rodata->cost_tgid = (uint32_t)pid;
+		skel->rodata->cost_tgid = skel->rodata->py_cost_tgid = (uint32_t)pid;
 }
 
 int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out)
@@ -290,6 +290,8 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		[PROFD_PYCNT_SYMS_FULL] = "python_syms_full",
 		[PROFD_PYCNT_SYM_CLASH] = "python_sym_clashes",
 		[PROFD_PYCNT_TRUNCATED] = "python_truncated",
+		[PROFD_PYCNT_THREAD_CACHED] = "python_thread_cached",
+		[PROFD_PYCNT_CODE_CACHED] = "python_code_cached",
 	};
 	struct pyinterp_stats st;
 
@@ -307,6 +309,7 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		fprintf(f, "sample_cost_pid\t%u\n", p->skel->rodata->cost_tgid);
 		fprintf(f, "sample_cost_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_ns);
 		fprintf(f, "sample_cost_samples\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_samples);
+		fprintf(f, "sample_cost_python_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->py_cost_ns);
 	}
 	{
 		/* The daemon's own memory for Python: its tables and the names they hold. */
@@ -321,5 +324,6 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	fprintf(f, "python_kernel_map_bytes\t%" PRIu64 "\n",
 		(uint64_t)bpf_map__max_entries(p->skel->maps.py_syms) * (sizeof(struct profd_pysym) + 8 + 16) +
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_procs) * (sizeof(struct profd_pyproc) + 4 + 16) +
-			(uint64_t)bpf_map__max_entries(p->skel->maps.py_threads) * (24 + 4 + 16));
+			(uint64_t)bpf_map__max_entries(p->skel->maps.py_threads) * (24 + 4 + 16) +
+			(uint64_t)bpf_map__value_size(p->skel->maps.py_scratch) * 2 * libbpf_num_possible_cpus());
 }
