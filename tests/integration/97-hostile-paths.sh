@@ -31,12 +31,11 @@ chmod 755 "$P" "$P"/*
 # An array, not a function: a function in the background is a subshell, and $! its pid.
 ASUSER=(setpriv --reuid nobody --regid nogroup --clear-groups)
 sv() { awk -v k="$1" '$1 == k { print $2 }' "$T/status"; }
-cat >"$T/profd-unit-caps" <<EOF
-#!/bin/sh
-exec setpriv --bounding-set -all,+bpf,+perfmon,+sys_ptrace,+dac_read_search,+syslog,+sys_resource "$PROFD" "\$@"
-EOF
-chmod 755 "$T/profd-unit-caps"
-PROFD=$T/profd-unit-caps start_profd
+# The unit without CAP_CHECKPOINT_RESTORE: map_files is closed, so files are
+# opened by their path inside the process's root, the path a decoy can bind over.
+grep -q '^CapabilityBoundingSet=.*CAP_CHECKPOINT_RESTORE' "$UNIT" || { fail "the unit grants no CAP_CHECKPOINT_RESTORE to take away"; done_test; }
+sed '/^CapabilityBoundingSet=/s/ *CAP_CHECKPOINT_RESTORE//' "$UNIT" >"$T/no-map-files.service"
+UNIT=$T/no-map-files.service start_profd
 
 "${ASUSER[@]}" "$P/decoy" "$P/libhot.so" "$P/fake.so" hot_spin 5 >"$T/d1.out" 2>&1 & d1=$!
 "${ASUSER[@]}" "$P/decoy" "$P/libhot.so" "$P/notelf" hot_spin 5 >"$T/d2.out" 2>&1 & d2=$!
