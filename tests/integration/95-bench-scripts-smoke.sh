@@ -56,7 +56,7 @@ if ls /root/.pyenv/versions/3.12.*/bin/python3.12 >/dev/null 2>&1; then
 	bench "python_cost 2 s, 3.12" "$T/pycost.log" env BENCH_OUT="$T/pycost" bash "$ROOT/tests/bench/python_cost.sh" 2 1 5 3.12
 	grep -E '^\|' "$T/pycost.log" | sed 's/^/    /'
 	check "python_cost: Python and native times per sample" \
-		awk -F'|' 'NF == 8 && $2 ~ /3[.]12/ && $5 + 0 > 0 && $6 + 0 > 0 { f = 1 } END { exit !f }' "$T/pycost.log"
+		awk -F'|' 'NF == 9 && $2 ~ /3[.]12/ && $5 + 0 > 0 && $7 + 0 > 0 { f = 1 } END { exit !f }' "$T/pycost.log"
 else
 	echo "note: no pyenv CPython 3.12: python_cost not run"
 fi
