@@ -96,7 +96,7 @@ deps-test:
 	@./scripts/deps.sh --test
 tests-build: $(UNIT_BIN) $(TP_BIN)
 
-# ---- symbolizer tests (issue 3): a library only dlopen()ed; a stripped binary and its build-id debug file ----
+# ---- symbolizer tests: a library only dlopen()ed; a stripped binary and its build-id debug file ----
 $(BUILD)/testprogs/libsym_plugin.so: tests/testprogs/lib/sym_plugin.c
 	@mkdir -p $(@D)
 	$(TP_CC) $(TP_FLAGS) -shared -fPIC -o $@ $<

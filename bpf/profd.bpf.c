@@ -5,7 +5,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "profd.h"
-#include "unwind.h" /* DWARF user-stack walker (issue 7) */
+#include "unwind.h" /* DWARF user-stack walker */
 #include "python.h" /* CPython frames */
 
 #define PF_KTHREAD 0x00200000
@@ -224,7 +224,7 @@ int on_cpu(struct bpf_perf_event_data *ctx)
 	return r;
 }
 
-/* --- off-CPU (issue 6): blocked and run-queue time from sched_switch --- */
+/* --- off-CPU: blocked and run-queue time from sched_switch --- */
 
 #define TASK_RUNNING 0
 #define TASK_DEAD 0x80

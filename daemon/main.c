@@ -55,7 +55,7 @@ struct profd {
 	int64_t last_write_warn_ns;
 	uint32_t *frames_buf;
 	int stop;
-	/* service (issue 8): reload re-reads argv and the config file */
+	/* service: reload re-reads argv and the config file */
 	int argc;
 	char **argv;
 	struct pidlock *lock;
@@ -68,9 +68,9 @@ struct profd {
 	char restart_pending[256];
 	uint64_t status_samples;
 	int64_t status_ns;
-	/* process events (issue 3): NULL when the kernel refused them */
+	/* process events: NULL when the kernel refused them */
 	struct events *events;
-	/* DWARF unwinding (issue 7): NULL with --unwind fp */
+	/* DWARF unwinding: NULL with --unwind fp */
 	struct tables *tables;
 	/* CPython frames: NULL when the walker's maps could not be set up */
 	struct pyprocs *py;
@@ -602,7 +602,7 @@ static int mkdir_parent(const char *path)
 	return err;
 }
 
-/* ---- service (issue 8): lock, socket group, watchdog, STATUS=, hotplug, reload ---- */
+/* ---- service: lock, socket group, watchdog, STATUS=, hotplug, reload ---- */
 
 static struct store_opts store_opts(const struct profd_opts *o)
 {
@@ -930,7 +930,7 @@ static int setup(struct profd *d)
 	}
 	/* Loading and verifying the programs can outlast TimeoutStartSec on a busy host. */
 	notify_send("EXTEND_TIMEOUT_USEC=60000000");
-	/* DWARF unwinding (issue 7) */
+	/* DWARF unwinding */
 	so.unwind = (struct tables_opts){ .enabled = d->o.unwind != UNWIND_FP, .max_bytes = d->o.unwind_memory,
 					  .max_pids = d->o.max_pids, .snapshot_pid = tables_check_pid() };
 	err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
@@ -980,7 +980,7 @@ static int setup(struct profd *d)
 	ev.data.ptr = &d->events;
 	if (d->events && epoll_ctl(d->epfd, EPOLL_CTL_ADD, events__fd(d->events), &ev))
 		return log_err("cannot watch process events: %s", strerror(errno)), -errno;
-	/* DWARF unwinding (issue 7): the walker's load requests arrive on a ring buffer. */
+	/* DWARF unwinding: the walker's load requests arrive on a ring buffer. */
 	if (so.unwind.enabled) {
 		so.unwind.exit_events = d->events != NULL;
 		err = tables__new(sampler__skel(d->sampler), &so.unwind, &d->tables);

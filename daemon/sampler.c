@@ -531,7 +531,7 @@ uint64_t sampler__map_bytes(const struct sampler *s)
 	       2ULL * s->o.stacks_entries * (sizeof(struct profd_stack) + 8 + 16);
 }
 
-/* ---- live frequency and CPU hotplug (issue 8) ---- */
+/* ---- live frequency and CPU hotplug ---- */
 
 int sampler__set_frequency(struct sampler *s, unsigned hz)
 {

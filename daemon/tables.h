@@ -23,7 +23,7 @@
  * (registers, 16 KB of stack, its kernel stack and labels) over a ring
  * buffer instead of counting it, and the daemon unwind and count it in the
  * window itself: perf's cost class, 2 MB/s per CPU at 99 Hz and tens of
- * microseconds of unwinding per sample, which issue 7 set out to avoid. And
+ * microseconds of unwinding per sample, which the in-kernel walker exists to avoid. And
  * it would help little: a file without .eh_frame/.debug_frame has nothing
  * for libunwind either; what remains is the first milliseconds of a new
  * process, files displaced under a tight --unwind-memory (raise it), and
