@@ -56,7 +56,7 @@ read -r bpc bpc_lo bpc_hi _ < <(awk '{ print $3 }' "$W/rounds" | stats)
 win=$(awk '{ s += $4 } END { print s }' "$W/rounds")
 
 {
-	echo "Machine: $(machine_line). Shared with other builds and tests while measuring."
+	echo "Machine: $(machine_line)."
 	echo
 	echo "profd with its defaults (99 Hz, 10 s windows) on benchwork x $NCPU (every CPU busy);"
 	echo "\`profctl export --follow\` to the test receiver on the same host. $ROUNDS rounds of ${SECS} s"
