@@ -19,7 +19,6 @@
 #include <bpf/libbpf.h>
 
 #include "log.h"
-#include "lunwind.h"
 #include "procmaps.h"
 #include "rowalloc.h"
 #include "safeopen.h"
@@ -197,9 +196,6 @@ struct tables {
 	bool rescan;             /* some were lost: look for set refresh flags at the next gc */
 	int64_t exec_delay_ns;   /* exec events come this late (they wait for ld.so); 0: at once */
 	struct bpf_link *exit_link; /* the walker's exit hook: umaps entries go with their process */
-	/* Test mode (PROFD_UNWIND_CHECK): libunwind re-unwinds every snapshot. */
-	struct lunwind *lu;
-	FILE *check;
 	struct tables_stats st;
 };
 
@@ -1164,63 +1160,6 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-/*
- * One line per snapshot: "<kernel frames> <libunwind frames> <agreeing> <pid>
- * dwarf|fp | kernel pcs | libunwind pcs | sample time (CLOCK_MONOTONIC ns)";
- * fp: some table the walk needed was not loaded yet (the process is new, a
- * file is being built, ld.so just mapped a library), so frame pointers
- * stood in. Frames agree when both walks have the same pc at the same
- * depth; the test sums agreeing over max(kernel, libunwind).
- */
-static void check_snapshot(const struct profd_uevent *ev, void *arg)
-{
-	struct tables *t = arg;
-	uint64_t ips[PROFD_MAX_DEPTH];
-	struct procmaps *pm = NULL;
-	size_t n = 0, nk = ev->nframes > PROFD_MAX_DEPTH ? PROFD_MAX_DEPTH : ev->nframes, agree = 0;
-	int err;
-
-	err = procmaps__read("/proc", ev->pid, &pm);
-	if (!err)
-		err = lunwind__unwind(t->lu, ev->pid, pm, (const uint64_t *)ev->regs, ev->stack,
-				      ev->stack_len > PROFD_SNAP_STACK ? PROFD_SNAP_STACK : ev->stack_len,
-				      ips, PROFD_MAX_DEPTH, &n);
-	procmaps__free(pm);
-	if (err) {
-		log_debug("libunwind check of pid %u: %s", ev->pid, strerror(-err));
-		return;
-	}
-	for (size_t i = 0; i < nk && i < n; i++)
-		agree += ev->frames[i] == ips[i];
-	fprintf(t->check, "%zu %zu %zu %u %s |", nk, n, agree, ev->pid,
-		ev->flags & PROFD_SNAP_F_TABLES ? "dwarf" : "fp");
-	for (size_t i = 0; i < nk; i++)
-		fprintf(t->check, " %" PRIx64, (uint64_t)ev->frames[i]);
-	fprintf(t->check, " |");
-	for (size_t i = 0; i < n; i++)
-		fprintf(t->check, " %" PRIx64, ips[i]);
-	fprintf(t->check, " | %" PRIu64 "\n", (uint64_t)ev->time_ns);
-	fflush(t->check);
-}
-
-static int check_open(struct tables *t)
-{
-	const char *e = getenv("PROFD_UNWIND_CHECK"), *path = e ? strchr(e, ' ') : NULL;
-	int err;
-
-	if (!path || !path[1])
-		return -EINVAL;
-	t->check = fopen(path + 1, "we");
-	if (!t->check)
-		return -errno;
-	err = lunwind__new(&t->lu);
-	if (err)
-		return err;
-	tables__on_snapshot(t, check_snapshot, t);
-	log_info("unwind check: snapshots of pid %u, libunwind results to %s", t->o.snapshot_pid, path + 1);
-	return 0;
-}
-
 int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tables **out)
 {
 	struct tables *t = calloc(1, sizeof(*t));
@@ -1275,11 +1214,6 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		err = -errno;
 		goto fail;
 	}
-	if (o->snapshot_pid) {
-		err = check_open(t);
-		if (err)
-			goto fail;
-	}
 	err = map_files_probe(t->proc_fd);
 	if (err == -EPERM || err == -EACCES) {
 		t->st.map_files_denied = true;
@@ -1313,9 +1247,6 @@ void tables__free(struct tables *t)
 		close(t->epfd);
 	if (t->tfd >= 0)
 		close(t->tfd);
-	lunwind__free(t->lu);
-	if (t->check)
-		fclose(t->check);
 	while (t->npids)
 		pid_forget(t, &t->pids[t->npids - 1]);
 	if (t->rows)
@@ -1554,12 +1485,4 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_turn_max_ms\t%.1f\n", st.turn_ns_max / 1e6);
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], st.bpf[i]);
-}
-
-uint32_t tables_check_pid(void)
-{
-	const char *e = getenv("PROFD_UNWIND_CHECK");
-	unsigned pid;
-
-	return e && sscanf(e, "%u", &pid) == 1 ? pid : 0;
 }
