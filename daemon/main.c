@@ -35,6 +35,7 @@
 #include "tables.h"
 #include "textesc.h"
 #include "usnap.h"
+#include "window.h"
 
 /* drain_max_recent_us: the longest of this many last drains (about 10 s at the default interval). */
 #define RECENT_DRAINS 10
@@ -55,7 +56,7 @@ struct profd {
 	uint64_t drain_ns_recent[RECENT_DRAINS]; /* the last drains' times: what a load of the moment costs */
 	uint64_t unsymbolized_stacks;
 	int64_t last_write_warn_ns;
-	uint32_t *frames_buf;
+	uint32_t *frames_buf;    /* Python stacks: their user frames */
 	int stop;
 	/* service: reload re-reads argv and the config file */
 	int argc;
@@ -77,30 +78,10 @@ struct profd {
 	int snap_fd;             /* --unwind-snapshots: the walker's snapshots go here; -1: off */
 	/* CPython frames: NULL when the walker's maps could not be set up */
 	struct pyprocs *py;
-	/* own cost: frames interned in this drain, and what was freed since the last trim */
-	struct fcache_slot *fcache;
-	uint32_t fcache_gen;
-	uint64_t fcache_hits, fcache_misses;
+	/* names and interns the drained stacks into the window, with a frame cache */
+	struct window *win;
+	/* own cost: what was freed since the last trim */
 	uint64_t trimmed_evictions, trims;
-};
-
-/*
- * Frames already resolved and interned into the window in this drain, by
- * (pid, address, leaf or not): a drain meets the same frames again and again
- * (every stack of a thread shares its outer frames), and resolving and
- * interning each occurrence was the largest part of profd's own CPU time.
- * Valid for one drain only: a process may exec between two. Direct-mapped;
- * a slot whose gen is not the current one is empty.
- */
-#define FCACHE_SLOTS 16384
-#define FCACHE_KERNEL_PID UINT32_MAX
-
-struct fcache_slot {
-	uint64_t ip;
-	uint32_t pid;    /* FCACHE_KERNEL_PID: a kernel frame */
-	uint32_t gen;
-	uint32_t id;     /* frame id in the window */
-	uint32_t is_ret;
 };
 
 static const char *const counter_names[PROFD_CNT_MAX] = {
@@ -126,66 +107,14 @@ static int64_t clock_ns(clockid_t id)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int add_frame(struct profd *d, const struct sym *y, uint32_t *id)
+static int sym_user(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out)
 {
-	struct pf_frame f = { .offset = y->offset };
-	int err;
-
-	f.kind = y->kind == SYM_KERNEL ? PF_FRAME_KERNEL : y->kind == SYM_JIT ? PF_FRAME_JIT : PF_FRAME_USER;
-	err = profile__intern_str(d->window, y->name, &f.name);
-	if (!err)
-		err = profile__intern_str(d->window, y->module, &f.module);
-	if (!err)
-		err = profile__frame_add(d->window, &f, id);
-	return err;
+	return symbolizer__user(arg, pid, ip, is_ret, out);
 }
 
-/*
- * A sched_switch stack starts in the tracing glue that ran our program
- * (bpf_prog_*, bpf_trace_run*, __traceiter_*), not where the thread waited:
- * returns how many leaf frames to leave out. Which glue frames appear
- * depends on the kernel, so they are matched by name.
- */
-static uint32_t offcpu_glue_frames(struct profd *d, const struct sampler_entry *e)
+static int sym_kernel(void *arg, uint64_t ip, struct sym *out)
 {
-	struct sym y;
-	uint32_t i;
-
-	for (i = 0; i < e->nkstack; i++)
-		if (symbolizer__kernel(d->sym, e->kstack[i], &y) || !y.name ||
-		    (strncmp(y.name, "bpf_", 4) && strncmp(y.name, "__bpf_", 6) &&
-		     strncmp(y.name, "__traceiter_", 12)))
-			break;
-	return i;
-}
-
-static struct fcache_slot *fcache_slot(struct profd *d, uint32_t pid, uint64_t ip, uint32_t is_ret)
-{
-	uint64_t h = (ip ^ ((uint64_t)pid << 32 | is_ret)) * 0x9e3779b97f4a7c15ULL;
-
-	return &d->fcache[(h >> 40) & (FCACHE_SLOTS - 1)];
-}
-
-/* One frame of the stack into the window: from the cache, or resolved and interned. */
-static int frame_id(struct profd *d, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
-{
-	struct fcache_slot *c = fcache_slot(d, pid, ip, is_ret);
-	struct sym y;
-	int err;
-
-	if (c->gen == d->fcache_gen && c->ip == ip && c->pid == pid && c->is_ret == is_ret) {
-		d->fcache_hits++;
-		*id = c->id;
-		return 0;
-	}
-	d->fcache_misses++;
-	err = pid == FCACHE_KERNEL_PID ? symbolizer__kernel(d->sym, ip, &y) :
-					 symbolizer__user(d->sym, pid, ip, is_ret, &y);
-	if (!err)
-		err = add_frame(d, &y, id);
-	if (!err)
-		*c = (struct fcache_slot){ .ip = ip, .pid = pid, .gen = d->fcache_gen, .id = *id, .is_ret = is_ret };
-	return err;
+	return symbolizer__kernel(arg, ip, out);
 }
 
 struct native_ctx {
@@ -197,24 +126,20 @@ static int native_frame(void *arg, uint64_t ip, uint32_t is_ret, uint32_t *id)
 {
 	struct native_ctx *c = arg;
 
-	return frame_id(c->d, c->pid, ip, is_ret, id);
-}
-
-/* Forgets every cached frame: a new drain, or a new window (frame ids restart). */
-static void fcache_clear(struct profd *d)
-{
-	if (++d->fcache_gen == 0) {
-		memset(d->fcache, 0, FCACHE_SLOTS * sizeof(*d->fcache));
-		d->fcache_gen = 1;
-	}
+	return window__frame(c->d->win, c->pid, ip, (int)is_ret, id);
 }
 
 static int on_entry(const struct sampler_entry *e, void *arg)
 {
 	struct profd *d = arg;
 	const struct profd_key *k = e->key;
-	struct pf_sample s = { .pid = k->pid, .tid = k->tid, .value = e->value };
-	uint32_t n = 0, kskip = k->kind == PROFD_KIND_CPU ? 0 : offcpu_glue_frames(d, e);
+	struct window_sample s = {
+		.pid = k->pid, .tid = k->tid, .value = e->value,
+		.comm = k->comm, .comm_len = strnlen(k->comm, sizeof(k->comm)),
+		.thread = k->thread, .thread_len = strnlen(k->thread, sizeof(k->thread)),
+		.ustack = e->ustack, .nustack = e->nustack,
+		.kstack = e->kstack, .nkstack = e->nkstack,
+	};
 	int err;
 
 	/* A process first seen now may be gone at the next drain: capture all it maps while it runs. */
@@ -225,46 +150,27 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	}
 	if (d->py && e->nustack)
 		pyprocs__seen(d->py, d->sym, k->pid);
-	/* Root first: outermost user frame ... user leaf, then kernel entry ... kernel leaf. */
 	if (d->py && pystack__has_python(e->ustack, e->nustack)) {
 		struct native_ctx nc = { d, k->pid };
 
 		err = pyprocs__stack(d->py, d->window, k->pid, e->ustack, e->nustack, native_frame, &nc,
-				     d->frames_buf, &n);
+				     d->frames_buf, &s.nuser_ids);
 		if (err)
 			return err;
-	} else for (uint32_t i = e->nustack; i-- > 0;) {
-		err = frame_id(d, k->pid, e->ustack[i], i > 0, &d->frames_buf[n++]);
-		if (err)
-			return err;
-	}
-	for (uint32_t i = e->nkstack; i-- > kskip;) {
-		err = frame_id(d, FCACHE_KERNEL_PID, e->kstack[i], 0, &d->frames_buf[n++]);
-		if (err)
-			return err;
+		s.user_ids = d->frames_buf;
 	}
 	if ((k->ustack && !e->nustack) || (k->kstack && !e->nkstack))
 		d->unsymbolized_stacks++;
-
-	err = profile__stack_add(d->window, d->frames_buf, n, &s.stack);
-	if (!err)
-		err = profile__intern(d->window, k->comm, strnlen(k->comm, sizeof(k->comm)), &s.comm);
-	if (!err)
-		err = profile__intern(d->window, k->thread, strnlen(k->thread, sizeof(k->thread)), &s.thread);
-	if (!err)
-		err = profile__intern_str(d->window, cgroups__path(d->cg, k->cgroup_id, clock_ns(CLOCK_MONOTONIC)),
-					  &s.cgroup);
-	if (err)
-		return err;
+	s.cgroup = cgroups__path(d->cg, k->cgroup_id, clock_ns(CLOCK_MONOTONIC));
 	switch (k->kind) {
 	case PROFD_KIND_OFFCPU: s.kind = PF_KIND_OFFCPU; break;
 	case PROFD_KIND_RUNQ: s.kind = PF_KIND_RUNQ; break;
-	default:
-		s.kind = PF_KIND_CPU;
-		d->samples_total += e->value;
-		break;
+	default: s.kind = PF_KIND_CPU; break;
 	}
-	return profile__add(d->window, &s);
+	err = window__add(d->win, &s);
+	if (!err && s.kind == PF_KIND_CPU)
+		d->samples_total += e->value;
+	return err;
 }
 
 /*
@@ -293,7 +199,7 @@ static void drain(struct profd *d)
 	/* Exits noted before the flip are forgotten after the next drain: samples taken in do_exit may come after it. */
 	if (d->events)
 		events__drain_begin(d->events);
-	fcache_clear(d);
+	window__clear(d->win);
 	err = sampler__drain(d->sampler, on_entry, d);
 	if (d->events)
 		events__drain_end(d->events);
@@ -316,7 +222,7 @@ static int window_begin(struct profd *d)
 	int err;
 
 	profile__reset(d->window);
-	fcache_clear(d);
+	window__clear(d->win);
 	m = profile__meta(d->window);
 	m->start_ns = clock_ns(CLOCK_REALTIME);
 	m->frequency = d->o.frequency;
@@ -465,7 +371,7 @@ static int status_reply(struct profd *d, char **out)
 	pyprocs__print_status(d->py, f);
 	{
 		struct rusage ru;
-
+		struct window_stats ws;
 		struct mallinfo2 mi = mallinfo2();
 		long pages = 0;
 		FILE *sm = fopen("/proc/self/statm", "re");
@@ -476,9 +382,10 @@ static int status_reply(struct profd *d, char **out)
 			fclose(sm);
 		}
 		/* Memory by part: the window, the frame cache, the heap as malloc sees it (used and kept free). */
+		window__stats(d->win, &ws);
 		ADD("window_bytes\t%zu", profile__mem_bytes(d->window));
-		ADD("frame_cache_hits\t%" PRIu64, d->fcache_hits);
-		ADD("frame_cache_misses\t%" PRIu64, d->fcache_misses);
+		ADD("frame_cache_hits\t%" PRIu64, ws.frame_hits);
+		ADD("frame_cache_misses\t%" PRIu64, ws.frame_misses);
 		ADD("heap_used_bytes\t%zu", mi.uordblks + mi.hblkhd);
 		ADD("heap_free_bytes\t%zu", mi.fordblks);
 		ADD("heap_trims\t%" PRIu64, d->trims);
@@ -918,10 +825,8 @@ static int setup(struct profd *d)
 	int err;
 
 	uname(&d->uts);
-	d->frames_buf = calloc(2 * PROFD_MAX_DEPTH, sizeof(*d->frames_buf));
-	d->fcache = calloc(FCACHE_SLOTS, sizeof(*d->fcache));
-	d->fcache_gen = 1;
-	if (!d->frames_buf || !d->fcache || profile__new(&d->window))
+	d->frames_buf = calloc(PROFD_MAX_DEPTH, sizeof(*d->frames_buf));
+	if (!d->frames_buf || profile__new(&d->window))
 		return log_err("out of memory"), -ENOMEM;
 
 	mkdir_parent(d->o.state_dir);
@@ -934,7 +839,8 @@ static int setup(struct profd *d)
 			d->o.state_dir, strerror(-err));
 		return err;
 	}
-	if (symbolizer__new(&yo, &d->sym) || cgroups__new(NULL, &d->cg))
+	if (symbolizer__new(&yo, &d->sym) || cgroups__new(NULL, &d->cg) ||
+	    window__new(d->window, &(struct window_syms){ sym_user, sym_kernel, d->sym }, &d->win))
 		return log_err("out of memory"), -ENOMEM;
 
 	/* tp_btf programs and CO-RE relocations cannot load without the kernel's BTF. */
@@ -1058,7 +964,7 @@ static void teardown(struct profd *d)
 	cgroups__free(d->cg);
 	profile__free(d->window);
 	free(d->frames_buf);
-	free(d->fcache);
+	window__free(d->win);
 	if (d->epfd > 0)
 		close(d->epfd);
 	pidlock__free(d->lock);
