@@ -532,15 +532,16 @@ static int take_lock(struct profd *d)
 	int err = pidlock__take(d->o.state_dir, &d->lock, &holder);
 
 	if (err == -EBUSY)
-		log_err("another profd (pid %d) is using %s; stop it first or give this one another --state-dir",
-			(int)holder, d->o.state_dir);
-	else if (err == -ELOOP)
-		log_err("state directory %s is a symbolic link; refusing it: give --state-dir the directory itself",
-			d->o.state_dir);
-	else if (err)
-		log_err("state directory %s is not writable: %s; check its permissions and mount (or pick one with --state-dir)",
-			d->o.state_dir, strerror(-err));
-	return err;
+		return log_err(err, "another profd (pid %d) is using %s; stop it first or give "
+			       "this one another --state-dir", (int)holder, d->o.state_dir);
+	if (err == -ELOOP)
+		return log_err(err, "state directory %s is a symbolic link; refusing it: give "
+			       "--state-dir the directory itself", d->o.state_dir);
+	if (err)
+		return log_err(err, "state directory %s is not writable: %s; check its permissions "
+			       "and mount (or pick one with --state-dir)", d->o.state_dir,
+			       strerror(-err));
+	return 0;
 }
 
 /*
@@ -554,19 +555,15 @@ static int socket_group(struct profd *d, const char *name)
 	if (*name) {
 		struct group *g = getgrnam(name);
 
-		if (!g) {
-			log_err("socket-group: no group named '%s'", name);
-			return -ENOENT;
-		}
+		if (!g)
+			return log_err(-ENOENT, "socket-group: no group named '%s'", name);
 		gid = g->gr_gid;
 	}
-	if (chown(d->o.socket, (uid_t)-1, gid) || chmod(d->o.socket, 0660)) {
-		int err = -errno;
-
-		log_err("cannot give %s to group %s: %s%s", d->o.socket, *name ? name : "profd's own", strerror(-err),
-			err == -EPERM && *name ? " (add the group to the unit's SupplementaryGroups=)" : "");
-		return err;
-	}
+	if (chown(d->o.socket, (uid_t)-1, gid) || chmod(d->o.socket, 0660))
+		return log_err(-errno, "cannot give %s to group %s: %s%s", d->o.socket,
+			       *name ? name : "profd's own", strerror(errno),
+			       errno == EPERM && *name ?
+			       " (add the group to the unit's SupplementaryGroups=)" : "");
 	return 0;
 }
 
@@ -671,7 +668,7 @@ static int reload(struct profd *d, char **reply)
 	options_defaults(&n);
 	ret = options_load(&n, d->argc, d->argv, err, sizeof(err));
 	if (ret) {
-		log_err("reload refused, keeping the running configuration: %s", err);
+		log_err(-EINVAL, "reload refused, keeping the running configuration: %s", err);
 		return asprintf(reply, "error\t%s\n", err) < 0 ? -ENOMEM : 0;
 	}
 	options_diff(&d->o, &n, reload_change, &rl);
@@ -682,8 +679,9 @@ static int reload(struct profd *d, char **reply)
 			log_warn("reload: the window before the frequency change could not be written");
 		ret = sampler__set_frequency(d->sampler, n.frequency);
 		if (ret) {
-			log_err("reload: cannot sample at %u Hz (%s); staying at %u Hz (see kernel.perf_event_max_sample_rate)",
-				n.frequency, strerror(-ret), old.frequency);
+			log_err(ret, "reload: cannot sample at %u Hz (%s); staying at %u Hz (see "
+				"kernel.perf_event_max_sample_rate)", n.frequency, strerror(-ret),
+				old.frequency);
 		} else {
 			d->o.frequency = n.frequency;
 			profile__meta(d->window)->frequency = n.frequency;
@@ -708,8 +706,8 @@ static int reload(struct profd *d, char **reply)
 		d->store = NULL;
 		ret = store__open(&to, &st);
 		if (ret) {
-			log_err("reload: cannot re-open %s with the new retention (%s); keeping the old one",
-				d->o.state_dir, strerror(-ret));
+			log_err(ret, "reload: cannot re-open %s with the new retention (%s); "
+				"keeping the old one", d->o.state_dir, strerror(-ret));
 			d->o.retention_ns = old.retention_ns;
 			d->o.max_disk = old.max_disk;
 			d->o.zstd_level = old.zstd_level;
@@ -718,7 +716,8 @@ static int reload(struct profd *d, char **reply)
 			ret = store__open(&to, &st);
 		}
 		if (ret) {
-			log_err("cannot re-open %s: %s; stopping", d->o.state_dir, strerror(-ret));
+			log_err(ret, "cannot re-open %s: %s; stopping", d->o.state_dir,
+				strerror(-ret));
 			d->stop = 1;
 			return asprintf(reply, "error\tstate directory lost: %s\n", strerror(-ret)) < 0 ? -ENOMEM : 0;
 		}
@@ -827,28 +826,25 @@ static int setup(struct profd *d)
 	uname(&d->uts);
 	d->frames_buf = calloc(PROFD_MAX_DEPTH, sizeof(*d->frames_buf));
 	if (!d->frames_buf || profile__new(&d->window))
-		return log_err("out of memory"), -ENOMEM;
+		return log_err(-ENOMEM, "out of memory");
 
 	mkdir_parent(d->o.state_dir);
 	err = take_lock(d);
 	if (err)
 		return err;
 	err = store__open(&to, &d->store);
-	if (err) {
-		log_err("cannot open state directory %s: %s; check that it is writable by profd (or pick one with --state-dir)",
-			d->o.state_dir, strerror(-err));
-		return err;
-	}
+	if (err)
+		return log_err(err, "cannot open state directory %s: %s; check that it is "
+			       "writable by profd (or pick one with --state-dir)", d->o.state_dir,
+			       strerror(-err));
 	if (symbolizer__new(&yo, &d->sym) || cgroups__new(NULL, &d->cg) ||
 	    window__new(d->window, &(struct window_syms){ sym_user, sym_kernel, d->sym }, &d->win))
-		return log_err("out of memory"), -ENOMEM;
+		return log_err(-ENOMEM, "out of memory");
 
 	/* tp_btf programs and CO-RE relocations cannot load without the kernel's BTF. */
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		log_err("no kernel BTF at /sys/kernel/btf/vmlinux (%s): profd needs a kernel built with "
-			"CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
-		return -ENOENT;
-	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return log_err(-ENOENT, "no kernel BTF at /sys/kernel/btf/vmlinux (%s): profd "
+			       "needs a kernel built with CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
 	/* Loading and verifying the programs can outlast TimeoutStartSec on a busy host. */
 	notify_send("EXTEND_TIMEOUT_USEC=60000000");
 	/* DWARF unwinding */
@@ -867,10 +863,8 @@ static int setup(struct profd *d)
 		if (!err)
 			log_warn("DWARF unwinding unavailable (%s); walking user stacks by frame pointers", why);
 	}
-	if (err) {
-		log_err("%s", err_msg);
-		return err;
-	}
+	if (err)
+		return log_err(err, "%s", err_msg);
 	if (sampler__offcpu(d->sampler) < 0)
 		log_warn("off-CPU profiling unavailable (%s): the kernel needs tp_btf and task storage; "
 			 "on-CPU profiles only", strerror(-sampler__offcpu(d->sampler)));
@@ -892,33 +886,35 @@ static int setup(struct profd *d)
 	d->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	ev.data.ptr = &d->sigfd;
 	if (d->epfd < 0 || d->sigfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sigfd, &ev))
-		return log_err("cannot set up the event loop: %s", strerror(errno)), -errno;
+		return log_err(-errno, "cannot set up the event loop: %s", strerror(errno));
 	if ((err = timer_open(d->epfd, d->o.drain_interval_ns, &d->drain_tfd)) ||
 	    (err = timer_open(d->epfd, d->o.flush_interval_ns, &d->flush_tfd)))
-		return log_err("cannot create timers: %s", strerror(-err)), err;
+		return log_err(err, "cannot create timers: %s", strerror(-err));
 	d->req_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	ev.data.ptr = &d->req_tfd;
 	if (d->req_tfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->req_tfd, &ev))
-		return log_err("cannot create timers: %s", strerror(errno)), -errno;
+		return log_err(-errno, "cannot create timers: %s", strerror(errno));
 	ev.data.ptr = &d->events;
 	if (d->events && epoll_ctl(d->epfd, EPOLL_CTL_ADD, events__fd(d->events), &ev))
-		return log_err("cannot watch process events: %s", strerror(errno)), -errno;
+		return log_err(-errno, "cannot watch process events: %s", strerror(errno));
 	/* DWARF unwinding: the walker's load requests arrive on a ring buffer. */
 	if (so.unwind.enabled) {
 		so.unwind.exit_events = d->events != NULL;
 		err = tables__new(sampler__skel(d->sampler), &so.unwind, &d->tables);
 		ev.data.ptr = d->tables;
 		if (err || epoll_ctl(d->epfd, EPOLL_CTL_ADD, tables__fd(d->tables), &ev))
-			return log_err("cannot set up DWARF unwind tables: %s", strerror(err ? -err : errno)),
-			       err ? err : -errno;
+			return log_err(err ? err : -errno, "cannot set up DWARF unwind tables: %s",
+				       strerror(err ? -err : errno));
 		if (d->events) {
 			tables__on_reread(d->tables, reread_to_events, d->events);
 			tables__exec_delay(d->tables, events__exec_delay_ns(d->events));
 		}
 		if (snap_pid) {
-			d->snap_fd = open(snap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+			d->snap_fd = open(snap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND |
+					  O_CLOEXEC, 0644);
 			if (d->snap_fd < 0)
-				return log_err("cannot create %s: %s", snap_path, strerror(errno)), -errno;
+				return log_err(-errno, "cannot create %s: %s", snap_path,
+					       strerror(errno));
 			tables__on_snapshot(d->tables, snapshot_write, d);
 			log_info("snapshots of pid %u go to %s", snap_pid, snap_path);
 		}
@@ -934,17 +930,16 @@ static int setup(struct profd *d)
 
 	mkdir_parent(d->o.socket);
 	if (socket_in_use(d->o.socket))
-		return log_err("another process is listening on %s; stop it or pick another path with --socket",
-			       d->o.socket), -EADDRINUSE;
+		return log_err(-EADDRINUSE, "another process is listening on %s; stop it or pick "
+			       "another path with --socket", d->o.socket);
 	err = server__open(d->o.socket, d->epfd, handle, d, &d->server);
-	if (err) {
-		log_err("cannot listen on %s: %s; pick another path with --socket", d->o.socket, strerror(-err));
-		return err;
-	}
+	if (err)
+		return log_err(err, "cannot listen on %s: %s; pick another path with --socket",
+			       d->o.socket, strerror(-err));
 	if ((err = socket_group(d, d->o.socket_group)))
 		return err;
 	if ((err = watchdog_open(d)))
-		return log_err("cannot create the watchdog timer: %s", strerror(-err)), err;
+		return log_err(err, "cannot create the watchdog timer: %s", strerror(-err));
 	return 0;
 }
 
