@@ -844,7 +844,8 @@ static int setup(struct profd *d)
 	/* tp_btf programs and CO-RE relocations cannot load without the kernel's BTF. */
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
 		return log_err(-ENOENT, "no kernel BTF at /sys/kernel/btf/vmlinux (%s): profd "
-			       "needs a kernel built with CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
+			       "needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+			       strerror(errno));
 	/* Loading and verifying the programs can outlast TimeoutStartSec on a busy host. */
 	notify_send("EXTEND_TIMEOUT_USEC=60000000");
 	/* DWARF unwinding */
