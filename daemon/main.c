@@ -21,10 +21,10 @@
 
 #include "cgroups.h"
 #include "events.h"
-#include "lock.h"
 #include "log.h"
 #include "notify.h"
 #include "options.h"
+#include "pidlock.h"
 #include "profile.h"
 #include "pyprocs.h"
 #include "pystack.h"
