@@ -37,7 +37,10 @@
 #include "usnap.h"
 #include "window.h"
 
-/* drain_max_recent_us: the longest of this many last drains (about 10 s at the default interval). */
+/*
+ * drain_max_recent_us: the longest of this many last drains (about 10 s at
+ * the default interval).
+ */
 #define RECENT_DRAINS 10
 
 struct profd {
@@ -53,7 +56,8 @@ struct profd {
 	struct utsname uts;
 	uint64_t last_counters[PROFD_CNT_MAX];
 	uint64_t samples_total, windows_written, flush_errors, drains, drain_ns_total, drain_ns_max;
-	uint64_t drain_ns_recent[RECENT_DRAINS]; /* the last drains' times: what a load of the moment costs */
+	/* the last drains' times: what a load of the moment costs */
+	uint64_t drain_ns_recent[RECENT_DRAINS];
 	uint64_t unsymbolized_stacks;
 	int64_t last_write_warn_ns;
 	uint32_t *frames_buf;    /* Python stacks: their user frames */
@@ -142,7 +146,10 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	};
 	int err;
 
-	/* A process first seen now may be gone at the next drain: capture all it maps while it runs. */
+	/*
+	 * A process first seen now may be gone at the next drain: capture all it
+	 * maps while it runs.
+	 */
 	if (d->events) {
 		events__poll(d->events);
 		if (e->nustack)
@@ -153,8 +160,8 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	if (d->py && pystack__has_python(e->ustack, e->nustack)) {
 		struct native_ctx nc = { d, k->pid };
 
-		err = pyprocs__stack(d->py, d->window, k->pid, e->ustack, e->nustack, native_frame, &nc,
-				     d->frames_buf, &s.nuser_ids);
+		err = pyprocs__stack(d->py, d->window, k->pid, e->ustack, e->nustack, native_frame,
+				     &nc, d->frames_buf, &s.nuser_ids);
 		if (err)
 			return err;
 		s.user_ids = d->frames_buf;
@@ -196,7 +203,10 @@ static void drain(struct profd *d)
 	int64_t t0 = clock_ns(CLOCK_MONOTONIC), dt;
 	int err;
 
-	/* Exits noted before the flip are forgotten after the next drain: samples taken in do_exit may come after it. */
+	/*
+	 * Exits noted before the flip are forgotten after the next drain: samples
+	 * taken in do_exit may come after it.
+	 */
 	if (d->events)
 		events__drain_begin(d->events);
 	window__clear(d->win);
@@ -243,8 +253,9 @@ static int flush(struct profd *d)
 	drain(d);
 	sampler__counters(d->sampler, c);
 	for (int i = 0; i < PROFD_CNT_MAX; i++) {
-		if (c[i] != d->last_counters[i] && (err = profile__counter_add(d->window, counter_names[i],
-							c[i] - d->last_counters[i])))
+		if (c[i] != d->last_counters[i] &&
+		    (err = profile__counter_add(d->window, counter_names[i],
+						c[i] - d->last_counters[i])))
 			break;
 	}
 	memcpy(d->last_counters, c, sizeof(c));
@@ -254,8 +265,8 @@ static int flush(struct profd *d)
 		if (err) {
 			d->flush_errors++;
 			log_ratelimited(&d->last_write_warn_ns, 60000000000LL, LOG_LVL_WARN,
-					"cannot write a window to %s: %s; sampling goes on, the window is dropped",
-					d->o.state_dir, strerror(-err));
+					"cannot write a window to %s: %s; sampling goes on, the "
+					"window is dropped", d->o.state_dir, strerror(-err));
 		} else {
 			d->windows_written++;
 		}
@@ -340,7 +351,8 @@ static int status_reply(struct profd *d, char **out)
 	ADD("segments_removed\t%" PRIu64, st.segments_removed);
 	ADD("segments_rolled_up\t%" PRIu64, st.rollups);
 	ADD("windows_rolled_up\t%" PRIu64, st.windows_rolled);
-	ADD("offcpu\t%s", sampler__offcpu(d->sampler) > 0 ? "on" : sampler__offcpu(d->sampler) ? "unavailable" : "off");
+	ADD("offcpu\t%s", sampler__offcpu(d->sampler) > 0 ? "on" :
+			  sampler__offcpu(d->sampler) ? "unavailable" : "off");
 	ADD("kernel_map_bytes\t%" PRIu64, sampler__map_bytes(d->sampler));
 	tables__print_status(d->tables, f);
 	ADD("symbol_files_cached\t%" PRIu64, ss.files_cached);
@@ -381,7 +393,10 @@ static int status_reply(struct profd *d, char **out)
 				pages = 0;
 			fclose(sm);
 		}
-		/* Memory by part: the window, the frame cache, the heap as malloc sees it (used and kept free). */
+		/*
+		 * Memory by part: the window, the frame cache, the heap as malloc
+		 * sees it (used and kept free).
+		 */
 		window__stats(d->win, &ws);
 		ADD("window_bytes\t%zu", profile__mem_bytes(d->window));
 		ADD("frame_cache_hits\t%" PRIu64, ws.frame_hits);
@@ -409,7 +424,8 @@ static int flush_reply(struct profd *d, char **reply)
 	d->req_flush_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
 	if (err)
 		return asprintf(reply, "error\t%s\n", strerror(-err)) < 0 ? -ENOMEM : 0;
-	return asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n", d->windows_written) < 0 ? -ENOMEM : 0;
+	return asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n",
+			d->windows_written) < 0 ? -ENOMEM : 0;
 }
 
 /*
@@ -420,7 +436,8 @@ static int flush_reply(struct profd *d, char **reply)
  */
 static int flush_request(struct profd *d, char **reply)
 {
-	int64_t now = clock_ns(CLOCK_MONOTONIC) / 1000000, wait = d->req_flush_ms + REQ_FLUSH_GAP_MS - now;
+	int64_t now = clock_ns(CLOCK_MONOTONIC) / 1000000;
+	int64_t wait = d->req_flush_ms + REQ_FLUSH_GAP_MS - now;
 	struct itimerspec its = { 0 };
 
 	d->flush_requests++;
@@ -459,14 +476,15 @@ static int handle(const char *req, uid_t uid, char **reply, void *arg)
 	/* Only root changes what profd does; the socket's group may look. */
 	if ((!strcmp(req, "flush") || !strcmp(req, "reload")) && uid) {
 		d->requests_refused++;
-		return asprintf(reply, "error\tpermission denied: %s is for root (uid 0); 'status' is open to the "
-			       "socket's group\n", req) < 0 ? -ENOMEM : 0;
+		return asprintf(reply, "error\tpermission denied: %s is for root (uid 0); 'status' "
+			       "is open to the socket's group\n", req) < 0 ? -ENOMEM : 0;
 	}
 	if (!strcmp(req, "flush"))
 		return flush_request(d, reply);
 	if (!strcmp(req, "reload"))
 		return reload(d, reply);
-	return asprintf(reply, "error\tunknown request '%.64s' (try status, flush, reload)\n", req) < 0 ? -ENOMEM : 0;
+	return asprintf(reply, "error\tunknown request '%.64s' (try status, flush, reload)\n",
+			req) < 0 ? -ENOMEM : 0;
 }
 
 static int timer_open(int epfd, int64_t interval_ns, int *out)
@@ -601,7 +619,8 @@ static int watchdog_open(struct profd *d)
 
 	if (!wd)
 		return 0;
-	log_debug("systemd watchdog: %" PRId64 " ms; pinging every %" PRId64 " ms", wd / 1000000, wd / 2000000);
+	log_debug("systemd watchdog: %" PRId64 " ms; pinging every %" PRId64 " ms", wd / 1000000,
+		  wd / 2000000);
 	notify_send("WATCHDOG=1");
 	return timer_open(d->epfd, wd / 2, &d->wd_tfd);
 }
@@ -614,10 +633,12 @@ static void notify_status(struct profd *d)
 
 	store__stats(d->store, &st);
 	if (d->status_ns && now > d->status_ns)
-		rate = (double)(d->samples_total - d->status_samples) * 1e9 / (double)(now - d->status_ns);
+		rate = (double)(d->samples_total - d->status_samples) * 1e9 /
+		       (double)(now - d->status_ns);
 	d->status_ns = now;
 	d->status_samples = d->samples_total;
-	notify_sendf("STATUS=sampling %u CPUs at %u Hz (%s), %.0f samples/s; %" PRIu64 " windows, %.1f MiB on disk",
+	notify_sendf("STATUS=sampling %u CPUs at %u Hz (%s), %.0f samples/s; %" PRIu64 " windows, "
+		     "%.1f MiB on disk",
 		     sampler__ncpus(d->sampler), d->o.frequency, sampler__event(d->sampler), rate,
 		     d->windows_written, (double)st.bytes_on_disk / (1 << 20));
 }
@@ -628,10 +649,11 @@ static void refresh_cpus(struct profd *d)
 	int n = sampler__refresh_cpus(d->sampler);
 
 	if (n > 0)
-		log_info("%d CPU(s) came back online: sampling %u CPUs again", n, sampler__ncpus(d->sampler));
+		log_info("%d CPU(s) came back online: sampling %u CPUs again", n,
+			 sampler__ncpus(d->sampler));
 	else if (n < 0)
-		log_ratelimited(&last_warn, 600000000000LL, LOG_LVL_WARN, "cannot check for CPU hotplug: %s",
-				strerror(-n));
+		log_ratelimited(&last_warn, 600000000000LL, LOG_LVL_WARN,
+				"cannot check for CPU hotplug: %s", strerror(-n));
 }
 
 struct reload_log {
@@ -676,7 +698,8 @@ static int reload(struct profd *d, char **reply)
 	snprintf(d->o.config, sizeof(d->o.config), "%s", n.config);
 	if (n.frequency != old.frequency) {
 		if (flush(d))
-			log_warn("reload: the window before the frequency change could not be written");
+			log_warn("reload: the window before the frequency change could not be "
+				 "written");
 		ret = sampler__set_frequency(d->sampler, n.frequency);
 		if (ret) {
 			log_err(ret, "reload: cannot sample at %u Hz (%s); staying at %u Hz (see "
@@ -687,16 +710,18 @@ static int reload(struct profd *d, char **reply)
 			profile__meta(d->window)->frequency = n.frequency;
 		}
 	}
-	if (n.flush_interval_ns != old.flush_interval_ns && !timer_set(d->flush_tfd, n.flush_interval_ns))
+	if (n.flush_interval_ns != old.flush_interval_ns &&
+	    !timer_set(d->flush_tfd, n.flush_interval_ns))
 		d->o.flush_interval_ns = n.flush_interval_ns;
-	if (n.drain_interval_ns != old.drain_interval_ns && !timer_set(d->drain_tfd, n.drain_interval_ns))
+	if (n.drain_interval_ns != old.drain_interval_ns &&
+	    !timer_set(d->drain_tfd, n.drain_interval_ns))
 		d->o.drain_interval_ns = n.drain_interval_ns;
-	if (n.retention_ns != old.retention_ns || n.max_disk != old.max_disk || n.zstd_level != old.zstd_level ||
-	    n.rollup != old.rollup) {
+	if (n.retention_ns != old.retention_ns || n.max_disk != old.max_disk ||
+	    n.zstd_level != old.zstd_level || n.rollup != old.rollup) {
 		struct store_opts to;
 		struct store *st;
 
-		/* The store has no setters: re-open it (our pid lock keeps the directory ours meanwhile). */
+		/* The store has no setters: re-open it (our pid lock keeps the directory ours). */
 		d->o.retention_ns = n.retention_ns;
 		d->o.max_disk = n.max_disk;
 		d->o.zstd_level = n.zstd_level;
@@ -719,7 +744,8 @@ static int reload(struct profd *d, char **reply)
 			log_err(ret, "cannot re-open %s: %s; stopping", d->o.state_dir,
 				strerror(-ret));
 			d->stop = 1;
-			return asprintf(reply, "error\tstate directory lost: %s\n", strerror(-ret)) < 0 ? -ENOMEM : 0;
+			return asprintf(reply, "error\tstate directory lost: %s\n",
+					strerror(-ret)) < 0 ? -ENOMEM : 0;
 		}
 		d->store = st;
 		store__retain(d->store, clock_ns(CLOCK_REALTIME));
@@ -731,10 +757,12 @@ static int reload(struct profd *d, char **reply)
 		log_set_level(n.log_level);
 	}
 	snprintf(d->restart_pending, sizeof(d->restart_pending), "%s", pending);
-	log_info("configuration reloaded from %s%s%s", d->o.config[0] ? d->o.config : "defaults and flags",
+	log_info("configuration reloaded from %s%s%s",
+		 d->o.config[0] ? d->o.config : "defaults and flags",
 		 pending[0] ? "; restart to apply: " : "", pending);
 	notify_status(d);
-	return asprintf(reply, "ok\treloaded\nconfig\t%s\nrestart_needed\t%s\n", d->o.config[0] ? d->o.config : "none",
+	return asprintf(reply, "ok\treloaded\nconfig\t%s\nrestart_needed\t%s\n",
+			d->o.config[0] ? d->o.config : "none",
 			pending[0] ? pending : "none") < 0 ? -ENOMEM : 0;
 }
 
@@ -851,10 +879,12 @@ static int setup(struct profd *d)
 	/* DWARF unwinding */
 	if (d->o.unwind_snapshots[0])
 		options_snapshots(d->o.unwind_snapshots, &snap_pid, &snap_path);
-	so.unwind = (struct tables_opts){ .enabled = d->o.unwind != UNWIND_FP, .max_bytes = d->o.unwind_memory,
-					  .max_pids = d->o.max_pids, .snapshot_pid = snap_pid };
+	so.unwind = (struct tables_opts){ .enabled = d->o.unwind != UNWIND_FP,
+					  .max_bytes = d->o.unwind_memory, .max_pids = d->o.max_pids,
+					  .snapshot_pid = snap_pid };
 	err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
-	if (err && so.unwind.enabled && d->o.unwind == UNWIND_AUTO && err != -EPERM && err != -EACCES) {
+	if (err && so.unwind.enabled && d->o.unwind == UNWIND_AUTO && err != -EPERM &&
+	    err != -EACCES) {
 		char why[sizeof(err_msg)];
 
 		/* Warn only when the fallback runs: a start-up failure stays one line. */
@@ -862,18 +892,19 @@ static int setup(struct profd *d)
 		so.unwind.enabled = 0;
 		err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
 		if (!err)
-			log_warn("DWARF unwinding unavailable (%s); walking user stacks by frame pointers", why);
+			log_warn("DWARF unwinding unavailable (%s); walking user stacks by frame "
+				 "pointers", why);
 	}
 	if (err)
 		return log_err(err, "%s", err_msg);
 	if (sampler__offcpu(d->sampler) < 0)
-		log_warn("off-CPU profiling unavailable (%s): the kernel needs tp_btf and task storage; "
-			 "on-CPU profiles only", strerror(-sampler__offcpu(d->sampler)));
+		log_warn("off-CPU profiling unavailable (%s): the kernel needs tp_btf and task "
+			 "storage; on-CPU profiles only", strerror(-sampler__offcpu(d->sampler)));
 	/* Without exec/exit events short-lived processes go unnamed; the rest still is. */
 	err = events__open(d->sym, &d->events);
 	if (err)
-		log_warn("process exec/exit events unavailable (%s): processes that live less than a drain "
-			 "interval may show unnamed frames", strerror(-err));
+		log_warn("process exec/exit events unavailable (%s): processes that live less than "
+			 "a drain interval may show unnamed frames", strerror(-err));
 	if (window_begin(d))
 		return -ENOMEM;
 
