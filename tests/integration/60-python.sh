@@ -1,9 +1,9 @@
 #!/bin/bash
 # Python frames read in BPF, on every CPython of the machine at once (the
 # pyenv builds with a shared libpython, Debian's with libpython linked in):
-# a 50/30/20 split, the caller chain, Class.method names, threads, a thread
-# blocked off-CPU, code objects freed and reused, a C extension under its
-# Python caller, and a 300 ms script.
+# a 50/30/20 split, the caller chain, Class.method names, the line being
+# run in pprof, threads, a thread blocked off-CPU, code objects freed and
+# reused, a C extension under its Python caller, and a 300 ms script.
 source "$(dirname "$0")/lib.sh"
 
 PY=$ROOT/tests/testprogs/python
@@ -107,14 +107,25 @@ for l in $LABELS; do
 	check "$l split: thirty $b % (30 +- 5)" within "$b" 30 5
 	check "$l split: twenty $c % (20 +- 5)" within "$c" 20 5
 
-	# pprof: the function's file and first line (the line being run is not carried: 0).
+	# pprof: the function's file and first line, and the line being run.
 	if command -v go >/dev/null; then
 		profctl dump --pid ${SPLIT[$l]} --since 5m --no-flush --format pprof -o "$f.pb.gz" &&
-			go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1 || fail "$l split: pprof export or go tool pprof failed"
-		line=$(grep -n '^def fifty' "$PY/split.py" | cut -d: -f1)
-		grep -qE "fifty \(split\.py\) $PY/split\.py:[0-9]+ s=$line\$" "$f.raw" &&
-			ok "$l split: pprof has fifty with its file and first line $line" ||
-			fail "$l split: pprof lacks fifty with $PY/split.py and s=$line: $(grep fifty "$f.raw" | head -1)"
+			go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1 &&
+			go tool pprof -lines -top -nodecount=100000 -sample_index=samples "$f.pb.gz" >"$f.lines" 2>&1 ||
+			fail "$l split: pprof export or go tool pprof failed"
+		first=$(grep -n '^def fifty' "$PY/split.py" | cut -d: -f1)
+		call=$(grep -n '^    burn(50000)$' "$PY/split.py" | cut -d: -f1)
+		grep -qE "fifty \(split\.py\) $PY/split\.py:$call s=$first\$" "$f.raw" &&
+			ok "$l split: pprof has fifty with its file, first line $first and the line of its call $call" ||
+			fail "$l split: pprof lacks fifty at $PY/split.py:$call s=$first: $(grep fifty "$f.raw" | head -1)"
+		# burn's samples by the line it ran (cum of each line's node): the loop's statement is the hot one.
+		hot=$(grep -n '^        x = (x + 7) & 1023$' "$PY/split.py" | cut -d: -f1)
+		awk -v f="burn (split.py) $PY/split.py:" '{ i = index($0, f) } i { n = substr($0, i + length(f)) + 0; c[n] += $4; t += $4 }
+			END { for (n in c) if (c[n] > best) { best = c[n]; bl = n } printf "%d %.1f %d\n", bl, t ? 100 * c[bl] / t : 0, t }' \
+			"$f.lines" >"$f.hot"
+		read -r bl bs bt <"$f.hot"
+		check "$l split: the line burn ran most is $bl, the hot statement's $hot ($bs % of $bt samples)" [ "$bl" = "$hot" ]
+		check "$l split: $bs % of burn's samples on line $hot (>= 60)" atleast "$bs" 60
 	fi
 
 	f=$T/threads.$l
