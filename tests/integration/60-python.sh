@@ -158,6 +158,34 @@ for l in $LABELS; do
 	check "$l churn: $good samples in generated functions (>= 20)" atleast "$good" 20
 	check "$l churn: $bad samples name a generated function under the wrong caller (0)" [ "$bad" -eq 0 ]
 	echo "   $(cat "$T/churn.$l.out") compiled"
+	# g: one name, file and first line, another line table each round. Under run_gJ
+	# its lines are 2 and 3-6 + 10 J; a line read with another round's table is not.
+	if command -v go >/dev/null; then
+		profctl dump --pid ${CHURN[$l]} --since 5m --no-flush --format pprof -o "$f.pb.gz" &&
+			go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1 || fail "$l churn: pprof export or go tool pprof failed"
+		awk '/^Samples:/ { sec = 1; next } /^Locations/ { sec = 2; next } /^Mappings/ { sec = 3; next }
+			sec == 1 && $1 ~ /^[0-9]+$/ && index($0, ":") { ns++; v[ns] = $1; ids[ns] = substr($0, index($0, ":") + 1) }
+			sec == 2 && $1 ~ /^[0-9]+:$/ { id = $1 + 0
+				if (match($0, /g [(]churn_gen[.]py[)] churn_gen[.]py:[0-9]+ /)) {
+					t = substr($0, RSTART, RLENGTH); sub(/.*:/, "", t); gl[id] = t + 0
+				} else if (match($0, /run_g[0-2] [(]churn[.]py[)]/)) gc[id] = substr($0, RSTART + 5, 1) + 0
+				else if ($0 ~ / [(][^)]*[.]py[)] /) py[id] = 1 }
+			END { for (i = 1; i <= ns; i++) {
+				n = split(ids[i], a, " "); line = -1; j = -1
+				for (k = 1; k <= n; k++) {
+					if (line < 0) { if (a[k] in gl) line = gl[a[k]]; continue }
+					if (a[k] in gc) { j = gc[a[k]]; break }
+					if (a[k] in py) break
+				}
+				if (line < 0) continue
+				off = line - 10 * j
+				if (j >= 0 && (line == 2 || (off >= 3 && off <= 6))) good += v[i]
+				else { bad += v[i]; print "wrong line: g line " line " under run_g" j > "/dev/stderr" }
+			} print good + 0, bad + 0 }' "$f.raw" >"$f.lines"
+		read -r good bad <"$f.lines"
+		check "$l churn: $good samples in g on a line of its own round's table (>= 20)" atleast "$good" 20
+		check "$l churn: $bad samples in g on a line of another round's table (0)" [ "$bad" -eq 0 ]
+	fi
 
 	f=$T/cext.$l
 	dump_pid cpu ${CEXT[$l]} >"$f"
