@@ -29,6 +29,13 @@ struct {
 	__type(value, struct profd_pyproc);
 } py_procs SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct profd_pyfile_key);
+	__type(value, struct profd_pyfile);
+} py_files SEC(".maps");
+
 /* Sized by user space; LRU: an id evicted before its drain shows as an unnamed Python frame. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -119,6 +126,10 @@ struct py_scratch {
 	__u8 str[128];
 	__u8 nbuf[256], fbuf[256]; /* a name's and a file's header and text, from one read */
 	__u8 lbuf[512];            /* a line table's header and bytes */
+	struct profd_pyproc adopt; /* a py_procs value made from py_files */
+	struct profd_pyfile_key fkey; /* py_vma's answer: the file at the pc, */
+	__u64 vstart, vpgoff;         /* and where the mapping starts */
+	char comm[16];
 };
 
 /* One per program kind (on-CPU, off-CPU): a perf NMI may interrupt the sched_switch program. */
@@ -593,6 +604,74 @@ static __always_inline __u64 py_tstate(struct py_ctx *w, struct task_struct *tas
 	return sc->found;
 }
 
+/* bpf_find_vma's callback: the file and place of the mapping at the pc, in the scratch. */
+static long py_vma(struct task_struct *task, struct vm_area_struct *vma, void *arg)
+{
+	struct py_ctx *w = arg;
+	struct py_scratch *sc = w->sc;
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+
+	if (!sc || !f)
+		return 0;
+	sc->fkey.ino = BPF_CORE_READ(f, f_inode, i_ino);
+	sc->fkey.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	sc->vstart = BPF_CORE_READ(vma, vm_start);
+	sc->vpgoff = BPF_CORE_READ(vma, vm_pgoff);
+	return 0;
+}
+
+/*
+ * A process named python* that user space has not made known yet: when
+ * the sampled pc lies in an interpreter file probed before (py_files), its
+ * py_procs value is made here. Its epoch has bit 63 set (user space counts
+ * from 1) and holds the pid and the time, so it is no other image's.
+ */
+static __always_inline const struct profd_pyproc *py_adopt(struct py_ctx *w, struct task_struct *task, __u32 pid)
+{
+	struct py_scratch *sc = w->sc;
+	const struct profd_pyfile *pf;
+	struct pt_regs *regs;
+	__u64 off, bias = 0, ip;
+	int found = 0;
+
+	bpf_get_current_comm(sc->comm, sizeof(sc->comm));
+	if (sc->comm[0] != 'p' || sc->comm[1] != 'y' || sc->comm[2] != 't' || sc->comm[3] != 'h' ||
+	    sc->comm[4] != 'o' || sc->comm[5] != 'n')
+		return NULL;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	ip = BPF_CORE_READ(regs, ip);
+	sc->fkey.dev = sc->fkey.ino = 0;
+	if (bpf_find_vma(task, ip, py_vma, w, 0) || !sc->fkey.ino)
+		return NULL;
+	pf = bpf_map_lookup_elem(&py_files, &sc->fkey);
+	if (!pf)
+		return NULL;
+	off = sc->vpgoff << 12;
+	for (__u32 i = 0; i < PROFD_PY_LOADS; i++) {
+		if (i >= pf->nloads)
+			break;
+		if (off >= pf->loads[i].offset && off - pf->loads[i].offset < pf->loads[i].filesz) {
+			bias = sc->vstart - (off - pf->loads[i].offset + pf->loads[i].vaddr);
+			found = 1;
+			break;
+		}
+	}
+	if (!found)
+		return NULL;
+	__builtin_memcpy(&sc->adopt, &pf->tmpl, sizeof(sc->adopt));
+	sc->adopt.runtime += bias;
+	sc->adopt.code_type += bias;
+	if (sc->adopt.eval_lo) {
+		sc->adopt.eval_lo += bias;
+		sc->adopt.eval_hi += bias;
+	}
+	sc->adopt.start_code = BPF_CORE_READ(task, mm, start_code);
+	sc->adopt.epoch = 1ULL << 63 | (__u64)pid << 32 | (__u32)bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&py_procs, &pid, &sc->adopt, BPF_NOEXIST) == 0)
+		pycount(PROFD_PYCNT_ADOPTED);
+	return bpf_map_lookup_elem(&py_procs, &pid);
+}
+
 /*
  * Reads the current thread's Python frames into the slot's scratch (w->sc),
  * leaf first; returns how many (0: not a known CPython process, or none).
@@ -603,11 +682,14 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
 	__u32 pid = pid_tgid >> 32;
 
-	w->pp = bpf_map_lookup_elem(&py_procs, &pid);
-	if (!w->pp || w->pp->start_code != BPF_CORE_READ(task, mm, start_code))
-		return 0;
 	w->sc = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!w->sc)
+		return 0;
+	w->pp = bpf_map_lookup_elem(&py_procs, &pid);
+	/* On-CPU only: its pc is where the process runs. */
+	if (!w->pp && slot == 0)
+		w->pp = py_adopt(w, task, pid);
+	if (!w->pp || w->pp->start_code != BPF_CORE_READ(task, mm, start_code))
 		return 0;
 	/* In the scratch, not on the stack: the on-CPU program's stack is near its limit. */
 	w->sc->t0 = slot == 0 && py_cost_tgid && pid == py_cost_tgid ? bpf_ktime_get_ns() : 0;

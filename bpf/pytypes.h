@@ -59,6 +59,29 @@ struct profd_pyproc {
 };
 
 /*
+ * Key and value of py_files: an interpreter file probed before (the ELF
+ * holding _PyRuntime), by the kernel's device number and inode. The
+ * walker makes a py_procs value from it at a process's first sample
+ * whose pc lies in that file, before user space has looked at the
+ * process: a script that lives 300 ms is read while the daemon is busy.
+ */
+struct profd_pyfile_key {
+	__u64 dev; /* major << 20 | minor, as the kernel keeps it */
+	__u64 ino;
+};
+
+#define PROFD_PY_LOADS 4
+
+struct profd_pyfile {
+	/* runtime, code_type, eval_lo and eval_hi are ELF virtual addresses (0: none). */
+	struct profd_pyproc tmpl;
+	struct {
+		__u64 offset, vaddr, filesz;
+	} loads[PROFD_PY_LOADS]; /* PT_LOAD segments: where a mapping's bias comes from */
+	__u32 nloads, pad;
+};
+
+/*
  * A Python frame in a user stack: after the native frames, leaf first, with
  * this bit set (user addresses never have it). ENTRY marks the outermost
  * frame run by one native _PyEval_EvalFrameDefault call. The low 40 bits
@@ -114,6 +137,7 @@ enum profd_pycounter {
 	PROFD_PYCNT_TRUNCATED,  /* deeper than PROFD_PY_MAX_DEPTH */
 	PROFD_PYCNT_THREAD_CACHED, /* walks whose thread state came from py_threads, not a search */
 	PROFD_PYCNT_CODE_CACHED,   /* frames named from the per-CPU code cache: no hash, no py_syms insert */
+	PROFD_PYCNT_ADOPTED,       /* processes the walker made known itself, from py_files */
 	PROFD_PYCNT_MAX,
 };
 

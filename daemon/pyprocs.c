@@ -53,7 +53,7 @@ struct name_slot {
 struct pyprocs {
 	struct profd_bpf *skel;
 	struct pyinterp *pi;
-	int procs_fd, syms_fd;
+	int procs_fd, syms_fd, files_fd;
 	struct seen *seen;
 	struct name_slot *names;
 	uint64_t written, write_errors, sym_misses;
@@ -84,6 +84,7 @@ int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out)
 	p->skel = skel;
 	p->procs_fd = bpf_map__fd(skel->maps.py_procs);
 	p->syms_fd = bpf_map__fd(skel->maps.py_syms);
+	p->files_fd = bpf_map__fd(skel->maps.py_files);
 	p->seen = calloc(SEEN_SLOTS, sizeof(*p->seen));
 	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
 	err = pyinterp__new(0, &p->pi);
@@ -126,6 +127,8 @@ static int64_t mono_ns(void)
 void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps)
 {
 	struct seen *sl = seen_slot(p, pid);
+	struct profd_pyfile_key fkey;
+	struct profd_pyfile pf;
 	struct profd_pyproc pp;
 	char root[64];
 	int fd;
@@ -143,6 +146,9 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 			p->write_errors++;
 		else
 			p->written++;
+		/* The next process of this interpreter is read from its first sample on, before we look. */
+		if (pyinterp__template(p->pi, &fkey, &pf) == 0 && bpf_map_update_elem(p->files_fd, &fkey, &pf, BPF_ANY))
+			p->write_errors++;
 	} else {
 		/* exec into something else: the old entry must not be read by the new image. */
 		bpf_map_delete_elem(p->procs_fd, &pid);
@@ -313,6 +319,7 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		[PROFD_PYCNT_TRUNCATED] = "python_truncated",
 		[PROFD_PYCNT_THREAD_CACHED] = "python_thread_cached",
 		[PROFD_PYCNT_CODE_CACHED] = "python_code_cached",
+		[PROFD_PYCNT_ADOPTED] = "python_adopted",
 	};
 	struct pyinterp_stats st;
 
@@ -346,5 +353,7 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		(uint64_t)bpf_map__max_entries(p->skel->maps.py_syms) * (sizeof(struct profd_pysym) + 8 + 16) +
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_procs) * (sizeof(struct profd_pyproc) + 4 + 16) +
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_threads) * (24 + 4 + 16) +
+			(uint64_t)bpf_map__max_entries(p->skel->maps.py_files) *
+				(sizeof(struct profd_pyfile) + sizeof(struct profd_pyfile_key) + 16) +
 			(uint64_t)bpf_map__value_size(p->skel->maps.py_scratch) * 2 * libbpf_num_possible_cpus());
 }

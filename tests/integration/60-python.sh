@@ -3,7 +3,8 @@
 # pyenv builds with a shared libpython, Debian's with libpython linked in):
 # a 50/30/20 split, the caller chain, Class.method names, the line being
 # run in pprof, threads, a thread blocked off-CPU, code objects freed and
-# reused, a C extension under its Python caller, and a 300 ms script.
+# reused, a C extension under its Python caller, and a 300 ms script, also
+# while profd is stopped.
 source "$(dirname "$0")/lib.sh"
 
 PY=$ROOT/tests/testprogs/python
@@ -75,6 +76,22 @@ def short_lived():
         pass
 short_lived()' & SHORT[$l]=$!
 	wait ${SHORT[$l]} || fail "$l: python -c exited $?"
+done
+# Phase 4: the same while profd's loop does nothing at all (stopped): the walker
+# makes the process known itself from the interpreter file it has seen before.
+declare -A STOPPED=()
+for l in $LABELS; do
+	kill -STOP "$PROFD_PID"
+	"${INTERP[$l]}" -c '
+import time
+def short_lived():
+    end = time.monotonic() + 0.3
+    while time.monotonic() < end:
+        pass
+short_lived()' & STOPPED[$l]=$!
+	wait ${STOPPED[$l]}; rc=$?
+	kill -CONT "$PROFD_PID"
+	[ $rc -eq 0 ] || fail "$l: python -c with profd stopped exited $rc"
 done
 profctl flush >/dev/null || fail "profctl flush exited $?"
 
@@ -213,6 +230,14 @@ for l in $LABELS; do
 	check "$l short script: $n samples while it ran its code (>= 20)" atleast "$n" 20
 	s=$(share ';short_lived [(]<string>[)]' "$f")
 	check "$l short script: $s % of them named short_lived (>= 90)" atleast "$s" 90
+	# profd stopped: the process is gone before its mappings are read, so its native
+	# frames cannot tell start-up from the script: all its samples count.
+	f=$T/stopped.$l
+	dump_pid cpu ${STOPPED[$l]} >"$f"
+	n=$(total "$f")
+	s=$(share ';short_lived [(]<string>[)]' "$f")
+	check "$l short script, profd stopped: $n samples (>= 20)" atleast "$n" 20
+	check "$l short script, profd stopped: $s % of them named short_lived (>= 60)" atleast "$s" 60
 done
 profctl status | grep '^python_' | tr '\t' ' ' | paste -sd' '
 # What a failure looked at, kept beside the log.
