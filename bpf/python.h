@@ -67,9 +67,22 @@ __u64 py_syms_adds = 0;
 struct py_code {
 	__u64 code, name, file, lt, id, checked, epoch, interp;
 	__u32 version, firstlineno;
+	__u32 used, pad; /* the walk that last used it: the older of a set's two goes first */
 };
 
-#define PY_CODE_SLOTS 256 /* a per-CPU array value stays under 32 KB */
+#define PY_CODE_SLOTS 256 /* two-way sets; a per-CPU array value stays under 32 KB */
+
+/*
+ * Before 3.12, what each code cache slot's id names (by program kind and
+ * slot): a hit compares the strings it reads with these bytes, next to
+ * the slot on this CPU, instead of looking the id up in py_syms.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * PY_CODE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct profd_pysym);
+} py_code_syms SEC(".maps");
 #define PY_SYMS_RECHECK 1024
 
 /* The thread state found last for a thread, checked at each use. */
@@ -115,7 +128,9 @@ struct py_scratch {
 	__u32 file_flags;
 	__u32 pid;
 	__u32 cached; /* frames of this walk named from codes[] */
-	__u32 pad3;
+	__u32 kind;   /* which program's scratch this is: 0 on-CPU, 1 off-CPU */
+	__u32 walk;   /* walks on this CPU so far: codes[].used */
+	__u32 pad4;
 	__u64 interp; /* the walked thread's interpreter */
 	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
 	__u64 fbuf_str; /* the file string whose header and text fbuf holds, read in this walk */
@@ -327,14 +342,15 @@ __noinline int py_code_same(const struct profd_pyproc *pp, struct py_scratch *sc
 	const struct profd_pyoffs *o;
 	const struct profd_pysym *sym;
 	const struct py_code *c;
-	__u64 id;
+	__u32 k;
 
 	if (!pp || !sc)
 		return 0;
 	o = &pp->o;
-	c = &sc->codes[i & (PY_CODE_SLOTS - 1)];
-	id = c->id;
-	sym = bpf_map_lookup_elem(&py_syms, &id);
+	i &= PY_CODE_SLOTS - 1;
+	c = &sc->codes[i];
+	k = (sc->kind & 1) * PY_CODE_SLOTS + i;
+	sym = bpf_map_lookup_elem(&py_code_syms, &k);
 	if (!sym)
 		return 0;
 	/* The frames of one file share its string: read once a walk. */
@@ -356,8 +372,9 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 {
 	const struct profd_pyoffs *o = &pp->o;
 	struct profd_pysym *s = &sc->sym, *old;
-	__u32 slot = (code * 0x9e3779b97f4a7c15ULL) >> 56 & (PY_CODE_SLOTS - 1);
-	struct py_code *c = &sc->codes[slot];
+	/* Two ways a set: two hot functions whose addresses hash alike do not evict each other at every walk. */
+	__u32 base = ((code * 0x9e3779b97f4a7c15ULL) >> 57 & (PY_CODE_SLOTS / 2 - 1)) * 2, slot = base;
+	struct py_code *c;
 	__u32 flags = 0, first, version = 0;
 	__u64 id, file, name, lt;
 	int n, m;
@@ -377,21 +394,21 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	first = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
 	if (o->co_version != PROFD_PY_NONE)
 		version = *(__u32 *)(sc->obj + (o->co_version & 255));
+	if (sc->codes[base & (PY_CODE_SLOTS - 1)].code != code)
+		slot = base + 1;
+	slot &= PY_CODE_SLOTS - 1;
+	c = &sc->codes[slot];
 	if (c->code == code && c->epoch == pp->epoch && c->name == name && c->file == file && c->lt == lt &&
 	    c->firstlineno == first) {
 		id = c->id;
-		if (version) {
-			/* Version 0: the counter ran out, and 0 names nothing. */
-			if (c->version == version && c->interp == sc->interp) {
-				if (py_syms_adds - c->checked > PY_SYMS_RECHECK) {
-					if (!bpf_map_lookup_elem(&py_syms, &id))
-						goto read;
-					c->checked = py_syms_adds;
-				}
-				sc->cached++;
-				return id;
+		/* Version 0: the counter ran out (or there is none), and 0 names nothing. */
+		if (version ? c->version == version && c->interp == sc->interp : py_code_same(pp, sc, slot)) {
+			if (py_syms_adds - c->checked > PY_SYMS_RECHECK) {
+				if (!bpf_map_lookup_elem(&py_syms, &id))
+					goto read;
+				c->checked = py_syms_adds;
 			}
-		} else if (py_code_same(pp, sc, slot)) {
+			c->used = sc->walk;
 			sc->cached++;
 			return id;
 		}
@@ -451,6 +468,14 @@ read:
 	pycount(PROFD_PYCNT_SYM_CLASH);
 	return 0;
 named:
+	/* Neither way held this object: the older goes. */
+	if (c->code != code) {
+		base &= PY_CODE_SLOTS - 2;
+		slot = sc->codes[base].used <= sc->codes[base + 1].used ? base : base + 1;
+		slot &= PY_CODE_SLOTS - 1;
+		c = &sc->codes[slot];
+	}
+	c->used = sc->walk;
 	c->code = code;
 	c->epoch = pp->epoch;
 	c->interp = sc->interp;
@@ -461,6 +486,15 @@ named:
 	c->version = version;
 	c->firstlineno = first;
 	c->checked = py_syms_adds;
+	if (!version) {
+		__u32 k = (sc->kind & 1) * PY_CODE_SLOTS + slot;
+		struct profd_pysym *kept = bpf_map_lookup_elem(&py_code_syms, &k);
+
+		if (kept)
+			__builtin_memcpy(kept, s, sizeof(*s));
+		else
+			c->code = 0;
+	}
 	return id;
 }
 
@@ -705,6 +739,8 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	w->sc->last_code = w->sc->last_file = w->sc->fbuf_str = 0;
 	w->sc->pid = pid;
 	w->sc->cached = 0;
+	w->sc->kind = slot;
+	w->sc->walk++;
 	bpf_loop(PROFD_PY_MAX_DEPTH + 16, py_step, w, 0);
 	/* Counted once a walk: an atomic add per frame is a shared cache line per frame. */
 	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_FRAMES], w->sc->n);

@@ -67,28 +67,24 @@ for l in $LABELS; do
 	for p in ${THR[$l]} ${CHURN[$l]} ${CEXT[$l]} ${AIO[$l]}; do wait $p || fail "$l: pid $p exited $?"; done
 done
 # Phase 3: a 300 ms script per interpreter, one at a time.
-for l in $LABELS; do
-	"${INTERP[$l]}" -c '
+SHORT_SRC='
 import time
 def short_lived():
     end = time.monotonic() + 0.3
     while time.monotonic() < end:
         pass
-short_lived()' & SHORT[$l]=$!
+short_lived()'
+for l in $LABELS; do
+	"${INTERP[$l]}" -c "$SHORT_SRC" & SHORT[$l]=$!
 	wait ${SHORT[$l]} || fail "$l: python -c exited $?"
 done
 # Phase 4: the same while profd's loop does nothing at all (stopped): the walker
 # makes the process known itself from the interpreter file it has seen before.
 declare -A STOPPED=()
+on_exit "kill -CONT $PROFD_PID"
 for l in $LABELS; do
 	kill -STOP "$PROFD_PID"
-	"${INTERP[$l]}" -c '
-import time
-def short_lived():
-    end = time.monotonic() + 0.3
-    while time.monotonic() < end:
-        pass
-short_lived()' & STOPPED[$l]=$!
+	"${INTERP[$l]}" -c "$SHORT_SRC" & STOPPED[$l]=$!
 	wait ${STOPPED[$l]}; rc=$?
 	kill -CONT "$PROFD_PID"
 	[ $rc -eq 0 ] || fail "$l: python -c with profd stopped exited $rc"
