@@ -35,18 +35,18 @@ done
 
 status() { "$1/profctl" --socket "$T/sock$2" status | awk -F'\t' -v k="$3" '$1 == k { print $2 }'; }
 
-# costs DIR N: "ns samples walk_ns" of profd N (DIR's) since the last call's snapshot.
-declare -A SNAP=()
+# costs DIR N: "ns samples walk_ns" of profd N (DIR's) since the snapshot in $T/snapN,
+# which it replaces; nothing the first time.
 costs() {
-	local ns n py
+	local ns n py ns0 n0 py0
 	ns=$(status "$1" "$2" sample_cost_ns) n=$(status "$1" "$2" sample_cost_samples) py=$(status "$1" "$2" sample_cost_python_ns)
 	# A status that did not answer (profd busy on a huge file of another process) voids the run.
-	if [ -z "$ns" ] || [ -z "$n" ] || [ -z "$py" ]; then SNAP[$2]=; echo "0 0 0"; return; fi
-	if [ -n "${SNAP[$2]:-}" ]; then
-		read -r ns0 n0 py0 <<<"${SNAP[$2]}"
+	if [ -z "$ns" ] || [ -z "$n" ] || [ -z "$py" ]; then rm -f "$T/snap$2"; echo "0 0 0"; return; fi
+	if [ -s "$T/snap$2" ]; then
+		read -r ns0 n0 py0 <"$T/snap$2"
 		awk -v ns=$((ns - ns0)) -v n=$((n - n0)) -v py=$((py - py0)) 'BEGIN { printf "%.0f %d %.0f\n", n ? ns / n : 0, n, n ? py / n : 0 }'
 	fi
-	SNAP[$2]="$ns $n $py"
+	echo "$ns $n $py" >"$T/snap$2"
 }
 
 # measure CMD...: prints "ns_per_sample samples user_frames_per_sample python_walk_ns_per_sample"
@@ -63,7 +63,7 @@ measure() {
 		--no-offcpu --unwind dwarf --flush-interval 1s >"$T/blog" 2>&1 & BPD=$!; }
 	for _ in $(seq 100); do [ -S "$T/sock" ] && { [ -z "$BASE_BUILD" ] || [ -S "$T/sockb" ]; } && break; sleep 0.1; done
 	sleep 2 # tables loaded, the first samples' name reads done
-	SNAP=()
+	rm -f "$T/snap" "$T/snapb"
 	costs "$BUILD" "" >/dev/null
 	[ -n "$BASE_BUILD" ] && costs "$BASE_BUILD" b >/dev/null
 	sleep "$SECS"

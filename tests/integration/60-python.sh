@@ -227,13 +227,15 @@ for l in $LABELS; do
 	s=$(share ';short_lived [(]<string>[)]' "$f")
 	check "$l short script: $s % of them named short_lived (>= 90)" atleast "$s" 90
 	# profd stopped: the process is gone before its mappings are read, so its native
-	# frames cannot tell start-up from the script: all its samples count.
+	# frames cannot tell start-up from the script; its Python frames can.
 	f=$T/stopped.$l
 	dump_pid cpu ${STOPPED[$l]} >"$f"
 	n=$(total "$f")
-	s=$(share ';short_lived [(]<string>[)]' "$f")
-	check "$l short script, profd stopped: $n samples (>= 20)" atleast "$n" 20
-	check "$l short script, profd stopped: $s % of them named short_lived (>= 60)" atleast "$s" 60
+	py=$(ctotal '[(]<string>[)]|\[unknown python\]' "$f")
+	named=$(ctotal ';short_lived [(]<string>[)]' "$f")
+	s=$(cshare '[(]<string>[)]|\[unknown python\]' ';short_lived [(]<string>[)]' "$f")
+	check "$l short script, profd stopped: $named of its $n samples named short_lived (>= 20)" atleast "$named" 20
+	check "$l short script, profd stopped: $s % of the $py with a Python frame in short_lived (>= 85)" atleast "$s" 85
 done
 profctl status | grep '^python_' | tr '\t' ' ' | paste -sd' '
 # What a failure looked at, kept beside the log.
