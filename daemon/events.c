@@ -344,21 +344,33 @@ static void cancel_recaptures(struct events *e, uint32_t pid)
 	}
 }
 
-static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
+static struct symbolizer_ids event_ids(const struct profd_pev *ev)
 {
-	struct procmaps *listed;
-	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
-	struct symbolizer_ids ids = { ev->uid, ev->nspid,
-				      { ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff), ev->root_ino } };
-	uint32_t pid = ev->pid;
-	int n;
+	return (struct symbolizer_ids){ ev->uid, ev->nspid,
+					{ ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff),
+					  ev->root_ino } };
+}
 
+/* pid names a new image: what was known under it goes. */
+static void new_image(struct events *e, uint32_t pid)
+{
 	/* Samples taken before the exec resolve against the new image from here on: the price of one table per pid. */
 	symbolizer__forget_pid(e->sym, pid);
 	/* A new process under an old pid: not to be forgotten with the old one. */
 	for (size_t i = 0; i < e->nexits; i++)
 		if (e->exits[i] == pid)
 			e->exits[i] = 0;
+}
+
+static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
+{
+	struct procmaps *listed;
+	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
+	struct symbolizer_ids ids = event_ids(ev);
+	uint32_t pid = ev->pid;
+	int n;
+
+	new_image(e, pid);
 	listed = x ? event_maps(e, x) : NULL;
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
 		/* Exited before ld.so was done: named from the list or not at all; the tables want nothing (exec -1). */
@@ -381,6 +393,27 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 		return;
 	if (n >= 2)
 		recapture_at(e, &im, 0, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS);
+}
+
+/*
+ * The child shares its parent's mappings as last read: it has exactly them
+ * until it execs or maps more, and a short child is gone before /proc could
+ * be asked. A parent not known yet (never sampled) is read now, while it
+ * runs. The child counts as seen: it is read again only on a miss.
+ */
+static void on_fork(struct events *e, const struct profd_pev *ev)
+{
+	struct symbolizer_ids ids = event_ids(ev);
+	struct events_image im = { .pid = ev->ppid, .exec = -1 };
+
+	e->st.forks++;
+	new_image(e, ev->pid);
+	if (symbolizer__fork(e->sym, ev->ppid, ev->pid, &ids) == -ENOENT) {
+		seen_add(e, ev->ppid);
+		if (capture(e, &im, NULL, NULL) == 0 && symbolizer__fork(e->sym, ev->ppid, ev->pid, &ids) == 0)
+			e->st.fork_parents_read++;
+	}
+	seen_add(e, ev->pid);
 }
 
 static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
@@ -417,6 +450,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		on_exec(e, ev, size >= sizeof(struct profd_pev_exec) ? data : NULL);
 	else if (ev->type == PROFD_PEV_EXIT)
 		on_exit_ev(e, ev->pid, ev->time_ns);
+	else if (ev->type == PROFD_PEV_FORK)
+		on_fork(e, ev);
 	return 0;
 }
 
@@ -592,6 +627,7 @@ void events__stats(const struct events *e, struct events_stats *out)
 	out->execs = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_EXEC], __ATOMIC_RELAXED);
 	out->exits = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_EXIT], __ATOMIC_RELAXED);
 	out->lost = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_LOST], __ATOMIC_RELAXED);
+	out->forks_seen = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_FORK], __ATOMIC_RELAXED);
 }
 
 void events__print_status(const struct events *e, FILE *f)
@@ -605,6 +641,8 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_exec_wait_ms\t%" PRIu64 "\n", e->delay_max_ns / 1000000);
 	fprintf(f, "process_execs\t%" PRIu64 "\n", s.execs);
 	fprintf(f, "process_exits\t%" PRIu64 "\n", s.exits);
+	fprintf(f, "process_forks\t%" PRIu64 "\n", s.forks_seen);
+	fprintf(f, "process_forks_parent_read\t%" PRIu64 "\n", s.fork_parents_read);
 	fprintf(f, "process_events_lost\t%" PRIu64 "\n", s.lost);
 	fprintf(f, "process_captures\t%" PRIu64 "\n", s.captures);
 	fprintf(f, "process_captures_gone\t%" PRIu64 "\n", s.capture_gone);

@@ -90,6 +90,12 @@ struct pid_ent {
 	uint32_t pid;
 	uint32_t nspid;        /* pid inside its own namespace: names the perf map; 0 until read */
 	struct procmaps *maps; /* NULL when maps could not be read */
+	/*
+	 * Forked, not exec'd: maps are its parent's (shared, counted with the
+	 * parent), until a read of its own. An address outside them in a child
+	 * that is gone is looked up in the parent's, as the parent maps now.
+	 */
+	uint32_t ppid;
 	int64_t miss_ms;       /* start of the current second of miss checks */
 	uint32_t miss_n;       /* misses checked with the kernel in it */
 	bool exited;           /* process events said so: the kernel has nothing more to tell */
@@ -422,7 +428,8 @@ static void pid_remove(struct symbolizer *s, struct pid_ent *p)
 /* Its mappings or perf map changed: what it holds now. */
 static void pid_account(struct symbolizer *s, struct pid_ent *p)
 {
-	size_t b = sizeof(*p) + (p->maps ? procmaps__mem_bytes(p->maps) : 0) + (p->pm ? perfmap__mem_bytes(p->pm) : 0);
+	size_t b = sizeof(*p) + (p->maps && !p->ppid ? procmaps__mem_bytes(p->maps) : 0) +
+		   (p->pm ? perfmap__mem_bytes(p->pm) : 0);
 
 	s->pid_bytes = s->pid_bytes - p->bytes + b;
 	p->bytes = b;
@@ -495,6 +502,7 @@ static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 	} else {
 		procmaps__free(p->maps);
 		p->maps = m;
+		p->ppid = 0;
 		p->gone = false;
 		p->exited = false; /* a pid in use again (forked, not exec'd: no event says so) */
 	}
@@ -505,6 +513,7 @@ static void pid_set_maps(struct pid_ent *p, struct procmaps *m)
 {
 	procmaps__free(p->maps);
 	p->maps = procmaps__ref(m);
+	p->ppid = 0;
 	p->gone = false;
 	p->exited = false;
 }
@@ -572,6 +581,25 @@ void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
 
 	if (p)
 		pid_remove(s, p);
+}
+
+static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct symbolizer_ids *ids);
+
+int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid, const struct symbolizer_ids *ids)
+{
+	struct pid_ent *pp = *pid_slot(s, ppid), *p;
+	int err;
+
+	if (!pp || !pp->maps || ppid == pid)
+		return -ENOENT;
+	symbolizer__forget_pid(s, pid);
+	err = pid_get_maps(s, pid, pp->maps, &p);
+	if (err)
+		return err;
+	p->ppid = ppid;
+	pid_account(s, p);
+	pid_pin(s, p, ids && ids->nspid ? ids : NULL);
+	return 0;
 }
 
 /* ---- ELF files ---- */
@@ -1224,11 +1252,41 @@ static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint6
 	return p->maps ? procmaps__find(p->maps, addr) : NULL;
 }
 
+/*
+ * A forked child gone from /proc, at an address outside the mappings it
+ * shares: its parent mapped more before the fork than the parent's last
+ * read shows (a prefork server's dlopen()). The parent, if it still runs,
+ * is asked like for a miss of its own; the child then shares the new
+ * read. *owner: whose entry opens the file (the child's map_files is gone).
+ */
+static const struct procmap *parent_miss(struct symbolizer *s, struct pid_ent *p, uint64_t addr,
+					 struct pid_ent **owner)
+{
+	struct pid_ent *pp = p->ppid ? *pid_slot(s, p->ppid) : NULL;
+	const struct procmap *m = NULL;
+	bool maybe_jit;
+
+	if (!pp || pp == p || pp->exited)
+		return NULL;
+	if (pp->maps && pp->maps != p->maps)
+		m = procmaps__find(pp->maps, addr);
+	if (!m)
+		m = miss(s, pp, addr, &maybe_jit);
+	if (!m)
+		return NULL;
+	if (p->maps != pp->maps) {
+		procmaps__free(p->maps);
+		p->maps = procmaps__ref(pp->maps);
+	}
+	*owner = pp;
+	return m;
+}
+
 int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, struct sym *out)
 {
 	uint64_t addr = is_return && ip ? ip - 1 : ip, vaddr, start;
 	const struct procmap *m = NULL;
-	struct pid_ent *p;
+	struct pid_ent *p, *owner;
 	struct file_ent *f;
 	const char *name;
 	bool maybe_jit = false;
@@ -1242,10 +1300,13 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	err = pid_get(s, pid, &p);
 	if (err)
 		return err;
+	owner = p;
 	if (p->maps)
 		m = procmaps__find(p->maps, addr);
 	if (!m)
 		m = miss(s, p, addr, &maybe_jit);
+	if (!m && p->ppid && (p->gone || p->exited))
+		m = parent_miss(s, p, addr, &owner);
 	if ((!m && maybe_jit) || (m && (m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))) {
 		char jm[48];
 
@@ -1270,7 +1331,7 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	out->offset = ip - m->start + m->offset;
 	if ((m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))
 		return 0;
-	f = file_get(s, p, m);
+	f = file_get(s, owner, m);
 	if (!f)
 		return -ENOMEM;
 	if (!f->es)
