@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "events.h"
 #include "log.h"
 #include "events.skel.h"
@@ -89,14 +90,6 @@ struct events {
 	events_exit_fn exit_fn;
 	void *maps_arg, *exit_arg;
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static size_t pid_hash(uint32_t pid, size_t cap)
 {
@@ -318,7 +311,7 @@ static void arm(struct events *e)
 
 static void run_due(struct events *e)
 {
-	int64_t now = mono_ns();
+	int64_t now = clock__mono_ns();
 
 	while (e->pq_len && e->pq[e->pq_head].due_ns <= now) {
 		struct pending p = e->pq[e->pq_head];
@@ -389,7 +382,7 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	 * re-capture would be (a busy host wakes profd late), the capture was
 	 * the re-capture.
 	 */
-	if (n > 2 && (e->delay_max_ns || mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
+	if (n > 2 && (e->delay_max_ns || clock__mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
 		return;
 	if (n >= 2)
 		recapture_at(e, &im, 0, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS);
@@ -550,7 +543,7 @@ void events__dispatch(struct events *e)
 	uint64_t ticks;
 
 	/* Read only when due: most wake-ups are the ring buffer's, and every system call counts per exec. */
-	if (e->armed_ns && mono_ns() >= e->armed_ns && read(e->tfd, &ticks, sizeof(ticks)) > 0)
+	if (e->armed_ns && clock__mono_ns() >= e->armed_ns && read(e->tfd, &ticks, sizeof(ticks)) > 0)
 		e->armed_ns = 0;
 	ring_buffer__consume(e->rb);
 	run_due(e);

@@ -3,6 +3,7 @@
  * LRU) -> symbol. Everything read here is untrusted; failures leave the
  * frame unnamed ([module+0xOFF]) and are counted, never logged.
  */
+#include "clock.h"
 #include "symbolizer.h"
 #include "demangle.h"
 #include "elfsym.h"
@@ -194,14 +195,6 @@ static void lru_push_front(struct lru *h, struct lru *n)
 	n->prev = h;
 	h->next->prev = n;
 	h->next = n;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static size_t hash64(uint64_t x)
@@ -753,7 +746,7 @@ static int try_debug_file(struct symbolizer *s, int fd, const uint8_t *id, size_
 		return fd;
 	if (crc) {
 		struct stat st;
-		int64_t now = now_ms();
+		int64_t now = clock__mono_ms();
 
 		if (now - s->crc_ms >= 1000) {
 			s->crc_ms = now;
@@ -932,7 +925,7 @@ static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const 
 	int64_t now;
 	int err;
 
-	if (f && (f->es || now_ms() < f->retry_at_ms)) {
+	if (f && (f->es || clock__mono_ms() < f->retry_at_ms)) {
 		s->st.file_hits++;
 		lru_del(&f->lru);
 		lru_push_front(&s->flru, &f->lru);
@@ -980,7 +973,7 @@ static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const 
 		s->st.file_evictions++;
 	}
 	budget_enforce(s, f, p);
-	now = now_ms();
+	now = clock__mono_ms();
 	if (err == -ENOMEM) {
 		f->retry_at_ms = now;
 		return f;
@@ -1094,7 +1087,7 @@ static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
 	int rootfd, fd;
 
 	p->pm_tried = true;
-	p->pm_read_ms = now_ms();
+	p->pm_read_ms = clock__mono_ms();
 	/* The namespace pid never changes; the owner is checked against the uid of the moment, below. */
 	if (!p->nspid && read_status(s, p->pid, &uid, &p->nspid))
 		return;
@@ -1154,7 +1147,7 @@ static bool jit_lookup(struct symbolizer *s, struct pid_ent *p, uint64_t addr, c
 	 * drain about half the time, and a process living a second or two is
 	 * drained without its map.
 	 */
-	if (p->pm_tried && now_ms() - p->pm_read_ms + PERFMAP_SLACK_MS <
+	if (p->pm_tried && clock__mono_ms() - p->pm_read_ms + PERFMAP_SLACK_MS <
 				   (p->pm_wait_ms > PERFMAP_REFRESH_MS ? p->pm_wait_ms : PERFMAP_REFRESH_MS))
 		return false;
 	perfmap_refresh(s, p);
@@ -1212,7 +1205,7 @@ static const char *demangled(struct symbolizer *s, const struct file_ent *f, uin
  */
 static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint64_t addr, bool *maybe_jit)
 {
-	int64_t now = now_ms();
+	int64_t now = clock__mono_ms();
 	int r;
 
 	/* A process gone from /proc maps nothing new: only its perf map can name what the capture missed. */
@@ -1354,7 +1347,7 @@ int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out)
 	out->kind = SYM_KERNEL;
 	if (s->ks && kallsyms__lookup(s->ks, ip, &name, &module, NULL) == 0)
 		goto found;
-	now = now_ms();
+	now = clock__mono_ms();
 	/* Modules load and unload: a miss re-reads kallsyms, at most every few seconds. */
 	if (s->ks_tried && now - s->ks_read_ms < KALLSYMS_REFRESH_MS)
 		return 0;
