@@ -18,6 +18,7 @@
 #include "events.skel.h"
 #include "pevent.h"
 #include "procmaps.h"
+#include "procreg.h"
 #include "symbolizer.h"
 
 /*
@@ -32,30 +33,14 @@
  */
 #define RECAPTURE_DELAY_NS (5 * 1000000LL)
 #define RECAPTURE_TRIES 4
-#define MAX_PENDING 4096
 /* How often bpf/events.bpf.c looks whether ld.so is done (PROFD_PEV_EXEC_POLLS times at most). */
 #define EXEC_POLL_NS (1000000LL)
-/*
- * Exits wait a drain and one more: a process is sampled in do_exit after
- * its exit event, and those samples may miss the drain that read the
- * event. Beyond this many a process is forgotten at once.
- */
-#define MAX_EXITS 65536
-#define SEEN_MAX_CAP (1u << 20)
 /*
  * Paths of files seen in /proc reads, by (dev, inode): an exec event lists
  * the new image's mappings without paths. Direct-mapped: a collision only
  * costs a read of /proc.
  */
 #define PATH_SLOTS 1024
-#define SEEN_TOMB UINT32_MAX
-
-struct pending {
-	uint32_t pid;
-	uint32_t tries;          /* captures after exec so far */
-	int64_t due_ns;
-	uint64_t start_time, start_code;
-};
 
 struct path_ent {
 	uint64_t dev, ino;
@@ -69,17 +54,11 @@ struct events {
 	int epfd, tfd;
 	int64_t armed_ns; /* when tfd fires; 0: disarmed */
 
-	/* Re-captures after exec, in due order (the delay is constant: FIFO). */
-	struct pending *pq;
-	uint32_t pq_head, pq_len;
-
-	uint32_t *exits;
-	size_t nexits, exits_cap, exits_at_drain;
-	size_t exits_old;        /* the first exits_old were read before the last drain: forgotten at this one */
-
-	/* Processes captured since their exec or first sight (open addressing). */
-	uint32_t *seen;
-	size_t seen_cap, seen_used, seen_live;
+	/*
+	 * Every process seen (exec, fork, a first sample), its exit, and its
+	 * re-captures after exec, in due order (the delay is constant: FIFO).
+	 */
+	struct procreg *reg;
 
 	struct path_ent *paths;
 	struct events_stats st;
@@ -90,89 +69,6 @@ struct events {
 	events_exit_fn exit_fn;
 	void *maps_arg, *exit_arg;
 };
-
-static size_t pid_hash(uint32_t pid, size_t cap)
-{
-	return (size_t)((pid * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
-}
-
-static int seen_find(const struct events *e, uint32_t pid, size_t *slot)
-{
-	size_t j = pid_hash(pid, e->seen_cap), tomb = SIZE_MAX;
-
-	for (;; j = (j + 1) & (e->seen_cap - 1)) {
-		if (e->seen[j] == pid) {
-			*slot = j;
-			return 1;
-		}
-		if (e->seen[j] == SEEN_TOMB && tomb == SIZE_MAX)
-			tomb = j;
-		if (!e->seen[j]) {
-			*slot = tomb != SIZE_MAX ? tomb : j;
-			return 0;
-		}
-	}
-}
-
-/* Rebuilds without tombstones, twice as large when live entries need it. */
-static int seen_rehash(struct events *e)
-{
-	size_t cap = e->seen_cap, old_cap = e->seen_cap, slot;
-	uint32_t *old = e->seen;
-
-	while (e->seen_live * 4 >= cap && cap < SEEN_MAX_CAP)
-		cap *= 2;
-	if (e->seen_live * 4 >= cap) {
-		/* Bounded: forgetting who was seen only costs a second capture. */
-		memset(e->seen, 0, old_cap * sizeof(*e->seen));
-		e->seen_used = e->seen_live = 0;
-		return 0;
-	}
-	e->seen = calloc(cap, sizeof(*e->seen));
-	if (!e->seen) {
-		e->seen = old;
-		return -ENOMEM;
-	}
-	e->seen_cap = cap;
-	e->seen_used = e->seen_live;
-	for (size_t i = 0; i < old_cap; i++) {
-		if (!old[i] || old[i] == SEEN_TOMB)
-			continue;
-		seen_find(e, old[i], &slot);
-		e->seen[slot] = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-/* Returns 1 when pid was not in the set (and is now). */
-static int seen_add(struct events *e, uint32_t pid)
-{
-	size_t slot;
-
-	if (seen_find(e, pid, &slot))
-		return 0;
-	if ((e->seen_used + 1) * 2 > e->seen_cap) {
-		if (seen_rehash(e))
-			return 1; /* no memory: capture anyway, remember nothing */
-		seen_find(e, pid, &slot);
-	}
-	if (!e->seen[slot])
-		e->seen_used++;
-	e->seen[slot] = pid;
-	e->seen_live++;
-	return 1;
-}
-
-static void seen_del(struct events *e, uint32_t pid)
-{
-	size_t slot;
-
-	if (seen_find(e, pid, &slot)) {
-		e->seen[slot] = SEEN_TOMB;
-		e->seen_live--;
-	}
-}
 
 static struct path_ent *path_slot(struct events *e, uint64_t dev, uint64_t ino)
 {
@@ -263,11 +159,16 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 		e->st.capture_gone++;
 		return -1; /* the DWARF tables would find nothing either */
 	}
-	if (im->exec < 0)
-		return 0;
 	im->maps = NULL;
 	if (!err)
 		symbolizer__maps(e->sym, im->pid, &im->maps);
+	if (im->maps)
+		procreg__set_maps(e->reg, im->pid, im->maps);
+	if (im->exec < 0) {
+		procmaps__free(im->maps);
+		im->maps = NULL;
+		return 0;
+	}
 	if (!given && im->maps)
 		paths_learn(e, im->maps);
 	n = count_files(im->maps);
@@ -278,27 +179,13 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 	return n;
 }
 
-static void recapture_at(struct events *e, const struct events_image *im, uint32_t tries, int64_t due)
-{
-	if (e->pq_len == MAX_PENDING) {
-		e->st.pending_dropped++;
-		return;
-	}
-	e->pq[(e->pq_head + e->pq_len++) % MAX_PENDING] =
-		(struct pending){ im->pid, tries, due, im->start_time, im->start_code };
-}
-
 static void arm(struct events *e)
 {
 	struct itimerspec its = {};
 	int64_t due;
 
 	/* Re-captures called off (exit, a re-read on the walker's request) wake nobody. */
-	while (e->pq_len && !e->pq[e->pq_head].pid) {
-		e->pq_head = (e->pq_head + 1) % MAX_PENDING;
-		e->pq_len--;
-	}
-	due = e->pq_len ? e->pq[e->pq_head].due_ns : 0;
+	due = procreg__due_first(e->reg);
 	if (due == e->armed_ns)
 		return;
 	its.it_value.tv_sec = due / 1000000000;
@@ -312,29 +199,21 @@ static void arm(struct events *e)
 static void run_due(struct events *e)
 {
 	int64_t now = clock__mono_ns();
+	struct procreg_info in;
+	uint32_t pid, tries;
 
-	while (e->pq_len && e->pq[e->pq_head].due_ns <= now) {
-		struct pending p = e->pq[e->pq_head];
-		struct events_image im = { p.pid, 0, p.start_time, p.start_code, NULL };
+	while (procreg__due_pop(e->reg, now, &pid, &tries)) {
+		struct events_image im = { pid, 0, 0, 0, NULL };
 
-		e->pq_head = (e->pq_head + 1) % MAX_PENDING;
-		e->pq_len--;
+		if (!procreg__info(e->reg, pid, &in)) {
+			im.start_time = in.start_time;
+			im.start_code = in.start_code;
+		}
 		/* Binary and ld.so only: the libraries are not mapped yet. Same delay: the queue stays in due order. */
-		if (p.pid && capture(e, &im, NULL, NULL) == 2 && p.tries + 1 < RECAPTURE_TRIES)
-			recapture_at(e, &im, p.tries + 1, now + RECAPTURE_DELAY_NS);
+		if (capture(e, &im, NULL, NULL) == 2 && tries + 1 < RECAPTURE_TRIES)
+			procreg__due_at(e->reg, pid, now + RECAPTURE_DELAY_NS, tries + 1);
 	}
 	arm(e);
-}
-
-/* Planned re-captures of pid are called off; arm() drops them from the queue's head. */
-static void cancel_recaptures(struct events *e, uint32_t pid)
-{
-	for (uint32_t i = 0; i < e->pq_len; i++) {
-		struct pending *p = &e->pq[(e->pq_head + i) % MAX_PENDING];
-
-		if (p->pid == pid)
-			p->pid = 0;
-	}
 }
 
 static struct symbolizer_ids event_ids(const struct profd_pev *ev)
@@ -344,15 +223,9 @@ static struct symbolizer_ids event_ids(const struct profd_pev *ev)
 					  ev->root_ino } };
 }
 
-/* pid names a new image: what was known under it goes. */
-static void new_image(struct events *e, uint32_t pid)
+static struct procreg_ids reg_ids(const struct symbolizer_ids *ids)
 {
-	/* Samples taken before the exec resolve against the new image from here on: the price of one table per pid. */
-	symbolizer__forget_pid(e->sym, pid);
-	/* A new process under an old pid: not to be forgotten with the old one. */
-	for (size_t i = 0; i < e->nexits; i++)
-		if (e->exits[i] == pid)
-			e->exits[i] = 0;
+	return (struct procreg_ids){ ids->uid, ids->nspid, { ids->root[0], ids->root[1], ids->root[2] } };
 }
 
 static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
@@ -360,22 +233,28 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	struct procmaps *listed;
 	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
 	struct symbolizer_ids ids = event_ids(ev);
+	struct procreg_ids rids = reg_ids(&ids);
 	uint32_t pid = ev->pid;
 	int n;
 
-	new_image(e, pid);
+	/*
+	 * Samples taken before the exec resolve against the new image from
+	 * here on: the price of one table per pid. A new record: an exit of
+	 * an old process under the pid does not forget this one.
+	 */
+	symbolizer__forget_pid(e->sym, pid);
+	procreg__exec(e->reg, pid, im.start_time, im.start_code, &rids);
 	listed = x ? event_maps(e, x) : NULL;
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
 		/* Exited before ld.so was done: named from the list or not at all; the tables want nothing (exec -1). */
 		im.exec = -1;
-		if (listed && capture(e, &im, &ids, listed) == 0)
-			seen_add(e, pid);
+		if (listed)
+			capture(e, &im, &ids, listed);
 		procmaps__free(listed);
 		return;
 	}
 	n = capture(e, &im, &ids, listed);
 	procmaps__free(listed);
-	seen_add(e, pid);
 	/*
 	 * Gone already, or static (the binary only: no ld.so to map libraries).
 	 * With libraries found, sent once ld.so was done or read as late as a
@@ -385,28 +264,41 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	if (n > 2 && (e->delay_max_ns || clock__mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
 		return;
 	if (n >= 2)
-		recapture_at(e, &im, 0, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS);
+		procreg__due_at(e->reg, pid, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS, 0);
 }
 
 /*
- * The child shares its parent's mappings as last read: it has exactly them
- * until it execs or maps more, and a short child is gone before /proc could
- * be asked. A parent not known yet (never sampled) is read now, while it
- * runs. The child counts as seen: it is read again only on a miss.
+ * The child shares its parent's mappings as last captured: it has exactly
+ * them until it execs or maps more, and a short child is gone before /proc
+ * could be asked. A parent not known yet (never sampled) is read now,
+ * while it runs. The child counts as seen: it is read again only on a miss.
  */
 static void on_fork(struct events *e, const struct profd_pev *ev)
 {
 	struct symbolizer_ids ids = event_ids(ev);
+	struct procreg_ids rids = reg_ids(&ids);
 	struct events_image im = { .pid = ev->ppid, .exec = -1 };
+	uint64_t start_time = ev->start_boottime_ns / e->ns_per_tick;
+	struct procmaps *maps = NULL;
 
 	e->st.forks++;
-	new_image(e, ev->pid);
-	if (symbolizer__fork(e->sym, ev->ppid, ev->pid, &ids) == -ENOENT) {
-		seen_add(e, ev->ppid);
-		if (capture(e, &im, NULL, NULL) == 0 && symbolizer__fork(e->sym, ev->ppid, ev->pid, &ids) == 0)
+	symbolizer__forget_pid(e->sym, ev->pid);
+	if (procreg__fork(e->reg, ev->ppid, ev->pid, start_time, &rids) == -ENOENT) {
+		procreg__seen(e->reg, ev->ppid);
+		if (capture(e, &im, NULL, NULL) == 0 &&
+		    procreg__fork(e->reg, ev->ppid, ev->pid, start_time, &rids) == 0)
 			e->st.fork_parents_read++;
 	}
-	seen_add(e, ev->pid);
+	if (procreg__maps(e->reg, ev->pid, &maps) == 0)
+		symbolizer__fork(e->sym, ev->ppid, ev->pid, &ids, maps);
+	procmaps__free(maps);
+}
+
+static void forget(uint32_t pid, void *arg)
+{
+	struct events *e = arg;
+
+	symbolizer__forget_pid(e->sym, pid);
 }
 
 static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
@@ -414,22 +306,12 @@ static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
 	symbolizer__exited(e->sym, pid);
 	if (e->exit_fn)
 		e->exit_fn(pid, time_ns, e->exit_arg);
-	/* Its mappings are gone already; a re-capture now would find nothing. */
-	cancel_recaptures(e, pid);
-	if (e->nexits == e->exits_cap) {
-		size_t ncap = e->exits_cap ? e->exits_cap * 2 : 256;
-		uint32_t *n = ncap <= MAX_EXITS ? realloc(e->exits, ncap * sizeof(*n)) : NULL;
-
-		if (!n) {
-			symbolizer__forget_pid(e->sym, pid);
-			seen_del(e, pid);
-			e->st.forgotten++;
-			return;
-		}
-		e->exits = n;
-		e->exits_cap = ncap;
+	/* Its mappings are gone already: its re-captures are called off. Too many exits waiting: forgotten now. */
+	if (procreg__exit(e->reg, pid) == -ENOSPC) {
+		forget(pid, e);
+		procreg__forget(e->reg, pid);
+		e->st.forgotten++;
 	}
-	e->exits[e->nexits++] = pid;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -475,11 +357,8 @@ int events__open(struct symbolizer *sym, struct events **out)
 	e->sym = sym;
 	e->epfd = e->tfd = -1;
 	e->ns_per_tick = 1000000000 / (uint64_t)(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
-	e->seen_cap = 1024;
-	e->seen = calloc(e->seen_cap, sizeof(*e->seen));
-	e->pq = calloc(MAX_PENDING, sizeof(*e->pq));
 	e->paths = calloc(PATH_SLOTS, sizeof(*e->paths));
-	if (!e->seen || !e->pq || !e->paths) {
+	if (!e->paths || procreg__new(0, 0, &e->reg)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -524,12 +403,10 @@ void events__free(struct events *e)
 		close(e->epfd);
 	if (e->tfd >= 0)
 		close(e->tfd);
-	free(e->pq);
 	for (size_t i = 0; e->paths && i < PATH_SLOTS; i++)
 		free(e->paths[i].path);
 	free(e->paths);
-	free(e->exits);
-	free(e->seen);
+	procreg__free(e->reg);
 	free(e);
 }
 
@@ -559,24 +436,12 @@ void events__drain_begin(struct events *e)
 {
 	ring_buffer__consume(e->rb);
 	arm(e);
-	e->exits_at_drain = e->nexits;
+	procreg__drain_begin(e->reg);
 }
 
 void events__drain_end(struct events *e)
 {
-	size_t n = e->exits_old;
-
-	for (size_t i = 0; i < n; i++) {
-		if (!e->exits[i])
-			continue;
-		symbolizer__forget_pid(e->sym, e->exits[i]);
-		seen_del(e, e->exits[i]);
-		e->st.forgotten++;
-	}
-	memmove(e->exits, e->exits + n, (e->nexits - n) * sizeof(*e->exits));
-	e->nexits -= n;
-	e->exits_old = e->exits_at_drain - n;
-	e->exits_at_drain = 0;
+	procreg__drain_end(e->reg, forget, e);
 }
 
 void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint64_t start_code)
@@ -585,7 +450,7 @@ void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint
 
 	/* With libraries found, the planned re-capture would find the same: it need not wake us. */
 	if (capture(e, &im, NULL, NULL) > 2)
-		cancel_recaptures(e, pid);
+		procreg__due_cancel(e->reg, pid);
 	arm(e);
 }
 
@@ -593,7 +458,7 @@ void events__seen(struct events *e, uint32_t pid)
 {
 	struct events_image im = { .pid = pid, .exec = -1 };
 
-	if (pid && seen_add(e, pid))
+	if (procreg__seen(e->reg, pid) == 1)
 		capture(e, &im, NULL, NULL);
 }
 
@@ -616,7 +481,12 @@ void events__on_exit(struct events *e, events_exit_fn fn, void *arg)
 
 void events__stats(const struct events *e, struct events_stats *out)
 {
+	struct procreg_stats rs;
+
 	*out = e->st;
+	procreg__stats(e->reg, &rs);
+	out->forgotten += rs.forgotten;
+	out->pending_dropped = rs.due_dropped;
 	out->execs = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_EXEC], __ATOMIC_RELAXED);
 	out->exits = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_EXIT], __ATOMIC_RELAXED);
 	out->lost = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_LOST], __ATOMIC_RELAXED);

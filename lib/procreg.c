@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,12 +12,20 @@
 #define MAX_EXITS 65536
 /* Looks queued at once; beyond, dropped and counted. */
 #define MAX_DUE 4096
+/* Snapshot bytes kept (a shared one counted once per record that holds it): beyond, the oldest go. */
+#define DEFAULT_MAPS_BYTES (16u << 20)
+
+struct lru {
+	struct lru *prev, *next;
+};
 
 struct rec {
+	struct lru lru;        /* among records holding a snapshot, the most recently set first */
 	struct rec *next;
 	struct procreg_info in;
 	uint32_t gen;          /* changes at each new image under the pid: stale exits and looks see it */
 	struct procmaps *maps; /* NULL: not known */
+	size_t maps_bytes;
 };
 
 struct pidgen {
@@ -31,6 +40,8 @@ struct due {
 struct procreg {
 	struct rec **b;
 	size_t nb, n, max;
+	size_t maps_bytes, maps_max;
+	struct lru lru;
 	uint32_t next_gen;
 
 	struct pidgen *exits;
@@ -61,13 +72,52 @@ static struct rec *find(const struct procreg *r, uint32_t pid)
 	return *slot(r, pid);
 }
 
-int procreg__new(size_t max, struct procreg **out)
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+static void maps_drop(struct procreg *r, struct rec *x)
+{
+	if (!x->maps)
+		return;
+	x->lru.prev->next = x->lru.next;
+	x->lru.next->prev = x->lru.prev;
+	r->maps_bytes -= x->maps_bytes;
+	procmaps__free(x->maps);
+	x->maps = NULL;
+	x->maps_bytes = 0;
+}
+
+/* x holds m from now on (a new reference); the least recently set snapshots go beyond the budget. */
+static void maps_hold(struct procreg *r, struct rec *x, struct procmaps *m)
+{
+	size_t b = procmaps__mem_bytes(m);
+
+	maps_drop(r, x);
+	if (b > r->maps_max) {
+		r->st.maps_dropped++;
+		return;
+	}
+	while (r->maps_bytes + b > r->maps_max && r->lru.prev != &r->lru) {
+		maps_drop(r, container_of(r->lru.prev, struct rec, lru));
+		r->st.maps_dropped++;
+	}
+	x->maps = procmaps__ref(m);
+	x->maps_bytes = b;
+	r->maps_bytes += b;
+	x->lru.next = r->lru.next;
+	x->lru.prev = &r->lru;
+	r->lru.next->prev = &x->lru;
+	r->lru.next = &x->lru;
+}
+
+int procreg__new(size_t max, size_t maps_max, struct procreg **out)
 {
 	struct procreg *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return -ENOMEM;
 	r->max = max ? max : DEFAULT_MAX;
+	r->maps_max = maps_max ? maps_max : DEFAULT_MAPS_BYTES;
+	r->lru.prev = r->lru.next = &r->lru;
 	r->nb = MIN_BUCKETS;
 	r->b = calloc(r->nb, sizeof(*r->b));
 	r->dq = calloc(MAX_DUE, sizeof(*r->dq));
@@ -135,7 +185,7 @@ static struct rec *get(struct procreg *r, uint32_t pid, bool reset, bool *made)
 		r->n++;
 		*made = true;
 	}
-	procmaps__free(x->maps);
+	maps_drop(r, x);
 	struct rec *next = x->next;
 
 	memset(x, 0, sizeof(*x));
@@ -184,7 +234,7 @@ int procreg__fork(struct procreg *r, uint32_t ppid, uint32_t pid, uint64_t start
 		return -ENOENT;
 	x->in.start_code = p->in.start_code;
 	x->in.ppid = ppid;
-	x->maps = procmaps__ref(p->maps);
+	maps_hold(r, x, p->maps);
 	return 0;
 }
 
@@ -204,8 +254,7 @@ int procreg__set_maps(struct procreg *r, uint32_t pid, struct procmaps *m)
 
 	if (!x)
 		return -ENOENT;
-	procmaps__free(x->maps);
-	x->maps = procmaps__ref(m);
+	maps_hold(r, x, m);
 	x->in.ppid = 0;
 	return 0;
 }
@@ -237,7 +286,7 @@ void procreg__forget(struct procreg *r, uint32_t pid)
 	if (!x)
 		return;
 	*pp = x->next;
-	procmaps__free(x->maps);
+	maps_drop(r, x);
 	free(x);
 	r->n--;
 }
@@ -247,8 +296,11 @@ int procreg__exit(struct procreg *r, uint32_t pid)
 	struct rec *x = find(r, pid);
 
 	procreg__due_cancel(r, pid);
-	if (x)
+	/* Nobody forks from it any more; its samples are named by whoever holds the snapshot. */
+	if (x) {
 		x->in.exited = true;
+		maps_drop(r, x);
+	}
 	if (r->nexits == r->exits_cap) {
 		size_t ncap = r->exits_cap ? r->exits_cap * 2 : 256;
 		struct pidgen *n = ncap <= MAX_EXITS ? realloc(r->exits, ncap * sizeof(*n)) : NULL;
@@ -348,4 +400,5 @@ void procreg__stats(const struct procreg *r, struct procreg_stats *out)
 {
 	*out = r->st;
 	out->records = r->n;
+	out->maps_bytes = r->maps_bytes;
 }

@@ -40,10 +40,15 @@ struct procreg_stats {
 	uint64_t forgotten;    /* exited processes dropped after their last drain */
 	uint64_t full;         /* records not kept: the registry was at its bound */
 	uint64_t due_dropped;  /* looks not queued: too many at once */
+	uint64_t maps_dropped; /* snapshots let go to stay within the budget */
+	uint64_t maps_bytes;   /* snapshot bytes held (a shared one once per holder) */
 };
 
-/* max: records kept at most (0: 1 << 20); beyond, a new process is not remembered. */
-int procreg__new(size_t max, struct procreg **out);
+/*
+ * max: records kept at most (0: 1 << 20); beyond, a new process is not
+ * remembered. maps_max: snapshot bytes kept (0: 16 MiB).
+ */
+int procreg__new(size_t max, size_t maps_max, struct procreg **out);
 void procreg__free(struct procreg *r);
 
 /* A new image under pid (exec): the record starts over. 0 or -ENOMEM/-ENOSPC. */
@@ -57,7 +62,11 @@ int procreg__fork(struct procreg *r, uint32_t ppid, uint32_t pid, uint64_t start
 		  const struct procreg_ids *ids);
 /* A sample of pid: 1 when it was not known (a record is made), 0 when it was. */
 int procreg__seen(struct procreg *r, uint32_t pid);
-/* pid's mappings as just read (a reference is kept): its own from now on. -ENOENT: not known. */
+/*
+ * pid's mappings as just read (a reference is kept): its own from now on.
+ * -ENOENT: not known. Snapshots are kept within maps_max, the least
+ * recently set let go first, and let go at exit.
+ */
 int procreg__set_maps(struct procreg *r, uint32_t pid, struct procmaps *m);
 /* pid's snapshot, a new reference (procmaps__free drops it). -ENOENT: none. */
 int procreg__maps(const struct procreg *r, uint32_t pid, struct procmaps **out);

@@ -578,15 +578,16 @@ void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
 
 static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct symbolizer_ids *ids);
 
-int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid, const struct symbolizer_ids *ids)
+int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid, const struct symbolizer_ids *ids,
+		     struct procmaps *maps)
 {
-	struct pid_ent *pp = *pid_slot(s, ppid), *p;
+	struct pid_ent *p;
 	int err;
 
-	if (!pp || !pp->maps || ppid == pid)
-		return -ENOENT;
+	if (!maps || ppid == pid)
+		return -EINVAL;
 	symbolizer__forget_pid(s, pid);
-	err = pid_get_maps(s, pid, pp->maps, &p);
+	err = pid_get_maps(s, pid, maps, &p);
 	if (err)
 		return err;
 	p->ppid = ppid;

@@ -48,7 +48,7 @@ __attribute__((noinline)) static void mix(void)
 	sink = x;
 }
 
-__attribute__((noinline)) static void child_burn(long long ns)
+__attribute__((noinline)) static void burn(long long ns)
 {
 	long long end = cpu_ns() + ns;
 
@@ -57,13 +57,38 @@ __attribute__((noinline)) static void child_burn(long long ns)
 	while (cpu_ns() < end);
 }
 
-__attribute__((noinline)) static void worker_own(long long ns)
-{
-	long long end = cpu_ns() + ns;
+static void (*plugin_spin)(double);
 
-	do
-		mix();
-	while (cpu_ns() < end);
+/* The functions the children run, each its own frame above burn. */
+__attribute__((noinline)) static void child_burn(void)
+{
+	burn(40 * 1000000LL);
+}
+
+__attribute__((noinline)) static void worker_own(void)
+{
+	burn(75 * 1000000LL);
+}
+
+static void prefork_worker(void)
+{
+	worker_own();
+	plugin_spin(0.075);
+}
+
+/* A child named name that runs fn and exits; its pid in the parent, -1 when fork failed. */
+static pid_t spawn(const char *name, void (*fn)(void))
+{
+	pid_t c = fork();
+
+	if (c < 0)
+		perror("fork");
+	if (c == 0) {
+		prctl(PR_SET_NAME, name);
+		fn();
+		_exit(0);
+	}
+	return c;
 }
 
 static void sleep_until(long long t)
@@ -98,17 +123,8 @@ static int run_fork(double secs, int wait)
 	end = mono_ns() + (long long)(secs * 1e9);
 	next = mono_ns();
 	while (mono_ns() < end) {
-		pid_t c = fork();
-
-		if (c < 0) {
-			perror("fork");
+		if (spawn("fk_child", child_burn) < 0)
 			return 1;
-		}
-		if (c == 0) {
-			prctl(PR_SET_NAME, "fk_child");
-			child_burn(40 * 1000000LL);
-			_exit(0);
-		}
 		next += 100 * 1000000LL;
 		sleep_until(next);
 	}
@@ -118,7 +134,6 @@ static int run_fork(double secs, int wait)
 static int run_prefork(double secs, const char *lib)
 {
 	long long end = mono_ns() + (long long)(secs * 1e9);
-	void (*spin)(double);
 	void *h;
 
 	sleep_until(mono_ns() + 300 * 1000000LL);
@@ -127,22 +142,14 @@ static int run_prefork(double secs, const char *lib)
 		fprintf(stderr, "dlopen: %s\n", dlerror());
 		return 1;
 	}
-	spin = (void (*)(double))dlsym(h, "plugin_spin");
-	if (!spin)
+	plugin_spin = (void (*)(double))dlsym(h, "plugin_spin");
+	if (!plugin_spin)
 		return 1;
 	while (mono_ns() < end) {
-		pid_t c = fork();
+		pid_t c = spawn("pf_worker", prefork_worker);
 
-		if (c < 0) {
-			perror("fork");
+		if (c < 0)
 			return 1;
-		}
-		if (c == 0) {
-			prctl(PR_SET_NAME, "pf_worker");
-			worker_own(75 * 1000000LL);
-			spin(0.075);
-			_exit(0);
-		}
 		waitpid(c, NULL, 0);
 		sleep_until(mono_ns() + 20 * 1000000LL);
 	}

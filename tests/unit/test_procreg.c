@@ -31,7 +31,7 @@ static void test_records(void)
 	struct procreg_info in;
 	struct procmaps *m = maps_of(0x400000, "/bin/parent"), *got = NULL;
 
-	CHECK_EQ_INT(procreg__new(0, &r), 0);
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
 	if (!r)
 		return;
 	CHECK_EQ_INT(procreg__seen(r, 10), 1);
@@ -90,7 +90,7 @@ static void test_exits(void)
 	struct procreg_stats st;
 	struct procreg_info in;
 
-	CHECK_EQ_INT(procreg__new(0, &r), 0);
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
 	if (!r)
 		return;
 	nforgot = 0;
@@ -132,7 +132,7 @@ static void test_due(void)
 	struct procreg *r = NULL;
 	uint32_t pid, tries;
 
-	CHECK_EQ_INT(procreg__new(0, &r), 0);
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
 	if (!r)
 		return;
 	CHECK_EQ_INT(procreg__due_at(r, 40, 100, 0), -ENOENT);
@@ -162,7 +162,7 @@ static void test_bound(void)
 	struct procreg *r = NULL;
 	struct procreg_stats st;
 
-	CHECK_EQ_INT(procreg__new(3000, &r), 0);
+	CHECK_EQ_INT(procreg__new(3000, 0, &r), 0);
 	if (!r)
 		return;
 	/* Past the buckets (they grow) and up to the bound. */
@@ -179,8 +179,41 @@ static void test_bound(void)
 	procreg__free(r);
 }
 
+/* Snapshots within their budget: the least recently set go first, and every one at exit. */
+static void test_maps_budget(void)
+{
+	struct procmaps *a = maps_of(0x1000000, "/bin/a"), *got = NULL;
+	struct procreg *r = NULL;
+	struct procreg_stats st;
+	size_t one = procmaps__mem_bytes(a);
+
+	CHECK_EQ_INT(procreg__new(0, 2 * one + one / 2, &r), 0);
+	if (!r)
+		return;
+	for (uint32_t pid = 1; pid <= 3; pid++) {
+		procreg__seen(r, pid);
+		CHECK_EQ_INT(procreg__set_maps(r, pid, a), 0);
+	}
+	CHECK_EQ_INT(procreg__maps(r, 1, &got), -ENOENT); /* the oldest went */
+	CHECK_EQ_INT(procreg__maps(r, 3, &got), 0);
+	procmaps__free(got);
+	procreg__stats(r, &st);
+	CHECK_EQ_INT(st.maps_dropped, 1);
+	CHECK(st.maps_bytes == 2 * one);
+	procreg__exit(r, 3);
+	CHECK_EQ_INT(procreg__maps(r, 3, &got), -ENOENT);
+	procreg__stats(r, &st);
+	CHECK(st.maps_bytes == one);
+	procreg__forget(r, 2);
+	procreg__stats(r, &st);
+	CHECK(st.maps_bytes == 0);
+	procmaps__free(a);
+	procreg__free(r);
+}
+
 int main(void)
 {
+	test_maps_budget();
 	test_records();
 	test_exits();
 	test_due();

@@ -813,6 +813,7 @@ static void test_vdso_after_exit(void)
 static void test_fork(void)
 {
 	struct symbolizer_stats st0, st1;
+	struct procmaps *pmaps = NULL;
 	struct symbolizer *s = NULL;
 	char path[256], cmd[512];
 	uint32_t self = (uint32_t)getpid();
@@ -830,8 +831,9 @@ static void test_fork(void)
 	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
 	if (!s)
 		return;
-	CHECK_EQ_INT(symbolizer__fork(s, self, 1, NULL), -ENOENT); /* the parent is not known yet */
+	CHECK_EQ_INT(symbolizer__fork(s, self, 1, NULL, NULL), -EINVAL); /* nothing to share */
 	CHECK_EQ_INT(symbolizer__capture(s, self, NULL), 0);
+	CHECK_EQ_INT(symbolizer__maps(s, self, &pmaps), 0);
 	snprintf(path, sizeof(path), "%s/libforkplug.so", dir);
 	h = dlopen(path, RTLD_NOW);
 	fn = h ? dlsym(h, "forkplug_fn") : NULL;
@@ -842,7 +844,8 @@ static void test_fork(void)
 	CHECK(child > 0);
 	waitpid(child, NULL, 0);
 	symbolizer__stats(s, &st0);
-	CHECK_EQ_INT(symbolizer__fork(s, self, (uint32_t)child, NULL), 0);
+	CHECK_EQ_INT(symbolizer__fork(s, self, (uint32_t)child, NULL, pmaps), 0);
+	procmaps__free(pmaps); /* the child's entry holds its own reference */
 	symbolizer__exited(s, (uint32_t)child);
 	CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, (uint64_t)(uintptr_t)test_target_fn, 0, &r), 0);
 	CHECK_EQ_STR(r.name ? r.name : "(none)", "test_target_fn");
