@@ -1,5 +1,6 @@
 /* profd: wires the sampler, symbolizer, window and store into one event loop. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -33,6 +34,7 @@
 #include "symbolizer.h"
 #include "tables.h"
 #include "textesc.h"
+#include "usnap.h"
 
 /* drain_max_recent_us: the longest of this many last drains (about 10 s at the default interval). */
 #define RECENT_DRAINS 10
@@ -72,6 +74,7 @@ struct profd {
 	struct events *events;
 	/* DWARF unwinding: NULL with --unwind fp */
 	struct tables *tables;
+	int snap_fd;             /* --unwind-snapshots: the walker's snapshots go here; -1: off */
 	/* CPython frames: NULL when the walker's maps could not be set up */
 	struct pyprocs *py;
 	/* own cost: frames interned in this drain, and what was freed since the last trim */
@@ -880,6 +883,16 @@ static void exit_to_tables(uint32_t pid, uint64_t time_ns, void *arg)
 		pyprocs__exit(d->py, pid);
 }
 
+/* Test mode: snapshots for tests/tools/unwind_check, which unwinds them again with libunwind. */
+static void snapshot_write(const struct profd_uevent *ev, void *arg)
+{
+	const struct profd *d = arg;
+	int err = usnap__write(d->snap_fd, ev);
+
+	if (err)
+		log_debug("cannot write a snapshot of pid %u: %s", ev->pid, strerror(-err));
+}
+
 static int setup(struct profd *d)
 {
 	struct sampler_opts so = {
@@ -898,6 +911,8 @@ static int setup(struct profd *d)
 				      .bad_file = bad_file, .maps_read = maps_read };
 	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
+	const char *snap_path = NULL;
+	uint32_t snap_pid = 0;
 	char err_msg[256] = "";
 	sigset_t mask;
 	int err;
@@ -931,8 +946,10 @@ static int setup(struct profd *d)
 	/* Loading and verifying the programs can outlast TimeoutStartSec on a busy host. */
 	notify_send("EXTEND_TIMEOUT_USEC=60000000");
 	/* DWARF unwinding */
+	if (d->o.unwind_snapshots[0])
+		options_snapshots(d->o.unwind_snapshots, &snap_pid, &snap_path);
 	so.unwind = (struct tables_opts){ .enabled = d->o.unwind != UNWIND_FP, .max_bytes = d->o.unwind_memory,
-					  .max_pids = d->o.max_pids, .snapshot_pid = tables_check_pid() };
+					  .max_pids = d->o.max_pids, .snapshot_pid = snap_pid };
 	err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
 	if (err && so.unwind.enabled && d->o.unwind == UNWIND_AUTO && err != -EPERM && err != -EACCES) {
 		char why[sizeof(err_msg)];
@@ -992,6 +1009,13 @@ static int setup(struct profd *d)
 			tables__on_reread(d->tables, reread_to_events, d->events);
 			tables__exec_delay(d->tables, events__exec_delay_ns(d->events));
 		}
+		if (snap_pid) {
+			d->snap_fd = open(snap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+			if (d->snap_fd < 0)
+				return log_err("cannot create %s: %s", snap_path, strerror(errno)), -errno;
+			tables__on_snapshot(d->tables, snapshot_write, d);
+			log_info("snapshots of pid %u go to %s", snap_pid, snap_path);
+		}
 	}
 
 	/* CPython frames: without them Python processes keep their native frames. */
@@ -1024,6 +1048,8 @@ static void teardown(struct profd *d)
 	if (d->wd_tfd >= 0)
 		close(d->wd_tfd);
 	tables__free(d->tables);
+	if (d->snap_fd >= 0)
+		close(d->snap_fd);
 	pyprocs__free(d->py);
 	sampler__free(d->sampler);
 	store__close(d->store);
@@ -1108,8 +1134,8 @@ static int loop(struct profd *d)
 
 int main(int argc, char **argv)
 {
-	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1, .req_tfd = -1,
-			   .argc = argc, .argv = argv };
+	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1,
+			   .req_tfd = -1, .snap_fd = -1, .argc = argc, .argv = argv };
 	int err;
 
 	/*
