@@ -479,6 +479,11 @@ void events__on_exit(struct events *e, events_exit_fn fn, void *arg)
 	e->exit_arg = arg;
 }
 
+const struct procreg *events__registry(const struct events *e)
+{
+	return e->reg;
+}
+
 void events__stats(const struct events *e, struct events_stats *out)
 {
 	struct procreg_stats rs;

@@ -78,6 +78,9 @@ uint64_t events__exec_delay_ns(const struct events *e);
 typedef void (*events_exit_fn)(uint32_t pid, uint64_t time_ns, void *arg);
 void events__on_exit(struct events *e, events_exit_fn fn, void *arg);
 
+/* The process registry the events write: read it, do not write it. */
+struct procreg;
+const struct procreg *events__registry(const struct events *e);
 void events__stats(const struct events *e, struct events_stats *out);
 /* `profctl status` lines (name TAB value); e NULL: events unavailable. */
 void events__print_status(const struct events *e, FILE *f);

@@ -1008,6 +1008,7 @@ static int setup(struct profd *d)
 		if (d->events) {
 			tables__on_reread(d->tables, reread_to_events, d->events);
 			tables__exec_delay(d->tables, events__exec_delay_ns(d->events));
+			tables__use_registry(d->tables, events__registry(d->events));
 		}
 		if (snap_pid) {
 			d->snap_fd = open(snap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);

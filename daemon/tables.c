@@ -20,6 +20,7 @@
 
 #include "log.h"
 #include "procmaps.h"
+#include "procreg.h"
 #include "rowalloc.h"
 #include "safeopen.h"
 #include "profd.skel.h"
@@ -164,6 +165,7 @@ struct qent {
 
 struct tables {
 	struct profd_bpf *skel;
+	const struct procreg *reg; /* process events' records; NULL: none */
 	struct tables_opts o;
 	struct ring_buffer *rb;
 	int epfd;                /* what tables__fd returns: ring buffer, eventfd, timer */
@@ -1131,10 +1133,26 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (len < offsetof(struct profd_uevent, regs))
 		return 0;
 	switch (ev->type) {
-	case PROFD_UEV_NEW_PID:
-		enqueue(t, &(struct qent){ .pid = ev->pid, .hot = true,
-					   .young = !t->exec_delay_ns || (ev->flags & PROFD_UEV_F_EXEC_DUE) }, false);
+	case PROFD_UEV_NEW_PID: {
+		struct qent q = { .pid = ev->pid, .hot = true,
+				  .young = !t->exec_delay_ns || (ev->flags & PROFD_UEV_F_EXEC_DUE) };
+		struct procreg_info in;
+
+		/*
+		 * A child between fork and exec has its parent's image: the
+		 * registry's snapshot of it serves, without a read of /proc
+		 * (the child may be gone before its turn).
+		 */
+		if (t->reg && !procreg__info(t->reg, ev->pid, &in) && in.ppid && in.start_time && in.start_code &&
+		    !procreg__maps(t->reg, ev->pid, &q.pm)) {
+			q.start_time = in.start_time;
+			q.start_code = in.start_code;
+			t->st.maps_inherited++;
+		}
+		enqueue(t, &q, false);
+		procmaps__free(q.pm);
 		break;
+	}
 	case PROFD_UEV_REFRESH:
 		p = pid_find(t, ev->pid);
 		/*
@@ -1431,6 +1449,11 @@ void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg)
 	t->snap_arg = arg;
 }
 
+void tables__use_registry(struct tables *t, const struct procreg *reg)
+{
+	t->reg = reg;
+}
+
 void tables__stats(const struct tables *t, struct tables_stats *st)
 {
 	*st = t->st;
@@ -1476,6 +1499,7 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_pids\t%" PRIu64 "\n", st.pids);
 	fprintf(f, "unwind_pid_loads\t%" PRIu64 "\n", st.pid_loads);
 	fprintf(f, "unwind_maps_reads\t%" PRIu64 "\n", st.maps_reads);
+	fprintf(f, "unwind_maps_inherited\t%" PRIu64 "\n", st.maps_inherited);
 	fprintf(f, "unwind_table_evictions\t%" PRIu64 "\n", st.evictions);
 	fprintf(f, "unwind_table_build_ms\t%" PRIu64 "\n", st.build_us_total / 1000);
 	fprintf(f, "unwind_table_builds_pending\t%" PRIu64 "\n", st.builds_pending);

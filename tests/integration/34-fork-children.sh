@@ -48,5 +48,11 @@ check "prefork workers named: $n of $t samples through their functions (>= 90%)"
 	awk -v n="$n" -v t="$t" 'BEGIN { exit !(t >= 30 && n >= 0.9 * t) }'
 check "prefork workers: the dlopen()ed library named ($lib of $t through plugin_spin, >= 30%)" \
 	awk -v n="$lib" -v t="$t" 'BEGIN { exit !(t > 0 && n >= 0.3 * t) }'
+# The DWARF tables of a child of an exec'd parent come from the registry, not /proc.
+inh=$(profctl status | awk '$1 == "unwind_maps_inherited" { print $2 }')
+[ -n "$inh" ] || echo "no DWARF tables (frame pointers only): their check does not apply"
+if [ -n "$inh" ]; then
+	check "forked workers' unwind tables from their parent's snapshot ($inh, > 0)" test "$inh" -gt 0
+fi
 check "profd exits 0 on SIGTERM" stop_profd
 done_test
