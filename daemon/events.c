@@ -268,29 +268,43 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 }
 
 /*
- * The child shares its parent's mappings as last captured: it has exactly
- * them until it execs or maps more, and a short child is gone before /proc
- * could be asked. A parent not known yet (never sampled) is read now,
- * while it runs. The child counts as seen: it is read again only on a miss.
+ * The child has its parent's image until it execs or maps more: its record
+ * shares the parent's snapshot. Nothing more is done until a sample of the
+ * child comes (most children exec first, or are never sampled).
  */
 static void on_fork(struct events *e, const struct profd_pev *ev)
 {
 	struct symbolizer_ids ids = event_ids(ev);
 	struct procreg_ids rids = reg_ids(&ids);
-	struct events_image im = { .pid = ev->ppid, .exec = -1 };
-	uint64_t start_time = ev->start_boottime_ns / e->ns_per_tick;
-	struct procmaps *maps = NULL;
 
 	e->st.forks++;
 	symbolizer__forget_pid(e->sym, ev->pid);
-	if (procreg__fork(e->reg, ev->ppid, ev->pid, start_time, &rids) == -ENOENT) {
-		procreg__seen(e->reg, ev->ppid);
-		if (capture(e, &im, NULL, NULL) == 0 &&
-		    procreg__fork(e->reg, ev->ppid, ev->pid, start_time, &rids) == 0)
-			e->st.fork_parents_read++;
+	procreg__fork(e->reg, ev->ppid, ev->pid, ev->start_boottime_ns / e->ns_per_tick, &rids);
+}
+
+/*
+ * The first sample of a forked child, which may be gone already: named from
+ * its parent's snapshot, read now from a parent not seen before (it forks,
+ * so it most often still runs).
+ */
+static void inherit(struct events *e, const struct procreg_info *in)
+{
+	struct events_image im = { .pid = in->ppid, .exec = -1 };
+	struct symbolizer_ids ids = { in->ids.uid, in->ids.nspid, { in->ids.root[0], in->ids.root[1], in->ids.root[2] } };
+	struct procmaps *maps = NULL;
+
+	if (procreg__inherit(e->reg, in->pid) == -ENOENT) {
+		procreg__seen(e->reg, in->ppid);
+		if (capture(e, &im, NULL, NULL) || procreg__inherit(e->reg, in->pid))
+			return;
+		e->st.fork_parents_read++;
 	}
-	if (procreg__maps(e->reg, ev->pid, &maps) == 0)
-		symbolizer__fork(e->sym, ev->ppid, ev->pid, &ids, maps);
+	if (procreg__maps(e->reg, in->pid, &maps) == 0 &&
+	    symbolizer__fork(e->sym, in->ppid, in->pid, in->have_ids ? &ids : NULL, maps) == 0) {
+		e->st.forks_named++;
+		if (in->exited)
+			symbolizer__exited(e->sym, in->pid);
+	}
 	procmaps__free(maps);
 }
 
@@ -457,9 +471,17 @@ void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint
 void events__seen(struct events *e, uint32_t pid)
 {
 	struct events_image im = { .pid = pid, .exec = -1 };
+	struct procreg_info in;
 
-	if (procreg__seen(e->reg, pid) == 1)
+	switch (procreg__seen(e->reg, pid)) {
+	case 1:
 		capture(e, &im, NULL, NULL);
+		break;
+	case 2:
+		if (!procreg__info(e->reg, pid, &in) && in.ppid)
+			inherit(e, &in);
+		break;
+	}
 }
 
 uint64_t events__exec_delay_ns(const struct events *e)
@@ -510,6 +532,7 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_execs\t%" PRIu64 "\n", s.execs);
 	fprintf(f, "process_exits\t%" PRIu64 "\n", s.exits);
 	fprintf(f, "process_forks\t%" PRIu64 "\n", s.forks_seen);
+	fprintf(f, "process_forks_named\t%" PRIu64 "\n", s.forks_named);
 	fprintf(f, "process_forks_parent_read\t%" PRIu64 "\n", s.fork_parents_read);
 	fprintf(f, "process_events_lost\t%" PRIu64 "\n", s.lost);
 	fprintf(f, "process_captures\t%" PRIu64 "\n", s.captures);

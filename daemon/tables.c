@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "log.h"
 #include "procmaps.h"
 #include "procreg.h"
@@ -200,14 +201,6 @@ struct tables {
 	struct bpf_link *exit_link; /* the walker's exit hook: umaps entries go with their process */
 	struct tables_stats st;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static uint32_t rows_cap(const struct tables_opts *o)
 {
@@ -464,7 +457,7 @@ static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
-	*f = (struct tfile){ .dev = dev, .ino = ino, .vdso = vdso, .unused_since = now_ns() };
+	*f = (struct tfile){ .dev = dev, .ino = ino, .vdso = vdso, .unused_since = clock__mono_ns() };
 	t->files[t->nfiles++] = f;
 	return f;
 }
@@ -507,7 +500,7 @@ static struct tfile *vdso_file(struct tables *t)
 {
 	struct unwind_table *ut = NULL;
 	struct tfile *f;
-	int64_t t0 = now_ns();
+	int64_t t0 = clock__mono_ns();
 	int err;
 
 	for (size_t i = 0; i < t->nfiles; i++)
@@ -517,7 +510,7 @@ static struct tfile *vdso_file(struct tables *t)
 	if (!f)
 		return NULL;
 	err = vdso_build(&ut);
-	t->st.build_us_total += (now_ns() - t0) / 1000;
+	t->st.build_us_total += (clock__mono_ns() - t0) / 1000;
 	file_built(t, f, ut, err);
 	return f;
 }
@@ -568,10 +561,10 @@ static int job_submit(struct tables *t, struct tfile *f, int fd, const char *pat
 		f->st_mtim = sb.st_mtim;
 	}
 	if (size && size <= INLINE_FILE_BYTES) {
-		int64_t t0 = now_ns();
+		int64_t t0 = clock__mono_ns();
 
 		j.err = unwind_table__open_fd(fd, &j.ut);
-		j.ns = now_ns() - t0;
+		j.ns = clock__mono_ns() - t0;
 		close(fd);
 		job_finish(t, &j);
 		return 0;
@@ -751,10 +744,10 @@ static void file_reload(struct tables *t, struct tfile *f)
 	t->st.rebuilds++;
 	if (f->vdso) {
 		struct unwind_table *ut = NULL;
-		int64_t t0 = now_ns();
+		int64_t t0 = clock__mono_ns();
 		int err = vdso_build(&ut);
 
-		t->st.build_us_total += (now_ns() - t0) / 1000;
+		t->st.build_us_total += (clock__mono_ns() - t0) / 1000;
 		file_built(t, f, ut, err);
 	} else if (job_submit(t, f, fd, path)) {
 		rows_release(t, first, n);
@@ -785,7 +778,7 @@ static void evict_unused(struct tables *t)
 static void file_put(struct tfile *f)
 {
 	if (f && --f->users == 0)
-		f->unused_since = now_ns();
+		f->unused_since = clock__mono_ns();
 }
 
 /* --- processes --- */
@@ -931,7 +924,7 @@ static int pid_load(struct tables *t, const struct qent *e)
 	p->n = n;
 	p->start_time = st;
 	p->start_code = sc;
-	now = now_ns();
+	now = clock__mono_ns();
 	p->last_load = now;
 	p->loads = exec ? 1 : p->loads + 1;
 	p->retries = exec || !retry ? 0 : p->retries + 1;
@@ -1019,7 +1012,7 @@ static void enqueue(struct tables *t, const struct qent *n, bool stale)
 		t->queue_cap = cap;
 	}
 	t->queue[t->nqueue] = *n;
-	t->queue[t->nqueue].queued = now_ns();
+	t->queue[t->nqueue].queued = clock__mono_ns();
 	t->queue[t->nqueue++].pm = procmaps__ref(n->pm);
 	if (!hot)
 		t->ncold++;
@@ -1038,12 +1031,12 @@ static bool waits(const struct tables *t, const struct qent *e, int64_t now)
 
 static void work(struct tables *t, int64_t budget)
 {
-	int64_t t0 = now_ns();
+	int64_t t0 = clock__mono_ns();
 	size_t k = 0;
 	bool more = false;
 
 	/* Served entries become pid 0 (never a process's) and are squeezed out below. */
-	for (size_t i = 0; i < t->nqueue && now_ns() - t0 < budget; i++) {
+	for (size_t i = 0; i < t->nqueue && clock__mono_ns() - t0 < budget; i++) {
 		if (t->queue[i].hot && !waits(t, &t->queue[i], t0)) {
 			struct qent e = t->queue[i];
 
@@ -1053,7 +1046,7 @@ static void work(struct tables *t, int64_t budget)
 			procmaps__free(e.pm);
 		}
 	}
-	for (size_t i = t->nqueue; i-- > 0 && now_ns() - t0 < budget;) {
+	for (size_t i = t->nqueue; i-- > 0 && clock__mono_ns() - t0 < budget;) {
 		struct qent e = t->queue[i];
 
 		if (!e.pid || e.hot)
@@ -1095,7 +1088,7 @@ static void reread(struct tables *t, uint32_t pid, struct tpid *p, bool asked)
 /* Queues the processes whose planned re-read is due; arms the timer for the next one. */
 static void run_due(struct tables *t)
 {
-	int64_t now = now_ns(), next = 0;
+	int64_t now = clock__mono_ns(), next = 0;
 	struct itimerspec its = { 0 };
 
 	for (size_t i = 0; i < t->npids; i++) {
@@ -1163,7 +1156,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		if (p && p->last_load >= (int64_t)ev->time_ns)
 			break;
 		/* Not for a young process: its first read often raced ld.so mapping its libraries. */
-		if (p && p->loads > 2 && now_ns() - p->last_load < p->wait) {
+		if (p && p->loads > 2 && clock__mono_ns() - p->last_load < p->wait) {
 			if (!p->due)
 				p->due = p->last_load + p->wait;
 		} else {
@@ -1290,7 +1283,7 @@ int tables__fd(const struct tables *t)
 
 int tables__poll(struct tables *t)
 {
-	int64_t t0 = now_ns();
+	int64_t t0 = clock__mono_ns();
 	uint64_t v;
 	int n;
 
@@ -1313,8 +1306,8 @@ int tables__poll(struct tables *t)
 	work(t, WORK_BUDGET_NS);
 	write_changed(t);
 	run_due(t);
-	if ((uint64_t)(now_ns() - t0) > t->st.turn_ns_max)
-		t->st.turn_ns_max = now_ns() - t0;
+	if ((uint64_t)(clock__mono_ns() - t0) > t->st.turn_ns_max)
+		t->st.turn_ns_max = clock__mono_ns() - t0;
 	return n < 0 ? n : 0;
 }
 
@@ -1368,7 +1361,7 @@ void tables__gc(struct tables *t)
 	uint64_t nlost = __atomic_load_n(&t->skel->bss->ucounters[PROFD_UCNT_EVENTS_LOST], __ATOMIC_RELAXED);
 
 	tables__poll(t);
-	now = now_ns();
+	now = clock__mono_ns();
 	/*
 	 * Looking for requests whose event was lost costs a lookup per process:
 	 * hundreds of system calls a second on a host with hundreds of idle

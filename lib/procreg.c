@@ -26,6 +26,7 @@ struct rec {
 	uint32_t gen;          /* changes at each new image under the pid: stale exits and looks see it */
 	struct procmaps *maps; /* NULL: not known */
 	size_t maps_bytes;
+	bool sampled;          /* procreg__seen told of it */
 };
 
 struct pidgen {
@@ -229,12 +230,24 @@ int procreg__fork(struct procreg *r, uint32_t ppid, uint32_t pid, uint64_t start
 	if (!(x = get(r, pid, true, &made)))
 		return r->n >= r->max ? -ENOSPC : -ENOMEM;
 	x->in.start_time = start_time;
+	x->in.ppid = ppid;
 	set_ids(x, ids);
 	if (!p || !p->maps)
 		return -ENOENT;
 	x->in.start_code = p->in.start_code;
-	x->in.ppid = ppid;
 	maps_hold(r, x, p->maps);
+	return 0;
+}
+
+int procreg__inherit(struct procreg *r, uint32_t pid)
+{
+	struct rec *x = find(r, pid), *p = x && x->in.ppid ? find(r, x->in.ppid) : NULL;
+
+	if (!p || !p->maps)
+		return -ENOENT;
+	if (x->maps != p->maps)
+		maps_hold(r, x, p->maps);
+	x->in.start_code = p->in.start_code;
 	return 0;
 }
 
@@ -242,10 +255,17 @@ int procreg__seen(struct procreg *r, uint32_t pid)
 {
 	bool made;
 
+	struct rec *x;
+	int ret;
+
 	if (!pid)
 		return 0;
 	/* At the bound: not remembered, so seen as new again (a second look costs only a read). */
-	return get(r, pid, false, &made) ? made : 1;
+	if (!(x = get(r, pid, false, &made)))
+		return 1;
+	ret = made ? 1 : x->sampled ? 0 : 2;
+	x->sampled = true;
+	return ret;
 }
 
 int procreg__set_maps(struct procreg *r, uint32_t pid, struct procmaps *m)
@@ -296,11 +316,9 @@ int procreg__exit(struct procreg *r, uint32_t pid)
 	struct rec *x = find(r, pid);
 
 	procreg__due_cancel(r, pid);
-	/* Nobody forks from it any more; its samples are named by whoever holds the snapshot. */
-	if (x) {
+	/* The snapshot stays until it is forgotten: its children's samples may still be named from it. */
+	if (x)
 		x->in.exited = true;
-		maps_drop(r, x);
-	}
 	if (r->nexits == r->exits_cap) {
 		size_t ncap = r->exits_cap ? r->exits_cap * 2 : 256;
 		struct pidgen *n = ncap <= MAX_EXITS ? realloc(r->exits, ncap * sizeof(*n)) : NULL;

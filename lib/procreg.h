@@ -55,24 +55,33 @@ void procreg__free(struct procreg *r);
 int procreg__exec(struct procreg *r, uint32_t pid, uint64_t start_time, uint64_t start_code,
 		  const struct procreg_ids *ids);
 /*
- * pid was forked by ppid: a new record sharing ppid's snapshot. -ENOENT:
- * ppid has no snapshot (the record is made all the same, without one).
+ * pid was forked by ppid: a new record with ppid's image, sharing its
+ * snapshot. -ENOENT: ppid has no snapshot yet (the record is made all the
+ * same; procreg__inherit shares one later).
  */
 int procreg__fork(struct procreg *r, uint32_t ppid, uint32_t pid, uint64_t start_time,
 		  const struct procreg_ids *ids);
-/* A sample of pid: 1 when it was not known (a record is made), 0 when it was. */
+/* A forked pid takes its parent's snapshot as the parent has it now. -ENOENT: none. */
+int procreg__inherit(struct procreg *r, uint32_t pid);
+/*
+ * A sample of pid: 1 when it was not known (a record is made), 2 at the
+ * first sample of a process known from an event (exec, fork), 0 after.
+ */
 int procreg__seen(struct procreg *r, uint32_t pid);
 /*
  * pid's mappings as just read (a reference is kept): its own from now on.
  * -ENOENT: not known. Snapshots are kept within maps_max, the least
- * recently set let go first, and let go at exit.
+ * recently set let go first.
  */
 int procreg__set_maps(struct procreg *r, uint32_t pid, struct procmaps *m);
 /* pid's snapshot, a new reference (procmaps__free drops it). -ENOENT: none. */
 int procreg__maps(const struct procreg *r, uint32_t pid, struct procmaps **out);
 int procreg__info(const struct procreg *r, uint32_t pid, struct procreg_info *out);
 
-/* The process exited: its looks are called off. -ENOSPC: too many exits wait, forget it now. */
+/*
+ * The process exited: its looks are called off; its snapshot stays until
+ * it is forgotten. -ENOSPC: too many exits wait, forget it now.
+ */
 int procreg__exit(struct procreg *r, uint32_t pid);
 void procreg__forget(struct procreg *r, uint32_t pid);
 /*

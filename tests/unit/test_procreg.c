@@ -36,6 +36,7 @@ static void test_records(void)
 		return;
 	CHECK_EQ_INT(procreg__seen(r, 10), 1);
 	CHECK_EQ_INT(procreg__seen(r, 10), 0);
+	CHECK_EQ_INT(procreg__inherit(r, 10), -ENOENT); /* not forked */
 	CHECK_EQ_INT(procreg__seen(r, 0), 0);
 	CHECK_EQ_INT(procreg__maps(r, 10, &got), -ENOENT);
 	CHECK_EQ_INT(procreg__set_maps(r, 11, m), -ENOENT); /* not known */
@@ -51,10 +52,20 @@ static void test_records(void)
 	procmaps__free(got);
 	CHECK_EQ_INT(procreg__info(r, 11, &in), 0);
 	CHECK(in.ppid == 10 && in.start_time == 600 && in.start_code == 0x400000);
-	/* A parent with no snapshot: the child is known, without one. */
+	/* A parent with no snapshot: the child is known, without one, until the parent has one. */
 	CHECK_EQ_INT(procreg__fork(r, 99, 12, 700, NULL), -ENOENT);
+	CHECK_EQ_INT(procreg__seen(r, 12), 2); /* its first sample */
 	CHECK_EQ_INT(procreg__seen(r, 12), 0);
 	CHECK_EQ_INT(procreg__maps(r, 12, &got), -ENOENT);
+	CHECK_EQ_INT(procreg__inherit(r, 12), -ENOENT);
+	CHECK_EQ_INT(procreg__seen(r, 99), 1);
+	CHECK_EQ_INT(procreg__set_maps(r, 99, m), 0);
+	CHECK_EQ_INT(procreg__inherit(r, 12), 0);
+	CHECK_EQ_INT(procreg__maps(r, 12, &got), 0);
+	CHECK(got == m);
+	procmaps__free(got);
+	CHECK_EQ_INT(procreg__info(r, 12, &in), 0);
+	CHECK_EQ_INT(in.ppid, 99);
 	CHECK_EQ_INT(procreg__fork(r, 12, 12, 700, NULL), -EINVAL);
 
 	/* Its own read replaces what it shared; the parent keeps its own. */
@@ -200,8 +211,10 @@ static void test_maps_budget(void)
 	procreg__stats(r, &st);
 	CHECK_EQ_INT(st.maps_dropped, 1);
 	CHECK(st.maps_bytes == 2 * one);
-	procreg__exit(r, 3);
-	CHECK_EQ_INT(procreg__maps(r, 3, &got), -ENOENT);
+	procreg__exit(r, 3); /* kept until forgotten: its children may still need it */
+	CHECK_EQ_INT(procreg__maps(r, 3, &got), 0);
+	procmaps__free(got);
+	procreg__forget(r, 3);
 	procreg__stats(r, &st);
 	CHECK(st.maps_bytes == one);
 	procreg__forget(r, 2);
