@@ -236,7 +236,8 @@ static int set_value(struct profd_opts *o, const struct opt_def *d, const char *
 			return -EINVAL;
 		if (field(o, d) == o->offcpu_cgroups && options_each_cgroup(val, NULL, NULL, why, len))
 			return -EINVAL;
-		if (field(o, d) == o->unwind_snapshots && *val && options_snapshots(val, NULL, NULL))
+		if (field(o, d) == o->unwind_snapshots && *val &&
+		    options_snapshots(val, NULL, NULL))
 			return snprintf(why, len, "expected PID:FILE"), -EINVAL;
 		strcpy(field(o, d), val);
 		return 0;

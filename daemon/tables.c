@@ -1294,8 +1294,8 @@ int tables__poll(struct tables *t)
 	 * the lock collect takes, so a build collected last time may have
 	 * left a write behind.
 	 */
-	if ((t->njobs || t->poked || t->collected) && read(tablebuild__fd(t->b), &v, sizeof(v)) < 0 &&
-	    errno != EAGAIN)
+	if ((t->njobs || t->poked || t->collected) &&
+	    read(tablebuild__fd(t->b), &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return -errno;
 	t->poked = false;
 	if (t->armed && t0 >= t->armed && read(t->tfd, &v, sizeof(v)) > 0)

@@ -33,7 +33,7 @@ struct tablebuild {
 	pthread_cond_t cv;
 	struct job *todo;
 	struct job *done, **done_tail; /* oldest first */
-	struct job *taken;             /* the last one handed out: its path lives until the next take */
+	struct job *taken; /* the last one handed out: its path lives until the next take */
 	uint64_t small_bytes;
 	bool stop;
 	int efd;
@@ -66,7 +66,8 @@ static struct job *job_take(struct tablebuild *b, bool small_only)
 	struct job **best = NULL, *j;
 
 	for (struct job **p = &b->todo; *p; p = &(*p)->next)
-		if ((!small_only || (*p)->size <= b->small_bytes) && (!best || (*p)->size < (*best)->size))
+		if ((!small_only || (*p)->size <= b->small_bytes) &&
+		    (!best || (*p)->size < (*best)->size))
 			best = p;
 	if (!best)
 		return NULL;

@@ -13,7 +13,8 @@ source "$(dirname "$0")/lib.sh"
 for prog in qsort_nofp phases_nofp; do
 	"$TP/$prog" 8 >/dev/null &
 	PID=$!
-	"$BUILD/tests/tools/unwind_check" "$PID" "$T/snaps.$prog" "$T/check.$prog" 2>"$T/ucheck.$prog" &
+	"$BUILD/tests/tools/unwind_check" "$PID" "$T/snaps.$prog" "$T/check.$prog" \
+		2>"$T/ucheck.$prog" &
 	CK=$!
 	on_exit "kill $CK"
 	start_profd --unwind-snapshots "$PID:$T/snaps.$prog"

@@ -70,8 +70,8 @@ static void check(struct lunwind *lu, FILE *out)
 
 	err = procmaps__read("/proc", ev.pid, &pm);
 	if (!err)
-		err = lunwind__unwind(lu, ev.pid, pm, (const uint64_t *)ev.regs, ev.stack, ev.stack_len,
-				      ips, PROFD_MAX_DEPTH, &n);
+		err = lunwind__unwind(lu, ev.pid, pm, (const uint64_t *)ev.regs, ev.stack,
+				      ev.stack_len, ips, PROFD_MAX_DEPTH, &n);
 	procmaps__free(pm);
 	if (err)
 		return;

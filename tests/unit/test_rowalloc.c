@@ -108,7 +108,9 @@ static void test_random(void)
 {
 	enum { CAP = 4096, LIVE = 64 };
 	static bool taken[CAP];
-	struct { uint32_t first, n; } live[LIVE] = { { 0, 0 } };
+	struct {
+		uint32_t first, n;
+	} live[LIVE] = { { 0, 0 } };
 	struct rowalloc *a = NULL;
 	uint32_t used = 0;
 	int bad = 0;

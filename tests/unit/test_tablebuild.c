@@ -128,7 +128,8 @@ static void test_many(void)
 		tags[i] = i;
 		/* Sizes decide the order only: every other one is "large". */
 		CHECK_EQ_INT(tablebuild__submit(b, i % 3 ? open_self() : open_junk(),
-						i % 2 ? 2u << 20 : 1000u + i, "x", &tags[i]), 0);
+						i % 2 ? 2u << 20 : 1000u + i, "x", &tags[i]),
+			     0);
 	}
 	while (got < N && wait_take(b, &d, 10000)) {
 		int i = *(int *)d.arg;
