@@ -63,8 +63,8 @@ extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym __wea
 static __always_inline void send(const struct profd_pev *ev, __u64 wake)
 {
 	/* Events that wake nobody still must not fill the ring: half full, the reader is woken. */
-	if (wake == BPF_RB_NO_WAKEUP &&
-	    bpf_ringbuf_query(&pevents, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&pevents, BPF_RB_RING_SIZE) / 2)
+	if (wake == BPF_RB_NO_WAKEUP && bpf_ringbuf_query(&pevents, BPF_RB_AVAIL_DATA) >
+						bpf_ringbuf_query(&pevents, BPF_RB_RING_SIZE) / 2)
 		wake = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&pevents, (void *)ev, sizeof(*ev), wake))
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
@@ -273,7 +273,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	struct profd_pev ev = {};
 	struct mm_struct *mm = BPF_CORE_READ(child, mm);
 
-	if (BPF_CORE_READ(child, tgid) == BPF_CORE_READ(parent, tgid) || !mm || mm == BPF_CORE_READ(parent, mm) ||
+	if (BPF_CORE_READ(child, tgid) == BPF_CORE_READ(parent, tgid) || !mm ||
+	    mm == BPF_CORE_READ(parent, mm) ||
 	    (BPF_CORE_READ(child, flags) & 0x00200000 /* PF_KTHREAD */))
 		return 0;
 	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_FORK], 1);

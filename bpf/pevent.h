@@ -6,7 +6,7 @@
 enum profd_pev_type {
 	PROFD_PEV_EXEC = 1, /* the process has a new image: its old mappings are stale */
 	PROFD_PEV_EXIT = 2, /* the last thread of the process exited */
-	PROFD_PEV_FORK = 3, /* a new process (not a thread) with its parent's image, until it execs */
+	PROFD_PEV_FORK = 3, /* a new process (not a thread), its parent's image until it execs */
 };
 
 struct profd_pev {
@@ -20,7 +20,7 @@ struct profd_pev {
 	 */
 	__u64 start_boottime_ns;
 	__u64 start_code;
-	/* Exec and fork: the real uid and the pid in the process's own namespace, as /proc/PID/status shows them. */
+	/* Exec and fork: the real uid and the pid in its own namespace (/proc/PID/status). */
 	__u32 uid;
 	__u32 nspid;
 	/*

@@ -218,14 +218,17 @@ static void run_due(struct events *e)
 
 static struct symbolizer_ids event_ids(const struct profd_pev *ev)
 {
-	return (struct symbolizer_ids){ ev->uid, ev->nspid,
-					{ ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff),
-					  ev->root_ino } };
+	return (struct symbolizer_ids){
+		ev->uid, ev->nspid,
+		{ ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff),
+		  ev->root_ino }
+	};
 }
 
 static struct procreg_ids reg_ids(const struct symbolizer_ids *ids)
 {
-	return (struct procreg_ids){ ids->uid, ids->nspid, { ids->root[0], ids->root[1], ids->root[2] } };
+	return (struct procreg_ids){ ids->uid, ids->nspid,
+				     { ids->root[0], ids->root[1], ids->root[2] } };
 }
 
 static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
@@ -250,6 +253,8 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 		im.exec = -1;
 		if (listed)
 			capture(e, &im, &ids, listed);
+		else
+			procreg__forget(e->reg, pid); /* its first sample, if any, tries /proc */
 		procmaps__free(listed);
 		return;
 	}
@@ -261,7 +266,8 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	 * re-capture would be (a busy host wakes profd late), the capture was
 	 * the re-capture.
 	 */
-	if (n > 2 && (e->delay_max_ns || clock__mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
+	if (n > 2 &&
+	    (e->delay_max_ns || clock__mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
 		return;
 	if (n >= 2)
 		procreg__due_at(e->reg, pid, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS, 0);
@@ -290,7 +296,8 @@ static void on_fork(struct events *e, const struct profd_pev *ev)
 static void inherit(struct events *e, const struct procreg_info *in)
 {
 	struct events_image im = { .pid = in->ppid, .exec = -1 };
-	struct symbolizer_ids ids = { in->ids.uid, in->ids.nspid, { in->ids.root[0], in->ids.root[1], in->ids.root[2] } };
+	struct symbolizer_ids ids = { in->ids.uid, in->ids.nspid,
+				      { in->ids.root[0], in->ids.root[1], in->ids.root[2] } };
 	struct procmaps *maps = NULL;
 
 	if (procreg__inherit(e->reg, in->pid) == -ENOENT) {
@@ -320,7 +327,10 @@ static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
 	symbolizer__exited(e->sym, pid);
 	if (e->exit_fn)
 		e->exit_fn(pid, time_ns, e->exit_arg);
-	/* Its mappings are gone already: its re-captures are called off. Too many exits waiting: forgotten now. */
+	/*
+	 * Its re-captures are called off: its mappings are gone. With too
+	 * many exits waiting, it is forgotten now.
+	 */
 	if (procreg__exit(e->reg, pid) == -ENOSPC) {
 		forget(pid, e);
 		procreg__forget(e->reg, pid);
@@ -434,7 +444,8 @@ void events__dispatch(struct events *e)
 	uint64_t ticks;
 
 	/* Read only when due: most wake-ups are the ring buffer's, and every system call counts per exec. */
-	if (e->armed_ns && clock__mono_ns() >= e->armed_ns && read(e->tfd, &ticks, sizeof(ticks)) > 0)
+	if (e->armed_ns && clock__mono_ns() >= e->armed_ns &&
+	    read(e->tfd, &ticks, sizeof(ticks)) > 0)
 		e->armed_ns = 0;
 	ring_buffer__consume(e->rb);
 	run_due(e);
@@ -517,7 +528,8 @@ void events__stats(const struct events *e, struct events_stats *out)
 	out->execs = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_EXEC], __ATOMIC_RELAXED);
 	out->exits = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_EXIT], __ATOMIC_RELAXED);
 	out->lost = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_LOST], __ATOMIC_RELAXED);
-	out->forks_seen = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_FORK], __ATOMIC_RELAXED);
+	out->forks_seen =
+		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_FORK], __ATOMIC_RELAXED);
 }
 
 void events__print_status(const struct events *e, FILE *f)

@@ -170,7 +170,8 @@ void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 
 	struct seen *sl = seen_slot(p, pid);
 
-	if (sl->pid == pid && (sl->found || clock__ns(CLOCK_MONOTONIC_COARSE) - sl->tried_ns < RETRY_NS))
+	if (sl->pid == pid &&
+	    (sl->found || clock__ns(CLOCK_MONOTONIC_COARSE) - sl->tried_ns < RETRY_NS))
 		return;
 	*sl = (struct seen){ .pid = pid, .tried_ns = clock__ns(CLOCK_MONOTONIC_COARSE) };
 	if (symbolizer__maps(sym, pid, &maps))

@@ -457,7 +457,8 @@ static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
-	*f = (struct tfile){ .dev = dev, .ino = ino, .vdso = vdso, .unused_since = clock__mono_ns() };
+	*f = (struct tfile){ .dev = dev, .ino = ino, .vdso = vdso,
+			     .unused_since = clock__mono_ns() };
 	t->files[t->nfiles++] = f;
 	return f;
 }
@@ -1128,7 +1129,8 @@ static int on_event(void *ctx, void *data, size_t len)
 	switch (ev->type) {
 	case PROFD_UEV_NEW_PID: {
 		struct qent q = { .pid = ev->pid, .hot = true,
-				  .young = !t->exec_delay_ns || (ev->flags & PROFD_UEV_F_EXEC_DUE) };
+				  .young = !t->exec_delay_ns ||
+					   (ev->flags & PROFD_UEV_F_EXEC_DUE) };
 		struct procreg_info in;
 
 		/*
@@ -1136,8 +1138,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		 * registry's snapshot of it serves, without a read of /proc
 		 * (the child may be gone before its turn).
 		 */
-		if (t->reg && !procreg__info(t->reg, ev->pid, &in) && in.ppid && in.start_time && in.start_code &&
-		    !procreg__maps(t->reg, ev->pid, &q.pm)) {
+		if (t->reg && !procreg__info(t->reg, ev->pid, &in) && in.ppid && in.start_time &&
+		    in.start_code && !procreg__maps(t->reg, ev->pid, &q.pm)) {
 			q.start_time = in.start_time;
 			q.start_code = in.start_code;
 			t->st.maps_inherited++;

@@ -12,7 +12,7 @@
 #define MAX_EXITS 65536
 /* Looks queued at once; beyond, dropped and counted. */
 #define MAX_DUE 4096
-/* Snapshot bytes kept (a shared one counted once per record that holds it): beyond, the oldest go. */
+/* Snapshot bytes kept (a shared one once per record holding it): beyond, the oldest go. */
 #define DEFAULT_MAPS_BYTES (16u << 20)
 
 struct lru {
@@ -23,7 +23,7 @@ struct rec {
 	struct lru lru;        /* among records holding a snapshot, the most recently set first */
 	struct rec *next;
 	struct procreg_info in;
-	uint32_t gen;          /* changes at each new image under the pid: stale exits and looks see it */
+	uint32_t gen;          /* new at each image under the pid: stale exits and looks see it */
 	struct procmaps *maps; /* NULL: not known */
 	size_t maps_bytes;
 	bool sampled;          /* procreg__seen told of it */
@@ -87,7 +87,7 @@ static void maps_drop(struct procreg *r, struct rec *x)
 	x->maps_bytes = 0;
 }
 
-/* x holds m from now on (a new reference); the least recently set snapshots go beyond the budget. */
+/* x holds m from now on (a new reference); the least recently set go beyond the budget. */
 static void maps_hold(struct procreg *r, struct rec *x, struct procmaps *m)
 {
 	size_t b = procmaps__mem_bytes(m);
@@ -147,7 +147,7 @@ void procreg__free(struct procreg *r)
 	free(r);
 }
 
-/* Twice the buckets once there are more records than buckets; a failed grow keeps the chains longer. */
+/* Twice the buckets once records outnumber them; a failed grow keeps the chains longer. */
 static void grow(struct procreg *r)
 {
 	size_t nb = r->nb * 2, old = r->nb;
@@ -316,7 +316,7 @@ int procreg__exit(struct procreg *r, uint32_t pid)
 	struct rec *x = find(r, pid);
 
 	procreg__due_cancel(r, pid);
-	/* The snapshot stays until it is forgotten: its children's samples may still be named from it. */
+	/* The snapshot stays until forgotten: its children's samples may still be named from it. */
 	if (x)
 		x->in.exited = true;
 	if (r->nexits == r->exits_cap) {

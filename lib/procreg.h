@@ -27,8 +27,8 @@ struct procreg_ids {
 
 struct procreg_info {
 	uint32_t pid;
-	uint32_t ppid;          /* forked from it and sharing its snapshot; 0: an image of its own */
-	uint64_t start_time;    /* clock ticks after boot (field 22 of /proc/PID/stat); 0: not known */
+	uint32_t ppid;          /* forked from it, with its image; 0: an image of its own */
+	uint64_t start_time;    /* clock ticks after boot (/proc/PID/stat field 22); 0: unknown */
 	uint64_t start_code;    /* the image's (field 26); 0: not known */
 	struct procreg_ids ids;
 	bool have_ids;

@@ -1887,7 +1887,8 @@ static int roll_continue(struct store *s)
 		.arg = &r->q, .start_off = r->in_off,
 		.budget = s->o.compact_windows ? s->o.compact_windows : r->sum ? SUM_BUDGET : ROLL_BUDGET,
 		/* A loaded host makes each window slower: the CPU spent bounds the step too. */
-		.cpu_until = s->o.compact_windows ? 0 : clock__ns(CLOCK_THREAD_CPUTIME_ID) + COMPACT_CPU_NS,
+		.cpu_until = s->o.compact_windows ?
+				     0 : clock__ns(CLOCK_THREAD_CPUTIME_ID) + COMPACT_CPU_NS,
 	};
 	int err = 0;
 

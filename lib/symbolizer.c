@@ -578,8 +578,8 @@ void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
 
 static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct symbolizer_ids *ids);
 
-int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid, const struct symbolizer_ids *ids,
-		     struct procmaps *maps)
+int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid,
+		     const struct symbolizer_ids *ids, struct procmaps *maps)
 {
 	struct pid_ent *p;
 	int err;

@@ -112,8 +112,8 @@ int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct sy
  * known under pid goes. An address outside maps, once pid is gone, is
  * asked of ppid.
  */
-int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid, const struct symbolizer_ids *ids,
-		     struct procmaps *maps);
+int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid,
+		     const struct symbolizer_ids *ids, struct procmaps *maps);
 
 /*
  * pid's mappings as last read (capture, first sight, a miss), shared rather

@@ -2,8 +2,8 @@
  * Children forked without exec, the shapes of a job runner and a prefork
  * server. Usage:
  *   fork_children fork SECONDS [wait]
- *     (with wait: after SIGUSR1) every 100 ms forks a child (named fk_child) that burns 40 ms of CPU in
- *     child_burn and _exit()s;
+ *     (with wait: after SIGUSR1) every 100 ms forks a child (named fk_child)
+ *     that burns 40 ms of CPU in child_burn and _exit()s;
  *   fork_children prefork SECONDS LIBRARY
  *     dlopen()s LIBRARY 300 ms after start-up, then forks workers (named
  *     pf_worker) one after another, each burning 75 ms in worker_own and

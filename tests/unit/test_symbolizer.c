@@ -823,7 +823,8 @@ static void test_fork(void)
 
 	snprintf(path, sizeof(path), "%s/forkplug.c", dir);
 	CHECK_EQ_INT(write_file(path, "int forkplug_fn(int x) { return x * 7; }\n"), 0);
-	snprintf(cmd, sizeof(cmd), "cc -O1 -shared -fPIC -o %s/libforkplug.so %s/forkplug.c", dir, dir);
+	snprintf(cmd, sizeof(cmd), "cc -O1 -shared -fPIC -o %s/libforkplug.so %s/forkplug.c", dir,
+		 dir);
 	if (run(cmd)) {
 		CHECK(!"building libforkplug.so");
 		return;
@@ -847,13 +848,13 @@ static void test_fork(void)
 	CHECK_EQ_INT(symbolizer__fork(s, self, (uint32_t)child, NULL, pmaps), 0);
 	procmaps__free(pmaps); /* the child's entry holds its own reference */
 	symbolizer__exited(s, (uint32_t)child);
-	CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, (uint64_t)(uintptr_t)test_target_fn, 0, &r), 0);
+	CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, (uintptr_t)test_target_fn, 0, &r), 0);
 	CHECK_EQ_STR(r.name ? r.name : "(none)", "test_target_fn");
 	symbolizer__stats(s, &st1);
 	CHECK_EQ_INT(st1.maps_reads, st0.maps_reads); /* shared, not read */
 	CHECK_EQ_INT(st1.pid_bytes - st0.pid_bytes < 1024, 1); /* and not counted twice */
 	if (fn) {
-		CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, (uint64_t)(uintptr_t)fn, 0, &r), 0);
+		CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, (uintptr_t)fn, 0, &r), 0);
 		CHECK_EQ_STR(r.name ? r.name : "(none)", "forkplug_fn");
 		CHECK(r.module && strstr(r.module, "libforkplug.so"));
 		symbolizer__stats(s, &st1);
