@@ -62,6 +62,10 @@ extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym __wea
  */
 static __always_inline void send(const struct profd_pev *ev, __u64 wake)
 {
+	/* Events that wake nobody still must not fill the ring: half full, the reader is woken. */
+	if (wake == BPF_RB_NO_WAKEUP && bpf_ringbuf_query(&pevents, BPF_RB_AVAIL_DATA) >
+						bpf_ringbuf_query(&pevents, BPF_RB_RING_SIZE) / 2)
+		wake = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&pevents, (void *)ev, sizeof(*ev), wake))
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
 }
@@ -160,6 +164,32 @@ static int exec_due(void *map, __u32 *key, struct delayed *d)
 	return 0;
 }
 
+/*
+ * Who p is, as /proc would say: its start time, its real uid, its pid in its
+ * innermost namespace (NSpid's last field: perf maps are named by it) and
+ * its root directory as statx keys it.
+ */
+static __always_inline void fill_ids(struct task_struct *p, struct profd_pev *ev)
+{
+	struct pid *tp = BPF_CORE_READ(p, thread_pid);
+	unsigned int level = BPF_CORE_READ(tp, level);
+	struct upid up = {};
+	struct mount *m;
+	struct path root;
+
+	bpf_probe_read_kernel(&up, sizeof(up), &tp->numbers[level & 31]);
+	ev->time_ns = bpf_ktime_get_ns();
+	ev->start_boottime_ns = BPF_CORE_READ(p, start_boottime);
+	ev->start_code = BPF_CORE_READ(p, mm, start_code);
+	ev->uid = BPF_CORE_READ(p, real_cred, uid.val);
+	ev->nspid = up.nr;
+	root = BPF_CORE_READ(p, fs, root);
+	m = (void *)root.mnt - bpf_core_field_offset(struct mount, mnt);
+	ev->root_mnt_id = BPF_CORE_READ(m, mnt_id);
+	ev->root_dev = BPF_CORE_READ(root.dentry, d_sb, s_dev);
+	ev->root_ino = BPF_CORE_READ(root.dentry, d_inode, i_ino);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -170,30 +200,14 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	 * for each exec: that read formats every field of the task, and was a
 	 * tenth of profd's time on a host exec'ing 50 processes a second.
 	 */
-	struct pid *tp = BPF_CORE_READ(p, thread_pid);
-	unsigned int level = BPF_CORE_READ(tp, level);
 	struct profd_pev ev = {};
-	struct upid up = {};
 	struct delayed *d;
-	struct mount *m;
-	struct path root;
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 
 	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_EXEC], 1);
-	/* The pid in the innermost namespace (NSpid's last field): perf maps are named by it. */
-	bpf_probe_read_kernel(&up, sizeof(up), &tp->numbers[level & 31]);
 	ev.type = PROFD_PEV_EXEC;
 	ev.pid = pid;
-	ev.time_ns = bpf_ktime_get_ns();
-	ev.start_boottime_ns = BPF_CORE_READ(p, start_boottime);
-	ev.start_code = BPF_CORE_READ(p, mm, start_code);
-	ev.uid = (__u32)bpf_get_current_uid_gid();
-	ev.nspid = up.nr;
-	root = BPF_CORE_READ(p, fs, root);
-	m = (void *)root.mnt - bpf_core_field_offset(struct mount, mnt);
-	ev.root_mnt_id = BPF_CORE_READ(m, mnt_id);
-	ev.root_dev = BPF_CORE_READ(root.dentry, d_sb, s_dev);
-	ev.root_ino = BPF_CORE_READ(root.dentry, d_inode, i_ino);
+	fill_ids(p, &ev);
 	if (exec_poll_ns) {
 		/* An exec before the last one's event was due replaces it: that image is gone. */
 		if (bpf_map_update_elem(&delayed, &pid, &(struct delayed){}, BPF_ANY) == 0 &&
@@ -242,6 +256,32 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	ev.type = PROFD_PEV_EXIT;
 	ev.pid = pid;
 	ev.time_ns = bpf_ktime_get_ns();
+	send(&ev, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/*
+ * A child forked without CLONE_VM has its parent's image until it execs:
+ * user space names its samples from the parent's mappings, which a 40 ms
+ * child never gives /proc the time to show. Threads share the process's
+ * mappings already; a vfork child (same mm) execs or exits at once. Nobody
+ * is woken: the event waits for the next drain, like exits.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct profd_pev ev = {};
+	struct mm_struct *mm = BPF_CORE_READ(child, mm);
+
+	if (BPF_CORE_READ(child, tgid) == BPF_CORE_READ(parent, tgid) || !mm ||
+	    mm == BPF_CORE_READ(parent, mm) ||
+	    (BPF_CORE_READ(child, flags) & 0x00200000 /* PF_KTHREAD */))
+		return 0;
+	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_FORK], 1);
+	ev.type = PROFD_PEV_FORK;
+	ev.pid = BPF_CORE_READ(child, tgid);
+	ev.ppid = BPF_CORE_READ(parent, tgid);
+	fill_ids(child, &ev);
 	send(&ev, BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -6,26 +6,33 @@
 enum profd_pev_type {
 	PROFD_PEV_EXEC = 1, /* the process has a new image: its old mappings are stale */
 	PROFD_PEV_EXIT = 2, /* the last thread of the process exited */
+	PROFD_PEV_FORK = 3, /* a new process (not a thread), its parent's image until it execs */
 };
 
 struct profd_pev {
 	__u32 type;
 	__u32 pid;     /* tgid, as the root pid namespace sees it */
 	__u64 time_ns; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
-	/* Exec only, the new image's: what /proc/PID/stat says (start_time there is in clock ticks). */
+	/*
+	 * Exec and fork, the new image's (fork: the child's, whose image is
+	 * its parent's): what /proc/PID/stat says (start_time there is in
+	 * clock ticks).
+	 */
 	__u64 start_boottime_ns;
 	__u64 start_code;
-	/* Exec only: the real uid and the pid in the process's own namespace, as /proc/PID/status shows them. */
+	/* Exec and fork: the real uid and the pid in its own namespace (/proc/PID/status). */
 	__u32 uid;
 	__u32 nspid;
 	/*
-	 * Exec only: the root directory as statx keys it, so that a known
+	 * Exec and fork: the root directory as statx keys it, so that a known
 	 * root needs no statx of /proc/PID/root: its mount id, the kernel's
 	 * dev_t of its filesystem (major << 20 | minor) and its inode.
 	 */
 	__u32 root_mnt_id;
 	__u32 root_dev;
 	__u64 root_ino;
+	__u32 ppid;    /* fork only: the parent's tgid */
+	__u32 pad;
 };
 
 /*
@@ -61,6 +68,7 @@ enum profd_pev_counter {
 	PROFD_PEV_CNT_EXEC = 0, /* exec events seen */
 	PROFD_PEV_CNT_EXIT,     /* process exits seen */
 	PROFD_PEV_CNT_LOST,     /* ring buffer full: an event dropped */
+	PROFD_PEV_CNT_FORK,     /* processes forked (not threads, not vfork) */
 	PROFD_PEV_CNT_MAX,
 };
 

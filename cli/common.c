@@ -5,18 +5,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "common.h"
 #include "ctl.h"
 #include "store.h"
 #include "textesc.h"
-
-int64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void fmt_time(int64_t ns, char *buf, size_t len)
 {

@@ -15,7 +15,6 @@ struct global {
 	const char *socket;
 };
 
-int64_t realtime_ns(void);
 /* Local time, "YYYY-MM-DD HH:MM:SS". */
 void fmt_time(int64_t ns, char *buf, size_t len);
 /* Prints "profctl CMD: <fmt with arg>; see profctl CMD --help" and returns EXIT_USAGE. */

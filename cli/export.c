@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "common.h"
 #include "config.h"
 #include "export.h"
@@ -120,7 +121,7 @@ static int set_header(struct exopts *o, const char *v, char *why, size_t len)
 static int set_opt(const char *key, const char *v, char *why, size_t len, void *arg)
 {
 	struct exopts *o = arg;
-	int64_t now = realtime_ns(), when;
+	int64_t now = clock__ns(CLOCK_REALTIME), when;
 
 	if (!strcmp(key, "url")) {
 		if (strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
@@ -393,14 +394,6 @@ struct exporter {
 	int64_t last_send_ns;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Waits up to ns; a signal ends it early. */
 static void nap(int64_t ns)
 {
@@ -469,11 +462,11 @@ static int push_window(struct exporter *e)
 		long status;
 
 		/* Catching up: at most --rate requests a second. */
-		gap = 1000000000LL / (int64_t)e->o->rate - (mono_ns() - e->last_send_ns);
+		gap = 1000000000LL / (int64_t)e->o->rate - (clock__mono_ns() - e->last_send_ns);
 		nap(gap);
 		if (stopping)
 			return PUSH_STOPPED;
-		e->last_send_ns = mono_ns();
+		e->last_send_ns = clock__mono_ns();
 		status = http_post(&e->http, body, len, &retry_after, why, sizeof(why));
 		e->s.requests++;
 		if (attempt)
@@ -486,7 +479,7 @@ static int push_window(struct exporter *e)
 			e->s.windows_sent++;
 			e->s.series_sent += e->nseries;
 			e->s.bytes_sent += len;
-			e->s.last_ok_ns = realtime_ns();
+			e->s.last_ok_ns = clock__ns(CLOCK_REALTIME);
 			e->s.last_error[0] = 0;
 			if (outage_logged)
 				fprintf(stderr, "profctl export: %s accepts again, after %u attempts\n",
@@ -525,7 +518,7 @@ static int push_window(struct exporter *e)
 			return EXIT_RUNTIME;
 		}
 		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
-			rnd = (uint64_t)mono_ns() * 0x9e3779b97f4a7c15ULL;
+			rnd = (uint64_t)clock__mono_ns() * 0x9e3779b97f4a7c15ULL;
 		wait = exporter__backoff_ns(attempt, 500000000LL, e->o->max_backoff_ns, retry_after, rnd);
 		if (!outage_logged) {
 			fprintf(stderr, "profctl export: %s: %s; retrying with backoff (up to %" PRId64 "s apart)\n",
@@ -679,7 +672,7 @@ int cmd_export(const struct global *g, int argc, char **argv)
 	const char *config = NULL;
 	char why[512], cbuf[4096];
 	int c, status = 0, ret = 0, err;
-	int64_t now = realtime_ns();
+	int64_t now = clock__ns(CLOCK_REALTIME);
 
 	/* The config file first, wherever --config stands, so that the command line wins. */
 	for (int i = 1; i < argc; i++) {

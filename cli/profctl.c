@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "common.h"
 #include "ctl.h"
 #include "export.h"
@@ -174,7 +175,7 @@ static void ls_usage(void)
 static int cmd_ls(const struct global *g, int argc, char **argv)
 {
 	static const char *const hdr[] = { "START", "END", "SAMPLES", "LOST", "BYTES", "WINDOWS", "SEGMENT" };
-	int64_t now = realtime_ns(), since = INT64_MIN, until = INT64_MAX;
+	int64_t now = clock__ns(CLOCK_REALTIME), since = INT64_MIN, until = INT64_MAX;
 	struct store *st = NULL;
 	struct table *t;
 	int ret, err;

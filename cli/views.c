@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "buildid.h"
 #include "common.h"
 #include "diff.h"
@@ -160,7 +161,7 @@ static int parse_view(const char *cmd, int kind, int argc, char **argv, struct v
 		{ "help", no_argument, 0, 'h' },
 		{ 0 },
 	};
-	int64_t now = realtime_ns();
+	int64_t now = clock__ns(CLOCK_REALTIME);
 	const char *since = "10m", *until = NULL, *bsince = NULL, *buntil = NULL;
 	uint64_t pid;
 	int c, ret;

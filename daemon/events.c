@@ -12,11 +12,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "events.h"
 #include "log.h"
 #include "events.skel.h"
 #include "pevent.h"
 #include "procmaps.h"
+#include "procreg.h"
 #include "symbolizer.h"
 
 /*
@@ -31,30 +33,14 @@
  */
 #define RECAPTURE_DELAY_NS (5 * 1000000LL)
 #define RECAPTURE_TRIES 4
-#define MAX_PENDING 4096
 /* How often bpf/events.bpf.c looks whether ld.so is done (PROFD_PEV_EXEC_POLLS times at most). */
 #define EXEC_POLL_NS (1000000LL)
-/*
- * Exits wait a drain and one more: a process is sampled in do_exit after
- * its exit event, and those samples may miss the drain that read the
- * event. Beyond this many a process is forgotten at once.
- */
-#define MAX_EXITS 65536
-#define SEEN_MAX_CAP (1u << 20)
 /*
  * Paths of files seen in /proc reads, by (dev, inode): an exec event lists
  * the new image's mappings without paths. Direct-mapped: a collision only
  * costs a read of /proc.
  */
 #define PATH_SLOTS 1024
-#define SEEN_TOMB UINT32_MAX
-
-struct pending {
-	uint32_t pid;
-	uint32_t tries;          /* captures after exec so far */
-	int64_t due_ns;
-	uint64_t start_time, start_code;
-};
 
 struct path_ent {
 	uint64_t dev, ino;
@@ -68,17 +54,11 @@ struct events {
 	int epfd, tfd;
 	int64_t armed_ns; /* when tfd fires; 0: disarmed */
 
-	/* Re-captures after exec, in due order (the delay is constant: FIFO). */
-	struct pending *pq;
-	uint32_t pq_head, pq_len;
-
-	uint32_t *exits;
-	size_t nexits, exits_cap, exits_at_drain;
-	size_t exits_old;        /* the first exits_old were read before the last drain: forgotten at this one */
-
-	/* Processes captured since their exec or first sight (open addressing). */
-	uint32_t *seen;
-	size_t seen_cap, seen_used, seen_live;
+	/*
+	 * Every process seen (exec, fork, a first sample), its exit, and its
+	 * re-captures after exec, in due order (the delay is constant: FIFO).
+	 */
+	struct procreg *reg;
 
 	struct path_ent *paths;
 	struct events_stats st;
@@ -89,97 +69,6 @@ struct events {
 	events_exit_fn exit_fn;
 	void *maps_arg, *exit_arg;
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static size_t pid_hash(uint32_t pid, size_t cap)
-{
-	return (size_t)((pid * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
-}
-
-static int seen_find(const struct events *e, uint32_t pid, size_t *slot)
-{
-	size_t j = pid_hash(pid, e->seen_cap), tomb = SIZE_MAX;
-
-	for (;; j = (j + 1) & (e->seen_cap - 1)) {
-		if (e->seen[j] == pid) {
-			*slot = j;
-			return 1;
-		}
-		if (e->seen[j] == SEEN_TOMB && tomb == SIZE_MAX)
-			tomb = j;
-		if (!e->seen[j]) {
-			*slot = tomb != SIZE_MAX ? tomb : j;
-			return 0;
-		}
-	}
-}
-
-/* Rebuilds without tombstones, twice as large when live entries need it. */
-static int seen_rehash(struct events *e)
-{
-	size_t cap = e->seen_cap, old_cap = e->seen_cap, slot;
-	uint32_t *old = e->seen;
-
-	while (e->seen_live * 4 >= cap && cap < SEEN_MAX_CAP)
-		cap *= 2;
-	if (e->seen_live * 4 >= cap) {
-		/* Bounded: forgetting who was seen only costs a second capture. */
-		memset(e->seen, 0, old_cap * sizeof(*e->seen));
-		e->seen_used = e->seen_live = 0;
-		return 0;
-	}
-	e->seen = calloc(cap, sizeof(*e->seen));
-	if (!e->seen) {
-		e->seen = old;
-		return -ENOMEM;
-	}
-	e->seen_cap = cap;
-	e->seen_used = e->seen_live;
-	for (size_t i = 0; i < old_cap; i++) {
-		if (!old[i] || old[i] == SEEN_TOMB)
-			continue;
-		seen_find(e, old[i], &slot);
-		e->seen[slot] = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-/* Returns 1 when pid was not in the set (and is now). */
-static int seen_add(struct events *e, uint32_t pid)
-{
-	size_t slot;
-
-	if (seen_find(e, pid, &slot))
-		return 0;
-	if ((e->seen_used + 1) * 2 > e->seen_cap) {
-		if (seen_rehash(e))
-			return 1; /* no memory: capture anyway, remember nothing */
-		seen_find(e, pid, &slot);
-	}
-	if (!e->seen[slot])
-		e->seen_used++;
-	e->seen[slot] = pid;
-	e->seen_live++;
-	return 1;
-}
-
-static void seen_del(struct events *e, uint32_t pid)
-{
-	size_t slot;
-
-	if (seen_find(e, pid, &slot)) {
-		e->seen[slot] = SEEN_TOMB;
-		e->seen_live--;
-	}
-}
 
 static struct path_ent *path_slot(struct events *e, uint64_t dev, uint64_t ino)
 {
@@ -270,11 +159,16 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 		e->st.capture_gone++;
 		return -1; /* the DWARF tables would find nothing either */
 	}
-	if (im->exec < 0)
-		return 0;
 	im->maps = NULL;
 	if (!err)
 		symbolizer__maps(e->sym, im->pid, &im->maps);
+	if (im->maps)
+		procreg__set_maps(e->reg, im->pid, im->maps);
+	if (im->exec < 0) {
+		procmaps__free(im->maps);
+		im->maps = NULL;
+		return 0;
+	}
 	if (!given && im->maps)
 		paths_learn(e, im->maps);
 	n = count_files(im->maps);
@@ -285,27 +179,13 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 	return n;
 }
 
-static void recapture_at(struct events *e, const struct events_image *im, uint32_t tries, int64_t due)
-{
-	if (e->pq_len == MAX_PENDING) {
-		e->st.pending_dropped++;
-		return;
-	}
-	e->pq[(e->pq_head + e->pq_len++) % MAX_PENDING] =
-		(struct pending){ im->pid, tries, due, im->start_time, im->start_code };
-}
-
 static void arm(struct events *e)
 {
 	struct itimerspec its = {};
 	int64_t due;
 
 	/* Re-captures called off (exit, a re-read on the walker's request) wake nobody. */
-	while (e->pq_len && !e->pq[e->pq_head].pid) {
-		e->pq_head = (e->pq_head + 1) % MAX_PENDING;
-		e->pq_len--;
-	}
-	due = e->pq_len ? e->pq[e->pq_head].due_ns : 0;
+	due = procreg__due_first(e->reg);
 	if (due == e->armed_ns)
 		return;
 	its.it_value.tv_sec = due / 1000000000;
@@ -318,69 +198,128 @@ static void arm(struct events *e)
 
 static void run_due(struct events *e)
 {
-	int64_t now = mono_ns();
+	int64_t now = clock__mono_ns();
+	struct procreg_info in;
+	uint32_t pid, tries;
 
-	while (e->pq_len && e->pq[e->pq_head].due_ns <= now) {
-		struct pending p = e->pq[e->pq_head];
-		struct events_image im = { p.pid, 0, p.start_time, p.start_code, NULL };
+	while (procreg__due_pop(e->reg, now, &pid, &tries)) {
+		struct events_image im = { pid, 0, 0, 0, NULL };
 
-		e->pq_head = (e->pq_head + 1) % MAX_PENDING;
-		e->pq_len--;
+		if (!procreg__info(e->reg, pid, &in)) {
+			im.start_time = in.start_time;
+			im.start_code = in.start_code;
+		}
 		/* Binary and ld.so only: the libraries are not mapped yet. Same delay: the queue stays in due order. */
-		if (p.pid && capture(e, &im, NULL, NULL) == 2 && p.tries + 1 < RECAPTURE_TRIES)
-			recapture_at(e, &im, p.tries + 1, now + RECAPTURE_DELAY_NS);
+		if (capture(e, &im, NULL, NULL) == 2 && tries + 1 < RECAPTURE_TRIES)
+			procreg__due_at(e->reg, pid, now + RECAPTURE_DELAY_NS, tries + 1);
 	}
 	arm(e);
 }
 
-/* Planned re-captures of pid are called off; arm() drops them from the queue's head. */
-static void cancel_recaptures(struct events *e, uint32_t pid)
+static struct symbolizer_ids event_ids(const struct profd_pev *ev)
 {
-	for (uint32_t i = 0; i < e->pq_len; i++) {
-		struct pending *p = &e->pq[(e->pq_head + i) % MAX_PENDING];
+	return (struct symbolizer_ids){
+		ev->uid, ev->nspid,
+		{ ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff),
+		  ev->root_ino }
+	};
+}
 
-		if (p->pid == pid)
-			p->pid = 0;
-	}
+static struct procreg_ids reg_ids(const struct symbolizer_ids *ids)
+{
+	return (struct procreg_ids){ ids->uid, ids->nspid,
+				     { ids->root[0], ids->root[1], ids->root[2] } };
 }
 
 static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
 {
 	struct procmaps *listed;
 	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
-	struct symbolizer_ids ids = { ev->uid, ev->nspid,
-				      { ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff), ev->root_ino } };
+	struct symbolizer_ids ids = event_ids(ev);
+	struct procreg_ids rids = reg_ids(&ids);
 	uint32_t pid = ev->pid;
 	int n;
 
-	/* Samples taken before the exec resolve against the new image from here on: the price of one table per pid. */
+	/*
+	 * Samples taken before the exec resolve against the new image from
+	 * here on: the price of one table per pid. A new record: an exit of
+	 * an old process under the pid does not forget this one.
+	 */
 	symbolizer__forget_pid(e->sym, pid);
-	/* A new process under an old pid: not to be forgotten with the old one. */
-	for (size_t i = 0; i < e->nexits; i++)
-		if (e->exits[i] == pid)
-			e->exits[i] = 0;
+	procreg__exec(e->reg, pid, im.start_time, im.start_code, &rids);
 	listed = x ? event_maps(e, x) : NULL;
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
 		/* Exited before ld.so was done: named from the list or not at all; the tables want nothing (exec -1). */
 		im.exec = -1;
-		if (listed && capture(e, &im, &ids, listed) == 0)
-			seen_add(e, pid);
+		if (listed)
+			capture(e, &im, &ids, listed);
+		else
+			procreg__forget(e->reg, pid); /* its first sample, if any, tries /proc */
 		procmaps__free(listed);
 		return;
 	}
 	n = capture(e, &im, &ids, listed);
 	procmaps__free(listed);
-	seen_add(e, pid);
 	/*
 	 * Gone already, or static (the binary only: no ld.so to map libraries).
 	 * With libraries found, sent once ld.so was done or read as late as a
 	 * re-capture would be (a busy host wakes profd late), the capture was
 	 * the re-capture.
 	 */
-	if (n > 2 && (e->delay_max_ns || mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
+	if (n > 2 &&
+	    (e->delay_max_ns || clock__mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
 		return;
 	if (n >= 2)
-		recapture_at(e, &im, 0, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS);
+		procreg__due_at(e->reg, pid, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS, 0);
+}
+
+/*
+ * The child has its parent's image until it execs or maps more: its record
+ * shares the parent's snapshot. Nothing more is done until a sample of the
+ * child comes (most children exec first, or are never sampled).
+ */
+static void on_fork(struct events *e, const struct profd_pev *ev)
+{
+	struct symbolizer_ids ids = event_ids(ev);
+	struct procreg_ids rids = reg_ids(&ids);
+
+	e->st.forks++;
+	symbolizer__forget_pid(e->sym, ev->pid);
+	procreg__fork(e->reg, ev->ppid, ev->pid, ev->start_boottime_ns / e->ns_per_tick, &rids);
+}
+
+/*
+ * The first sample of a forked child, which may be gone already: named from
+ * its parent's snapshot, read now from a parent not seen before (it forks,
+ * so it most often still runs).
+ */
+static void inherit(struct events *e, const struct procreg_info *in)
+{
+	struct events_image im = { .pid = in->ppid, .exec = -1 };
+	struct symbolizer_ids ids = { in->ids.uid, in->ids.nspid,
+				      { in->ids.root[0], in->ids.root[1], in->ids.root[2] } };
+	struct procmaps *maps = NULL;
+
+	if (procreg__inherit(e->reg, in->pid) == -ENOENT) {
+		procreg__seen(e->reg, in->ppid);
+		if (capture(e, &im, NULL, NULL) || procreg__inherit(e->reg, in->pid))
+			return;
+		e->st.fork_parents_read++;
+	}
+	if (procreg__maps(e->reg, in->pid, &maps) == 0 &&
+	    symbolizer__fork(e->sym, in->ppid, in->pid, in->have_ids ? &ids : NULL, maps) == 0) {
+		e->st.forks_named++;
+		if (in->exited)
+			symbolizer__exited(e->sym, in->pid);
+	}
+	procmaps__free(maps);
+}
+
+static void forget(uint32_t pid, void *arg)
+{
+	struct events *e = arg;
+
+	symbolizer__forget_pid(e->sym, pid);
 }
 
 static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
@@ -388,22 +327,15 @@ static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
 	symbolizer__exited(e->sym, pid);
 	if (e->exit_fn)
 		e->exit_fn(pid, time_ns, e->exit_arg);
-	/* Its mappings are gone already; a re-capture now would find nothing. */
-	cancel_recaptures(e, pid);
-	if (e->nexits == e->exits_cap) {
-		size_t ncap = e->exits_cap ? e->exits_cap * 2 : 256;
-		uint32_t *n = ncap <= MAX_EXITS ? realloc(e->exits, ncap * sizeof(*n)) : NULL;
-
-		if (!n) {
-			symbolizer__forget_pid(e->sym, pid);
-			seen_del(e, pid);
-			e->st.forgotten++;
-			return;
-		}
-		e->exits = n;
-		e->exits_cap = ncap;
+	/*
+	 * Its re-captures are called off: its mappings are gone. With too
+	 * many exits waiting, it is forgotten now.
+	 */
+	if (procreg__exit(e->reg, pid) == -ENOSPC) {
+		forget(pid, e);
+		procreg__forget(e->reg, pid);
+		e->st.forgotten++;
 	}
-	e->exits[e->nexits++] = pid;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -417,6 +349,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		on_exec(e, ev, size >= sizeof(struct profd_pev_exec) ? data : NULL);
 	else if (ev->type == PROFD_PEV_EXIT)
 		on_exit_ev(e, ev->pid, ev->time_ns);
+	else if (ev->type == PROFD_PEV_FORK)
+		on_fork(e, ev);
 	return 0;
 }
 
@@ -447,11 +381,8 @@ int events__open(struct symbolizer *sym, struct events **out)
 	e->sym = sym;
 	e->epfd = e->tfd = -1;
 	e->ns_per_tick = 1000000000 / (uint64_t)(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
-	e->seen_cap = 1024;
-	e->seen = calloc(e->seen_cap, sizeof(*e->seen));
-	e->pq = calloc(MAX_PENDING, sizeof(*e->pq));
 	e->paths = calloc(PATH_SLOTS, sizeof(*e->paths));
-	if (!e->seen || !e->pq || !e->paths) {
+	if (!e->paths || procreg__new(0, 0, &e->reg)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -496,12 +427,10 @@ void events__free(struct events *e)
 		close(e->epfd);
 	if (e->tfd >= 0)
 		close(e->tfd);
-	free(e->pq);
 	for (size_t i = 0; e->paths && i < PATH_SLOTS; i++)
 		free(e->paths[i].path);
 	free(e->paths);
-	free(e->exits);
-	free(e->seen);
+	procreg__free(e->reg);
 	free(e);
 }
 
@@ -515,7 +444,8 @@ void events__dispatch(struct events *e)
 	uint64_t ticks;
 
 	/* Read only when due: most wake-ups are the ring buffer's, and every system call counts per exec. */
-	if (e->armed_ns && mono_ns() >= e->armed_ns && read(e->tfd, &ticks, sizeof(ticks)) > 0)
+	if (e->armed_ns && clock__mono_ns() >= e->armed_ns &&
+	    read(e->tfd, &ticks, sizeof(ticks)) > 0)
 		e->armed_ns = 0;
 	ring_buffer__consume(e->rb);
 	run_due(e);
@@ -531,24 +461,12 @@ void events__drain_begin(struct events *e)
 {
 	ring_buffer__consume(e->rb);
 	arm(e);
-	e->exits_at_drain = e->nexits;
+	procreg__drain_begin(e->reg);
 }
 
 void events__drain_end(struct events *e)
 {
-	size_t n = e->exits_old;
-
-	for (size_t i = 0; i < n; i++) {
-		if (!e->exits[i])
-			continue;
-		symbolizer__forget_pid(e->sym, e->exits[i]);
-		seen_del(e, e->exits[i]);
-		e->st.forgotten++;
-	}
-	memmove(e->exits, e->exits + n, (e->nexits - n) * sizeof(*e->exits));
-	e->nexits -= n;
-	e->exits_old = e->exits_at_drain - n;
-	e->exits_at_drain = 0;
+	procreg__drain_end(e->reg, forget, e);
 }
 
 void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint64_t start_code)
@@ -557,16 +475,24 @@ void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint
 
 	/* With libraries found, the planned re-capture would find the same: it need not wake us. */
 	if (capture(e, &im, NULL, NULL) > 2)
-		cancel_recaptures(e, pid);
+		procreg__due_cancel(e->reg, pid);
 	arm(e);
 }
 
 void events__seen(struct events *e, uint32_t pid)
 {
 	struct events_image im = { .pid = pid, .exec = -1 };
+	struct procreg_info in;
 
-	if (pid && seen_add(e, pid))
+	switch (procreg__seen(e->reg, pid)) {
+	case 1:
 		capture(e, &im, NULL, NULL);
+		break;
+	case 2:
+		if (!procreg__info(e->reg, pid, &in) && in.ppid)
+			inherit(e, &in);
+		break;
+	}
 }
 
 uint64_t events__exec_delay_ns(const struct events *e)
@@ -586,12 +512,24 @@ void events__on_exit(struct events *e, events_exit_fn fn, void *arg)
 	e->exit_arg = arg;
 }
 
+const struct procreg *events__registry(const struct events *e)
+{
+	return e->reg;
+}
+
 void events__stats(const struct events *e, struct events_stats *out)
 {
+	struct procreg_stats rs;
+
 	*out = e->st;
+	procreg__stats(e->reg, &rs);
+	out->forgotten += rs.forgotten;
+	out->pending_dropped = rs.due_dropped;
 	out->execs = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_EXEC], __ATOMIC_RELAXED);
 	out->exits = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_EXIT], __ATOMIC_RELAXED);
 	out->lost = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_LOST], __ATOMIC_RELAXED);
+	out->forks_seen =
+		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_FORK], __ATOMIC_RELAXED);
 }
 
 void events__print_status(const struct events *e, FILE *f)
@@ -605,6 +543,9 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_exec_wait_ms\t%" PRIu64 "\n", e->delay_max_ns / 1000000);
 	fprintf(f, "process_execs\t%" PRIu64 "\n", s.execs);
 	fprintf(f, "process_exits\t%" PRIu64 "\n", s.exits);
+	fprintf(f, "process_forks\t%" PRIu64 "\n", s.forks_seen);
+	fprintf(f, "process_forks_named\t%" PRIu64 "\n", s.forks_named);
+	fprintf(f, "process_forks_parent_read\t%" PRIu64 "\n", s.fork_parents_read);
 	fprintf(f, "process_events_lost\t%" PRIu64 "\n", s.lost);
 	fprintf(f, "process_captures\t%" PRIu64 "\n", s.captures);
 	fprintf(f, "process_captures_gone\t%" PRIu64 "\n", s.capture_gone);

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "textesc.h"
 
@@ -87,12 +88,9 @@ int log_err(int err, const char *fmt, ...)
 
 void log_ratelimited(int64_t *last_ns, int64_t interval_ns, int level, const char *fmt, ...)
 {
-	struct timespec now;
-	int64_t t;
+	int64_t t = clock__mono_ns();
 	va_list ap;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	if (*last_ns && t - *last_ns < interval_ns)
 		return;
 	*last_ns = t;

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cgroups.h"
 #include "events.h"
 #include "log.h"
@@ -103,14 +104,6 @@ static const char *const counter_names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_OFFCPU_CAPTURED] = "offcpu_stacks_captured",
 };
 
-static int64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int sym_user(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out)
 {
 	return symbolizer__user(arg, pid, ip, is_ret, out);
@@ -168,7 +161,7 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	}
 	if ((k->ustack && !e->nustack) || (k->kstack && !e->nkstack))
 		d->unsymbolized_stacks++;
-	s.cgroup = cgroups__path(d->cg, k->cgroup_id, clock_ns(CLOCK_MONOTONIC));
+	s.cgroup = cgroups__path(d->cg, k->cgroup_id, clock__mono_ns());
 	switch (k->kind) {
 	case PROFD_KIND_OFFCPU: s.kind = PF_KIND_OFFCPU; break;
 	case PROFD_KIND_RUNQ: s.kind = PF_KIND_RUNQ; break;
@@ -200,7 +193,7 @@ static void trim(struct profd *d)
 
 static void drain(struct profd *d)
 {
-	int64_t t0 = clock_ns(CLOCK_MONOTONIC), dt;
+	int64_t t0 = clock__mono_ns(), dt;
 	int err;
 
 	/*
@@ -218,7 +211,7 @@ static void drain(struct profd *d)
 	if (err)
 		log_ratelimited(&d->last_write_warn_ns, 60000000000LL, LOG_LVL_WARN,
 				"draining kernel maps failed: %s", strerror(-err));
-	dt = clock_ns(CLOCK_MONOTONIC) - t0;
+	dt = clock__mono_ns() - t0;
 	d->drains++;
 	d->drain_ns_total += dt;
 	if ((uint64_t)dt > d->drain_ns_max)
@@ -234,7 +227,7 @@ static int window_begin(struct profd *d)
 	profile__reset(d->window);
 	window__clear(d->win);
 	m = profile__meta(d->window);
-	m->start_ns = clock_ns(CLOCK_REALTIME);
+	m->start_ns = clock__ns(CLOCK_REALTIME);
 	m->frequency = d->o.frequency;
 	err = profile__intern_str(d->window, d->uts.nodename, &m->host);
 	if (!err)
@@ -259,7 +252,7 @@ static int flush(struct profd *d)
 			break;
 	}
 	memcpy(d->last_counters, c, sizeof(c));
-	profile__meta(d->window)->end_ns = clock_ns(CLOCK_REALTIME);
+	profile__meta(d->window)->end_ns = clock__ns(CLOCK_REALTIME);
 	if (!err && profile__nsamples(d->window)) {
 		err = store__append(d->store, d->window);
 		if (err) {
@@ -271,9 +264,9 @@ static int flush(struct profd *d)
 			d->windows_written++;
 		}
 	}
-	store__retain(d->store, clock_ns(CLOCK_REALTIME));
+	store__retain(d->store, clock__ns(CLOCK_REALTIME));
 	/* At most one segment per flush; a failure is retried later by the store itself. */
-	store__compact(d->store, clock_ns(CLOCK_REALTIME));
+	store__compact(d->store, clock__ns(CLOCK_REALTIME));
 	return window_begin(d) ? -ENOMEM : err;
 }
 
@@ -316,7 +309,7 @@ static int status_reply(struct profd *d, char **out)
 	options_foreach(&d->o, status_setting, f);
 	if (d->restart_pending[0])
 		ADD("config.restart_needed\t%s", d->restart_pending);
-	ADD("uptime_s\t%" PRId64, (clock_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000);
+	ADD("uptime_s\t%" PRId64, (clock__mono_ns() - d->started_ns) / 1000000000);
 	ADD("host\t%s", d->uts.nodename);
 	ADD("kernel\t%s", d->uts.release);
 	ADD("event\t%s", sampler__event(d->sampler));
@@ -421,7 +414,7 @@ static int flush_reply(struct profd *d, char **reply)
 {
 	int err = flush(d);
 
-	d->req_flush_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
+	d->req_flush_ms = clock__mono_ns() / 1000000;
 	if (err)
 		return asprintf(reply, "error\t%s\n", strerror(-err)) < 0 ? -ENOMEM : 0;
 	return asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n",
@@ -436,7 +429,7 @@ static int flush_reply(struct profd *d, char **reply)
  */
 static int flush_request(struct profd *d, char **reply)
 {
-	int64_t now = clock_ns(CLOCK_MONOTONIC) / 1000000;
+	int64_t now = clock__mono_ns() / 1000000;
 	int64_t wait = d->req_flush_ms + REQ_FLUSH_GAP_MS - now;
 	struct itimerspec its = { 0 };
 
@@ -627,7 +620,7 @@ static int watchdog_open(struct profd *d)
 
 static void notify_status(struct profd *d)
 {
-	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	int64_t now = clock__mono_ns();
 	struct store_stats st;
 	double rate = 0;
 
@@ -748,7 +741,7 @@ static int reload(struct profd *d, char **reply)
 					strerror(-ret)) < 0 ? -ENOMEM : 0;
 		}
 		d->store = st;
-		store__retain(d->store, clock_ns(CLOCK_REALTIME));
+		store__retain(d->store, clock__ns(CLOCK_REALTIME));
 	}
 	if (strcmp(n.socket_group, old.socket_group) && !socket_group(d, n.socket_group))
 		snprintf(d->o.socket_group, sizeof(d->o.socket_group), "%s", n.socket_group);
@@ -940,6 +933,7 @@ static int setup(struct profd *d)
 		if (d->events) {
 			tables__on_reread(d->tables, reread_to_events, d->events);
 			tables__exec_delay(d->tables, events__exec_delay_ns(d->events));
+			tables__use_registry(d->tables, events__registry(d->events));
 		}
 		if (snap_pid) {
 			d->snap_fd = open(snap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND |
@@ -1035,7 +1029,7 @@ static int loop(struct profd *d)
 					drain(d);
 				if (d->tables)
 					tables__gc(d->tables);
-				server__reap(d->server, clock_ns(CLOCK_MONOTONIC) / 1000000);
+				server__reap(d->server, clock__mono_ns() / 1000000);
 				refresh_cpus(d);
 			} else if (tag == &d->flush_tfd) {
 				if (read(d->flush_tfd, &ticks, sizeof(ticks)) > 0)
@@ -1102,7 +1096,7 @@ int main(int argc, char **argv)
 		sigaddset(&mask, SIGHUP);
 		sigprocmask(SIG_BLOCK, &mask, NULL);
 	}
-	d.started_ns = clock_ns(CLOCK_MONOTONIC);
+	d.started_ns = clock__mono_ns();
 
 	err = setup(&d);
 	if (err) {

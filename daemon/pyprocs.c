@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "profd.skel.h"
 #include "procmaps.h"
 #include "profd.h"
@@ -116,14 +117,6 @@ static struct seen *seen_slot(struct pyprocs *p, uint32_t pid)
 	return &p->seen[(pid * 2654435761u) & (SEEN_SLOTS - 1)];
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps)
 {
 	struct seen *sl = seen_slot(p, pid);
@@ -133,7 +126,7 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 	char root[64];
 	int fd;
 
-	*sl = (struct seen){ .pid = pid, .tried_ns = mono_ns() };
+	*sl = (struct seen){ .pid = pid, .tried_ns = clock__ns(CLOCK_MONOTONIC_COARSE) };
 	snprintf(root, sizeof(root), "/proc/%u/root", pid);
 	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -190,9 +183,10 @@ void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 
 	struct seen *sl = seen_slot(p, pid);
 
-	if (sl->pid == pid && (sl->found || mono_ns() - sl->tried_ns < RETRY_NS))
+	if (sl->pid == pid &&
+	    (sl->found || clock__ns(CLOCK_MONOTONIC_COARSE) - sl->tried_ns < RETRY_NS))
 		return;
-	*sl = (struct seen){ .pid = pid, .tried_ns = mono_ns() };
+	*sl = (struct seen){ .pid = pid, .tried_ns = clock__ns(CLOCK_MONOTONIC_COARSE) };
 	if (symbolizer__maps(sym, pid, &maps))
 		return;
 	if (start_code(pid, &sc) == 0)

@@ -18,8 +18,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "log.h"
 #include "procmaps.h"
+#include "procreg.h"
 #include "rowalloc.h"
 #include "safeopen.h"
 #include "profd.skel.h"
@@ -164,6 +166,7 @@ struct qent {
 
 struct tables {
 	struct profd_bpf *skel;
+	const struct procreg *reg; /* process events' records; NULL: none */
 	struct tables_opts o;
 	struct ring_buffer *rb;
 	int epfd;                /* what tables__fd returns: ring buffer, eventfd, timer */
@@ -198,14 +201,6 @@ struct tables {
 	struct bpf_link *exit_link; /* the walker's exit hook: umaps entries go with their process */
 	struct tables_stats st;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static uint32_t rows_cap(const struct tables_opts *o)
 {
@@ -462,7 +457,8 @@ static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
-	*f = (struct tfile){ .dev = dev, .ino = ino, .vdso = vdso, .unused_since = now_ns() };
+	*f = (struct tfile){ .dev = dev, .ino = ino, .vdso = vdso,
+			     .unused_since = clock__mono_ns() };
 	t->files[t->nfiles++] = f;
 	return f;
 }
@@ -505,7 +501,7 @@ static struct tfile *vdso_file(struct tables *t)
 {
 	struct unwind_table *ut = NULL;
 	struct tfile *f;
-	int64_t t0 = now_ns();
+	int64_t t0 = clock__mono_ns();
 	int err;
 
 	for (size_t i = 0; i < t->nfiles; i++)
@@ -515,7 +511,7 @@ static struct tfile *vdso_file(struct tables *t)
 	if (!f)
 		return NULL;
 	err = vdso_build(&ut);
-	t->st.build_us_total += (now_ns() - t0) / 1000;
+	t->st.build_us_total += (clock__mono_ns() - t0) / 1000;
 	file_built(t, f, ut, err);
 	return f;
 }
@@ -566,10 +562,10 @@ static int job_submit(struct tables *t, struct tfile *f, int fd, const char *pat
 		f->st_mtim = sb.st_mtim;
 	}
 	if (size && size <= INLINE_FILE_BYTES) {
-		int64_t t0 = now_ns();
+		int64_t t0 = clock__mono_ns();
 
 		j.err = unwind_table__open_fd(fd, &j.ut);
-		j.ns = now_ns() - t0;
+		j.ns = clock__mono_ns() - t0;
 		close(fd);
 		job_finish(t, &j);
 		return 0;
@@ -749,10 +745,10 @@ static void file_reload(struct tables *t, struct tfile *f)
 	t->st.rebuilds++;
 	if (f->vdso) {
 		struct unwind_table *ut = NULL;
-		int64_t t0 = now_ns();
+		int64_t t0 = clock__mono_ns();
 		int err = vdso_build(&ut);
 
-		t->st.build_us_total += (now_ns() - t0) / 1000;
+		t->st.build_us_total += (clock__mono_ns() - t0) / 1000;
 		file_built(t, f, ut, err);
 	} else if (job_submit(t, f, fd, path)) {
 		rows_release(t, first, n);
@@ -783,7 +779,7 @@ static void evict_unused(struct tables *t)
 static void file_put(struct tfile *f)
 {
 	if (f && --f->users == 0)
-		f->unused_since = now_ns();
+		f->unused_since = clock__mono_ns();
 }
 
 /* --- processes --- */
@@ -929,7 +925,7 @@ static int pid_load(struct tables *t, const struct qent *e)
 	p->n = n;
 	p->start_time = st;
 	p->start_code = sc;
-	now = now_ns();
+	now = clock__mono_ns();
 	p->last_load = now;
 	p->loads = exec ? 1 : p->loads + 1;
 	p->retries = exec || !retry ? 0 : p->retries + 1;
@@ -1017,7 +1013,7 @@ static void enqueue(struct tables *t, const struct qent *n, bool stale)
 		t->queue_cap = cap;
 	}
 	t->queue[t->nqueue] = *n;
-	t->queue[t->nqueue].queued = now_ns();
+	t->queue[t->nqueue].queued = clock__mono_ns();
 	t->queue[t->nqueue++].pm = procmaps__ref(n->pm);
 	if (!hot)
 		t->ncold++;
@@ -1036,12 +1032,12 @@ static bool waits(const struct tables *t, const struct qent *e, int64_t now)
 
 static void work(struct tables *t, int64_t budget)
 {
-	int64_t t0 = now_ns();
+	int64_t t0 = clock__mono_ns();
 	size_t k = 0;
 	bool more = false;
 
 	/* Served entries become pid 0 (never a process's) and are squeezed out below. */
-	for (size_t i = 0; i < t->nqueue && now_ns() - t0 < budget; i++) {
+	for (size_t i = 0; i < t->nqueue && clock__mono_ns() - t0 < budget; i++) {
 		if (t->queue[i].hot && !waits(t, &t->queue[i], t0)) {
 			struct qent e = t->queue[i];
 
@@ -1051,7 +1047,7 @@ static void work(struct tables *t, int64_t budget)
 			procmaps__free(e.pm);
 		}
 	}
-	for (size_t i = t->nqueue; i-- > 0 && now_ns() - t0 < budget;) {
+	for (size_t i = t->nqueue; i-- > 0 && clock__mono_ns() - t0 < budget;) {
 		struct qent e = t->queue[i];
 
 		if (!e.pid || e.hot)
@@ -1093,7 +1089,7 @@ static void reread(struct tables *t, uint32_t pid, struct tpid *p, bool asked)
 /* Queues the processes whose planned re-read is due; arms the timer for the next one. */
 static void run_due(struct tables *t)
 {
-	int64_t now = now_ns(), next = 0;
+	int64_t now = clock__mono_ns(), next = 0;
 	struct itimerspec its = { 0 };
 
 	for (size_t i = 0; i < t->npids; i++) {
@@ -1131,10 +1127,27 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (len < offsetof(struct profd_uevent, regs))
 		return 0;
 	switch (ev->type) {
-	case PROFD_UEV_NEW_PID:
-		enqueue(t, &(struct qent){ .pid = ev->pid, .hot = true,
-					   .young = !t->exec_delay_ns || (ev->flags & PROFD_UEV_F_EXEC_DUE) }, false);
+	case PROFD_UEV_NEW_PID: {
+		struct qent q = { .pid = ev->pid, .hot = true,
+				  .young = !t->exec_delay_ns ||
+					   (ev->flags & PROFD_UEV_F_EXEC_DUE) };
+		struct procreg_info in;
+
+		/*
+		 * A child between fork and exec has its parent's image: the
+		 * registry's snapshot of it serves, without a read of /proc
+		 * (the child may be gone before its turn).
+		 */
+		if (t->reg && !procreg__info(t->reg, ev->pid, &in) && in.ppid && in.start_time &&
+		    in.start_code && !procreg__maps(t->reg, ev->pid, &q.pm)) {
+			q.start_time = in.start_time;
+			q.start_code = in.start_code;
+			t->st.maps_inherited++;
+		}
+		enqueue(t, &q, false);
+		procmaps__free(q.pm);
 		break;
+	}
 	case PROFD_UEV_REFRESH:
 		p = pid_find(t, ev->pid);
 		/*
@@ -1145,7 +1158,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		if (p && p->last_load >= (int64_t)ev->time_ns)
 			break;
 		/* Not for a young process: its first read often raced ld.so mapping its libraries. */
-		if (p && p->loads > 2 && now_ns() - p->last_load < p->wait) {
+		if (p && p->loads > 2 && clock__mono_ns() - p->last_load < p->wait) {
 			if (!p->due)
 				p->due = p->last_load + p->wait;
 		} else {
@@ -1272,7 +1285,7 @@ int tables__fd(const struct tables *t)
 
 int tables__poll(struct tables *t)
 {
-	int64_t t0 = now_ns();
+	int64_t t0 = clock__mono_ns();
 	uint64_t v;
 	int n;
 
@@ -1295,8 +1308,8 @@ int tables__poll(struct tables *t)
 	work(t, WORK_BUDGET_NS);
 	write_changed(t);
 	run_due(t);
-	if ((uint64_t)(now_ns() - t0) > t->st.turn_ns_max)
-		t->st.turn_ns_max = now_ns() - t0;
+	if ((uint64_t)(clock__mono_ns() - t0) > t->st.turn_ns_max)
+		t->st.turn_ns_max = clock__mono_ns() - t0;
 	return n < 0 ? n : 0;
 }
 
@@ -1350,7 +1363,7 @@ void tables__gc(struct tables *t)
 	uint64_t nlost = __atomic_load_n(&t->skel->bss->ucounters[PROFD_UCNT_EVENTS_LOST], __ATOMIC_RELAXED);
 
 	tables__poll(t);
-	now = now_ns();
+	now = clock__mono_ns();
 	/*
 	 * Looking for requests whose event was lost costs a lookup per process:
 	 * hundreds of system calls a second on a host with hundreds of idle
@@ -1431,6 +1444,11 @@ void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg)
 	t->snap_arg = arg;
 }
 
+void tables__use_registry(struct tables *t, const struct procreg *reg)
+{
+	t->reg = reg;
+}
+
 void tables__stats(const struct tables *t, struct tables_stats *st)
 {
 	*st = t->st;
@@ -1476,6 +1494,7 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_pids\t%" PRIu64 "\n", st.pids);
 	fprintf(f, "unwind_pid_loads\t%" PRIu64 "\n", st.pid_loads);
 	fprintf(f, "unwind_maps_reads\t%" PRIu64 "\n", st.maps_reads);
+	fprintf(f, "unwind_maps_inherited\t%" PRIu64 "\n", st.maps_inherited);
 	fprintf(f, "unwind_table_evictions\t%" PRIu64 "\n", st.evictions);
 	fprintf(f, "unwind_table_build_ms\t%" PRIu64 "\n", st.build_us_total / 1000);
 	fprintf(f, "unwind_table_builds_pending\t%" PRIu64 "\n", st.builds_pending);

@@ -64,6 +64,7 @@ struct tables_stats {
 	uint64_t pids;            /* processes described in umaps */
 	uint64_t pid_loads;       /* entries written from mappings (exec, re-captures, the walker's requests) */
 	uint64_t maps_reads;      /* of them, mappings read here: the others came from process events' captures */
+	uint64_t maps_inherited;  /* of them, forked children given their parent's snapshot */
 	uint64_t evictions;       /* tables dropped after no process mapped them */
 	uint64_t displaced;       /* tables in use unloaded to make room for a smaller one */
 	uint64_t rebuilds;        /* tables built again from their file to come back (rows are not kept in user space) */
@@ -121,6 +122,9 @@ void tables__exec_delay(struct tables *t, uint64_t ns);
 typedef void (*tables_snapshot_fn)(const struct profd_uevent *ev, void *arg);
 void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg);
 
+/* The process registry: a forked child's first request takes its parent's snapshot from it. */
+struct procreg;
+void tables__use_registry(struct tables *t, const struct procreg *reg);
 void tables__stats(const struct tables *t, struct tables_stats *st);
 /* `profctl status` lines (name TAB value); t NULL: frame pointers only. */
 void tables__print_status(const struct tables *t, FILE *f);

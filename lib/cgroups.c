@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cgroups.h"
 
 #define MAX_DEPTH 32
@@ -201,14 +202,6 @@ void cgroups__free(struct cgroups *c)
 	free(c);
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static const char *find(const struct cgroups *c, uint64_t id)
 {
 	size_t lo = 0, hi = c->n;
@@ -295,9 +288,9 @@ const char *cgroups__path(struct cgroups *c, uint64_t id, int64_t now_ns)
 		return NULL;
 	c->scanned = 1;
 	c->last_scan_ns = now_ns;
-	t0 = mono_ns();
+	t0 = clock__mono_ns();
 	err = rescan(c);
-	c->scan_wait_ns = mono_ns() - t0 > SLOW_SCAN_NS ?
+	c->scan_wait_ns = clock__mono_ns() - t0 > SLOW_SCAN_NS ?
 		(c->scan_wait_ns * 2 > SCAN_WAIT_MAX_NS ? SCAN_WAIT_MAX_NS : c->scan_wait_ns * 2) : SCAN_WAIT_NS;
 	if (err)
 		return NULL;

@@ -7,20 +7,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ctl.h"
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int wait_fd(int fd, short ev, int64_t deadline)
 {
 	struct pollfd p = { .fd = fd, .events = ev };
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - clock__mono_ms();
 	int r;
 
 	if (left <= 0)
@@ -34,7 +27,7 @@ static int wait_fd(int fd, short ev, int64_t deadline)
 int ctl__call(const char *path, const char *request, char **reply, int timeout_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = clock__mono_ms() + timeout_ms;
 	size_t len = 0, cap = 4096, rl = strlen(request), sent = 0;
 	char *buf = NULL;
 	int fd = -1, err;
@@ -53,7 +46,7 @@ int ctl__call(const char *path, const char *request, char **reply, int timeout_m
 		struct timespec pause = { 0, 20 * 1000000 };
 
 		err = errno == EAGAIN ? -EBUSY : -errno;
-		if (err != -EBUSY || now_ms() + 20 >= deadline)
+		if (err != -EBUSY || clock__mono_ms() + 20 >= deadline)
 			goto out;
 		nanosleep(&pause, NULL);
 	}

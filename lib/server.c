@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ctl.h"
 #include "server.h"
 
@@ -44,14 +45,6 @@ struct server {
 	struct client clients[MAX_CLIENTS];
 	uint64_t busy;
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int server__open(const char *path, int epfd, server_handler_fn fn, void *arg, struct server **out)
 {
@@ -187,7 +180,7 @@ static void accept_all(struct server *s)
 		c->uid = cred.uid;
 		c->deferred = false;
 		c->len = 0;
-		c->deadline_ms = mono_ms() + CLIENT_TIMEOUT_MS;
+		c->deadline_ms = clock__mono_ms() + CLIENT_TIMEOUT_MS;
 		ev.data.ptr = c;
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			close(fd);
@@ -256,7 +249,7 @@ static void read_request(struct server *s, struct client *c)
 
 		/* Nothing more is read from it; a hang-up still drops it. */
 		c->deferred = true;
-		c->deadline_ms = mono_ms() + DEFER_TIMEOUT_MS;
+		c->deadline_ms = clock__mono_ms() + DEFER_TIMEOUT_MS;
 		epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 		return;
 	}

@@ -17,6 +17,7 @@
  *   "seg-<start>-<end>.pfd". Names alone decide which segments a time range
  *   needs, so opening a year of segments reads one directory.
  */
+#include "clock.h"
 #include "store.h"
 #include "codec.h"
 #include "crc32c.h"
@@ -436,14 +437,6 @@ struct scan {
 	uint64_t nrecords;  /* out */
 };
 
-static int64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /*
  * After damage at off: finds the next offset holding a valid record header,
  * or size when there is none. Reads the rest of the file in blocks; this is
@@ -567,7 +560,7 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 			goto out;
 		off = end;
 		if ((sc->budget > 0 && (sc->budget -= h.windows) <= 0) ||
-		    (sc->cpu_until > 0 && thread_cpu_ns() >= sc->cpu_until)) {
+		    (sc->cpu_until > 0 && clock__ns(CLOCK_THREAD_CPUTIME_ID) >= sc->cpu_until)) {
 			sc->paused = off < size;
 			break;
 		}
@@ -1894,7 +1887,8 @@ static int roll_continue(struct store *s)
 		.arg = &r->q, .start_off = r->in_off,
 		.budget = s->o.compact_windows ? s->o.compact_windows : r->sum ? SUM_BUDGET : ROLL_BUDGET,
 		/* A loaded host makes each window slower: the CPU spent bounds the step too. */
-		.cpu_until = s->o.compact_windows ? 0 : thread_cpu_ns() + COMPACT_CPU_NS,
+		.cpu_until = s->o.compact_windows ?
+				     0 : clock__ns(CLOCK_THREAD_CPUTIME_ID) + COMPACT_CPU_NS,
 	};
 	int err = 0;
 

@@ -3,6 +3,7 @@
  * LRU) -> symbol. Everything read here is untrusted; failures leave the
  * frame unnamed ([module+0xOFF]) and are counted, never logged.
  */
+#include "clock.h"
 #include "symbolizer.h"
 #include "demangle.h"
 #include "elfsym.h"
@@ -90,6 +91,12 @@ struct pid_ent {
 	uint32_t pid;
 	uint32_t nspid;        /* pid inside its own namespace: names the perf map; 0 until read */
 	struct procmaps *maps; /* NULL when maps could not be read */
+	/*
+	 * Forked, not exec'd: maps are its parent's (shared, counted with the
+	 * parent), until a read of its own. An address outside them in a child
+	 * that is gone is looked up in the parent's, as the parent maps now.
+	 */
+	uint32_t ppid;
 	int64_t miss_ms;       /* start of the current second of miss checks */
 	uint32_t miss_n;       /* misses checked with the kernel in it */
 	bool exited;           /* process events said so: the kernel has nothing more to tell */
@@ -188,14 +195,6 @@ static void lru_push_front(struct lru *h, struct lru *n)
 	n->prev = h;
 	h->next->prev = n;
 	h->next = n;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static size_t hash64(uint64_t x)
@@ -422,7 +421,8 @@ static void pid_remove(struct symbolizer *s, struct pid_ent *p)
 /* Its mappings or perf map changed: what it holds now. */
 static void pid_account(struct symbolizer *s, struct pid_ent *p)
 {
-	size_t b = sizeof(*p) + (p->maps ? procmaps__mem_bytes(p->maps) : 0) + (p->pm ? perfmap__mem_bytes(p->pm) : 0);
+	size_t b = sizeof(*p) + (p->maps && !p->ppid ? procmaps__mem_bytes(p->maps) : 0) +
+		   (p->pm ? perfmap__mem_bytes(p->pm) : 0);
 
 	s->pid_bytes = s->pid_bytes - p->bytes + b;
 	p->bytes = b;
@@ -495,6 +495,7 @@ static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 	} else {
 		procmaps__free(p->maps);
 		p->maps = m;
+		p->ppid = 0;
 		p->gone = false;
 		p->exited = false; /* a pid in use again (forked, not exec'd: no event says so) */
 	}
@@ -505,6 +506,7 @@ static void pid_set_maps(struct pid_ent *p, struct procmaps *m)
 {
 	procmaps__free(p->maps);
 	p->maps = procmaps__ref(m);
+	p->ppid = 0;
 	p->gone = false;
 	p->exited = false;
 }
@@ -572,6 +574,26 @@ void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
 
 	if (p)
 		pid_remove(s, p);
+}
+
+static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct symbolizer_ids *ids);
+
+int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid,
+		     const struct symbolizer_ids *ids, struct procmaps *maps)
+{
+	struct pid_ent *p;
+	int err;
+
+	if (!maps || ppid == pid)
+		return -EINVAL;
+	symbolizer__forget_pid(s, pid);
+	err = pid_get_maps(s, pid, maps, &p);
+	if (err)
+		return err;
+	p->ppid = ppid;
+	pid_account(s, p);
+	pid_pin(s, p, ids && ids->nspid ? ids : NULL);
+	return 0;
 }
 
 /* ---- ELF files ---- */
@@ -725,7 +747,7 @@ static int try_debug_file(struct symbolizer *s, int fd, const uint8_t *id, size_
 		return fd;
 	if (crc) {
 		struct stat st;
-		int64_t now = now_ms();
+		int64_t now = clock__mono_ms();
 
 		if (now - s->crc_ms >= 1000) {
 			s->crc_ms = now;
@@ -904,7 +926,7 @@ static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const 
 	int64_t now;
 	int err;
 
-	if (f && (f->es || now_ms() < f->retry_at_ms)) {
+	if (f && (f->es || clock__mono_ms() < f->retry_at_ms)) {
 		s->st.file_hits++;
 		lru_del(&f->lru);
 		lru_push_front(&s->flru, &f->lru);
@@ -952,7 +974,7 @@ static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const 
 		s->st.file_evictions++;
 	}
 	budget_enforce(s, f, p);
-	now = now_ms();
+	now = clock__mono_ms();
 	if (err == -ENOMEM) {
 		f->retry_at_ms = now;
 		return f;
@@ -1066,7 +1088,7 @@ static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
 	int rootfd, fd;
 
 	p->pm_tried = true;
-	p->pm_read_ms = now_ms();
+	p->pm_read_ms = clock__mono_ms();
 	/* The namespace pid never changes; the owner is checked against the uid of the moment, below. */
 	if (!p->nspid && read_status(s, p->pid, &uid, &p->nspid))
 		return;
@@ -1126,7 +1148,7 @@ static bool jit_lookup(struct symbolizer *s, struct pid_ent *p, uint64_t addr, c
 	 * drain about half the time, and a process living a second or two is
 	 * drained without its map.
 	 */
-	if (p->pm_tried && now_ms() - p->pm_read_ms + PERFMAP_SLACK_MS <
+	if (p->pm_tried && clock__mono_ms() - p->pm_read_ms + PERFMAP_SLACK_MS <
 				   (p->pm_wait_ms > PERFMAP_REFRESH_MS ? p->pm_wait_ms : PERFMAP_REFRESH_MS))
 		return false;
 	perfmap_refresh(s, p);
@@ -1184,7 +1206,7 @@ static const char *demangled(struct symbolizer *s, const struct file_ent *f, uin
  */
 static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint64_t addr, bool *maybe_jit)
 {
-	int64_t now = now_ms();
+	int64_t now = clock__mono_ms();
 	int r;
 
 	/* A process gone from /proc maps nothing new: only its perf map can name what the capture missed. */
@@ -1224,11 +1246,41 @@ static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint6
 	return p->maps ? procmaps__find(p->maps, addr) : NULL;
 }
 
+/*
+ * A forked child gone from /proc, at an address outside the mappings it
+ * shares: its parent mapped more before the fork than the parent's last
+ * read shows (a prefork server's dlopen()). The parent, if it still runs,
+ * is asked like for a miss of its own; the child then shares the new
+ * read. *owner: whose entry opens the file (the child's map_files is gone).
+ */
+static const struct procmap *parent_miss(struct symbolizer *s, struct pid_ent *p, uint64_t addr,
+					 struct pid_ent **owner)
+{
+	struct pid_ent *pp = p->ppid ? *pid_slot(s, p->ppid) : NULL;
+	const struct procmap *m = NULL;
+	bool maybe_jit;
+
+	if (!pp || pp == p || pp->exited)
+		return NULL;
+	if (pp->maps && pp->maps != p->maps)
+		m = procmaps__find(pp->maps, addr);
+	if (!m)
+		m = miss(s, pp, addr, &maybe_jit);
+	if (!m)
+		return NULL;
+	if (p->maps != pp->maps) {
+		procmaps__free(p->maps);
+		p->maps = procmaps__ref(pp->maps);
+	}
+	*owner = pp;
+	return m;
+}
+
 int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, struct sym *out)
 {
 	uint64_t addr = is_return && ip ? ip - 1 : ip, vaddr, start;
 	const struct procmap *m = NULL;
-	struct pid_ent *p;
+	struct pid_ent *p, *owner;
 	struct file_ent *f;
 	const char *name;
 	bool maybe_jit = false;
@@ -1242,10 +1294,13 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	err = pid_get(s, pid, &p);
 	if (err)
 		return err;
+	owner = p;
 	if (p->maps)
 		m = procmaps__find(p->maps, addr);
 	if (!m)
 		m = miss(s, p, addr, &maybe_jit);
+	if (!m && p->ppid && (p->gone || p->exited))
+		m = parent_miss(s, p, addr, &owner);
 	if ((!m && maybe_jit) || (m && (m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))) {
 		char jm[48];
 
@@ -1270,7 +1325,7 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	out->offset = ip - m->start + m->offset;
 	if ((m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))
 		return 0;
-	f = file_get(s, p, m);
+	f = file_get(s, owner, m);
 	if (!f)
 		return -ENOMEM;
 	if (!f->es)
@@ -1293,7 +1348,7 @@ int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out)
 	out->kind = SYM_KERNEL;
 	if (s->ks && kallsyms__lookup(s->ks, ip, &name, &module, NULL) == 0)
 		goto found;
-	now = now_ms();
+	now = clock__mono_ms();
 	/* Modules load and unload: a miss re-reads kallsyms, at most every few seconds. */
 	if (s->ks_tried && now - s->ks_read_ms < KALLSYMS_REFRESH_MS)
 		return 0;

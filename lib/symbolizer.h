@@ -106,6 +106,16 @@ int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct sy
 			     struct procmaps *maps);
 
 /*
+ * pid was forked by ppid (not exec'd): it shares maps, its parent's as the
+ * process registry holds them (a reference is kept), without a read of
+ * /proc, so that its samples are named after it is gone. Whatever was
+ * known under pid goes. An address outside maps, once pid is gone, is
+ * asked of ppid.
+ */
+int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid,
+		     const struct symbolizer_ids *ids, struct procmaps *maps);
+
+/*
  * pid's mappings as last read (capture, first sight, a miss), shared rather
  * than read again: a new reference (procmaps__free drops it). -ENOENT when
  * none are known.

@@ -9,6 +9,7 @@
 
 #include <libelf.h>
 
+#include "clock.h"
 #include "tablebuild.h"
 #include "unwind_table.h"
 
@@ -40,14 +41,6 @@ struct tablebuild {
 	unsigned nworkers;
 	struct worker w[TABLEBUILD_MAX_WORKERS];
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void job_free(struct job *j)
 {
@@ -93,9 +86,9 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&b->mu);
-		t0 = now_ns();
+		t0 = clock__mono_ns();
 		j->d.err = unwind_table__open_fd(j->fd, &j->d.ut);
-		j->d.ns = now_ns() - t0;
+		j->d.ns = clock__mono_ns() - t0;
 		close(j->fd);
 		j->fd = -1;
 		pthread_mutex_lock(&b->mu);

@@ -805,6 +805,70 @@ static void test_vdso_after_exit(void)
 	symbolizer__free(s);
 }
 
+/*
+ * A forked child, gone before anyone read its /proc, is named from its
+ * parent's mappings: what the parent's capture read, and a library the
+ * parent dlopen()ed after that capture (the parent's own miss finds it).
+ */
+static void test_fork(void)
+{
+	struct symbolizer_stats st0, st1;
+	struct procmaps *pmaps = NULL;
+	struct symbolizer *s = NULL;
+	char path[256], cmd[512];
+	uint32_t self = (uint32_t)getpid();
+	void *h, *fn;
+	pid_t child;
+	struct sym r;
+
+	snprintf(path, sizeof(path), "%s/forkplug.c", dir);
+	CHECK_EQ_INT(write_file(path, "int forkplug_fn(int x) { return x * 7; }\n"), 0);
+	snprintf(cmd, sizeof(cmd), "cc -O1 -shared -fPIC -o %s/libforkplug.so %s/forkplug.c", dir,
+		 dir);
+	if (run(cmd)) {
+		CHECK(!"building libforkplug.so");
+		return;
+	}
+	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(symbolizer__fork(s, self, 1, NULL, NULL), -EINVAL); /* nothing to share */
+	CHECK_EQ_INT(symbolizer__capture(s, self, NULL), 0);
+	CHECK_EQ_INT(symbolizer__maps(s, self, &pmaps), 0);
+	snprintf(path, sizeof(path), "%s/libforkplug.so", dir);
+	h = dlopen(path, RTLD_NOW);
+	fn = h ? dlsym(h, "forkplug_fn") : NULL;
+	CHECK(fn != NULL);
+	child = fork();
+	if (child == 0)
+		_exit(0);
+	CHECK(child > 0);
+	waitpid(child, NULL, 0);
+	symbolizer__stats(s, &st0);
+	CHECK_EQ_INT(symbolizer__fork(s, self, (uint32_t)child, NULL, pmaps), 0);
+	procmaps__free(pmaps); /* the child's entry holds its own reference */
+	symbolizer__exited(s, (uint32_t)child);
+	CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, (uintptr_t)test_target_fn, 0, &r), 0);
+	CHECK_EQ_STR(r.name ? r.name : "(none)", "test_target_fn");
+	symbolizer__stats(s, &st1);
+	CHECK_EQ_INT(st1.maps_reads, st0.maps_reads); /* shared, not read */
+	CHECK_EQ_INT(st1.pid_bytes - st0.pid_bytes < 1024, 1); /* and not counted twice */
+	if (fn) {
+		CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, (uintptr_t)fn, 0, &r), 0);
+		CHECK_EQ_STR(r.name ? r.name : "(none)", "forkplug_fn");
+		CHECK(r.module && strstr(r.module, "libforkplug.so"));
+		symbolizer__stats(s, &st1);
+		CHECK_EQ_INT(st1.maps_reads, st0.maps_reads + 1); /* the parent's, once */
+	}
+	/* An exec replaces what the child shared: forgotten, the parent keeps its own. */
+	symbolizer__forget_pid(s, (uint32_t)child);
+	CHECK_EQ_INT(symbolizer__user(s, self, (uint64_t)(uintptr_t)test_target_fn, 0, &r), 0);
+	CHECK_EQ_STR(r.name ? r.name : "(none)", "test_target_fn");
+	symbolizer__free(s);
+	if (h)
+		dlclose(h);
+}
+
 int main(void)
 {
 	char cmd[256];
@@ -821,6 +885,7 @@ int main(void)
 	test_deleted();
 	test_debug_files();
 	test_capture();
+	test_fork();
 	test_jit_after_exit();
 	test_vdso_after_exit();
 	test_bad_file();

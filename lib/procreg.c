@@ -1,0 +1,422 @@
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "procmaps.h"
+#include "procreg.h"
+
+#define DEFAULT_MAX (1u << 20)
+#define MIN_BUCKETS 1024
+/* Exits waiting for their last drain; beyond, the caller forgets at once. */
+#define MAX_EXITS 65536
+/* Looks queued at once; beyond, dropped and counted. */
+#define MAX_DUE 4096
+/* Snapshot bytes kept (a shared one once per record holding it): beyond, the oldest go. */
+#define DEFAULT_MAPS_BYTES (16u << 20)
+
+struct lru {
+	struct lru *prev, *next;
+};
+
+struct rec {
+	struct lru lru;        /* among records holding a snapshot, the most recently set first */
+	struct rec *next;
+	struct procreg_info in;
+	uint32_t gen;          /* new at each image under the pid: stale exits and looks see it */
+	struct procmaps *maps; /* NULL: not known */
+	size_t maps_bytes;
+	bool sampled;          /* procreg__seen told of it */
+};
+
+struct pidgen {
+	uint32_t pid, gen;
+};
+
+struct due {
+	uint32_t pid, gen, tries;
+	int64_t due_ns;
+};
+
+struct procreg {
+	struct rec **b;
+	size_t nb, n, max;
+	size_t maps_bytes, maps_max;
+	struct lru lru;
+	uint32_t next_gen;
+
+	struct pidgen *exits;
+	size_t nexits, exits_cap, exits_at_drain, exits_old;
+
+	struct due *dq;
+	uint32_t dq_head, dq_len;
+
+	struct procreg_stats st;
+};
+
+static size_t bucket(const struct procreg *r, uint32_t pid)
+{
+	return (size_t)((pid * 0x9e3779b97f4a7c15ULL) >> 32) & (r->nb - 1);
+}
+
+static struct rec **slot(const struct procreg *r, uint32_t pid)
+{
+	struct rec **pp = &r->b[bucket(r, pid)];
+
+	while (*pp && (*pp)->in.pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static struct rec *find(const struct procreg *r, uint32_t pid)
+{
+	return *slot(r, pid);
+}
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+static void maps_drop(struct procreg *r, struct rec *x)
+{
+	if (!x->maps)
+		return;
+	x->lru.prev->next = x->lru.next;
+	x->lru.next->prev = x->lru.prev;
+	r->maps_bytes -= x->maps_bytes;
+	procmaps__free(x->maps);
+	x->maps = NULL;
+	x->maps_bytes = 0;
+}
+
+/* x holds m from now on (a new reference); the least recently set go beyond the budget. */
+static void maps_hold(struct procreg *r, struct rec *x, struct procmaps *m)
+{
+	size_t b = procmaps__mem_bytes(m);
+
+	maps_drop(r, x);
+	if (b > r->maps_max) {
+		r->st.maps_dropped++;
+		return;
+	}
+	while (r->maps_bytes + b > r->maps_max && r->lru.prev != &r->lru) {
+		maps_drop(r, container_of(r->lru.prev, struct rec, lru));
+		r->st.maps_dropped++;
+	}
+	x->maps = procmaps__ref(m);
+	x->maps_bytes = b;
+	r->maps_bytes += b;
+	x->lru.next = r->lru.next;
+	x->lru.prev = &r->lru;
+	r->lru.next->prev = &x->lru;
+	r->lru.next = &x->lru;
+}
+
+int procreg__new(size_t max, size_t maps_max, struct procreg **out)
+{
+	struct procreg *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->max = max ? max : DEFAULT_MAX;
+	r->maps_max = maps_max ? maps_max : DEFAULT_MAPS_BYTES;
+	r->lru.prev = r->lru.next = &r->lru;
+	r->nb = MIN_BUCKETS;
+	r->b = calloc(r->nb, sizeof(*r->b));
+	r->dq = calloc(MAX_DUE, sizeof(*r->dq));
+	if (!r->b || !r->dq) {
+		procreg__free(r);
+		return -ENOMEM;
+	}
+	*out = r;
+	return 0;
+}
+
+void procreg__free(struct procreg *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; r->b && i < r->nb; i++) {
+		for (struct rec *x = r->b[i], *nx; x; x = nx) {
+			nx = x->next;
+			procmaps__free(x->maps);
+			free(x);
+		}
+	}
+	free(r->b);
+	free(r->exits);
+	free(r->dq);
+	free(r);
+}
+
+/* Twice the buckets once records outnumber them; a failed grow keeps the chains longer. */
+static void grow(struct procreg *r)
+{
+	size_t nb = r->nb * 2, old = r->nb;
+	struct rec **b, **ob = r->b;
+
+	if (r->n < r->nb || !(b = calloc(nb, sizeof(*b))))
+		return;
+	r->b = b;
+	r->nb = nb;
+	for (size_t i = 0; i < old; i++) {
+		for (struct rec *x = ob[i], *nx; x; x = nx) {
+			nx = x->next;
+			x->next = b[bucket(r, x->in.pid)];
+			b[bucket(r, x->in.pid)] = x;
+		}
+	}
+	free(ob);
+}
+
+/* pid's record, made empty when new or when reset; NULL at the bound or without memory. */
+static struct rec *get(struct procreg *r, uint32_t pid, bool reset, bool *made)
+{
+	struct rec **pp = slot(r, pid), *x = *pp;
+
+	*made = false;
+	if (x && !reset)
+		return x;
+	if (!x) {
+		if (r->n >= r->max) {
+			r->st.full++;
+			return NULL;
+		}
+		if (!(x = calloc(1, sizeof(*x))))
+			return NULL;
+		*pp = x;
+		r->n++;
+		*made = true;
+	}
+	maps_drop(r, x);
+	struct rec *next = x->next;
+
+	memset(x, 0, sizeof(*x));
+	x->next = next;
+	x->in.pid = pid;
+	x->gen = ++r->next_gen ? r->next_gen : ++r->next_gen; /* 0: an exit with no record */
+	grow(r);
+	return x;
+}
+
+static void set_ids(struct rec *x, const struct procreg_ids *ids)
+{
+	if (!ids)
+		return;
+	x->in.ids = *ids;
+	x->in.have_ids = true;
+}
+
+int procreg__exec(struct procreg *r, uint32_t pid, uint64_t start_time, uint64_t start_code,
+		  const struct procreg_ids *ids)
+{
+	bool made;
+	struct rec *x = pid ? get(r, pid, true, &made) : NULL;
+
+	if (!x)
+		return pid ? (r->n >= r->max ? -ENOSPC : -ENOMEM) : -EINVAL;
+	x->in.start_time = start_time;
+	x->in.start_code = start_code;
+	set_ids(x, ids);
+	return 0;
+}
+
+int procreg__fork(struct procreg *r, uint32_t ppid, uint32_t pid, uint64_t start_time,
+		  const struct procreg_ids *ids)
+{
+	struct rec *p = find(r, ppid), *x;
+	bool made;
+
+	if (!pid || pid == ppid)
+		return -EINVAL;
+	if (!(x = get(r, pid, true, &made)))
+		return r->n >= r->max ? -ENOSPC : -ENOMEM;
+	x->in.start_time = start_time;
+	x->in.ppid = ppid;
+	set_ids(x, ids);
+	if (!p || !p->maps)
+		return -ENOENT;
+	x->in.start_code = p->in.start_code;
+	maps_hold(r, x, p->maps);
+	return 0;
+}
+
+int procreg__inherit(struct procreg *r, uint32_t pid)
+{
+	struct rec *x = find(r, pid), *p = x && x->in.ppid ? find(r, x->in.ppid) : NULL;
+
+	if (!p || !p->maps)
+		return -ENOENT;
+	if (x->maps != p->maps)
+		maps_hold(r, x, p->maps);
+	x->in.start_code = p->in.start_code;
+	return 0;
+}
+
+int procreg__seen(struct procreg *r, uint32_t pid)
+{
+	bool made;
+
+	struct rec *x;
+	int ret;
+
+	if (!pid)
+		return 0;
+	/* At the bound: not remembered, so seen as new again (a second look costs only a read). */
+	if (!(x = get(r, pid, false, &made)))
+		return 1;
+	ret = made ? 1 : x->sampled ? 0 : 2;
+	x->sampled = true;
+	return ret;
+}
+
+int procreg__set_maps(struct procreg *r, uint32_t pid, struct procmaps *m)
+{
+	struct rec *x = find(r, pid);
+
+	if (!x)
+		return -ENOENT;
+	maps_hold(r, x, m);
+	x->in.ppid = 0;
+	return 0;
+}
+
+int procreg__maps(const struct procreg *r, uint32_t pid, struct procmaps **out)
+{
+	struct rec *x = find(r, pid);
+
+	if (!x || !x->maps)
+		return -ENOENT;
+	*out = procmaps__ref(x->maps);
+	return 0;
+}
+
+int procreg__info(const struct procreg *r, uint32_t pid, struct procreg_info *out)
+{
+	struct rec *x = find(r, pid);
+
+	if (!x)
+		return -ENOENT;
+	*out = x->in;
+	return 0;
+}
+
+void procreg__forget(struct procreg *r, uint32_t pid)
+{
+	struct rec **pp = slot(r, pid), *x = *pp;
+
+	if (!x)
+		return;
+	*pp = x->next;
+	maps_drop(r, x);
+	free(x);
+	r->n--;
+}
+
+int procreg__exit(struct procreg *r, uint32_t pid)
+{
+	struct rec *x = find(r, pid);
+
+	procreg__due_cancel(r, pid);
+	/* The snapshot stays until forgotten: its children's samples may still be named from it. */
+	if (x)
+		x->in.exited = true;
+	if (r->nexits == r->exits_cap) {
+		size_t ncap = r->exits_cap ? r->exits_cap * 2 : 256;
+		struct pidgen *n = ncap <= MAX_EXITS ? realloc(r->exits, ncap * sizeof(*n)) : NULL;
+
+		if (!n)
+			return -ENOSPC;
+		r->exits = n;
+		r->exits_cap = ncap;
+	}
+	/* Not known here, it may be elsewhere (a name cache): forget() is told all the same. */
+	r->exits[r->nexits++] = (struct pidgen){ pid, x ? x->gen : 0 };
+	return 0;
+}
+
+void procreg__drain_begin(struct procreg *r)
+{
+	r->exits_at_drain = r->nexits;
+}
+
+void procreg__drain_end(struct procreg *r, void (*forget)(uint32_t pid, void *arg), void *arg)
+{
+	size_t n = r->exits_old;
+
+	for (size_t i = 0; i < n; i++) {
+		struct rec *x = find(r, r->exits[i].pid);
+
+		/* A new image under the pid since (exec, fork): not forgotten with the old one. */
+		if (x && x->gen != r->exits[i].gen)
+			continue;
+		if (forget)
+			forget(r->exits[i].pid, arg);
+		procreg__forget(r, r->exits[i].pid);
+		r->st.forgotten++;
+	}
+	memmove(r->exits, r->exits + n, (r->nexits - n) * sizeof(*r->exits));
+	r->nexits -= n;
+	r->exits_old = r->exits_at_drain - n;
+	r->exits_at_drain = 0;
+}
+
+int procreg__due_at(struct procreg *r, uint32_t pid, int64_t due_ns, uint32_t tries)
+{
+	struct rec *x = find(r, pid);
+
+	if (!x)
+		return -ENOENT;
+	if (r->dq_len == MAX_DUE) {
+		r->st.due_dropped++;
+		return -ENOSPC;
+	}
+	r->dq[(r->dq_head + r->dq_len++) % MAX_DUE] = (struct due){ pid, x->gen, tries, due_ns };
+	return 0;
+}
+
+/* Whether the head look still stands: its process has the image it was queued for. */
+static bool head_live(const struct procreg *r)
+{
+	const struct due *d = &r->dq[r->dq_head];
+	const struct rec *x = d->pid ? find(r, d->pid) : NULL;
+
+	return x && x->gen == d->gen && !x->in.exited;
+}
+
+int64_t procreg__due_first(struct procreg *r)
+{
+	while (r->dq_len && !head_live(r)) {
+		r->dq_head = (r->dq_head + 1) % MAX_DUE;
+		r->dq_len--;
+	}
+	return r->dq_len ? r->dq[r->dq_head].due_ns : 0;
+}
+
+int procreg__due_pop(struct procreg *r, int64_t now_ns, uint32_t *pid, uint32_t *tries)
+{
+	int64_t first = procreg__due_first(r);
+
+	if (!first || first > now_ns)
+		return 0;
+	*pid = r->dq[r->dq_head].pid;
+	*tries = r->dq[r->dq_head].tries;
+	r->dq_head = (r->dq_head + 1) % MAX_DUE;
+	r->dq_len--;
+	return 1;
+}
+
+void procreg__due_cancel(struct procreg *r, uint32_t pid)
+{
+	for (uint32_t i = 0; i < r->dq_len; i++) {
+		struct due *d = &r->dq[(r->dq_head + i) % MAX_DUE];
+
+		if (d->pid == pid)
+			d->pid = 0;
+	}
+}
+
+void procreg__stats(const struct procreg *r, struct procreg_stats *out)
+{
+	*out = r->st;
+	out->records = r->n;
+	out->maps_bytes = r->maps_bytes;
+}

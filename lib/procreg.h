@@ -1,0 +1,108 @@
+/*
+ * The process registry: one record per process profd knows of, written as
+ * kernel events and reads of /proc come, read by whoever names or unwinds
+ * its samples. A record holds who the process is (pid and start time, so a
+ * reused pid is a new record), its ids, its mapping snapshot (shared with
+ * its parent after fork until exec or a read of its own), whether it exited,
+ * and when to look at it again. An exited process stays until the drain
+ * after the one that follows its exit: samples taken in do_exit may come
+ * after the event.
+ */
+#ifndef PROFD_PROCREG_H
+#define PROFD_PROCREG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct procmaps;
+struct procreg;
+
+/* What /proc/PID/status and /proc/PID/root say, as process events carry them. */
+struct procreg_ids {
+	uint32_t uid;
+	uint32_t nspid;   /* the pid in the process's own namespace */
+	uint64_t root[3]; /* its root directory as statx keys it: mount id, st_dev, inode */
+};
+
+struct procreg_info {
+	uint32_t pid;
+	uint32_t ppid;          /* forked from it, with its image; 0: an image of its own */
+	uint64_t start_time;    /* clock ticks after boot (/proc/PID/stat field 22); 0: unknown */
+	uint64_t start_code;    /* the image's (field 26); 0: not known */
+	struct procreg_ids ids;
+	bool have_ids;
+	bool exited;
+};
+
+struct procreg_stats {
+	uint64_t records;      /* processes known now */
+	uint64_t forgotten;    /* exited processes dropped after their last drain */
+	uint64_t full;         /* records not kept: the registry was at its bound */
+	uint64_t due_dropped;  /* looks not queued: too many at once */
+	uint64_t maps_dropped; /* snapshots let go to stay within the budget */
+	uint64_t maps_bytes;   /* snapshot bytes held (a shared one once per holder) */
+};
+
+/*
+ * max: records kept at most (0: 1 << 20); beyond, a new process is not
+ * remembered. maps_max: snapshot bytes kept (0: 16 MiB).
+ */
+int procreg__new(size_t max, size_t maps_max, struct procreg **out);
+void procreg__free(struct procreg *r);
+
+/* A new image under pid (exec): the record starts over. 0 or -ENOMEM/-ENOSPC. */
+int procreg__exec(struct procreg *r, uint32_t pid, uint64_t start_time, uint64_t start_code,
+		  const struct procreg_ids *ids);
+/*
+ * pid was forked by ppid: a new record with ppid's image, sharing its
+ * snapshot. -ENOENT: ppid has no snapshot yet (the record is made all the
+ * same; procreg__inherit shares one later).
+ */
+int procreg__fork(struct procreg *r, uint32_t ppid, uint32_t pid, uint64_t start_time,
+		  const struct procreg_ids *ids);
+/* A forked pid takes its parent's snapshot as the parent has it now. -ENOENT: none. */
+int procreg__inherit(struct procreg *r, uint32_t pid);
+/*
+ * A sample of pid: 1 when it was not known (a record is made), 2 at the
+ * first sample of a process known from an event (exec, fork), 0 after.
+ */
+int procreg__seen(struct procreg *r, uint32_t pid);
+/*
+ * pid's mappings as just read (a reference is kept): its own from now on.
+ * -ENOENT: not known. Snapshots are kept within maps_max, the least
+ * recently set let go first.
+ */
+int procreg__set_maps(struct procreg *r, uint32_t pid, struct procmaps *m);
+/* pid's snapshot, a new reference (procmaps__free drops it). -ENOENT: none. */
+int procreg__maps(const struct procreg *r, uint32_t pid, struct procmaps **out);
+int procreg__info(const struct procreg *r, uint32_t pid, struct procreg_info *out);
+
+/*
+ * The process exited: its looks are called off; its snapshot stays until
+ * it is forgotten. -ENOSPC: too many exits wait, forget it now.
+ */
+int procreg__exit(struct procreg *r, uint32_t pid);
+void procreg__forget(struct procreg *r, uint32_t pid);
+/*
+ * Around each drain. At its end, processes that exited before the previous
+ * drain began are dropped, forget(pid) called for each first.
+ */
+void procreg__drain_begin(struct procreg *r);
+void procreg__drain_end(struct procreg *r, void (*forget)(uint32_t pid, void *arg), void *arg);
+
+/*
+ * Looks again at pid at due_ns (CLOCK_MONOTONIC), the tries-th time.
+ * Dues are kept in the order given (callers use one delay). A look whose
+ * process exec'd again, exited or was forgotten meanwhile is not returned.
+ */
+int procreg__due_at(struct procreg *r, uint32_t pid, int64_t due_ns, uint32_t tries);
+/* When the first look is due; 0: none. */
+int64_t procreg__due_first(struct procreg *r);
+/* The first look due by now: 1 (pid, tries set), 0 none. */
+int procreg__due_pop(struct procreg *r, int64_t now_ns, uint32_t *pid, uint32_t *tries);
+void procreg__due_cancel(struct procreg *r, uint32_t pid);
+
+void procreg__stats(const struct procreg *r, struct procreg_stats *out);
+
+#endif

@@ -1,0 +1,237 @@
+/* procreg: records, fork sharing, exits forgotten after their last drain, the due queue. */
+#include "procmaps.h"
+#include "procreg.h"
+#include "t.h"
+
+#include <errno.h>
+
+static struct procmaps *maps_of(uint64_t start, const char *path)
+{
+	struct procmap m = { .start = start, .end = start + 0x1000, .inode = 7, .dev = 1,
+			     .path = path };
+	struct procmaps *pm = NULL;
+
+	CHECK_EQ_INT(procmaps__from(&m, 1, &pm), 0);
+	return pm;
+}
+
+static uint32_t forgot[16];
+static int nforgot;
+
+static void on_forget(uint32_t pid, void *arg)
+{
+	(void)arg;
+	if (nforgot < 16)
+		forgot[nforgot++] = pid;
+}
+
+static void test_records(void)
+{
+	struct procreg_ids ids = { 1000, 7, { 1, 2, 3 } };
+	struct procreg *r = NULL;
+	struct procreg_info in;
+	struct procmaps *m = maps_of(0x400000, "/bin/parent"), *got = NULL;
+
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
+	if (!r)
+		return;
+	CHECK_EQ_INT(procreg__seen(r, 10), 1);
+	CHECK_EQ_INT(procreg__seen(r, 10), 0);
+	CHECK_EQ_INT(procreg__inherit(r, 10), -ENOENT); /* not forked */
+	CHECK_EQ_INT(procreg__seen(r, 0), 0);
+	CHECK_EQ_INT(procreg__maps(r, 10, &got), -ENOENT);
+	CHECK_EQ_INT(procreg__set_maps(r, 11, m), -ENOENT); /* not known */
+	CHECK_EQ_INT(procreg__exec(r, 10, 500, 0x400000, &ids), 0);
+	CHECK_EQ_INT(procreg__info(r, 10, &in), 0);
+	CHECK(in.start_time == 500 && in.start_code == 0x400000);
+	CHECK(in.have_ids && in.ids.uid == 1000 && !in.ppid);
+	CHECK_EQ_INT(procreg__set_maps(r, 10, m), 0);
+
+	/* A child shares the very snapshot, and its parent's image. */
+	CHECK_EQ_INT(procreg__fork(r, 10, 11, 600, &ids), 0);
+	CHECK_EQ_INT(procreg__maps(r, 11, &got), 0);
+	CHECK(got == m);
+	procmaps__free(got);
+	CHECK_EQ_INT(procreg__info(r, 11, &in), 0);
+	CHECK(in.ppid == 10 && in.start_time == 600 && in.start_code == 0x400000);
+	/* A parent with no snapshot: the child is known, without one, until the parent has one. */
+	CHECK_EQ_INT(procreg__fork(r, 99, 12, 700, NULL), -ENOENT);
+	CHECK_EQ_INT(procreg__seen(r, 12), 2); /* its first sample */
+	CHECK_EQ_INT(procreg__seen(r, 12), 0);
+	CHECK_EQ_INT(procreg__maps(r, 12, &got), -ENOENT);
+	CHECK_EQ_INT(procreg__inherit(r, 12), -ENOENT);
+	CHECK_EQ_INT(procreg__seen(r, 99), 1);
+	CHECK_EQ_INT(procreg__set_maps(r, 99, m), 0);
+	CHECK_EQ_INT(procreg__inherit(r, 12), 0);
+	CHECK_EQ_INT(procreg__maps(r, 12, &got), 0);
+	CHECK(got == m);
+	procmaps__free(got);
+	CHECK_EQ_INT(procreg__info(r, 12, &in), 0);
+	CHECK_EQ_INT(in.ppid, 99);
+	CHECK_EQ_INT(procreg__fork(r, 12, 12, 700, NULL), -EINVAL);
+
+	/* Its own read replaces what it shared; the parent keeps its own. */
+	{
+		struct procmaps *own = maps_of(0x500000, "/bin/child");
+
+		CHECK_EQ_INT(procreg__set_maps(r, 11, own), 0);
+		procmaps__free(own);
+		CHECK_EQ_INT(procreg__info(r, 11, &in), 0);
+		CHECK_EQ_INT(in.ppid, 0);
+		CHECK_EQ_INT(procreg__maps(r, 11, &got), 0);
+		CHECK(got && procmaps__find(got, 0x500010) != NULL);
+		procmaps__free(got);
+		CHECK_EQ_INT(procreg__maps(r, 10, &got), 0);
+		CHECK(got == m);
+		procmaps__free(got);
+	}
+	/* exec starts over: the snapshot goes. */
+	CHECK_EQ_INT(procreg__exec(r, 11, 800, 0x600000, NULL), 0);
+	CHECK_EQ_INT(procreg__maps(r, 11, &got), -ENOENT);
+	CHECK_EQ_INT(procreg__info(r, 11, &in), 0);
+	CHECK(!in.have_ids && in.start_time == 800);
+	procmaps__free(m); /* the registry holds its own reference */
+	CHECK_EQ_INT(procreg__maps(r, 10, &got), 0);
+	CHECK(got && procmaps__find(got, 0x400010) && !procmaps__find(got, 0x500010));
+	procmaps__free(got);
+	procreg__free(r);
+}
+
+static void test_exits(void)
+{
+	struct procreg *r = NULL;
+	struct procreg_stats st;
+	struct procreg_info in;
+
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
+	if (!r)
+		return;
+	nforgot = 0;
+	procreg__seen(r, 20);
+	procreg__seen(r, 21);
+	procreg__seen(r, 22);
+	CHECK_EQ_INT(procreg__exit(r, 20), 0);
+	CHECK_EQ_INT(procreg__exit(r, 21), 0);
+	CHECK_EQ_INT(procreg__exit(r, 30), 0); /* not known here: others are still told */
+	CHECK_EQ_INT(procreg__info(r, 20, &in), 0);
+	CHECK(in.exited);
+	/* pid 21 is reused (fork) before its last drain: the new process stays. */
+	CHECK_EQ_INT(procreg__fork(r, 22, 21, 900, NULL), -ENOENT);
+	/* First drain: its samples may still come at the next one. */
+	procreg__drain_begin(r);
+	procreg__drain_end(r, on_forget, NULL);
+	CHECK_EQ_INT(nforgot, 0);
+	CHECK_EQ_INT(procreg__exit(r, 22), 0); /* exits after the first drain began */
+	procreg__drain_begin(r);
+	procreg__drain_end(r, on_forget, NULL);
+	CHECK_EQ_INT(nforgot, 2);
+	CHECK(forgot[0] == 20 && forgot[1] == 30);
+	CHECK_EQ_INT(procreg__info(r, 20, &in), -ENOENT);
+	CHECK_EQ_INT(procreg__info(r, 21, &in), 0);
+	CHECK(!in.exited);
+	CHECK_EQ_INT(procreg__info(r, 22, &in), 0);
+	procreg__drain_begin(r);
+	procreg__drain_end(r, on_forget, NULL);
+	CHECK_EQ_INT(nforgot, 3);
+	CHECK_EQ_INT(forgot[2], 22);
+	procreg__stats(r, &st);
+	CHECK_EQ_INT(st.records, 1);
+	CHECK_EQ_INT(st.forgotten, 3);
+	procreg__free(r);
+}
+
+static void test_due(void)
+{
+	struct procreg *r = NULL;
+	uint32_t pid, tries;
+
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
+	if (!r)
+		return;
+	CHECK_EQ_INT(procreg__due_at(r, 40, 100, 0), -ENOENT);
+	procreg__exec(r, 40, 1, 1, NULL);
+	procreg__exec(r, 41, 1, 1, NULL);
+	procreg__exec(r, 42, 1, 1, NULL);
+	CHECK_EQ_INT(procreg__due_at(r, 40, 100, 0), 0);
+	CHECK_EQ_INT(procreg__due_at(r, 41, 200, 1), 0);
+	CHECK_EQ_INT(procreg__due_at(r, 42, 300, 2), 0);
+	CHECK(procreg__due_first(r) == 100);
+	CHECK_EQ_INT(procreg__due_pop(r, 99, &pid, &tries), 0);
+	CHECK_EQ_INT(procreg__due_pop(r, 100, &pid, &tries), 1);
+	CHECK(pid == 40 && tries == 0);
+	/* Exited, or a new image since: its look is not returned. */
+	procreg__exit(r, 41);
+	procreg__exec(r, 42, 2, 2, NULL);
+	CHECK(procreg__due_first(r) == 0);
+	CHECK_EQ_INT(procreg__due_pop(r, 1000, &pid, &tries), 0);
+	procreg__due_at(r, 42, 500, 0);
+	procreg__due_cancel(r, 42);
+	CHECK(procreg__due_first(r) == 0);
+	procreg__free(r);
+}
+
+static void test_bound(void)
+{
+	struct procreg *r = NULL;
+	struct procreg_stats st;
+
+	CHECK_EQ_INT(procreg__new(3000, 0, &r), 0);
+	if (!r)
+		return;
+	/* Past the buckets (they grow) and up to the bound. */
+	for (uint32_t pid = 1; pid <= 3000; pid++)
+		CHECK_EQ_INT(procreg__seen(r, pid), 1);
+	for (uint32_t pid = 1; pid <= 3000; pid += 7)
+		CHECK_EQ_INT(procreg__seen(r, pid), 0);
+	CHECK_EQ_INT(procreg__seen(r, 5000), 1); /* not kept: new every time */
+	CHECK_EQ_INT(procreg__seen(r, 5000), 1);
+	CHECK_EQ_INT(procreg__exec(r, 5000, 1, 1, NULL), -ENOSPC);
+	procreg__stats(r, &st);
+	CHECK_EQ_INT(st.records, 3000);
+	CHECK(st.full >= 3);
+	procreg__free(r);
+}
+
+/* Snapshots within their budget: the least recently set go first, and every one at exit. */
+static void test_maps_budget(void)
+{
+	struct procmaps *a = maps_of(0x1000000, "/bin/a"), *got = NULL;
+	struct procreg *r = NULL;
+	struct procreg_stats st;
+	size_t one = procmaps__mem_bytes(a);
+
+	CHECK_EQ_INT(procreg__new(0, 2 * one + one / 2, &r), 0);
+	if (!r)
+		return;
+	for (uint32_t pid = 1; pid <= 3; pid++) {
+		procreg__seen(r, pid);
+		CHECK_EQ_INT(procreg__set_maps(r, pid, a), 0);
+	}
+	CHECK_EQ_INT(procreg__maps(r, 1, &got), -ENOENT); /* the oldest went */
+	CHECK_EQ_INT(procreg__maps(r, 3, &got), 0);
+	procmaps__free(got);
+	procreg__stats(r, &st);
+	CHECK_EQ_INT(st.maps_dropped, 1);
+	CHECK(st.maps_bytes == 2 * one);
+	procreg__exit(r, 3); /* kept until forgotten: its children may still need it */
+	CHECK_EQ_INT(procreg__maps(r, 3, &got), 0);
+	procmaps__free(got);
+	procreg__forget(r, 3);
+	procreg__stats(r, &st);
+	CHECK(st.maps_bytes == one);
+	procreg__forget(r, 2);
+	procreg__stats(r, &st);
+	CHECK(st.maps_bytes == 0);
+	procmaps__free(a);
+	procreg__free(r);
+}
+
+int main(void)
+{
+	test_maps_budget();
+	test_records();
+	test_exits();
+	test_due();
+	test_bound();
+	T_DONE();
+}
