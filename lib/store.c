@@ -727,8 +727,8 @@ static int own_file(struct store *s, int fd)
 	return 0;
 }
 
-/* Segments written before group_read was asked for. */
-static void own_segments(struct store *s, const struct seg_list *l)
+/* Files (segments, summaries) written before group_read was asked for. */
+static void own_files(struct store *s, const struct seg_list *l)
 {
 	for (size_t i = 0; s->o.group_read && i < l->n; i++) {
 		int fd = openat(s->dfd, l->v[i].name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
@@ -827,7 +827,12 @@ int store__open(const struct store_opts *o, struct store **out)
 		}
 		if ((err = remove_orphan_sums(s)))
 			goto fail;
-		own_segments(s, &l);
+		own_files(s, &l);
+		free(l.v);
+		l = (struct seg_list){ 0 };
+		if ((err = list_sums(s, &l, 0)))
+			goto fail;
+		own_files(s, &l);
 	}
 	err = refresh_disk_stats(s);
 	if (err)

@@ -1186,6 +1186,54 @@ static void test_summaries(const char *base)
 	}
 }
 
+/* A writer asked to share the store with a group re-owns what an earlier writer left: segments and summaries. */
+static void test_group_files(const char *base)
+{
+	const unsigned gid = 4242;
+	char dir[256], path[600];
+	struct store_opts o = { 0 };
+	struct store *w;
+	struct dirent *de;
+	DIR *d;
+	int nseg = 0, nsum = 0;
+
+	if (geteuid() != 0) {
+		printf("group files: not root, cannot give files to another group: not checked\n");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/group", base);
+	write_sw(dir);
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+	o.dir = dir;
+	o.writer = 1;
+	o.no_rollup = 1;
+	o.group_read = 1;
+	o.group_gid = gid;
+	o.warn = on_warn;
+	CHECK_EQ_INT(store__open(&o, &w), 0);
+	store__close(w);
+	d = opendir(dir);
+	CHECK(d != NULL);
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		int seg = !strncmp(de->d_name, "seg-", 4), sum = !strncmp(de->d_name, "sum-", 4);
+		if (!seg && !sum)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		CHECK_EQ_INT(stat(path, &st), 0);
+		if (st.st_gid != gid || (st.st_mode & 0777) != 0640)
+			fprintf(stderr, "%s: gid %u mode %o\n", de->d_name, (unsigned)st.st_gid, st.st_mode & 0777);
+		CHECK_EQ_INT(st.st_gid, gid);
+		CHECK_EQ_INT(st.st_mode & 0777, 0640);
+		nseg += seg;
+		nsum += sum;
+	}
+	if (d)
+		closedir(d);
+	CHECK_EQ_INT(nseg, 6);
+	CHECK_EQ_INT(nsum, 6);
+}
+
 static void test_retention(const char *base)
 {
 	char dir[256];
@@ -1422,6 +1470,7 @@ int main(int argc, char **argv)
 	test_v2_compat();
 	test_rollup(base);
 	test_summaries(base);
+	test_group_files(base);
 	test_retention(base);
 	test_write_errors(base);
 	test_symlinks(base);
