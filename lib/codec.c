@@ -526,18 +526,19 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		if (!key_ref && (bs || bf || bk))
 			BAD();
 	}
-	if (mi) {
-		/* Into a profile that holds other records' tables: only a key stands alone. */
-		if (key_ref)
-			return -ESTALE;
-	} else if (key_ref) {
-		/* Extends the chain we hold, as it was when we left it, or nothing. */
+	if (key_ref) {
+		/*
+		 * Extends the chain we hold, or nothing. Decoded alone, p must be as
+		 * we left it; merged, p only grows, so the ids we mapped to stay.
+		 */
 		if (key_ref != c->d_key || c->d_prof != p || bs + 1 != c->d_nstr || bf != c->d_nf ||
-		    bk + 1 != c->d_nk || profile__nstrs(p) != c->d_pstr || profile__nframes(p) != c->d_pf ||
-		    profile__nstacks(p) != c->d_pk)
+		    bk + 1 != c->d_nk ||
+		    (!mi && (profile__nstrs(p) != c->d_pstr || profile__nframes(p) != c->d_pf ||
+			     profile__nstacks(p) != c->d_pk)))
 			return -ESTALE;
-		profile__reset_samples(p);
-	} else {
+		if (!mi)
+			profile__reset_samples(p);
+	} else if (!mi) {
 		profile__reset(p);
 	}
 	/* From here on a failure leaves the chain unusable. */
@@ -714,7 +715,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		TRY(profile__add(p, &s[i]));
 	}
 chain:
-	if (version >= 2 && rec_ref && !mi) {
+	if (version >= 2 && rec_ref) {
 		c->d_key = key_ref ? key_ref : rec_ref;
 		c->d_prof = p;
 		c->d_nstr = nstr;
@@ -740,15 +741,12 @@ int codec__decode_chain(struct codec *c, const uint8_t *buf, size_t len, uint64_
 	return decode(c, buf, len, rec_ref, flags, NULL, p);
 }
 
-int codec__decode_merge(struct codec *c, const uint8_t *buf, size_t len, unsigned pf_flags,
-			profile_keep_fn keep, void *arg, struct profile *p)
+int codec__decode_merge(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_ref, unsigned flags,
+			unsigned pf_flags, profile_keep_fn keep, void *arg, struct profile *p)
 {
 	struct merge_into mi = { pf_flags, keep, arg };
-	int err;
 
-	c->d_key = 0;
-	err = decode(c, buf, len, 0, 0, &mi, p);
-	return err == -ESTALE ? -EBADMSG : err;
+	return decode(c, buf, len, rec_ref, flags, &mi, p);
 }
 
 int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profile *p)

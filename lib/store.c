@@ -1181,8 +1181,8 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 	if (err)
 		return err;
 	if (h->flags & ~(REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS) ||
-	    (s->in_sum ? !(sflags & REC_FLAG_SUMMARY) || (h->flags & REC_FLAG_DELTA) ||
-			 ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE)) : sflags != 0)) {
+	    (s->in_sum ? !(sflags & REC_FLAG_SUMMARY) || ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE)) :
+			 sflags != 0)) {
 		*why = "unknown record flags";
 		return -EBADMSG;
 	}
@@ -1372,15 +1372,16 @@ struct merge_ctx {
 };
 
 /* A summary record merged straight into the caller's profile: each name interned once, not twice. */
-static int decode_into(struct store *s, int fd, const struct rec_ref *r, const struct merge_ctx *m,
-		       const char **why)
+static int decode_into(struct store *s, int fd, const struct rec_ref *r, unsigned flags,
+		       const struct merge_ctx *m, const char **why)
 {
 	const uint8_t *raw;
 	int err = load_payload(s, fd, r->off, &r->h, &raw, why);
 
 	if (err)
 		return err;
-	err = codec__decode_merge(s->codec, raw, r->h.raw_len, m->flags, m->keep, m->arg, m->dst);
+	err = codec__decode_merge(s->codec, raw, r->h.raw_len, r->off + 1, flags, m->flags, m->keep, m->arg,
+				  m->dst);
 	s->st.records_decoded++;
 	if (err == -EBADMSG)
 		*why = "payload does not decode";
@@ -1398,6 +1399,7 @@ struct sum_rec {
 	uint64_t off;
 	struct rec_hdr h;
 	int use;       /* stands for its records in this query */
+	int tables;    /* not used, but a delta after it in its chain is: its tables are decoded */
 	int bad;       /* a record of the segment in its bucket lies outside it */
 	uint64_t seen; /* flushed windows of the segment's records in its bucket */
 	int64_t min_end, max_start; /* of those records: do they all overlap the range? */
@@ -1406,7 +1408,8 @@ struct sum_rec {
 struct sum_plan {
 	struct sum_rec *v;
 	size_t n, cap;
-	size_t nb; /* the 10-minute records, first, in bucket order */
+	size_t b0, nb; /* the 10-minute records, v[b0 .. b0 + nb), in bucket order */
+	size_t whole;  /* the whole segment by name */
 };
 
 static int64_t floor_div(int64_t a, int64_t b)
@@ -1439,7 +1442,7 @@ static int collect_sum(struct store *s, const struct seg *g, int fd, uint64_t of
 static struct sum_rec *bucket_for(const struct sum_plan *pl, int64_t t)
 {
 	int64_t b = floor_div(t, SUM_BUCKET_NS);
-	size_t lo = 0, hi = pl->nb;
+	size_t lo = pl->b0, hi = pl->b0 + pl->nb;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -1454,19 +1457,76 @@ static struct sum_rec *bucket_for(const struct sum_plan *pl, int64_t t)
 	return NULL;
 }
 
-/* The 10-minute records come first, one per bucket, buckets ascending; then only whole ones. */
+/*
+ * The 10-minute records, one per bucket, buckets ascending, with only
+ * whole-segment records before and after them: exactly one by name (a
+ * crash never leaves less: the file is renamed whole), at most one with pids.
+ */
 static int sum_layout_ok(struct sum_plan *pl)
 {
-	while (pl->nb < pl->n && !(pl->v[pl->nb].h.flags & REC_FLAG_WHOLE)) {
-		if (pl->nb && floor_div(pl->v[pl->nb].h.start_ns, SUM_BUCKET_NS) <=
-			      floor_div(pl->v[pl->nb - 1].h.start_ns, SUM_BUCKET_NS))
+	size_t by_name = 0, with_pids = 0, i = 0;
+
+	while (i < pl->n && (pl->v[i].h.flags & REC_FLAG_WHOLE))
+		i++;
+	pl->b0 = i;
+	for (; i < pl->n && !(pl->v[i].h.flags & REC_FLAG_WHOLE); i++)
+		if (i > pl->b0 && floor_div(pl->v[i].h.start_ns, SUM_BUCKET_NS) <=
+				  floor_div(pl->v[i - 1].h.start_ns, SUM_BUCKET_NS))
 			return 0;
-		pl->nb++;
+	pl->nb = i - pl->b0;
+	for (i = 0; i < pl->n; i++) {
+		if (!(pl->v[i].h.flags & REC_FLAG_WHOLE)) {
+			if (i < pl->b0 || i >= pl->b0 + pl->nb)
+				return 0;
+			continue;
+		}
+		if (pl->v[i].h.flags & REC_FLAG_PIDS) {
+			with_pids++;
+		} else {
+			by_name++;
+			pl->whole = i;
+		}
 	}
-	for (size_t i = pl->nb; i < pl->n; i++)
-		if (!(pl->v[i].h.flags & REC_FLAG_WHOLE))
-			return 0;
-	return 1;
+	return by_name == 1 && with_pids <= 1;
+}
+
+/*
+ * Checks the payloads a query may decode: the records in use and, before a
+ * delta in use, the records of its chain (their tables). A damaged one
+ * takes the rest of its chain out of use: the segment is read for them.
+ */
+static int sum_check(struct store *s, const struct seg *sg, int fd, struct sum_plan *pl)
+{
+	const char *why = NULL;
+	int need = 0, broken = 0, err;
+
+	for (size_t i = pl->n; i-- > 0;) {
+		struct sum_rec *r = &pl->v[i];
+		r->tables = !r->use && need;
+		need |= r->use;
+		if (!(r->h.flags & REC_FLAG_DELTA))
+			need = 0;
+	}
+	for (size_t i = 0; i < pl->n; i++) {
+		struct sum_rec *r = &pl->v[i];
+		if (!(r->h.flags & REC_FLAG_DELTA))
+			broken = 0;
+		if (broken)
+			r->use = r->tables = 0;
+		if (!r->use && !r->tables)
+			continue;
+		/* Checked before the records it stands for are passed over. */
+		if ((err = check_payload(s, fd, r->off, &r->h, &why))) {
+			if (err != -EBADMSG)
+				return err;
+			warnf(s, "%s/%s: offset %llu: %s, the segment is read instead", s->dir, sg->name,
+			      (unsigned long long)r->off, why);
+			s->st.corrupt_records++;
+			r->use = r->tables = 0;
+			broken = 1;
+		}
+	}
+	return 0;
 }
 
 static int count_in_bucket(struct store *s, const struct seg *g, int fd, uint64_t off, const struct rec_hdr *h,
@@ -1523,6 +1583,47 @@ static int check_buckets(struct store *s, const struct seg *g, struct sum_plan *
 	return err;
 }
 
+static int sum_decode1(struct store *s, int fd, const struct query *q, const struct sum_rec *r, unsigned flags,
+		       const char **why)
+{
+	struct rec_ref rr = { .off = r->off, .h = r->h };
+
+	return q->into ? decode_into(s, fd, &rr, flags, q->into, why) : decode_rec(s, fd, &rr, flags, why);
+}
+
+/*
+ * Decodes record i of a summary file, after the tables of its chain's key
+ * unless the codec holds the chain up to *held. The records between are
+ * decoded (tables only) when i turns out to need them: in a version 4
+ * file they define nothing the key did not, and are passed over.
+ */
+static int sum_decode(struct store *s, int fd, const struct query *q, const struct sum_plan *pl, size_t i,
+		      size_t *held, const char **why)
+{
+	size_t k = i;
+	int err;
+
+	while (k > 0 && (pl->v[k].h.flags & REC_FLAG_DELTA))
+		k--;
+	if (k != i) {
+		if (*held < k || *held >= i) {
+			if ((err = sum_decode1(s, fd, q, &pl->v[k], CODEC_TABLES_ONLY, why)))
+				goto out;
+			*held = k;
+		}
+		err = sum_decode1(s, fd, q, &pl->v[i], 0, why);
+		if (err != -ESTALE)
+			goto out;
+		for (size_t j = *held + 1; j < i; j++)
+			if ((err = sum_decode1(s, fd, q, &pl->v[j], CODEC_TABLES_ONLY, why)))
+				goto out;
+	}
+	err = sum_decode1(s, fd, q, &pl->v[i], 0, why);
+out:
+	*held = err ? SIZE_MAX : i;
+	return err;
+}
+
 /*
  * A sealed segment with a summary file: the whole-segment summary when the
  * segment lies inside [since, until), else the 10-minute summaries that
@@ -1545,9 +1646,7 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 		err = 1;
 	if (err)
 		goto out;
-	/* Complete only with its whole-segment record last (a crash never leaves less: it is renamed whole). */
-	if (!pl.n || (pl.v[pl.n - 1].h.flags & (REC_FLAG_WHOLE | REC_FLAG_PIDS)) != REC_FLAG_WHOLE ||
-	    !sum_layout_ok(&pl)) {
+	if (!sum_layout_ok(&pl)) {
 		err = 1;
 		goto out;
 	}
@@ -1556,23 +1655,19 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 		if (q->flags & READ_PIDS)
 			r->use = full && (r->h.flags & REC_FLAG_PIDS);
 		else if (full)
-			r->use = i == pl.n - 1;
+			r->use = i == pl.whole;
 		else
 			r->use = !(r->h.flags & REC_FLAG_WHOLE) && overlaps(r->h.start_ns, r->h.end_ns, since, until);
-		/* Checked before the records it stands for are passed over. */
-		if (r->use && (err = check_payload(s, fd, r->off, &r->h, &why))) {
-			if (err != -EBADMSG)
-				goto out;
-			warnf(s, "%s/%s: offset %llu: %s, the segment is read instead", s->dir, sg->name,
-			      (unsigned long long)r->off, why);
-			s->st.corrupt_records++;
-			r->use = 0;
-			err = 0;
-		}
-		nuse += (size_t)r->use;
 	}
+	for (size_t i = 0; i < pl.n; i++)
+		nuse += (size_t)pl.v[i].use;
 	if (nuse && !full && (err = check_buckets(s, g, &pl, since, until, &nuse)))
 		goto out;
+	if (nuse && (err = sum_check(s, sg, fd, &pl)))
+		goto out;
+	nuse = 0;
+	for (size_t i = 0; i < pl.n; i++)
+		nuse += (size_t)pl.v[i].use;
 	if (!nuse) {
 		err = 1;
 		goto out;
@@ -1588,16 +1683,16 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 	}
 	s->in_sum = 1;
 	codec__chain_forget(s->codec);
-	for (size_t i = 0; i < pl.n && !err && !q->stop; i++) {
+	for (size_t i = 0, held = SIZE_MAX; i < pl.n && !err && !q->stop; i++) {
 		struct rec_ref rr = { .off = pl.v[i].off, .h = pl.v[i].h };
 		struct store_window_info w;
 
 		if (!pl.v[i].use)
 			continue;
-		err = q->into ? decode_into(s, fd, &rr, q->into, &why) : decode_rec(s, fd, &rr, 0, &why);
+		err = sum_decode(s, fd, q, &pl, i, &held, &why);
 		if (err == -EBADMSG || err == -ESTALE) {
 			warnf(s, "%s/%s: offset %llu: %s, record skipped", s->dir, sg->name,
-			      (unsigned long long)rr.off, why ? why : "not a key record");
+			      (unsigned long long)rr.off, why ? why : "an earlier record of its chain is damaged");
 			s->st.corrupt_records++;
 			err = 0;
 			continue;
@@ -1735,10 +1830,19 @@ struct roll {
 	int64_t bucket_id;
 	uint32_t windows;        /* flushed windows in the bucket */
 	uint32_t wwindows;       /* summary: flushed windows in the whole segment so far */
-	int finishing;           /* summary: all read; the next call writes the whole-segment records */
+	int phase;               /* summary: SUM_* */
+	int64_t first_bucket, last_bucket; /* summary: the 10-minute buckets the segment's records start in */
 	uint64_t nin, nout;
 	int err;
 };
+
+/*
+ * A summary takes two reads of its segment: the whole segment first, whose
+ * record by name (a key) then defines every table, so that the 10-minute
+ * records of the second read and the record with pids carry samples only.
+ * Each write is a step of its own: encoding costs as much as reading.
+ */
+enum { SUM_READ_WHOLE, SUM_WRITE_WHOLE, SUM_READ_BUCKETS, SUM_WRITE_PIDS };
 
 static void crash_point(struct store *s, int step)
 {
@@ -1754,17 +1858,13 @@ static int roll_flush(struct store *s, struct roll *r)
 
 	if (!r->windows)
 		return 0;
-	/* Summaries are all keys: each one decodes alone, whichever of them a query picks. */
 	err = make_record(s, s->rcodec, s->rprof, &r->ch, r->sum ? 0 : (uint8_t)(r->tier + 1), r->windows,
 			  r->sum ? REC_FLAG_SUMMARY : 0, hdr, &z, &delta);
 	if (!err)
 		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
-	if (!err && r->sum && !(err = profile__merge_flags(s->wprof, s->rprof, NULL, NULL, SUM_MERGE)))
-		r->wwindows += r->windows;
 	if (err)
 		return err;
-	if (!r->sum)
-		chain_added(&r->ch, r->out_size, delta);
+	chain_added(&r->ch, r->out_size, delta);
 	r->out_size += REC_HDR + z;
 	r->nout++;
 	r->windows = 0;
@@ -1781,12 +1881,21 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 	int64_t id = floor_div(w->start_ns, r->sum ? SUM_BUCKET_NS : s->tiers[r->tier].window_ns);
 	int err;
 
+	if (r->sum && r->phase == SUM_READ_WHOLE) {
+		if (!r->wwindows)
+			r->first_bucket = id;
+		r->last_bucket = id;
+		if ((err = profile__merge_flags(s->wprof, p, NULL, NULL, SUM_MERGE)) ||
+		    (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION)))
+			return r->err = err;
+		r->wwindows += w->windows ? w->windows : 1;
+		return 0;
+	}
 	if (r->windows && id != r->bucket_id && (err = roll_flush(s, r)))
 		return r->err = err;
 	r->bucket_id = id;
 	/* A rollup is lossless: every pc, thread and pid is kept; only time is coarser. */
-	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum ? SUM_MERGE : 0)) ||
-	    (r->sum && (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION))))
+	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum ? SUM_MERGE : 0)))
 		return r->err = err;
 	r->windows += w->windows ? w->windows : 1;
 	r->nin++;
@@ -1867,27 +1976,54 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 	return 0;
 }
 
-/* A summary file ends with the summary of the whole segment: what a query covering it reads. */
-static int sum_whole(struct store *s, struct roll *r)
+/* A whole-segment record of a summary: by name (the key), or with pids (the file's last record). */
+static int sum_whole(struct store *s, struct roll *r, int pids)
 {
 	uint8_t hdr[REC_HDR];
-	struct chain none = { 0 };
 	size_t z;
 	int err, delta;
 
-	/* With pids first: the whole segment by name stays last, which marks the file complete. */
-	for (int k = 0; k < 2; k++) {
-		err = make_record(s, s->rcodec, k ? s->wprof : s->pprof, &none, 0, r->wwindows,
-				  REC_FLAG_SUMMARY | REC_FLAG_WHOLE | (k ? 0 : REC_FLAG_PIDS), hdr, &z, &delta);
-		if (!err)
-			err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
-		if (err)
-			return err;
-		r->out_size += REC_HDR + z;
-		if (++r->nout == 1)
-			crash_point(s, STORE_CRASH_ROLL_WRITING);
-	}
+	err = make_record(s, s->rcodec, pids ? s->pprof : s->wprof, &r->ch, 0, r->wwindows,
+			  REC_FLAG_SUMMARY | REC_FLAG_WHOLE | (pids ? REC_FLAG_PIDS : 0), hdr, &z, &delta);
+	if (!err)
+		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
+	if (err)
+		return err;
+	chain_added(&r->ch, r->out_size, delta);
+	r->out_size += REC_HDR + z;
+	if (++r->nout == 1)
+		crash_point(s, STORE_CRASH_ROLL_WRITING);
 	return 0;
+}
+
+/* A summary's next step after a read of its segment, or its next write. 1: the file is complete. */
+static int sum_step(struct store *s, struct roll *r)
+{
+	int err;
+
+	switch (r->phase) {
+	case SUM_READ_WHOLE:
+		r->phase = SUM_WRITE_WHOLE;
+		return 0;
+	case SUM_WRITE_WHOLE:
+		if ((err = sum_whole(s, r, 0)))
+			return err;
+		profile__reset(s->wprof);
+		/* One 10-minute bucket is the whole segment: its record would repeat the whole one. */
+		r->phase = r->first_bucket == r->last_bucket ? SUM_WRITE_PIDS : SUM_READ_BUCKETS;
+		r->in_off = 0;
+		r->q.npend = 0;
+		r->q.broken = 0;
+		codec__chain_forget(s->codec);
+		return 0;
+	case SUM_READ_BUCKETS:
+		if ((err = roll_flush(s, r)))
+			return err;
+		r->phase = SUM_WRITE_PIDS;
+		return 0;
+	default:
+		return (err = sum_whole(s, r, 1)) ? err : 1;
+	}
 }
 
 /* Reads the next records of the segment; at its end swaps the new file in. 1: finished. */
@@ -1903,35 +2039,24 @@ static int roll_continue(struct store *s)
 	};
 	int err = 0;
 
-	/* A summary's whole-segment records are a step of their own: encoding them costs as much as reading. */
-	if (r->finishing)
-		goto finish;
-	err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
-	if (!err)
-		err = r->err;
-	if (err)
-		return err;
-	r->in_off = sc.next_off;
-	if (sc.paused)
-		return 0;
-	if (r->sum) {
-		r->finishing = 1;
-		return 0;
-	}
-finish:
-	if (r->sum && !r->nout && r->windows) {
-		/* One 10-minute bucket is the whole segment: its record would repeat the whole one. */
-		if ((err = profile__merge_flags(s->wprof, s->rprof, NULL, NULL, SUM_MERGE)))
+	if (!r->sum || r->phase == SUM_READ_WHOLE || r->phase == SUM_READ_BUCKETS) {
+		err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
+		if (!err)
+			err = r->err;
+		if (err)
 			return err;
-		r->wwindows += r->windows;
-		r->windows = 0;
-	} else if ((err = roll_flush(s, r))) {
-		return err;
+		r->in_off = sc.next_off;
+		if (sc.paused)
+			return 0;
 	}
-	if (!r->nout && !r->wwindows) /* nothing readable: leave the segment as it is */
+	if (r->sum && r->phase == SUM_READ_WHOLE && !r->wwindows) /* nothing readable: no summary */
 		return 1;
-	if (r->sum && (err = sum_whole(s, r)))
+	if (r->sum && (err = sum_step(s, r)) != 1)
 		return err;
+	if (!r->sum && (err = roll_flush(s, r)))
+		return err;
+	if (!r->nout) /* nothing readable: leave the segment as it is */
+		return 1;
 	/* The new file whole on disk before its name can replace the old one. */
 	if (fdatasync(r->out) < 0)
 		return -errno;

@@ -1037,6 +1037,30 @@ static int summarise_all(const char *dir, const struct store_rollup *tier, void 
 	return (int)st.summaries_built;
 }
 
+/* Flips a payload byte of the first record of the file whose flags & mask are want: 0, or -1 if none. */
+static int flip_in_record(const char *path, uint32_t mask, uint32_t want)
+{
+	int fd = open(path, O_RDWR), ret = -1;
+	uint8_t h[64], b;
+	off_t off = 0;
+
+	while (fd >= 0 && pread(fd, h, sizeof(h), off) == (ssize_t)sizeof(h)) {
+		uint32_t flags = h[8] | h[9] << 8 | (uint32_t)h[10] << 16 | (uint32_t)h[11] << 24;
+		uint32_t comp = h[12] | h[13] << 8 | (uint32_t)h[14] << 16 | (uint32_t)h[15] << 24;
+		if ((flags & mask) == want && comp > 4) {
+			if (pread(fd, &b, 1, off + 64 + comp / 2) == 1) {
+				b ^= 0x10;
+				ret = pwrite(fd, &b, 1, off + 64 + comp / 2) == 1 ? 0 : -1;
+			}
+			break;
+		}
+		off += 64 + comp;
+	}
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
 static void test_summaries(const char *base)
 {
 	char dir[256], path[600];
@@ -1076,11 +1100,11 @@ static void test_summaries(const char *base)
 			fprintf(stderr, "d10m %llu\n", (unsigned long long)d10m);
 		CHECK(d10m >= 1 && d10m <= 10);
 		CHECK_EQ_INT(dall, 3 * d1h);
-		/* With pids kept (--pid), whole segments are one record each too. */
+		/* With pids kept (--pid), whole segments are two records each: the tables by name, then the pids. */
 		CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
 		free(range_text(r, T0, T0 + SW * 60 * SEC, 4, &dall));
 		store__close(r);
-		CHECK_EQ_INT(dall, 6);
+		CHECK_EQ_INT(dall, 2 * 6);
 	}
 
 	/* Segments of 5 minutes, inside one 10-minute bucket or across two. */
@@ -1106,7 +1130,8 @@ static void test_summaries(const char *base)
 		CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
 		free(range_text(r, T0 + 25 * 60 * SEC, T0 + 85 * 60 * SEC, 2, &d));
 		store__close(r);
-		CHECK_EQ_INT(d, 5);
+		/* 5 records, and for the two 10-minute ones the tables of their chain's key (the whole segment). */
+		CHECK_EQ_INT(d, 5 + 2);
 		write_sw(dir);
 		CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
 	}
@@ -1118,33 +1143,24 @@ static void test_summaries(const char *base)
 	CHECK_EQ_INT(dec_sum, 6);
 	CHECK_EQ_INT(nwarn, 0);
 
-	/* A damaged summary is not trusted: the segment is read, with a warning. */
-	write_sw(dir);
-	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
-	{
-		struct dirent **names;
-		int k = scandir(dir, &names, NULL, alphasort), done = 0;
-		for (int i = 0; i < k; i++) {
-			if (!done && !strncmp(names[i]->d_name, "sum-", 4)) {
-				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-				int fd = open(path, O_RDWR);
-				struct stat st;
-				fstat(fd, &st);
-				uint8_t b;
-				CHECK_EQ_INT(pread(fd, &b, 1, st.st_size - 3), 1);
-				b ^= 0x10;
-				CHECK_EQ_INT(pwrite(fd, &b, 1, st.st_size - 3), 1);
-				close(fd);
-				done = 1;
-			}
-			free(names[i]);
-		}
-		free(names);
+	/*
+	 * A damaged summary record is not trusted: the segment is read, with a
+	 * warning, for it and for the records after it in its chain. The whole
+	 * segment by name (then a whole-segment query reads the 30 windows), the
+	 * first 10-minute record (the key of their chain), the record with pids.
+	 */
+	static const uint32_t damaged[3][2] = { { 24, 8 }, { 8, 0 }, { 24, 24 } };
+	for (int k = 0; k < 3; k++) {
+		write_sw(dir);
+		CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+		CHECK_EQ_INT(seg_path(dir, path, sizeof(path)), 0);
+		memcpy(strrchr(path, '/') + 1, "sum", 3);
+		CHECK_EQ_INT(flip_in_record(path, damaged[k][0], damaged[k][1]), 0);
+		nwarn = 0;
+		CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
+		CHECK(nwarn > 0);
+		CHECK_EQ_INT(dec_sum, k == 0 ? 5 + 30 : 6);
 	}
-	nwarn = 0;
-	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
-	CHECK(nwarn > 0);
-	CHECK_EQ_INT(dec_sum, 5 + 30);
 
 	/* kill -9 at each step of writing a summary: answers stay right, the next writer finishes. */
 	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
@@ -1184,6 +1200,35 @@ static void test_summaries(const char *base)
 		CHECK_EQ_INT(count_files(dir, "sum-"), 1);
 		CHECK_EQ_INT(sum_mismatches(dir, NULL, NULL), 0);
 	}
+}
+
+/*
+ * Version 3 summary files (tests/unit/data/v3, written by the version 3
+ * writer from write_sw()'s windows: every record a key, the record with
+ * pids before the one by name) are still read, and give the answers the
+ * segments give; a version 4 writer does not rebuild them.
+ */
+static void test_v3_compat(const char *base)
+{
+	char dir[256], cmd[1200];
+	uint64_t dec_sum = 0, dec_raw = 0, dec_pids = 0;
+	struct store *r;
+	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
+
+	snprintf(dir, sizeof(dir), "%s/v3", base);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && cp '%s'/v3/*.pfd '%s'/", dir, dir, data, dir);
+	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(count_files(dir, "sum-"), 6);
+	nwarn = 0;
+	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
+	CHECK_EQ_INT(dec_sum, 6);
+	CHECK_EQ_INT(dec_raw, SW);
+	CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+	free(range_text(r, T0, T0 + SW * 60 * SEC, 4, &dec_pids));
+	store__close(r);
+	CHECK_EQ_INT(dec_pids, 6);
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 0);
+	CHECK_EQ_INT(nwarn, 0);
 }
 
 /* A writer asked to share the store with a group re-owns what an earlier writer left: segments and summaries. */
@@ -1470,6 +1515,7 @@ int main(int argc, char **argv)
 	test_v2_compat();
 	test_rollup(base);
 	test_summaries(base);
+	test_v3_compat(base);
 	test_group_files(base);
 	test_retention(base);
 	test_write_errors(base);
