@@ -48,6 +48,7 @@
 #define SUM_BUCKET_NS    (600ll * 1000000000ll) /* a summary record per 10 min of wall clock */
 #define SUM_MERGE        (PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME)
 #define SUM_MAX_RECORDS  4096        /* 28 days of 10-minute records: more is not a summary we wrote */
+#define DAY_NS           (86400ll * 1000000000ll) /* a day summary per UTC day */
 #define REC_MAX_LEVEL    15
 #define REC_MAX_PAYLOAD  (256u << 20) /* either length; a 10 s window is a few MB at most */
 
@@ -63,6 +64,7 @@ static const struct store_rollup def_tiers[2];
 static void remove_roll_tmps(struct store *s);
 static void roll_end(struct store *s);
 static int roll_reads(const struct store *s, const char *name);
+static int remove_stale_days(struct store *s);
 
 struct rec_hdr {
 	uint32_t flags, comp_len, raw_len, payload_crc;
@@ -129,6 +131,7 @@ struct store {
 	struct profile *wprof; /* a summary's whole segment so far, by name */
 	struct profile *pprof; /* the same by function only: pids kept */
 	int64_t summed_upto;   /* every sealed segment starting at or before this has its summary or failed */
+	int64_t dayed_upto;    /* every day starting at or before this has its day summary */
 	int in_sum;            /* reading a summary file */
 	struct store_stats st;
 };
@@ -381,6 +384,26 @@ static int list_sums(struct store *s, struct seg_list *l, int want_size)
 	if (!err)
 		l->n = k;
 	return err;
+}
+
+/* Day summary files: sealed names of a whole UTC day only. */
+static int list_days(struct store *s, struct seg_list *l, int want_size)
+{
+	size_t k = 0;
+	int err = list_files(s, l, want_size, "day-");
+
+	for (size_t i = 0; !err && i < l->n; i++)
+		if (l->v[i].sealed && l->v[i].start % DAY_NS == 0 && l->v[i].end - l->v[i].start == DAY_NS)
+			l->v[k++] = l->v[i];
+	if (!err)
+		l->n = k;
+	return err;
+}
+
+/* Segment g lies inside the day d. */
+static int in_day(const struct seg *g, const struct seg *d)
+{
+	return g->sealed && g->start >= d->start && g->end <= d->end;
 }
 
 /* The summary of segment g in l (same start and end), or NULL. */
@@ -655,21 +678,27 @@ static int list_both(struct store *s, struct seg_list *l, struct seg_list *m, in
 
 static int refresh_disk_stats(struct store *s)
 {
-	struct seg_list l = { 0 }, m = { 0 };
+	struct seg_list l = { 0 }, m = { 0 }, d = { 0 };
 	int err = list_both(s, &l, &m, 1);
 
+	if (!err)
+		err = list_days(s, &d, 1);
 	if (!err) {
 		s->st.segments = l.n;
 		s->st.summaries = m.n;
+		s->st.days = d.n;
 		s->st.bytes_on_disk = s->st.summary_bytes = 0;
 		for (size_t i = 0; i < l.n; i++)
 			s->st.bytes_on_disk += l.v[i].size;
 		for (size_t i = 0; i < m.n; i++)
 			s->st.summary_bytes += m.v[i].size;
+		for (size_t i = 0; i < d.n; i++)
+			s->st.summary_bytes += d.v[i].size;
 		s->st.bytes_on_disk += s->st.summary_bytes;
 	}
 	free(l.v);
 	free(m.v);
+	free(d.v);
 	return err;
 }
 
@@ -772,6 +801,7 @@ int store__open(const struct store_opts *o, struct store **out)
 	for (size_t i = 0; i < STORE_MAX_TIERS; i++)
 		s->rolled_upto[i] = INT64_MIN;
 	s->summed_upto = INT64_MIN;
+	s->dayed_upto = INT64_MIN;
 	if (!o->no_rollup) {
 		const struct store_rollup *t = o->rollup[0].window_ns ? o->rollup : def_tiers;
 		size_t max = o->rollup[0].window_ns ? STORE_MAX_TIERS : sizeof(def_tiers) / sizeof(def_tiers[0]);
@@ -831,6 +861,11 @@ int store__open(const struct store_opts *o, struct store **out)
 		free(l.v);
 		l = (struct seg_list){ 0 };
 		if ((err = list_sums(s, &l, 0)))
+			goto fail;
+		own_files(s, &l);
+		free(l.v);
+		l = (struct seg_list){ 0 };
+		if ((err = remove_stale_days(s)) || (err = list_days(s, &l, 0)))
 			goto fail;
 		own_files(s, &l);
 	}
@@ -1082,18 +1117,20 @@ drop:
 
 int store__retain(struct store *s, int64_t now_ns)
 {
-	struct seg_list l = { 0 }, m = { 0 };
+	struct seg_list l = { 0 }, m = { 0 }, d = { 0 };
 	uint64_t total = 0;
 	int err, first_err = 0;
 
 	if (!s->o.writer)
 		return -EPERM;
-	if ((err = list_both(s, &l, &m, 1)))
+	if ((err = list_both(s, &l, &m, 1)) || (err = list_days(s, &d, 1)))
 		goto out;
 	for (size_t i = 0; i < l.n; i++)
 		total += l.v[i].size;
 	for (size_t i = 0; i < m.n; i++)
 		total += m.v[i].size;
+	for (size_t i = 0; i < d.n; i++)
+		total += d.v[i].size;
 	int64_t cutoff = s->o.max_age_ns > 0 && now_ns > INT64_MIN + s->o.max_age_ns ?
 			 now_ns - s->o.max_age_ns : INT64_MIN;
 	for (size_t i = 0; i < l.n; i++) {
@@ -1119,6 +1156,12 @@ int store__retain(struct store *s, int64_t now_ns)
 		const struct seg *sum = find_sum(&m, g);
 		if (sum && !unlinkat(s->dfd, sum->name, 0))
 			total -= sum->size;
+		/* And the summary of its day, which no longer stands for it (a writer start removes one left). */
+		for (size_t j = 0; j < d.n; j++)
+			if (in_day(g, &d.v[j]) && !unlinkat(s->dfd, d.v[j].name, 0)) {
+				total -= d.v[j].size;
+				d.v[j].start = d.v[j].end = INT64_MIN;
+			}
 	}
 	err = refresh_disk_stats(s);
 	if (!err)
@@ -1126,6 +1169,7 @@ int store__retain(struct store *s, int64_t now_ns)
 out:
 	free(l.v);
 	free(m.v);
+	free(d.v);
 	return err;
 }
 
@@ -1713,14 +1757,198 @@ out:
 	return err;
 }
 
+/* ---- day summaries (docs/FORMAT.md, "Day summaries") ---- */
+
+/* The whole-segment record by name of summary file sg. 1: none usable. */
+static int sum_whole_hdr(struct store *s, const struct seg *sg, struct rec_ref *out)
+{
+	struct sum_plan pl = { 0 };
+	uint64_t size;
+	int err, fd = open_seg(s, sg->name, O_RDONLY, &size);
+	struct scan sc = { .since = INT64_MIN, .until = INT64_MAX, .fn = collect_sum, .arg = &pl };
+
+	if (fd < 0)
+		return 1;
+	err = scan_segment(s, sg, fd, size, &sc);
+	if (!err && sum_layout_ok(&pl)) {
+		out->off = pl.v[pl.whole].off;
+		out->h = pl.v[pl.whole].h;
+	} else if (!err || err == -E2BIG) {
+		err = 1;
+	}
+	free(pl.v);
+	close(fd);
+	return err;
+}
+
+/* The first record of a day file. 1: none. */
+static int day_hdr(struct store *s, const struct seg *d, struct rec_ref *out)
+{
+	uint8_t b[REC_HDR];
+	uint64_t size;
+	int fd = open_seg(s, d->name, O_RDONLY, &size), ok;
+
+	if (fd < 0)
+		return 1;
+	ok = size >= REC_HDR && pread_full(fd, b, REC_HDR, 0) == REC_HDR && !hdr_unpack(b, &out->h) &&
+	     (out->h.flags & (REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS | REC_FLAG_DELTA)) ==
+		     (REC_FLAG_SUMMARY | REC_FLAG_WHOLE) &&
+	     REC_HDR + (uint64_t)out->h.comp_len <= size;
+	out->off = 0;
+	close(fd);
+	return !ok;
+}
+
+/*
+ * Whether day file d stands for the segments of l inside its day: all of
+ * them sealed and summarised (m), their whole records' totals its own.
+ * 1: yes; 0: no; < 0: error.
+ */
+static int day_usable(struct store *s, const struct seg_list *l, const struct seg_list *m, const struct seg *d,
+		      struct rec_ref *dr)
+{
+	uint64_t windows = 0, samples = 0, lost = 0, n = 0;
+	struct rec_ref wr;
+	int err;
+
+	if (day_hdr(s, d, dr))
+		return 0;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct seg *g = &l->v[i], *sg;
+
+		if (g->start >= d->end)
+			break;
+		/* One starting in the day that is still open, or a crash's unsealed one: not done. */
+		if (g->start >= d->start && !g->sealed)
+			return 0;
+		if (!in_day(g, d))
+			continue;
+		if (!(sg = find_sum(m, g)))
+			return 0;
+		if ((err = sum_whole_hdr(s, sg, &wr)))
+			return err < 0 ? err : 0;
+		windows += wr.h.windows;
+		samples += wr.h.samples;
+		lost += wr.h.lost;
+		n++;
+	}
+	return n && windows == dr->h.windows && samples == dr->h.samples && lost == dr->h.lost;
+}
+
+/* Day files that no longer stand for their segments: the writer builds those days again. */
+static int remove_stale_days(struct store *s)
+{
+	struct seg_list l = { 0 }, m = { 0 }, d = { 0 };
+	struct rec_ref dr;
+	int err = list_both(s, &l, &m, 0);
+
+	if (!err)
+		err = list_days(s, &d, 0);
+	for (size_t i = 0; !err && i < d.n; i++) {
+		int ok = day_usable(s, &l, &m, &d.v[i], &dr);
+		if (ok < 0)
+			err = ok;
+		else if (!ok)
+			(void)unlinkat(s->dfd, d.v[i].name, 0);
+	}
+	free(l.v);
+	free(m.v);
+	free(d.v);
+	return err;
+}
+
+/* A usable day's record, read in place of its segments. 1: its payload is damaged, read them. */
+static int read_day(struct store *s, const struct seg *d, const struct rec_ref *dr, struct query *q)
+{
+	uint64_t size;
+	const char *why = NULL;
+	struct store_window_info w;
+	int err, fd = open_seg(s, d->name, O_RDONLY, &size);
+
+	if (fd < 0)
+		return 1;
+	if ((err = check_payload(s, fd, dr->off, &dr->h, &why)) == -EBADMSG) {
+		warnf(s, "%s/%s: offset 0: %s, its segments are read instead", s->dir, d->name, why);
+		s->st.corrupt_records++;
+		err = 1;
+		goto out;
+	}
+	if (err)
+		goto out;
+	s->in_sum = 1;
+	codec__chain_forget(s->codec);
+	err = q->into ? decode_into(s, fd, dr, 0, q->into, &why) : decode_rec(s, fd, dr, 0, &why);
+	s->in_sum = 0;
+	codec__chain_forget(s->codec);
+	if (err == -EBADMSG) {
+		/* Past its checksum: part of it may be merged already, so its segments are not read. */
+		warnf(s, "%s/%s: offset 0: %s, record skipped", s->dir, d->name, why);
+		s->st.corrupt_records++;
+		err = 0;
+	} else if (!err && !q->into) {
+		fill_info(d, dr->off, &dr->h, &w);
+		w.summary = 1;
+		q->stop = q->window(&w, s->prof, q->arg);
+	}
+out:
+	close(fd);
+	return err;
+}
+
+/*
+ * The days inside [since, until) that a query reads in place of their
+ * segments: each one read, and kept in *used (the others dropped).
+ */
+static int read_days(struct store *s, const struct seg_list *l, const struct seg_list *m, int64_t since,
+		     int64_t until, struct query *q, struct seg_list *used)
+{
+	struct rec_ref dr;
+	size_t k = 0;
+	int err = list_days(s, used, 0);
+
+	for (size_t i = 0; !err && !q->stop && i < used->n; i++) {
+		const struct seg *d = &used->v[i];
+		int ok;
+
+		if (d->start < since || d->end > until)
+			continue;
+		if ((ok = day_usable(s, l, m, d, &dr)) < 0) {
+			err = ok;
+			break;
+		}
+		if (!ok)
+			continue;
+		if ((err = read_day(s, d, &dr, q)) == 1) {
+			err = 0;
+			continue;
+		}
+		used->v[k++] = *d;
+	}
+	used->n = err ? 0 : k;
+	return err;
+}
+
+/* Segment g is inside one of the days read. */
+static int in_days(const struct seg_list *days, const struct seg *g)
+{
+	for (size_t i = 0; i < days->n; i++)
+		if (in_day(g, &days->v[i]))
+			return 1;
+	return 0;
+}
+
 static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 {
-	struct seg_list l = { 0 }, m = { 0 };
+	struct seg_list l = { 0 }, m = { 0 }, days = { 0 };
 	int err;
 
 	if ((err = list_segments(s, &l, 0)))
 		goto out;
 	if ((q->flags & STORE_READ_SUMMARIES) && (err = list_sums(s, &m, 0)))
+		goto out;
+	/* Without pids whole days are read from their day summaries. */
+	if ((q->flags & STORE_READ_SUMMARIES) && !(q->flags & READ_PIDS) &&
+	    (err = read_days(s, &l, &m, since, until, q, &days)))
 		goto out;
 	for (size_t i = 0; i < l.n && !err && !q->stop; i++) {
 		struct seg g = l.v[i];
@@ -1729,6 +1957,8 @@ static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 		if (g.start >= until)
 			break;
 		if (g.sealed && g.end <= since)
+			continue;
+		if (in_days(&days, &g))
 			continue;
 		/* With pids: only whole segments have a summary that keeps them. */
 		if (sg && (!(q->flags & READ_PIDS) || (g.start >= since && g.end <= until)))
@@ -1748,6 +1978,7 @@ out:
 	q->npend = q->pend_cap = 0;
 	free(l.v);
 	free(m.v);
+	free(days.v);
 	return err;
 }
 
@@ -1821,6 +2052,7 @@ static const struct store_rollup def_tiers[2] = {
 struct roll {
 	struct seg g;            /* the segment being rolled up or summarised */
 	int sum;                 /* writing its summary file, not a rollup */
+	int day;                 /* writing a day summary (g: the day) */
 	size_t tier;
 	char tmp[NAME_MAX_LEN];
 	int in, out;
@@ -1831,6 +2063,8 @@ struct roll {
 	uint32_t windows;        /* flushed windows in the bucket */
 	uint32_t wwindows;       /* summary: flushed windows in the whole segment so far */
 	int phase;               /* summary: SUM_* */
+	struct seg_list parts;   /* day summary: the summary files of its segments */
+	size_t nparts;           /* day summary: merged so far */
 	int64_t first_bucket, last_bucket; /* summary: the 10-minute buckets the segment's records start in */
 	uint64_t nin, nout;
 	int err;
@@ -1918,9 +2152,16 @@ static int seg_level(struct store *s, const struct seg *g)
 	return level;
 }
 
+/* The rollup or summary in progress reads segment name, or the day being built holds it. */
 static int roll_reads(const struct store *s, const char *name)
 {
-	return s->roll && !strcmp(s->roll->g.name, name);
+	struct seg g;
+
+	if (!s->roll)
+		return 0;
+	if (s->roll->day)
+		return !parse_name(name, "seg-", &g) && in_day(&g, &s->roll->g);
+	return !strcmp(s->roll->g.name, name);
 }
 
 static void roll_end(struct store *s)
@@ -1935,6 +2176,7 @@ static void roll_end(struct store *s)
 		close(r->out);
 	(void)unlinkat(s->dfd, r->tmp, 0);
 	free(r->q.pend);
+	free(r->parts.v);
 	free(r);
 	s->roll = NULL;
 	/* A segment's worth of samples by pid is megabytes: not kept between summaries. */
@@ -2096,6 +2338,145 @@ static void remove_roll_tmps(struct store *s)
 	closedir(d);
 }
 
+/* ---- writing day summaries ---- */
+
+static int day_start(struct store *s, int64_t day, struct seg_list *parts)
+{
+	struct roll *r;
+	int err;
+
+	if ((!s->rcodec && (err = codec__new(&s->rcodec))) || (!s->wprof && (err = profile__new(&s->wprof))))
+		return err;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	s->roll = r;
+	r->day = 1;
+	r->g.start = day;
+	r->g.end = day + DAY_NS;
+	r->g.sealed = 1;
+	snprintf(r->g.name, sizeof(r->g.name), "day-%019lld-%019lld.pfd", (long long)day, (long long)(day + DAY_NS));
+	r->parts = *parts;
+	*parts = (struct seg_list){ 0 };
+	r->in = r->out = -1;
+	profile__reset(s->wprof);
+	snprintf(r->tmp, sizeof(r->tmp), ROLL_TMP_PREFIX "%019lld-day.tmp", (long long)day);
+	(void)unlinkat(s->dfd, r->tmp, 0);
+	r->out = openat(s->dfd, r->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (r->out < 0 || own_file(s, r->out) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * The oldest past UTC day without a day file whose segments are all
+ * sealed and summarised (and before the open one), if any: its build starts.
+ */
+static int day_pick(struct store *s, const struct seg_list *l, int64_t now_ns)
+{
+	struct seg_list m = { 0 }, d = { 0 }, parts = { 0 };
+	int err = list_sums(s, &m, 0);
+
+	if (!err)
+		err = list_days(s, &d, 0);
+	for (size_t i = 0; !err && i < l->n && !s->roll; i++) {
+		struct seg day = { .start = floor_div(l->v[i].start, DAY_NS) * DAY_NS, .sealed = 1 };
+		int ok = 1, have = 0;
+		size_t j;
+
+		day.end = day.start + DAY_NS;
+		if (day.start <= s->dayed_upto || !in_day(&l->v[i], &day))
+			continue;
+		for (j = 0; j < d.n && !have; j++)
+			have = d.v[j].start == day.start;
+		if (day.end > now_ns || (s->afd >= 0 && s->astart < day.end))
+			break; /* the day is not over: nor are the ones after it */
+		parts.n = 0;
+		for (j = i; j < l->n && l->v[j].start < day.end && ok; j++) {
+			const struct seg *g = &l->v[j], *sg;
+			if (!g->sealed) {
+				ok = 0;
+			} else if (in_day(g, &day)) {
+				if (!(sg = find_sum(&m, g))) {
+					ok = 0;
+				} else if (!have) {
+					if (parts.n == parts.cap) {
+						size_t ncap = parts.cap ? parts.cap * 2 : 32;
+						struct seg *v = realloc(parts.v, ncap * sizeof(*v));
+						if (!v) {
+							err = -ENOMEM;
+							break;
+						}
+						parts.v = v;
+						parts.cap = ncap;
+					}
+					parts.v[parts.n++] = *sg;
+				}
+			}
+		}
+		if (err || !ok)
+			continue;
+		/* Every segment of the day is summarised: done, or built now. */
+		if (have)
+			s->dayed_upto = day.start;
+		else
+			err = day_start(s, day.start, &parts);
+	}
+	free(m.v);
+	free(d.v);
+	free(parts.v);
+	return err;
+}
+
+/* Merges the next segment's whole summary into the day; at the end writes and swaps it in. 1: done. */
+static int day_continue(struct store *s)
+{
+	struct roll *r = s->roll;
+	uint8_t hdr[REC_HDR];
+	struct chain none = { 0 };
+	struct rec_ref wr;
+	const uint8_t *raw;
+	const char *why = NULL;
+	uint64_t size;
+	size_t z;
+	int err, delta, fd;
+
+	if (r->nparts < r->parts.n) {
+		const struct seg *sg = &r->parts.v[r->nparts++];
+		if ((err = sum_whole_hdr(s, sg, &wr)))
+			return err < 0 ? err : -EBADMSG;
+		if ((fd = open_seg(s, sg->name, O_RDONLY, &size)) < 0)
+			return fd;
+		s->in_sum = 1;
+		err = load_payload(s, fd, wr.off, &wr.h, &raw, &why);
+		s->in_sum = 0;
+		close(fd);
+		if (!err)
+			err = codec__decode_merge(s->codec, raw, wr.h.raw_len, 0, 0, SUM_MERGE, NULL, NULL, s->wprof);
+		codec__chain_forget(s->codec);
+		if (!err)
+			r->wwindows += wr.h.windows;
+		return err;
+	}
+	err = make_record(s, s->rcodec, s->wprof, &none, 0, r->wwindows, REC_FLAG_SUMMARY | REC_FLAG_WHOLE, hdr,
+			  &z, &delta);
+	if (!err)
+		err = write_at(r->out, 0, hdr, s->zbuf, z);
+	if (err)
+		return err;
+	crash_point(s, STORE_CRASH_ROLL_WRITING);
+	if (fdatasync(r->out) < 0)
+		return -errno;
+	crash_point(s, STORE_CRASH_ROLL_WRITTEN);
+	if (renameat(s->dfd, r->tmp, s->dfd, r->g.name) < 0)
+		return -errno;
+	crash_point(s, STORE_CRASH_ROLL_RENAMED);
+	s->st.days_built++;
+	if ((err = sync_dir(s)))
+		return err;
+	return 1;
+}
+
 /* With no rollup due: the oldest sealed segment without a summary file gets one. */
 static int sum_pick(struct store *s, const struct seg_list *l)
 {
@@ -2157,13 +2538,17 @@ int store__compact(struct store *s, int64_t now_ns)
 		}
 		if (!s->roll && (err = sum_pick(s, &l)))
 			goto out;
+		if (!s->roll && (err = day_pick(s, &l, now_ns)))
+			goto out;
 		if (!s->roll)
 			goto out;
 	}
-	err = roll_continue(s);
+	err = s->roll->day ? day_continue(s) : roll_continue(s);
 	if (err == 1) {
 		/* Also when nothing in it could be read: it is not read again for this tier. */
-		if (s->roll->sum)
+		if (s->roll->day)
+			s->dayed_upto = s->roll->g.start;
+		else if (s->roll->sum)
 			s->summed_upto = s->roll->g.start;
 		else
 			s->rolled_upto[s->roll->tier] = s->roll->g.start;

@@ -1016,8 +1016,9 @@ static void write_sw(const char *dir)
 	write_sw_span(dir, 1800 * SEC);
 }
 
-/* Calls store__compact until it has no more to do; summaries built. */
-static int summarise_all(const char *dir, const struct store_rollup *tier, void (*cp)(void *, int))
+/* Calls store__compact at time now until it has no more to do; summaries built (day summaries in *days). */
+static int summarise_at(const char *dir, const struct store_rollup *tier, void (*cp)(void *, int), int64_t now,
+			int *days)
 {
 	struct store_opts o = { .dir = dir, .writer = 1, .warn = on_warn, .crash_point = cp };
 	struct store_stats st;
@@ -1029,12 +1030,20 @@ static int summarise_all(const char *dir, const struct store_rollup *tier, void 
 		o.no_rollup = 1;
 	if (store__open(&o, &w))
 		return -1;
-	for (int i = 0; i < 200; i++)
-		if (store__compact(w, T0 + 100 * 3600 * SEC))
+	for (int i = 0; i < 400; i++)
+		if (store__compact(w, now))
 			break;
 	store__stats(w, &st);
 	store__close(w);
+	if (days)
+		*days = (int)st.days_built;
 	return (int)st.summaries_built;
+}
+
+/* The same the evening the windows of write_sw() were written: their UTC day is not over. */
+static int summarise_all(const char *dir, const struct store_rollup *tier, void (*cp)(void *, int))
+{
+	return summarise_at(dir, tier, cp, T0 + 4 * 3600 * SEC, NULL);
 }
 
 /* Flips a payload byte of the first record of the file whose flags & mask are want: 0, or -1 if none. */
@@ -1199,6 +1208,179 @@ static void test_summaries(const char *base)
 		CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 0);
 		CHECK_EQ_INT(count_files(dir, "sum-"), 1);
 		CHECK_EQ_INT(sum_mismatches(dir, NULL, NULL), 0);
+	}
+}
+
+/* ---- day summaries ---- */
+
+#define DW (3 * 48) /* 3 days of 30-minute windows from T0 (16:00 UTC): four UTC days, 2-hour segments */
+#define DAY (86400 * SEC)
+#define DAY0 (T0 - 16 * 3600 * SEC)
+
+static void write_dw(const char *dir)
+{
+	struct store_opts o = { .segment_span_ns = 7200 * SEC, .no_rollup = 1 };
+	struct store *w;
+	struct profile *p;
+
+	rm_rf(dir);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+	for (int i = 0; i < DW; i++) {
+		make_window(p, i, T0 + i * 1800 * SEC, 1800 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+}
+
+/* Ranges over the day store read through summaries and days, and raw: how many answers differ. */
+static int day_mismatches(const char *dir)
+{
+	static const int64_t r[][2] = {
+		{ INT64_MIN, INT64_MAX }, { DAY0 + DAY, DAY0 + 3 * DAY }, { DAY0 + DAY + 3600 * SEC, DAY0 + 3 * DAY + 1800 * SEC },
+		{ T0 + 5 * 3600 * SEC, T0 + 40 * 3600 * SEC }, { DAY0, DAY0 + 2 * DAY - 1 }, { DAY0 + 2 * DAY, INT64_MAX },
+	};
+	struct store *s;
+	int bad = 0;
+
+	if (open_store(dir, 0, &s, NULL))
+		return -1;
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		char *x = range_text(s, r[i][0], r[i][1], 0, NULL), *y = range_text(s, r[i][0], r[i][1], 1, NULL);
+		char *z = range_text(s, r[i][0], r[i][1], 2, NULL), *u = range_text(s, r[i][0], r[i][1], 4, NULL);
+		char *v = range_text(s, r[i][0], r[i][1], 5, NULL), *c = range_text(s, r[i][0], r[i][1], 3, NULL);
+		struct profile *p, *q;
+		profile__new(&p);
+		profile__new(&q);
+		store__read(s, r[i][0], r[i][1], merge_by_name, p);
+		profile__merge(q, p, keep_cpu, NULL);
+		char *cr = profile_text(q);
+		if (strcmp(x, y) || strcmp(x, z) || strcmp(u, v) || strcmp(c, cr) || !strcmp(x, "error")) {
+			if (bad++ < 3)
+				fprintf(stderr, "days: range %zu differs\n", i);
+		}
+		free(x), free(y), free(z), free(u), free(v), free(c), free(cr);
+		profile__free(p);
+		profile__free(q);
+	}
+	store__close(s);
+	return bad;
+}
+
+static uint64_t decodes(const char *dir, int64_t a, int64_t b)
+{
+	struct store *s;
+	uint64_t d = 0;
+
+	if (open_store(dir, 0, &s, NULL))
+		return UINT64_MAX;
+	free(range_text(s, a, b, 2, &d));
+	store__close(s);
+	return d;
+}
+
+static void test_days(const char *base)
+{
+	const int64_t later = T0 + 100 * 3600 * SEC;
+	char dir[256], path[600];
+	int days = -1;
+
+	snprintf(dir, sizeof(dir), "%s/days", base);
+	write_dw(dir);
+	nwarn = 0;
+	/* The last day is not over yet: three days. */
+	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, T0 + 73 * 3600 * SEC, &days), 36);
+	CHECK_EQ_INT(days, 3);
+	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, later, &days), 0);
+	CHECK_EQ_INT(days, 1);
+	CHECK_EQ_INT(count_files(dir, "day-"), 4);
+	CHECK_EQ_INT(day_mismatches(dir), 0);
+	CHECK_EQ_INT(nwarn, 0);
+	/* A query reads one record a day: 4 for all, 2 for two whole days, not 12 a day. */
+	CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 4);
+	CHECK_EQ_INT(decodes(dir, DAY0 + DAY, DAY0 + 3 * DAY), 2);
+
+	/* Retention takes the day of a segment it removes; the writer builds it again from what is left. */
+	{
+		struct store_opts o = { .max_age_ns = 10 * DAY };
+		struct store *w;
+		CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+		CHECK_EQ_INT(store__retain(w, T0 + 2 * 3600 * SEC + 10 * DAY), 0);
+		store__close(w);
+		CHECK_EQ_INT(count_files(dir, "seg-"), 35);
+		CHECK_EQ_INT(count_files(dir, "day-"), 3);
+		CHECK_EQ_INT(day_mismatches(dir), 0);
+		CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 3 + 3);
+		CHECK_EQ_INT(summarise_at(dir, NULL, NULL, later, &days), 0);
+		CHECK_EQ_INT(days, 1);
+		CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 4);
+	}
+
+	/* A segment gone without its day (a crash between the two): the day is not used, then rebuilt. */
+	CHECK_EQ_INT(seg_path(dir, path, sizeof(path)), 0);
+	for (int k = 0; k < 2; k++) {
+		CHECK_EQ_INT(unlink(path), 0);
+		memcpy(strrchr(path, '/') + 1, "sum", 3);
+	}
+	CHECK_EQ_INT(day_mismatches(dir), 0);
+	CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 3 + 2);
+	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, later, &days), 0);
+	CHECK_EQ_INT(days, 1);
+	CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 4);
+	CHECK_EQ_INT(day_mismatches(dir), 0);
+
+	/* A damaged day record: its segments are read instead, with a warning. */
+	{
+		struct dirent **names;
+		int k = scandir(dir, &names, NULL, alphasort), done = 0;
+		for (int i = 0; i < k; i++) {
+			if (!done && !strncmp(names[i]->d_name, "day-", 4)) {
+				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+				CHECK_EQ_INT(flip_in_record(path, 0, 0), 0);
+				done = 1;
+			}
+			free(names[i]);
+		}
+		free(names);
+		nwarn = 0;
+		CHECK_EQ_INT(day_mismatches(dir), 0);
+		CHECK(nwarn > 0);
+		/* The first day has two segments left (see above). */
+		CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 3 + 2);
+	}
+
+	/* kill -9 at each step of writing a day: answers stay right, the next writer finishes. */
+	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
+		struct dirent **names;
+		int k = scandir(dir, &names, NULL, alphasort);
+		for (int i = 0; i < k; i++) {
+			if (!strncmp(names[i]->d_name, "day-", 4)) {
+				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+				CHECK_EQ_INT(unlink(path), 0);
+			}
+			free(names[i]);
+		}
+		free(names);
+		pid_t pid = fork();
+		if (pid == 0) {
+			cp_die_at = step;
+			summarise_at(dir, NULL, die_at_step, later, NULL);
+			_exit(0);
+		}
+		int status = 0;
+		waitpid(pid, &status, 0);
+		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		CHECK_EQ_INT(count_files(dir, "roll-"), step < STORE_CRASH_ROLL_RENAMED ? 1 : 0);
+		CHECK_EQ_INT(count_files(dir, "day-"), step < STORE_CRASH_ROLL_RENAMED ? 0 : 1);
+		nwarn = 0;
+		CHECK_EQ_INT(day_mismatches(dir), 0);
+		CHECK_EQ_INT(summarise_at(dir, NULL, NULL, later, &days), 0);
+		CHECK_EQ_INT(days, step < STORE_CRASH_ROLL_RENAMED ? 4 : 3);
+		CHECK_EQ_INT(count_files(dir, "roll-"), 0);
+		CHECK_EQ_INT(day_mismatches(dir), 0);
+		CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 4);
+		CHECK_EQ_INT(nwarn, 0);
 	}
 }
 
@@ -1516,6 +1698,7 @@ int main(int argc, char **argv)
 	test_rollup(base);
 	test_summaries(base);
 	test_v3_compat(base);
+	test_days(base);
 	test_group_files(base);
 	test_retention(base);
 	test_write_errors(base);
