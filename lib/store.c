@@ -2084,27 +2084,38 @@ static void crash_point(struct store *s, int step)
 		s->o.crash_point(s->o.crash_arg, step);
 }
 
-static int roll_flush(struct store *s, struct roll *r)
+/* Appends p to the new file as the next record of its chain. */
+static int roll_write(struct store *s, struct roll *r, const struct profile *p, uint8_t level, uint32_t windows,
+		      uint32_t flags)
 {
 	uint8_t hdr[REC_HDR];
 	size_t z;
 	int err, delta;
 
-	if (!r->windows)
-		return 0;
-	err = make_record(s, s->rcodec, s->rprof, &r->ch, r->sum ? 0 : (uint8_t)(r->tier + 1), r->windows,
-			  r->sum ? REC_FLAG_SUMMARY : 0, hdr, &z, &delta);
+	err = make_record(s, s->rcodec, p, &r->ch, level, windows, flags, hdr, &z, &delta);
 	if (!err)
 		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
 	if (err)
 		return err;
 	chain_added(&r->ch, r->out_size, delta);
 	r->out_size += REC_HDR + z;
-	r->nout++;
+	if (++r->nout == 1)
+		crash_point(s, STORE_CRASH_ROLL_WRITING);
+	return 0;
+}
+
+static int roll_flush(struct store *s, struct roll *r)
+{
+	int err;
+
+	if (!r->windows)
+		return 0;
+	err = roll_write(s, r, s->rprof, r->sum ? 0 : (uint8_t)(r->tier + 1), r->windows,
+			 r->sum ? REC_FLAG_SUMMARY : 0);
+	if (err)
+		return err;
 	r->windows = 0;
 	profile__reset(s->rprof);
-	if (r->nout == 1)
-		crash_point(s, STORE_CRASH_ROLL_WRITING);
 	return 0;
 }
 
@@ -2221,21 +2232,8 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 /* A whole-segment record of a summary: by name (the key), or with pids (the file's last record). */
 static int sum_whole(struct store *s, struct roll *r, int pids)
 {
-	uint8_t hdr[REC_HDR];
-	size_t z;
-	int err, delta;
-
-	err = make_record(s, s->rcodec, pids ? s->pprof : s->wprof, &r->ch, 0, r->wwindows,
-			  REC_FLAG_SUMMARY | REC_FLAG_WHOLE | (pids ? REC_FLAG_PIDS : 0), hdr, &z, &delta);
-	if (!err)
-		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
-	if (err)
-		return err;
-	chain_added(&r->ch, r->out_size, delta);
-	r->out_size += REC_HDR + z;
-	if (++r->nout == 1)
-		crash_point(s, STORE_CRASH_ROLL_WRITING);
-	return 0;
+	return roll_write(s, r, pids ? s->pprof : s->wprof, 0, r->wwindows,
+			  REC_FLAG_SUMMARY | REC_FLAG_WHOLE | (pids ? REC_FLAG_PIDS : 0));
 }
 
 /* A summary's next step after a read of its segment, or its next write. 1: the file is complete. */

@@ -994,7 +994,8 @@ static int sum_mismatches(const char *dir, uint64_t *dec_sum, uint64_t *dec_raw)
 	return bad;
 }
 
-static void write_sw_span(const char *dir, int64_t span)
+/* A new store of n windows of len from T0, in segments of span. */
+static void write_windows(const char *dir, int n, int64_t len, int64_t span)
 {
 	struct store *w;
 	struct profile *p;
@@ -1003,12 +1004,17 @@ static void write_sw_span(const char *dir, int64_t span)
 	rm_rf(dir);
 	profile__new(&p);
 	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
-	for (int i = 0; i < SW; i++) {
-		make_window(p, i, T0 + i * 60 * SEC, 60 * SEC);
+	for (int i = 0; i < n; i++) {
+		make_window(p, i, T0 + i * len, len);
 		CHECK_EQ_INT(store__append(w, p), 0);
 	}
 	store__close(w);
 	profile__free(p);
+}
+
+static void write_sw_span(const char *dir, int64_t span)
+{
+	write_windows(dir, SW, 60 * SEC, span);
 }
 
 static void write_sw(const char *dir)
@@ -1038,6 +1044,21 @@ static int summarise_at(const char *dir, const struct store_rollup *tier, void (
 	if (days)
 		*days = (int)st.days_built;
 	return (int)st.summaries_built;
+}
+
+/* A writer summarising at time now, killed (SIGKILL) at crash point step: 1 if it was. */
+static int killed_at(const char *dir, int step, int64_t now)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		cp_die_at = step;
+		summarise_at(dir, NULL, die_at_step, now, NULL);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 }
 
 /* The same the evening the windows of write_sw() were written: their UTC day is not over. */
@@ -1174,15 +1195,7 @@ static void test_summaries(const char *base)
 	/* kill -9 at each step of writing a summary: answers stay right, the next writer finishes. */
 	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
 		write_sw(dir);
-		pid_t pid = fork();
-		if (pid == 0) {
-			cp_die_at = step;
-			summarise_all(dir, NULL, die_at_step);
-			_exit(0);
-		}
-		int status = 0;
-		waitpid(pid, &status, 0);
-		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		CHECK(killed_at(dir, step, T0 + 4 * 3600 * SEC));
 		CHECK_EQ_INT(count_files(dir, "roll-"), step < STORE_CRASH_ROLL_RENAMED ? 1 : 0);
 		CHECK_EQ_INT(count_files(dir, "sum-"), step < STORE_CRASH_ROLL_RENAMED ? 0 : 1);
 		nwarn = 0;
@@ -1216,23 +1229,6 @@ static void test_summaries(const char *base)
 #define DW (3 * 48) /* 3 days of 30-minute windows from T0 (16:00 UTC): four UTC days, 2-hour segments */
 #define DAY (86400 * SEC)
 #define DAY0 (T0 - 16 * 3600 * SEC)
-
-static void write_dw(const char *dir)
-{
-	struct store_opts o = { .segment_span_ns = 7200 * SEC, .no_rollup = 1 };
-	struct store *w;
-	struct profile *p;
-
-	rm_rf(dir);
-	profile__new(&p);
-	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
-	for (int i = 0; i < DW; i++) {
-		make_window(p, i, T0 + i * 1800 * SEC, 1800 * SEC);
-		CHECK_EQ_INT(store__append(w, p), 0);
-	}
-	store__close(w);
-	profile__free(p);
-}
 
 /* Ranges over the day store read through summaries and days, and raw: how many answers differ. */
 static int day_mismatches(const char *dir)
@@ -1287,7 +1283,7 @@ static void test_days(const char *base)
 	int days = -1;
 
 	snprintf(dir, sizeof(dir), "%s/days", base);
-	write_dw(dir);
+	write_windows(dir, DW, 1800 * SEC, 7200 * SEC);
 	nwarn = 0;
 	/* The last day is not over yet: three days. */
 	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, T0 + 73 * 3600 * SEC, &days), 36);
@@ -1362,15 +1358,7 @@ static void test_days(const char *base)
 			free(names[i]);
 		}
 		free(names);
-		pid_t pid = fork();
-		if (pid == 0) {
-			cp_die_at = step;
-			summarise_at(dir, NULL, die_at_step, later, NULL);
-			_exit(0);
-		}
-		int status = 0;
-		waitpid(pid, &status, 0);
-		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		CHECK(killed_at(dir, step, later));
 		CHECK_EQ_INT(count_files(dir, "roll-"), step < STORE_CRASH_ROLL_RENAMED ? 1 : 0);
 		CHECK_EQ_INT(count_files(dir, "day-"), step < STORE_CRASH_ROLL_RENAMED ? 0 : 1);
 		nwarn = 0;
