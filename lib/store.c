@@ -1286,6 +1286,17 @@ static int on_skip(struct store *s, const struct rec_hdr *h, uint64_t off, void 
 	return chain_note(arg, off, h);
 }
 
+struct merge_ctx;
+static int decode_into(struct store *s, int fd, const struct rec_ref *r, unsigned flags,
+		       const struct merge_ctx *m, const char **why);
+
+/* A record for q: into store__merge's profile straight away, or decoded for its callback. */
+static int decode_for(struct store *s, int fd, const struct query *q, const struct rec_ref *r, unsigned flags,
+		      const char **why)
+{
+	return q->into ? decode_into(s, fd, r, flags, q->into, why) : decode_rec(s, fd, r, flags, why);
+}
+
 static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
 		     const struct rec_hdr *h, void *arg)
 {
@@ -1299,15 +1310,20 @@ static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
 		return err;
 	if (q->want && !q->want(q, h))
 		return 0;
-	err = decode_rec(s, fd, &cur, 0, &why);
+	/*
+	 * Merged straight into store__merge's profile, a chain's tables are
+	 * interned there as that merge keeps them (by function: far fewer
+	 * stacks than by pc), not kept whole in s->prof beside it.
+	 */
+	err = decode_for(s, fd, q, &cur, 0, &why);
 	if (err == -ESTALE && !q->broken && q->npend > 1 && !(q->pend[0].h.flags & REC_FLAG_DELTA)) {
 		/* Not decoded yet (before the range) or decoded into a profile reused since: replay. */
 		for (size_t i = 0; i + 1 < q->npend && (err == -ESTALE || !err); i++) {
-			err = decode_rec(s, fd, &q->pend[i], CODEC_TABLES_ONLY, &why);
+			err = decode_for(s, fd, q, &q->pend[i], CODEC_TABLES_ONLY, &why);
 			if (err && err != -EBADMSG && err != -ESTALE)
 				return err;
 		}
-		err = err ? -ESTALE : decode_rec(s, fd, &cur, 0, &why);
+		err = err ? -ESTALE : decode_for(s, fd, q, &cur, 0, &why);
 	}
 	if (err == -ESTALE) {
 		q->broken = 1;
@@ -1316,7 +1332,7 @@ static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
 	}
 	if (err == -EBADMSG)
 		goto bad;
-	if (err)
+	if (err || q->into)
 		return err;
 	fill_info(g, off, h, &w);
 	return q->stop = q->window(&w, s->prof, q->arg);
@@ -1632,7 +1648,7 @@ static int sum_decode1(struct store *s, int fd, const struct query *q, const str
 {
 	struct rec_ref rr = { .off = r->off, .h = r->h };
 
-	return q->into ? decode_into(s, fd, &rr, flags, q->into, why) : decode_rec(s, fd, &rr, flags, why);
+	return decode_for(s, fd, q, &rr, flags, why);
 }
 
 /*
@@ -1877,7 +1893,7 @@ static int read_day(struct store *s, const struct seg *d, const struct rec_ref *
 		goto out;
 	s->in_sum = 1;
 	codec__chain_forget(s->codec);
-	err = q->into ? decode_into(s, fd, dr, 0, q->into, &why) : decode_rec(s, fd, dr, 0, &why);
+	err = decode_for(s, fd, q, dr, 0, &why);
 	s->in_sum = 0;
 	codec__chain_forget(s->codec);
 	if (err == -EBADMSG) {

@@ -51,7 +51,9 @@ int main(int argc, char **argv)
 C
 cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilib "$W/days.c" "$BUILD/libprofd.a" -lzstd -lz -lm -o "$W/days"
 "$W/days" "$W/week"
-PC=$BUILD/profctl
+# A private copy: a rebuild in the tree must not swap the binary between runs.
+cp "$BUILD/profctl" "$W/profctl"
+PC=$W/profctl
 # One row: label, store, then profctl arguments. Prints wall s, user s, RSS MB per run.
 one() { local d=$1; shift
 	/usr/bin/time -f '%e %U %M' "$PC" --state-dir "$d" "$@" --no-flush >/dev/null 2>"$W/err" || true
