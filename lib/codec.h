@@ -14,7 +14,7 @@
 
 struct codec;
 
-#define CODEC_PAYLOAD_VERSION 2
+#define CODEC_PAYLOAD_VERSION 3 /* 1 and 2 are still read */
 
 int codec__new(struct codec **out);
 void codec__free(struct codec *c);
