@@ -1,8 +1,9 @@
 /*
  * Window payload encoder and decoder. See docs/FORMAT.md, "Payload".
  *
- * The encoder writes tables in id order, so ids in the payload are the
- * profile's own ids and it needs no maps. The decoder re-interns everything
+ * The encoder writes strings in id order, so string ids in the payload are
+ * the chain dictionary's own; frames and stacks it writes sorted, and maps
+ * dictionary ids to payload ids (fpay, kpay). The decoder re-interns everything
  * through the profile API and keeps maps from payload ids to profile ids:
  * a hostile payload may repeat a string or a frame, and interning would then
  * fold two payload ids into one profile id.
@@ -29,6 +30,10 @@ struct codec {
 	size_t wsmap_cap, wfmap_cap, wkmap_cap;
 	uint32_t *kpay;                  /* dict stack id -> payload stack id */
 	size_t kpay_cap;
+	uint32_t *fpay;                  /* dict frame id -> payload frame id */
+	size_t fpay_cap;
+	uint32_t *ford;                  /* new frames in payload order */
+	size_t ford_cap;
 	uint32_t *fbuf;
 	size_t fbuf_cap;
 
@@ -82,6 +87,8 @@ void codec__free(struct codec *c)
 	free(c->wfmap);
 	free(c->wkmap);
 	free(c->kpay);
+	free(c->fpay);
+	free(c->ford);
 	free(c->fbuf);
 	free(c->smap);
 	free(c->fmap);
@@ -156,17 +163,33 @@ static int64_t unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
-/* Orders dict stacks by their frames, root first. */
+/* Orders dict stacks by their frames' payload ids, root first. */
 static int cmp_stack(const void *a, const void *b, void *arg)
 {
-	const struct profile *p = arg;
+	const struct codec *c = arg;
 	uint32_t na, nb;
-	const uint32_t *fa = profile__stack(p, *(const uint32_t *)a, &na);
-	const uint32_t *fb = profile__stack(p, *(const uint32_t *)b, &nb);
+	const uint32_t *fa = profile__stack(c->dict, *(const uint32_t *)a, &na);
+	const uint32_t *fb = profile__stack(c->dict, *(const uint32_t *)b, &nb);
 	for (uint32_t i = 0; i < na && i < nb; i++)
 		if (fa[i] != fb[i])
-			return fa[i] < fb[i] ? -1 : 1;
+			return c->fpay[fa[i]] < c->fpay[fb[i]] ? -1 : 1;
 	return na < nb ? -1 : na > nb;
+}
+
+/* Orders dict frames by kind, module and offset: a function's pcs side by side, offsets in small steps. */
+static int cmp_frame(const void *a, const void *b, void *arg)
+{
+	const struct profile *p = arg;
+	const struct pf_frame *x = profile__frame(p, *(const uint32_t *)a);
+	const struct pf_frame *y = profile__frame(p, *(const uint32_t *)b);
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->module != y->module)
+		return x->module < y->module ? -1 : 1;
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
 }
 
 /* Window ids to dict ids, adding to the dict what it does not hold yet. */
@@ -316,16 +339,33 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 		put_u(c, k->value);
 	}
 
-	/* Columns: a run of similar small numbers compresses far better than interleaved records. */
+	/*
+	 * Columns: a run of similar small numbers compresses far better than
+	 * interleaved records. New frames sorted by module and offset: names
+	 * come in runs and each offset is a small step from the one before.
+	 */
+	if ((err = grow((void **)&c->ford, &c->ford_cap, nf - bf + 1, sizeof(uint32_t))) ||
+	    (err = grow((void **)&c->fpay, &c->fpay_cap, nf + 1, sizeof(uint32_t))))
+		goto fail;
+	for (size_t i = bf; i < nf; i++)
+		c->ford[i - bf] = (uint32_t)i;
+	qsort_r(c->ford, nf - bf, sizeof(uint32_t), cmp_frame, c->dict);
+	for (size_t i = bf; i < nf; i++)
+		c->fpay[c->ford[i - bf]] = (uint32_t)i;
 	put_u(c, nf - bf);
 	for (size_t i = bf; i < nf; i++)
-		put_u(c, profile__frame(c->dict, (uint32_t)i)->kind);
+		put_u(c, profile__frame(c->dict, c->ford[i - bf])->kind);
 	for (size_t i = bf; i < nf; i++)
-		put_u(c, profile__frame(c->dict, (uint32_t)i)->module);
+		put_u(c, profile__frame(c->dict, c->ford[i - bf])->module);
 	for (size_t i = bf; i < nf; i++)
-		put_u(c, profile__frame(c->dict, (uint32_t)i)->name);
-	for (size_t i = bf; i < nf; i++)
-		put_u(c, profile__frame(c->dict, (uint32_t)i)->offset);
+		put_u(c, profile__frame(c->dict, c->ford[i - bf])->name);
+	uint64_t poff = 0;
+	for (size_t i = bf; i < nf; i++) {
+		uint64_t off = profile__frame(c->dict, c->ford[i - bf])->offset;
+		/* Unsigned difference: wraps the same way on decode. */
+		put_u(c, zigzag((int64_t)(off - poff)));
+		poff = off;
+	}
 
 	/*
 	 * New stacks are root first and written in sorted order, so each one
@@ -338,7 +378,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 		goto fail;
 	for (size_t i = bk; i < nk; i++)
 		c->order[i - bk] = (uint32_t)i;
-	qsort_r(c->order, nk - bk, sizeof(uint32_t), cmp_stack, c->dict);
+	qsort_r(c->order, nk - bk, sizeof(uint32_t), cmp_stack, c);
 	if (!key_ref)
 		c->kpay[0] = 0;
 	put_u(c, nk - bk);
@@ -354,7 +394,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 		put_u(c, shared);
 		put_u(c, n - shared);
 		for (uint32_t j = shared; j < n; j++)
-			put_u(c, f[j]);
+			put_u(c, c->fpay[f[j]]);
 		prev = f;
 		nprev = n;
 	}
@@ -515,7 +555,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	int err, version;
 
 	TRY(get_u(&r, &v));
-	if (v != 1 && v != CODEC_PAYLOAD_VERSION)
+	if (v < 1 || v > CODEC_PAYLOAD_VERSION)
 		BAD();
 	version = (int)v;
 	if (version >= 2) {
@@ -526,18 +566,19 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		if (!key_ref && (bs || bf || bk))
 			BAD();
 	}
-	if (mi) {
-		/* Into a profile that holds other records' tables: only a key stands alone. */
-		if (key_ref)
-			return -ESTALE;
-	} else if (key_ref) {
-		/* Extends the chain we hold, as it was when we left it, or nothing. */
+	if (key_ref) {
+		/*
+		 * Extends the chain we hold, or nothing. Decoded alone, p must be as
+		 * we left it; merged, p only grows, so the ids we mapped to stay.
+		 */
 		if (key_ref != c->d_key || c->d_prof != p || bs + 1 != c->d_nstr || bf != c->d_nf ||
-		    bk + 1 != c->d_nk || profile__nstrs(p) != c->d_pstr || profile__nframes(p) != c->d_pf ||
-		    profile__nstacks(p) != c->d_pk)
+		    bk + 1 != c->d_nk ||
+		    (!mi && (profile__nstrs(p) != c->d_pstr || profile__nframes(p) != c->d_pf ||
+			     profile__nstacks(p) != c->d_pk)))
 			return -ESTALE;
-		profile__reset_samples(p);
-	} else {
+		if (!mi)
+			profile__reset_samples(p);
+	} else if (!mi) {
 		profile__reset(p);
 	}
 	/* From here on a failure leaves the chain unusable. */
@@ -610,13 +651,18 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		TRY(get_str(c, &r, nstr, &c->samples[i].comm));
 	for (size_t i = 0; i < nf; i++)
 		TRY(get_str(c, &r, nstr, &c->samples[i].thread));
+	uint64_t poff = 0;
 	for (size_t i = 0; i < nf; i++) {
 		struct pf_frame f = {
 			.kind = c->samples[i].kind,
 			.module = c->samples[i].comm,
 			.name = c->samples[i].thread,
 		};
+		/* Version 3: steps from the previous frame's offset; before: offsets. */
 		TRY(get_u(&r, &f.offset));
+		if (version >= 3)
+			f.offset = poff + (uint64_t)unzigzag(f.offset);
+		poff = f.offset;
 		if (mi && (mi->pf_flags & PF_MERGE_BY_FUNCTION) && f.name)
 			f.offset = 0;
 		TRY(profile__frame_add(p, &f, &c->fmap[bf + i]));
@@ -714,7 +760,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		TRY(profile__add(p, &s[i]));
 	}
 chain:
-	if (version >= 2 && rec_ref && !mi) {
+	if (version >= 2 && rec_ref) {
 		c->d_key = key_ref ? key_ref : rec_ref;
 		c->d_prof = p;
 		c->d_nstr = nstr;
@@ -740,15 +786,12 @@ int codec__decode_chain(struct codec *c, const uint8_t *buf, size_t len, uint64_
 	return decode(c, buf, len, rec_ref, flags, NULL, p);
 }
 
-int codec__decode_merge(struct codec *c, const uint8_t *buf, size_t len, unsigned pf_flags,
-			profile_keep_fn keep, void *arg, struct profile *p)
+int codec__decode_merge(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_ref, unsigned flags,
+			unsigned pf_flags, profile_keep_fn keep, void *arg, struct profile *p)
 {
 	struct merge_into mi = { pf_flags, keep, arg };
-	int err;
 
-	c->d_key = 0;
-	err = decode(c, buf, len, 0, 0, &mi, p);
-	return err == -ESTALE ? -EBADMSG : err;
+	return decode(c, buf, len, rec_ref, flags, &mi, p);
 }
 
 int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profile *p)

@@ -14,7 +14,7 @@
 
 struct codec;
 
-#define CODEC_PAYLOAD_VERSION 2
+#define CODEC_PAYLOAD_VERSION 3 /* 1 and 2 are still read */
 
 int codec__new(struct codec **out);
 void codec__free(struct codec *c);
@@ -57,14 +57,16 @@ int codec__decode_chain(struct codec *c, const uint8_t *buf, size_t len, uint64_
 			unsigned flags, struct profile *p);
 
 /*
- * Decodes a self-contained record into p without resetting it, as
- * profile__merge_flags() would merge its decoding: tables are interned into
- * what p holds, values add up, pf_flags (PF_MERGE_*) apply, keep() may
- * reject a sample. One interning per string, frame and stack instead of
- * two. A delta is -EBADMSG; on any error p may hold part of the record.
+ * Decodes a record into p without resetting it, as profile__merge_flags()
+ * would merge its decoding: tables are interned into what p holds, values
+ * add up, pf_flags (PF_MERGE_*) apply, keep() may reject a sample. One
+ * interning per string, frame and stack instead of two. rec_ref and flags
+ * as for codec__decode_chain: a delta needs the records of its chain before
+ * it merged (CODEC_TABLES_ONLY is enough) into the same p by this codec
+ * (-ESTALE otherwise). On any error p may hold part of the record.
  */
-int codec__decode_merge(struct codec *c, const uint8_t *buf, size_t len, unsigned pf_flags,
-			profile_keep_fn keep, void *arg, struct profile *p);
+int codec__decode_merge(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_ref, unsigned flags,
+			unsigned pf_flags, profile_keep_fn keep, void *arg, struct profile *p);
 
 /* Sums a profile's header figures: on-CPU samples, and counters named "lost*". */
 void codec__totals(const struct profile *p, uint64_t *samples, uint64_t *lost);

@@ -49,6 +49,7 @@
 #define SUM_BUCKET_NS    (600ll * 1000000000ll) /* a summary record per 10 min of wall clock */
 #define SUM_MERGE        (PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME)
 #define SUM_MAX_RECORDS  4096        /* 28 days of 10-minute records: more is not a summary we wrote */
+#define DAY_NS           (86400ll * 1000000000ll) /* a day summary per UTC day */
 #define REC_MAX_LEVEL    15
 #define REC_MAX_PAYLOAD  (256u << 20) /* either length; a 10 s window is a few MB at most */
 
@@ -64,6 +65,7 @@ static const struct store_rollup def_tiers[2];
 static void remove_roll_tmps(struct store *s);
 static void roll_end(struct store *s);
 static int roll_reads(const struct store *s, const char *name);
+static int remove_stale_days(struct store *s);
 
 struct rec_hdr {
 	uint32_t flags, comp_len, raw_len, payload_crc;
@@ -130,6 +132,7 @@ struct store {
 	struct profile *wprof; /* a summary's whole segment so far, by name */
 	struct profile *pprof; /* the same by function only: pids kept */
 	int64_t summed_upto;   /* every sealed segment starting at or before this has its summary or failed */
+	int64_t dayed_upto;    /* every day starting at or before this has its day summary */
 	int in_sum;            /* reading a summary file */
 	struct store_stats st;
 };
@@ -382,6 +385,26 @@ static int list_sums(struct store *s, struct seg_list *l, int want_size)
 	if (!err)
 		l->n = k;
 	return err;
+}
+
+/* Day summary files: sealed names of a whole UTC day only. */
+static int list_days(struct store *s, struct seg_list *l, int want_size)
+{
+	size_t k = 0;
+	int err = list_files(s, l, want_size, "day-");
+
+	for (size_t i = 0; !err && i < l->n; i++)
+		if (l->v[i].sealed && l->v[i].start % DAY_NS == 0 && l->v[i].end - l->v[i].start == DAY_NS)
+			l->v[k++] = l->v[i];
+	if (!err)
+		l->n = k;
+	return err;
+}
+
+/* Segment g lies inside the day d. */
+static int in_day(const struct seg *g, const struct seg *d)
+{
+	return g->sealed && g->start >= d->start && g->end <= d->end;
 }
 
 /* The summary of segment g in l (same start and end), or NULL. */
@@ -648,21 +671,27 @@ static int list_both(struct store *s, struct seg_list *l, struct seg_list *m, in
 
 static int refresh_disk_stats(struct store *s)
 {
-	struct seg_list l = { 0 }, m = { 0 };
+	struct seg_list l = { 0 }, m = { 0 }, d = { 0 };
 	int err = list_both(s, &l, &m, 1);
 
+	if (!err)
+		err = list_days(s, &d, 1);
 	if (!err) {
 		s->st.segments = l.n;
 		s->st.summaries = m.n;
+		s->st.days = d.n;
 		s->st.bytes_on_disk = s->st.summary_bytes = 0;
 		for (size_t i = 0; i < l.n; i++)
 			s->st.bytes_on_disk += l.v[i].size;
 		for (size_t i = 0; i < m.n; i++)
 			s->st.summary_bytes += m.v[i].size;
+		for (size_t i = 0; i < d.n; i++)
+			s->st.summary_bytes += d.v[i].size;
 		s->st.bytes_on_disk += s->st.summary_bytes;
 	}
 	free(l.v);
 	free(m.v);
+	free(d.v);
 	return err;
 }
 
@@ -720,8 +749,8 @@ static int own_file(struct store *s, int fd)
 	return 0;
 }
 
-/* Segments written before group_read was asked for. */
-static void own_segments(struct store *s, const struct seg_list *l)
+/* Files (segments, summaries) written before group_read was asked for. */
+static void own_files(struct store *s, const struct seg_list *l)
 {
 	for (size_t i = 0; s->o.group_read && i < l->n; i++) {
 		int fd = openat(s->dfd, l->v[i].name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
@@ -765,6 +794,7 @@ int store__open(const struct store_opts *o, struct store **out)
 	for (size_t i = 0; i < STORE_MAX_TIERS; i++)
 		s->rolled_upto[i] = INT64_MIN;
 	s->summed_upto = INT64_MIN;
+	s->dayed_upto = INT64_MIN;
 	if (!o->no_rollup) {
 		const struct store_rollup *t = o->rollup[0].window_ns ? o->rollup : def_tiers;
 		size_t max = o->rollup[0].window_ns ? STORE_MAX_TIERS : sizeof(def_tiers) / sizeof(def_tiers[0]);
@@ -820,7 +850,17 @@ int store__open(const struct store_opts *o, struct store **out)
 		}
 		if ((err = remove_orphan_sums(s)))
 			goto fail;
-		own_segments(s, &l);
+		own_files(s, &l);
+		free(l.v);
+		l = (struct seg_list){ 0 };
+		if ((err = list_sums(s, &l, 0)))
+			goto fail;
+		own_files(s, &l);
+		free(l.v);
+		l = (struct seg_list){ 0 };
+		if ((err = remove_stale_days(s)) || (err = list_days(s, &l, 0)))
+			goto fail;
+		own_files(s, &l);
 	}
 	err = refresh_disk_stats(s);
 	if (err)
@@ -1070,18 +1110,20 @@ drop:
 
 int store__retain(struct store *s, int64_t now_ns)
 {
-	struct seg_list l = { 0 }, m = { 0 };
+	struct seg_list l = { 0 }, m = { 0 }, d = { 0 };
 	uint64_t total = 0;
 	int err, first_err = 0;
 
 	if (!s->o.writer)
 		return -EPERM;
-	if ((err = list_both(s, &l, &m, 1)))
+	if ((err = list_both(s, &l, &m, 1)) || (err = list_days(s, &d, 1)))
 		goto out;
 	for (size_t i = 0; i < l.n; i++)
 		total += l.v[i].size;
 	for (size_t i = 0; i < m.n; i++)
 		total += m.v[i].size;
+	for (size_t i = 0; i < d.n; i++)
+		total += d.v[i].size;
 	int64_t cutoff = s->o.max_age_ns > 0 && now_ns > INT64_MIN + s->o.max_age_ns ?
 			 now_ns - s->o.max_age_ns : INT64_MIN;
 	for (size_t i = 0; i < l.n; i++) {
@@ -1107,6 +1149,12 @@ int store__retain(struct store *s, int64_t now_ns)
 		const struct seg *sum = find_sum(&m, g);
 		if (sum && !unlinkat(s->dfd, sum->name, 0))
 			total -= sum->size;
+		/* And the summary of its day, which no longer stands for it (a writer start removes one left). */
+		for (size_t j = 0; j < d.n; j++)
+			if (in_day(g, &d.v[j]) && !unlinkat(s->dfd, d.v[j].name, 0)) {
+				total -= d.v[j].size;
+				d.v[j].start = d.v[j].end = INT64_MIN;
+			}
 	}
 	err = refresh_disk_stats(s);
 	if (!err)
@@ -1114,6 +1162,7 @@ int store__retain(struct store *s, int64_t now_ns)
 out:
 	free(l.v);
 	free(m.v);
+	free(d.v);
 	return err;
 }
 
@@ -1169,8 +1218,8 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 	if (err)
 		return err;
 	if (h->flags & ~(REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS) ||
-	    (s->in_sum ? !(sflags & REC_FLAG_SUMMARY) || (h->flags & REC_FLAG_DELTA) ||
-			 ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE)) : sflags != 0)) {
+	    (s->in_sum ? !(sflags & REC_FLAG_SUMMARY) || ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE)) :
+			 sflags != 0)) {
 		*why = "unknown record flags";
 		return -EBADMSG;
 	}
@@ -1230,6 +1279,17 @@ static int on_skip(struct store *s, const struct rec_hdr *h, uint64_t off, void 
 	return chain_note(arg, off, h);
 }
 
+struct merge_ctx;
+static int decode_into(struct store *s, int fd, const struct rec_ref *r, unsigned flags,
+		       const struct merge_ctx *m, const char **why);
+
+/* A record for q: into store__merge's profile straight away, or decoded for its callback. */
+static int decode_for(struct store *s, int fd, const struct query *q, const struct rec_ref *r, unsigned flags,
+		      const char **why)
+{
+	return q->into ? decode_into(s, fd, r, flags, q->into, why) : decode_rec(s, fd, r, flags, why);
+}
+
 static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
 		     const struct rec_hdr *h, void *arg)
 {
@@ -1243,15 +1303,20 @@ static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
 		return err;
 	if (q->want && !q->want(q, h))
 		return 0;
-	err = decode_rec(s, fd, &cur, 0, &why);
+	/*
+	 * Merged straight into store__merge's profile, a chain's tables are
+	 * interned there as that merge keeps them (by function: far fewer
+	 * stacks than by pc), not kept whole in s->prof beside it.
+	 */
+	err = decode_for(s, fd, q, &cur, 0, &why);
 	if (err == -ESTALE && !q->broken && q->npend > 1 && !(q->pend[0].h.flags & REC_FLAG_DELTA)) {
 		/* Not decoded yet (before the range) or decoded into a profile reused since: replay. */
 		for (size_t i = 0; i + 1 < q->npend && (err == -ESTALE || !err); i++) {
-			err = decode_rec(s, fd, &q->pend[i], CODEC_TABLES_ONLY, &why);
+			err = decode_for(s, fd, q, &q->pend[i], CODEC_TABLES_ONLY, &why);
 			if (err && err != -EBADMSG && err != -ESTALE)
 				return err;
 		}
-		err = err ? -ESTALE : decode_rec(s, fd, &cur, 0, &why);
+		err = err ? -ESTALE : decode_for(s, fd, q, &cur, 0, &why);
 	}
 	if (err == -ESTALE) {
 		q->broken = 1;
@@ -1260,7 +1325,7 @@ static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
 	}
 	if (err == -EBADMSG)
 		goto bad;
-	if (err)
+	if (err || q->into)
 		return err;
 	fill_info(g, off, h, &w);
 	return q->stop = q->window(&w, s->prof, q->arg);
@@ -1360,15 +1425,16 @@ struct merge_ctx {
 };
 
 /* A summary record merged straight into the caller's profile: each name interned once, not twice. */
-static int decode_into(struct store *s, int fd, const struct rec_ref *r, const struct merge_ctx *m,
-		       const char **why)
+static int decode_into(struct store *s, int fd, const struct rec_ref *r, unsigned flags,
+		       const struct merge_ctx *m, const char **why)
 {
 	const uint8_t *raw;
 	int err = load_payload(s, fd, r->off, &r->h, &raw, why);
 
 	if (err)
 		return err;
-	err = codec__decode_merge(s->codec, raw, r->h.raw_len, m->flags, m->keep, m->arg, m->dst);
+	err = codec__decode_merge(s->codec, raw, r->h.raw_len, r->off + 1, flags, m->flags, m->keep, m->arg,
+				  m->dst);
 	s->st.records_decoded++;
 	if (err == -EBADMSG)
 		*why = "payload does not decode";
@@ -1386,6 +1452,7 @@ struct sum_rec {
 	uint64_t off;
 	struct rec_hdr h;
 	int use;       /* stands for its records in this query */
+	int tables;    /* not used, but a delta after it in its chain is: its tables are decoded */
 	int bad;       /* a record of the segment in its bucket lies outside it */
 	uint64_t seen; /* flushed windows of the segment's records in its bucket */
 	int64_t min_end, max_start; /* of those records: do they all overlap the range? */
@@ -1394,7 +1461,8 @@ struct sum_rec {
 struct sum_plan {
 	struct sum_rec *v;
 	size_t n, cap;
-	size_t nb; /* the 10-minute records, first, in bucket order */
+	size_t b0, nb; /* the 10-minute records, v[b0 .. b0 + nb), in bucket order */
+	size_t whole;  /* the whole segment by name */
 };
 
 static int64_t floor_div(int64_t a, int64_t b)
@@ -1427,7 +1495,7 @@ static int collect_sum(struct store *s, const struct seg *g, int fd, uint64_t of
 static struct sum_rec *bucket_for(const struct sum_plan *pl, int64_t t)
 {
 	int64_t b = floor_div(t, SUM_BUCKET_NS);
-	size_t lo = 0, hi = pl->nb;
+	size_t lo = pl->b0, hi = pl->b0 + pl->nb;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -1442,19 +1510,76 @@ static struct sum_rec *bucket_for(const struct sum_plan *pl, int64_t t)
 	return NULL;
 }
 
-/* The 10-minute records come first, one per bucket, buckets ascending; then only whole ones. */
+/*
+ * The 10-minute records, one per bucket, buckets ascending, with only
+ * whole-segment records before and after them: exactly one by name (a
+ * crash never leaves less: the file is renamed whole), at most one with pids.
+ */
 static int sum_layout_ok(struct sum_plan *pl)
 {
-	while (pl->nb < pl->n && !(pl->v[pl->nb].h.flags & REC_FLAG_WHOLE)) {
-		if (pl->nb && floor_div(pl->v[pl->nb].h.start_ns, SUM_BUCKET_NS) <=
-			      floor_div(pl->v[pl->nb - 1].h.start_ns, SUM_BUCKET_NS))
+	size_t by_name = 0, with_pids = 0, i = 0;
+
+	while (i < pl->n && (pl->v[i].h.flags & REC_FLAG_WHOLE))
+		i++;
+	pl->b0 = i;
+	for (; i < pl->n && !(pl->v[i].h.flags & REC_FLAG_WHOLE); i++)
+		if (i > pl->b0 && floor_div(pl->v[i].h.start_ns, SUM_BUCKET_NS) <=
+				  floor_div(pl->v[i - 1].h.start_ns, SUM_BUCKET_NS))
 			return 0;
-		pl->nb++;
+	pl->nb = i - pl->b0;
+	for (i = 0; i < pl->n; i++) {
+		if (!(pl->v[i].h.flags & REC_FLAG_WHOLE)) {
+			if (i < pl->b0 || i >= pl->b0 + pl->nb)
+				return 0;
+			continue;
+		}
+		if (pl->v[i].h.flags & REC_FLAG_PIDS) {
+			with_pids++;
+		} else {
+			by_name++;
+			pl->whole = i;
+		}
 	}
-	for (size_t i = pl->nb; i < pl->n; i++)
-		if (!(pl->v[i].h.flags & REC_FLAG_WHOLE))
-			return 0;
-	return 1;
+	return by_name == 1 && with_pids <= 1;
+}
+
+/*
+ * Checks the payloads a query may decode: the records in use and, before a
+ * delta in use, the records of its chain (their tables). A damaged one
+ * takes the rest of its chain out of use: the segment is read for them.
+ */
+static int sum_check(struct store *s, const struct seg *sg, int fd, struct sum_plan *pl)
+{
+	const char *why = NULL;
+	int need = 0, broken = 0, err;
+
+	for (size_t i = pl->n; i-- > 0;) {
+		struct sum_rec *r = &pl->v[i];
+		r->tables = !r->use && need;
+		need |= r->use;
+		if (!(r->h.flags & REC_FLAG_DELTA))
+			need = 0;
+	}
+	for (size_t i = 0; i < pl->n; i++) {
+		struct sum_rec *r = &pl->v[i];
+		if (!(r->h.flags & REC_FLAG_DELTA))
+			broken = 0;
+		if (broken)
+			r->use = r->tables = 0;
+		if (!r->use && !r->tables)
+			continue;
+		/* Checked before the records it stands for are passed over. */
+		if ((err = check_payload(s, fd, r->off, &r->h, &why))) {
+			if (err != -EBADMSG)
+				return err;
+			warnf(s, "%s/%s: offset %llu: %s, the segment is read instead", s->dir, sg->name,
+			      (unsigned long long)r->off, why);
+			s->st.corrupt_records++;
+			r->use = r->tables = 0;
+			broken = 1;
+		}
+	}
+	return 0;
 }
 
 static int count_in_bucket(struct store *s, const struct seg *g, int fd, uint64_t off, const struct rec_hdr *h,
@@ -1511,6 +1636,47 @@ static int check_buckets(struct store *s, const struct seg *g, struct sum_plan *
 	return err;
 }
 
+static int sum_decode1(struct store *s, int fd, const struct query *q, const struct sum_rec *r, unsigned flags,
+		       const char **why)
+{
+	struct rec_ref rr = { .off = r->off, .h = r->h };
+
+	return decode_for(s, fd, q, &rr, flags, why);
+}
+
+/*
+ * Decodes record i of a summary file, after the tables of its chain's key
+ * unless the codec holds the chain up to *held. The records between are
+ * decoded (tables only) when i turns out to need them: in a version 4
+ * file they define nothing the key did not, and are passed over.
+ */
+static int sum_decode(struct store *s, int fd, const struct query *q, const struct sum_plan *pl, size_t i,
+		      size_t *held, const char **why)
+{
+	size_t k = i;
+	int err;
+
+	while (k > 0 && (pl->v[k].h.flags & REC_FLAG_DELTA))
+		k--;
+	if (k != i) {
+		if (*held < k || *held >= i) {
+			if ((err = sum_decode1(s, fd, q, &pl->v[k], CODEC_TABLES_ONLY, why)))
+				goto out;
+			*held = k;
+		}
+		err = sum_decode1(s, fd, q, &pl->v[i], 0, why);
+		if (err != -ESTALE)
+			goto out;
+		for (size_t j = *held + 1; j < i; j++)
+			if ((err = sum_decode1(s, fd, q, &pl->v[j], CODEC_TABLES_ONLY, why)))
+				goto out;
+	}
+	err = sum_decode1(s, fd, q, &pl->v[i], 0, why);
+out:
+	*held = err ? SIZE_MAX : i;
+	return err;
+}
+
 /*
  * A sealed segment with a summary file: the whole-segment summary when the
  * segment lies inside [since, until), else the 10-minute summaries that
@@ -1533,9 +1699,7 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 		err = 1;
 	if (err)
 		goto out;
-	/* Complete only with its whole-segment record last (a crash never leaves less: it is renamed whole). */
-	if (!pl.n || (pl.v[pl.n - 1].h.flags & (REC_FLAG_WHOLE | REC_FLAG_PIDS)) != REC_FLAG_WHOLE ||
-	    !sum_layout_ok(&pl)) {
+	if (!sum_layout_ok(&pl)) {
 		err = 1;
 		goto out;
 	}
@@ -1544,23 +1708,19 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 		if (q->flags & READ_PIDS)
 			r->use = full && (r->h.flags & REC_FLAG_PIDS);
 		else if (full)
-			r->use = i == pl.n - 1;
+			r->use = i == pl.whole;
 		else
 			r->use = !(r->h.flags & REC_FLAG_WHOLE) && overlaps(r->h.start_ns, r->h.end_ns, since, until);
-		/* Checked before the records it stands for are passed over. */
-		if (r->use && (err = check_payload(s, fd, r->off, &r->h, &why))) {
-			if (err != -EBADMSG)
-				goto out;
-			warnf(s, "%s/%s: offset %llu: %s, the segment is read instead", s->dir, sg->name,
-			      (unsigned long long)r->off, why);
-			s->st.corrupt_records++;
-			r->use = 0;
-			err = 0;
-		}
-		nuse += (size_t)r->use;
 	}
+	for (size_t i = 0; i < pl.n; i++)
+		nuse += (size_t)pl.v[i].use;
 	if (nuse && !full && (err = check_buckets(s, g, &pl, since, until, &nuse)))
 		goto out;
+	if (nuse && (err = sum_check(s, sg, fd, &pl)))
+		goto out;
+	nuse = 0;
+	for (size_t i = 0; i < pl.n; i++)
+		nuse += (size_t)pl.v[i].use;
 	if (!nuse) {
 		err = 1;
 		goto out;
@@ -1576,16 +1736,16 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 	}
 	s->in_sum = 1;
 	codec__chain_forget(s->codec);
-	for (size_t i = 0; i < pl.n && !err && !q->stop; i++) {
+	for (size_t i = 0, held = SIZE_MAX; i < pl.n && !err && !q->stop; i++) {
 		struct rec_ref rr = { .off = pl.v[i].off, .h = pl.v[i].h };
 		struct store_window_info w;
 
 		if (!pl.v[i].use)
 			continue;
-		err = q->into ? decode_into(s, fd, &rr, q->into, &why) : decode_rec(s, fd, &rr, 0, &why);
+		err = sum_decode(s, fd, q, &pl, i, &held, &why);
 		if (err == -EBADMSG || err == -ESTALE) {
 			warnf(s, "%s/%s: offset %llu: %s, record skipped", s->dir, sg->name,
-			      (unsigned long long)rr.off, why ? why : "not a key record");
+			      (unsigned long long)rr.off, why ? why : "an earlier record of its chain is damaged");
 			s->st.corrupt_records++;
 			err = 0;
 			continue;
@@ -1606,14 +1766,198 @@ out:
 	return err;
 }
 
+/* ---- day summaries (docs/FORMAT.md, "Day summaries") ---- */
+
+/* The whole-segment record by name of summary file sg. 1: none usable. */
+static int sum_whole_hdr(struct store *s, const struct seg *sg, struct rec_ref *out)
+{
+	struct sum_plan pl = { 0 };
+	uint64_t size;
+	int err, fd = open_seg(s, sg->name, O_RDONLY, &size);
+	struct scan sc = { .since = INT64_MIN, .until = INT64_MAX, .fn = collect_sum, .arg = &pl };
+
+	if (fd < 0)
+		return 1;
+	err = scan_segment(s, sg, fd, size, &sc);
+	if (!err && sum_layout_ok(&pl)) {
+		out->off = pl.v[pl.whole].off;
+		out->h = pl.v[pl.whole].h;
+	} else if (!err || err == -E2BIG) {
+		err = 1;
+	}
+	free(pl.v);
+	close(fd);
+	return err;
+}
+
+/* The first record of a day file. 1: none. */
+static int day_hdr(struct store *s, const struct seg *d, struct rec_ref *out)
+{
+	uint8_t b[REC_HDR];
+	uint64_t size;
+	int fd = open_seg(s, d->name, O_RDONLY, &size), ok;
+
+	if (fd < 0)
+		return 1;
+	ok = size >= REC_HDR && pread_full(fd, b, REC_HDR, 0) == REC_HDR && !hdr_unpack(b, &out->h) &&
+	     (out->h.flags & (REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS | REC_FLAG_DELTA)) ==
+		     (REC_FLAG_SUMMARY | REC_FLAG_WHOLE) &&
+	     REC_HDR + (uint64_t)out->h.comp_len <= size;
+	out->off = 0;
+	close(fd);
+	return !ok;
+}
+
+/*
+ * Whether day file d stands for the segments of l inside its day: all of
+ * them sealed and summarised (m), their whole records' totals its own.
+ * 1: yes; 0: no; < 0: error.
+ */
+static int day_usable(struct store *s, const struct seg_list *l, const struct seg_list *m, const struct seg *d,
+		      struct rec_ref *dr)
+{
+	uint64_t windows = 0, samples = 0, lost = 0, n = 0;
+	struct rec_ref wr;
+	int err;
+
+	if (day_hdr(s, d, dr))
+		return 0;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct seg *g = &l->v[i], *sg;
+
+		if (g->start >= d->end)
+			break;
+		/* One starting in the day that is still open, or a crash's unsealed one: not done. */
+		if (g->start >= d->start && !g->sealed)
+			return 0;
+		if (!in_day(g, d))
+			continue;
+		if (!(sg = find_sum(m, g)))
+			return 0;
+		if ((err = sum_whole_hdr(s, sg, &wr)))
+			return err < 0 ? err : 0;
+		windows += wr.h.windows;
+		samples += wr.h.samples;
+		lost += wr.h.lost;
+		n++;
+	}
+	return n && windows == dr->h.windows && samples == dr->h.samples && lost == dr->h.lost;
+}
+
+/* Day files that no longer stand for their segments: the writer builds those days again. */
+static int remove_stale_days(struct store *s)
+{
+	struct seg_list l = { 0 }, m = { 0 }, d = { 0 };
+	struct rec_ref dr;
+	int err = list_both(s, &l, &m, 0);
+
+	if (!err)
+		err = list_days(s, &d, 0);
+	for (size_t i = 0; !err && i < d.n; i++) {
+		int ok = day_usable(s, &l, &m, &d.v[i], &dr);
+		if (ok < 0)
+			err = ok;
+		else if (!ok)
+			(void)unlinkat(s->dfd, d.v[i].name, 0);
+	}
+	free(l.v);
+	free(m.v);
+	free(d.v);
+	return err;
+}
+
+/* A usable day's record, read in place of its segments. 1: its payload is damaged, read them. */
+static int read_day(struct store *s, const struct seg *d, const struct rec_ref *dr, struct query *q)
+{
+	uint64_t size;
+	const char *why = NULL;
+	struct store_window_info w;
+	int err, fd = open_seg(s, d->name, O_RDONLY, &size);
+
+	if (fd < 0)
+		return 1;
+	if ((err = check_payload(s, fd, dr->off, &dr->h, &why)) == -EBADMSG) {
+		warnf(s, "%s/%s: offset 0: %s, its segments are read instead", s->dir, d->name, why);
+		s->st.corrupt_records++;
+		err = 1;
+		goto out;
+	}
+	if (err)
+		goto out;
+	s->in_sum = 1;
+	codec__chain_forget(s->codec);
+	err = decode_for(s, fd, q, dr, 0, &why);
+	s->in_sum = 0;
+	codec__chain_forget(s->codec);
+	if (err == -EBADMSG) {
+		/* Past its checksum: part of it may be merged already, so its segments are not read. */
+		warnf(s, "%s/%s: offset 0: %s, record skipped", s->dir, d->name, why);
+		s->st.corrupt_records++;
+		err = 0;
+	} else if (!err && !q->into) {
+		fill_info(d, dr->off, &dr->h, &w);
+		w.summary = 1;
+		q->stop = q->window(&w, s->prof, q->arg);
+	}
+out:
+	close(fd);
+	return err;
+}
+
+/*
+ * The days inside [since, until) that a query reads in place of their
+ * segments: each one read, and kept in *used (the others dropped).
+ */
+static int read_days(struct store *s, const struct seg_list *l, const struct seg_list *m, int64_t since,
+		     int64_t until, struct query *q, struct seg_list *used)
+{
+	struct rec_ref dr;
+	size_t k = 0;
+	int err = list_days(s, used, 0);
+
+	for (size_t i = 0; !err && !q->stop && i < used->n; i++) {
+		const struct seg *d = &used->v[i];
+		int ok;
+
+		if (d->start < since || d->end > until)
+			continue;
+		if ((ok = day_usable(s, l, m, d, &dr)) < 0) {
+			err = ok;
+			break;
+		}
+		if (!ok)
+			continue;
+		if ((err = read_day(s, d, &dr, q)) == 1) {
+			err = 0;
+			continue;
+		}
+		used->v[k++] = *d;
+	}
+	used->n = err ? 0 : k;
+	return err;
+}
+
+/* Segment g is inside one of the days read. */
+static int in_days(const struct seg_list *days, const struct seg *g)
+{
+	for (size_t i = 0; i < days->n; i++)
+		if (in_day(g, &days->v[i]))
+			return 1;
+	return 0;
+}
+
 static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 {
-	struct seg_list l = { 0 }, m = { 0 };
+	struct seg_list l = { 0 }, m = { 0 }, days = { 0 };
 	int err;
 
 	if ((err = list_segments(s, &l, 0)))
 		goto out;
 	if ((q->flags & STORE_READ_SUMMARIES) && (err = list_sums(s, &m, 0)))
+		goto out;
+	/* Without pids whole days are read from their day summaries. */
+	if ((q->flags & STORE_READ_SUMMARIES) && !(q->flags & READ_PIDS) &&
+	    (err = read_days(s, &l, &m, since, until, q, &days)))
 		goto out;
 	for (size_t i = 0; i < l.n && !err && !q->stop; i++) {
 		struct seg g = l.v[i];
@@ -1622,6 +1966,8 @@ static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 		if (g.start >= until)
 			break;
 		if (g.sealed && g.end <= since)
+			continue;
+		if (in_days(&days, &g))
 			continue;
 		/* With pids: only whole segments have a summary that keeps them. */
 		if (sg && (!(q->flags & READ_PIDS) || (g.start >= since && g.end <= until)))
@@ -1641,6 +1987,7 @@ out:
 	q->npend = q->pend_cap = 0;
 	free(l.v);
 	free(m.v);
+	free(days.v);
 	return err;
 }
 
@@ -1714,6 +2061,7 @@ static const struct store_rollup def_tiers[2] = {
 struct roll {
 	struct seg g;            /* the segment being rolled up or summarised */
 	int sum;                 /* writing its summary file, not a rollup */
+	int day;                 /* writing a day summary (g: the day) */
 	size_t tier;
 	char tmp[NAME_MAX_LEN];
 	int in, out;
@@ -1723,10 +2071,21 @@ struct roll {
 	int64_t bucket_id;
 	uint32_t windows;        /* flushed windows in the bucket */
 	uint32_t wwindows;       /* summary: flushed windows in the whole segment so far */
-	int finishing;           /* summary: all read; the next call writes the whole-segment records */
+	int phase;               /* summary: SUM_* */
+	struct seg_list parts;   /* day summary: the summary files of its segments */
+	size_t nparts;           /* day summary: merged so far */
+	int64_t first_bucket, last_bucket; /* summary: the 10-minute buckets the segment's records start in */
 	uint64_t nin, nout;
 	int err;
 };
+
+/*
+ * A summary takes two reads of its segment: the whole segment first, whose
+ * record by name (a key) then defines every table, so that the 10-minute
+ * records of the second read and the record with pids carry samples only.
+ * Each write is a step of its own: encoding costs as much as reading.
+ */
+enum { SUM_READ_WHOLE, SUM_WRITE_WHOLE, SUM_READ_BUCKETS, SUM_WRITE_PIDS };
 
 static void crash_point(struct store *s, int step)
 {
@@ -1734,31 +2093,38 @@ static void crash_point(struct store *s, int step)
 		s->o.crash_point(s->o.crash_arg, step);
 }
 
-static int roll_flush(struct store *s, struct roll *r)
+/* Appends p to the new file as the next record of its chain. */
+static int roll_write(struct store *s, struct roll *r, const struct profile *p, uint8_t level, uint32_t windows,
+		      uint32_t flags)
 {
 	uint8_t hdr[REC_HDR];
 	size_t z;
 	int err, delta;
 
-	if (!r->windows)
-		return 0;
-	/* Summaries are all keys: each one decodes alone, whichever of them a query picks. */
-	err = make_record(s, s->rcodec, s->rprof, &r->ch, r->sum ? 0 : (uint8_t)(r->tier + 1), r->windows,
-			  r->sum ? REC_FLAG_SUMMARY : 0, hdr, &z, &delta);
+	err = make_record(s, s->rcodec, p, &r->ch, level, windows, flags, hdr, &z, &delta);
 	if (!err)
 		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
-	if (!err && r->sum && !(err = profile__merge_flags(s->wprof, s->rprof, NULL, NULL, SUM_MERGE)))
-		r->wwindows += r->windows;
 	if (err)
 		return err;
-	if (!r->sum)
-		chain_added(&r->ch, r->out_size, delta);
+	chain_added(&r->ch, r->out_size, delta);
 	r->out_size += REC_HDR + z;
-	r->nout++;
+	if (++r->nout == 1)
+		crash_point(s, STORE_CRASH_ROLL_WRITING);
+	return 0;
+}
+
+static int roll_flush(struct store *s, struct roll *r)
+{
+	int err;
+
+	if (!r->windows)
+		return 0;
+	err = roll_write(s, r, s->rprof, r->sum ? 0 : (uint8_t)(r->tier + 1), r->windows,
+			 r->sum ? REC_FLAG_SUMMARY : 0);
+	if (err)
+		return err;
 	r->windows = 0;
 	profile__reset(s->rprof);
-	if (r->nout == 1)
-		crash_point(s, STORE_CRASH_ROLL_WRITING);
 	return 0;
 }
 
@@ -1769,12 +2135,21 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 	int64_t id = floor_div(w->start_ns, r->sum ? SUM_BUCKET_NS : s->tiers[r->tier].window_ns);
 	int err;
 
+	if (r->sum && r->phase == SUM_READ_WHOLE) {
+		if (!r->wwindows)
+			r->first_bucket = id;
+		r->last_bucket = id;
+		if ((err = profile__merge_flags(s->wprof, p, NULL, NULL, SUM_MERGE)) ||
+		    (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION)))
+			return r->err = err;
+		r->wwindows += w->windows ? w->windows : 1;
+		return 0;
+	}
 	if (r->windows && id != r->bucket_id && (err = roll_flush(s, r)))
 		return r->err = err;
 	r->bucket_id = id;
 	/* A rollup is lossless: every pc, thread and pid is kept; only time is coarser. */
-	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum ? SUM_MERGE : 0)) ||
-	    (r->sum && (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION))))
+	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum ? SUM_MERGE : 0)))
 		return r->err = err;
 	r->windows += w->windows ? w->windows : 1;
 	r->nin++;
@@ -1797,9 +2172,16 @@ static int seg_level(struct store *s, const struct seg *g)
 	return level;
 }
 
+/* The rollup or summary in progress reads segment name, or the day being built holds it. */
 static int roll_reads(const struct store *s, const char *name)
 {
-	return s->roll && !strcmp(s->roll->g.name, name);
+	struct seg g;
+
+	if (!s->roll)
+		return 0;
+	if (s->roll->day)
+		return !parse_name(name, "seg-", &g) && in_day(&g, &s->roll->g);
+	return !strcmp(s->roll->g.name, name);
 }
 
 static void roll_end(struct store *s)
@@ -1814,6 +2196,7 @@ static void roll_end(struct store *s)
 		close(r->out);
 	(void)unlinkat(s->dfd, r->tmp, 0);
 	free(r->q.pend);
+	free(r->parts.v);
 	free(r);
 	s->roll = NULL;
 	/* A segment's worth of samples by pid is megabytes: not kept between summaries. */
@@ -1855,27 +2238,41 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 	return 0;
 }
 
-/* A summary file ends with the summary of the whole segment: what a query covering it reads. */
-static int sum_whole(struct store *s, struct roll *r)
+/* A whole-segment record of a summary: by name (the key), or with pids (the file's last record). */
+static int sum_whole(struct store *s, struct roll *r, int pids)
 {
-	uint8_t hdr[REC_HDR];
-	struct chain none = { 0 };
-	size_t z;
-	int err, delta;
+	return roll_write(s, r, pids ? s->pprof : s->wprof, 0, r->wwindows,
+			  REC_FLAG_SUMMARY | REC_FLAG_WHOLE | (pids ? REC_FLAG_PIDS : 0));
+}
 
-	/* With pids first: the whole segment by name stays last, which marks the file complete. */
-	for (int k = 0; k < 2; k++) {
-		err = make_record(s, s->rcodec, k ? s->wprof : s->pprof, &none, 0, r->wwindows,
-				  REC_FLAG_SUMMARY | REC_FLAG_WHOLE | (k ? 0 : REC_FLAG_PIDS), hdr, &z, &delta);
-		if (!err)
-			err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
-		if (err)
+/* A summary's next step after a read of its segment, or its next write. 1: the file is complete. */
+static int sum_step(struct store *s, struct roll *r)
+{
+	int err;
+
+	switch (r->phase) {
+	case SUM_READ_WHOLE:
+		r->phase = SUM_WRITE_WHOLE;
+		return 0;
+	case SUM_WRITE_WHOLE:
+		if ((err = sum_whole(s, r, 0)))
 			return err;
-		r->out_size += REC_HDR + z;
-		if (++r->nout == 1)
-			crash_point(s, STORE_CRASH_ROLL_WRITING);
+		profile__reset(s->wprof);
+		/* One 10-minute bucket is the whole segment: its record would repeat the whole one. */
+		r->phase = r->first_bucket == r->last_bucket ? SUM_WRITE_PIDS : SUM_READ_BUCKETS;
+		r->in_off = 0;
+		r->q.npend = 0;
+		r->q.broken = 0;
+		codec__chain_forget(s->codec);
+		return 0;
+	case SUM_READ_BUCKETS:
+		if ((err = roll_flush(s, r)))
+			return err;
+		r->phase = SUM_WRITE_PIDS;
+		return 0;
+	default:
+		return (err = sum_whole(s, r, 1)) ? err : 1;
 	}
-	return 0;
 }
 
 /* Reads the next records of the segment; at its end swaps the new file in. 1: finished. */
@@ -1892,35 +2289,24 @@ static int roll_continue(struct store *s)
 	};
 	int err = 0;
 
-	/* A summary's whole-segment records are a step of their own: encoding them costs as much as reading. */
-	if (r->finishing)
-		goto finish;
-	err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
-	if (!err)
-		err = r->err;
-	if (err)
-		return err;
-	r->in_off = sc.next_off;
-	if (sc.paused)
-		return 0;
-	if (r->sum) {
-		r->finishing = 1;
-		return 0;
-	}
-finish:
-	if (r->sum && !r->nout && r->windows) {
-		/* One 10-minute bucket is the whole segment: its record would repeat the whole one. */
-		if ((err = profile__merge_flags(s->wprof, s->rprof, NULL, NULL, SUM_MERGE)))
+	if (!r->sum || r->phase == SUM_READ_WHOLE || r->phase == SUM_READ_BUCKETS) {
+		err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
+		if (!err)
+			err = r->err;
+		if (err)
 			return err;
-		r->wwindows += r->windows;
-		r->windows = 0;
-	} else if ((err = roll_flush(s, r))) {
-		return err;
+		r->in_off = sc.next_off;
+		if (sc.paused)
+			return 0;
 	}
-	if (!r->nout && !r->wwindows) /* nothing readable: leave the segment as it is */
+	if (r->sum && r->phase == SUM_READ_WHOLE && !r->wwindows) /* nothing readable: no summary */
 		return 1;
-	if (r->sum && (err = sum_whole(s, r)))
+	if (r->sum && (err = sum_step(s, r)) != 1)
 		return err;
+	if (!r->sum && (err = roll_flush(s, r)))
+		return err;
+	if (!r->nout) /* nothing readable: leave the segment as it is */
+		return 1;
 	/* The new file whole on disk before its name can replace the old one. */
 	if (fdatasync(r->out) < 0)
 		return -errno;
@@ -1958,6 +2344,145 @@ static void remove_roll_tmps(struct store *s)
 		    strlen(de->d_name) > 4 && !strcmp(de->d_name + strlen(de->d_name) - 4, ".tmp"))
 			(void)unlinkat(s->dfd, de->d_name, 0);
 	closedir(d);
+}
+
+/* ---- writing day summaries ---- */
+
+static int day_start(struct store *s, int64_t day, struct seg_list *parts)
+{
+	struct roll *r;
+	int err;
+
+	if ((!s->rcodec && (err = codec__new(&s->rcodec))) || (!s->wprof && (err = profile__new(&s->wprof))))
+		return err;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	s->roll = r;
+	r->day = 1;
+	r->g.start = day;
+	r->g.end = day + DAY_NS;
+	r->g.sealed = 1;
+	snprintf(r->g.name, sizeof(r->g.name), "day-%019lld-%019lld.pfd", (long long)day, (long long)(day + DAY_NS));
+	r->parts = *parts;
+	*parts = (struct seg_list){ 0 };
+	r->in = r->out = -1;
+	profile__reset(s->wprof);
+	snprintf(r->tmp, sizeof(r->tmp), ROLL_TMP_PREFIX "%019lld-day.tmp", (long long)day);
+	(void)unlinkat(s->dfd, r->tmp, 0);
+	r->out = openat(s->dfd, r->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (r->out < 0 || own_file(s, r->out) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * The oldest past UTC day without a day file whose segments are all
+ * sealed and summarised (and before the open one), if any: its build starts.
+ */
+static int day_pick(struct store *s, const struct seg_list *l, int64_t now_ns)
+{
+	struct seg_list m = { 0 }, d = { 0 }, parts = { 0 };
+	int err = list_sums(s, &m, 0);
+
+	if (!err)
+		err = list_days(s, &d, 0);
+	for (size_t i = 0; !err && i < l->n && !s->roll; i++) {
+		struct seg day = { .start = floor_div(l->v[i].start, DAY_NS) * DAY_NS, .sealed = 1 };
+		int ok = 1, have = 0;
+		size_t j;
+
+		day.end = day.start + DAY_NS;
+		if (day.start <= s->dayed_upto || !in_day(&l->v[i], &day))
+			continue;
+		for (j = 0; j < d.n && !have; j++)
+			have = d.v[j].start == day.start;
+		if (day.end > now_ns || (s->afd >= 0 && s->astart < day.end))
+			break; /* the day is not over: nor are the ones after it */
+		parts.n = 0;
+		for (j = i; j < l->n && l->v[j].start < day.end && ok; j++) {
+			const struct seg *g = &l->v[j], *sg;
+			if (!g->sealed) {
+				ok = 0;
+			} else if (in_day(g, &day)) {
+				if (!(sg = find_sum(&m, g))) {
+					ok = 0;
+				} else if (!have) {
+					if (parts.n == parts.cap) {
+						size_t ncap = parts.cap ? parts.cap * 2 : 32;
+						struct seg *v = realloc(parts.v, ncap * sizeof(*v));
+						if (!v) {
+							err = -ENOMEM;
+							break;
+						}
+						parts.v = v;
+						parts.cap = ncap;
+					}
+					parts.v[parts.n++] = *sg;
+				}
+			}
+		}
+		if (err || !ok)
+			continue;
+		/* Every segment of the day is summarised: done, or built now. */
+		if (have)
+			s->dayed_upto = day.start;
+		else
+			err = day_start(s, day.start, &parts);
+	}
+	free(m.v);
+	free(d.v);
+	free(parts.v);
+	return err;
+}
+
+/* Merges the next segment's whole summary into the day; at the end writes and swaps it in. 1: done. */
+static int day_continue(struct store *s)
+{
+	struct roll *r = s->roll;
+	uint8_t hdr[REC_HDR];
+	struct chain none = { 0 };
+	struct rec_ref wr;
+	const uint8_t *raw;
+	const char *why = NULL;
+	uint64_t size;
+	size_t z;
+	int err, delta, fd;
+
+	if (r->nparts < r->parts.n) {
+		const struct seg *sg = &r->parts.v[r->nparts++];
+		if ((err = sum_whole_hdr(s, sg, &wr)))
+			return err < 0 ? err : -EBADMSG;
+		if ((fd = open_seg(s, sg->name, O_RDONLY, &size)) < 0)
+			return fd;
+		s->in_sum = 1;
+		err = load_payload(s, fd, wr.off, &wr.h, &raw, &why);
+		s->in_sum = 0;
+		close(fd);
+		if (!err)
+			err = codec__decode_merge(s->codec, raw, wr.h.raw_len, 0, 0, SUM_MERGE, NULL, NULL, s->wprof);
+		codec__chain_forget(s->codec);
+		if (!err)
+			r->wwindows += wr.h.windows;
+		return err;
+	}
+	err = make_record(s, s->rcodec, s->wprof, &none, 0, r->wwindows, REC_FLAG_SUMMARY | REC_FLAG_WHOLE, hdr,
+			  &z, &delta);
+	if (!err)
+		err = write_at(r->out, 0, hdr, s->zbuf, z);
+	if (err)
+		return err;
+	crash_point(s, STORE_CRASH_ROLL_WRITING);
+	if (fdatasync(r->out) < 0)
+		return -errno;
+	crash_point(s, STORE_CRASH_ROLL_WRITTEN);
+	if (renameat(s->dfd, r->tmp, s->dfd, r->g.name) < 0)
+		return -errno;
+	crash_point(s, STORE_CRASH_ROLL_RENAMED);
+	s->st.days_built++;
+	if ((err = sync_dir(s)))
+		return err;
+	return 1;
 }
 
 /* With no rollup due: the oldest sealed segment without a summary file gets one. */
@@ -2021,13 +2546,17 @@ int store__compact(struct store *s, int64_t now_ns)
 		}
 		if (!s->roll && (err = sum_pick(s, &l)))
 			goto out;
+		if (!s->roll && (err = day_pick(s, &l, now_ns)))
+			goto out;
 		if (!s->roll)
 			goto out;
 	}
-	err = roll_continue(s);
+	err = s->roll->day ? day_continue(s) : roll_continue(s);
 	if (err == 1) {
 		/* Also when nothing in it could be read: it is not read again for this tier. */
-		if (s->roll->sum)
+		if (s->roll->day)
+			s->dayed_upto = s->roll->g.start;
+		else if (s->roll->sum)
 			s->summed_upto = s->roll->g.start;
 		else
 			s->rolled_upto[s->roll->tier] = s->roll->g.start;

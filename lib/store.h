@@ -64,6 +64,7 @@ struct store_stats {
 	uint64_t rollups, windows_rolled; /* segments rewritten, windows merged into them */
 	uint64_t summaries, summary_bytes; /* summary files on disk (bytes_on_disk counts them too) */
 	uint64_t summaries_built;          /* summary files written by this writer */
+	uint64_t days, days_built;         /* day summary files on disk, written by this writer */
 	uint64_t records_decoded;          /* records this store decoded (queries, rollups, summaries) */
 };
 
@@ -78,7 +79,8 @@ int store__retain(struct store *s, int64_t now_ns);
  * One bounded step of background work: rolls up a sealed segment that is
  * old enough for a tier it is not at yet (merges its windows into the
  * tier's longer ones and swaps the file) or, with no rollup due, writes the
- * summary file of a sealed segment that has none. Call it often (each
+ * summary file of a sealed segment that has none, or else the day summary
+ * of a past UTC day whose segments all have theirs. Call it often (each
  * flush); it does nothing when nothing is due.
  */
 int store__compact(struct store *s, int64_t now_ns);

@@ -81,8 +81,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	/* Sealed name: read only. Open name: the writer recovers (cuts, seals) first. */
-	if (mode == 3) {
-		snprintf(path, sizeof(path), "%s/sum-1764000000000000000-1764000100000000000.pfd", dir);
+	/* The same bytes as the segment's summary and as its day's summary. */
+	static const char *const sums[] = { "sum-1764000000000000000-1764000100000000000.pfd",
+					    "day-1763942400000000000-1764028800000000000.pfd" };
+	for (int k = 0; mode == 3 && k < 2; k++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, sums[k]);
 		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd < 0 || write(fd, data, size) != (ssize_t)size)
 			abort();
@@ -105,13 +108,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		store__read_flags(s, INT64_MIN, INT64_MAX, STORE_READ_SUMMARIES, on_window, &sink);
 		store__read_flags(s, 1764000050000000000ll, 1764000100000000000ll, STORE_READ_SUMMARIES, on_window,
 				  &sink);
+		/* Straight into one profile, chains and days included, by name and with pids. */
+		profile__reset(prof);
+		store__merge(s, INT64_MIN, INT64_MAX, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME, NULL, NULL, prof);
+		profile__reset(prof);
+		store__merge(s, 1764000050000000000ll, 1764000100000000000ll, PF_MERGE_BY_FUNCTION, NULL, NULL, prof);
 		store__close(s);
 	}
 	/* Leave no segment for the next input, whatever recovery renamed. */
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	while (d && (de = readdir(d)))
-		if (!strncmp(de->d_name, "seg-", 4) || !strncmp(de->d_name, "sum-", 4))
+		if (!strncmp(de->d_name, "seg-", 4) || !strncmp(de->d_name, "sum-", 4) ||
+		    !strncmp(de->d_name, "day-", 4))
 			unlinkat(dirfd(d), de->d_name, 0);
 	if (d)
 		closedir(d);

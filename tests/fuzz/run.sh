@@ -59,8 +59,20 @@ run_one() { # target max_len
 	fi
 }
 
+# Segments and a summary file of the unit tests' fixtures: the first byte picks the path (fuzz_segment.c).
+seed_segment() {
+	local c=$out/corpus-fuzz_segment f
+	mkdir -p "$c"
+	[ -n "$(ls -A "$c")" ] && return
+	f=$(ls tests/unit/data/v2/seg-*.pfd | head -1)
+	{ printf '\001'; cat "$f"; } >"$c/v2-segment"
+	f=$(ls tests/unit/data/v3/sum-*.pfd | head -1)
+	{ printf '\003'; cat "$f"; } >"$c/v3-summary"
+}
+
 seed_elf
 seed_text
+seed_segment
 # Every tests/fuzz/fuzz_*.c is a target; the symbolizer's name their few sources,
 # any other links against the whole library.
 for src in tests/fuzz/fuzz_*.c; do

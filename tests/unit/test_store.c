@@ -994,7 +994,8 @@ static int sum_mismatches(const char *dir, uint64_t *dec_sum, uint64_t *dec_raw)
 	return bad;
 }
 
-static void write_sw_span(const char *dir, int64_t span)
+/* A new store of n windows of len from T0, in segments of span. */
+static void write_windows(const char *dir, int n, int64_t len, int64_t span)
 {
 	struct store *w;
 	struct profile *p;
@@ -1003,12 +1004,17 @@ static void write_sw_span(const char *dir, int64_t span)
 	rm_rf(dir);
 	profile__new(&p);
 	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
-	for (int i = 0; i < SW; i++) {
-		make_window(p, i, T0 + i * 60 * SEC, 60 * SEC);
+	for (int i = 0; i < n; i++) {
+		make_window(p, i, T0 + i * len, len);
 		CHECK_EQ_INT(store__append(w, p), 0);
 	}
 	store__close(w);
 	profile__free(p);
+}
+
+static void write_sw_span(const char *dir, int64_t span)
+{
+	write_windows(dir, SW, 60 * SEC, span);
 }
 
 static void write_sw(const char *dir)
@@ -1016,8 +1022,9 @@ static void write_sw(const char *dir)
 	write_sw_span(dir, 1800 * SEC);
 }
 
-/* Calls store__compact until it has no more to do; summaries built. */
-static int summarise_all(const char *dir, const struct store_rollup *tier, void (*cp)(void *, int))
+/* Calls store__compact at time now until it has no more to do; summaries built (day summaries in *days). */
+static int summarise_at(const char *dir, const struct store_rollup *tier, void (*cp)(void *, int), int64_t now,
+			int *days)
 {
 	struct store_opts o = { .dir = dir, .writer = 1, .warn = on_warn, .crash_point = cp };
 	struct store_stats st;
@@ -1029,12 +1036,59 @@ static int summarise_all(const char *dir, const struct store_rollup *tier, void 
 		o.no_rollup = 1;
 	if (store__open(&o, &w))
 		return -1;
-	for (int i = 0; i < 200; i++)
-		if (store__compact(w, T0 + 100 * 3600 * SEC))
+	for (int i = 0; i < 400; i++)
+		if (store__compact(w, now))
 			break;
 	store__stats(w, &st);
 	store__close(w);
+	if (days)
+		*days = (int)st.days_built;
 	return (int)st.summaries_built;
+}
+
+/* A writer summarising at time now, killed (SIGKILL) at crash point step: 1 if it was. */
+static int killed_at(const char *dir, int step, int64_t now)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		cp_die_at = step;
+		summarise_at(dir, NULL, die_at_step, now, NULL);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
+/* The same the evening the windows of write_sw() were written: their UTC day is not over. */
+static int summarise_all(const char *dir, const struct store_rollup *tier, void (*cp)(void *, int))
+{
+	return summarise_at(dir, tier, cp, T0 + 4 * 3600 * SEC, NULL);
+}
+
+/* Flips a payload byte of the first record of the file whose flags & mask are want: 0, or -1 if none. */
+static int flip_in_record(const char *path, uint32_t mask, uint32_t want)
+{
+	int fd = open(path, O_RDWR), ret = -1;
+	uint8_t h[64], b;
+	off_t off = 0;
+
+	while (fd >= 0 && pread(fd, h, sizeof(h), off) == (ssize_t)sizeof(h)) {
+		uint32_t flags = h[8] | h[9] << 8 | (uint32_t)h[10] << 16 | (uint32_t)h[11] << 24;
+		uint32_t comp = h[12] | h[13] << 8 | (uint32_t)h[14] << 16 | (uint32_t)h[15] << 24;
+		if ((flags & mask) == want && comp > 4) {
+			if (pread(fd, &b, 1, off + 64 + comp / 2) == 1) {
+				b ^= 0x10;
+				ret = pwrite(fd, &b, 1, off + 64 + comp / 2) == 1 ? 0 : -1;
+			}
+			break;
+		}
+		off += 64 + comp;
+	}
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
 static void test_summaries(const char *base)
@@ -1076,11 +1130,11 @@ static void test_summaries(const char *base)
 			fprintf(stderr, "d10m %llu\n", (unsigned long long)d10m);
 		CHECK(d10m >= 1 && d10m <= 10);
 		CHECK_EQ_INT(dall, 3 * d1h);
-		/* With pids kept (--pid), whole segments are one record each too. */
+		/* With pids kept (--pid), whole segments are two records each: the tables by name, then the pids. */
 		CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
 		free(range_text(r, T0, T0 + SW * 60 * SEC, 4, &dall));
 		store__close(r);
-		CHECK_EQ_INT(dall, 6);
+		CHECK_EQ_INT(dall, 2 * 6);
 	}
 
 	/* Segments of 5 minutes, inside one 10-minute bucket or across two. */
@@ -1106,7 +1160,8 @@ static void test_summaries(const char *base)
 		CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
 		free(range_text(r, T0 + 25 * 60 * SEC, T0 + 85 * 60 * SEC, 2, &d));
 		store__close(r);
-		CHECK_EQ_INT(d, 5);
+		/* 5 records, and for the two 10-minute ones the tables of their chain's key (the whole segment). */
+		CHECK_EQ_INT(d, 5 + 2);
 		write_sw(dir);
 		CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
 	}
@@ -1118,46 +1173,29 @@ static void test_summaries(const char *base)
 	CHECK_EQ_INT(dec_sum, 6);
 	CHECK_EQ_INT(nwarn, 0);
 
-	/* A damaged summary is not trusted: the segment is read, with a warning. */
-	write_sw(dir);
-	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
-	{
-		struct dirent **names;
-		int k = scandir(dir, &names, NULL, alphasort), done = 0;
-		for (int i = 0; i < k; i++) {
-			if (!done && !strncmp(names[i]->d_name, "sum-", 4)) {
-				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-				int fd = open(path, O_RDWR);
-				struct stat st;
-				fstat(fd, &st);
-				uint8_t b;
-				CHECK_EQ_INT(pread(fd, &b, 1, st.st_size - 3), 1);
-				b ^= 0x10;
-				CHECK_EQ_INT(pwrite(fd, &b, 1, st.st_size - 3), 1);
-				close(fd);
-				done = 1;
-			}
-			free(names[i]);
-		}
-		free(names);
+	/*
+	 * A damaged summary record is not trusted: the segment is read, with a
+	 * warning, for it and for the records after it in its chain. The whole
+	 * segment by name (then a whole-segment query reads the 30 windows), the
+	 * first 10-minute record (the key of their chain), the record with pids.
+	 */
+	static const uint32_t damaged[3][2] = { { 24, 8 }, { 8, 0 }, { 24, 24 } };
+	for (int k = 0; k < 3; k++) {
+		write_sw(dir);
+		CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+		CHECK_EQ_INT(seg_path(dir, path, sizeof(path)), 0);
+		memcpy(strrchr(path, '/') + 1, "sum", 3);
+		CHECK_EQ_INT(flip_in_record(path, damaged[k][0], damaged[k][1]), 0);
+		nwarn = 0;
+		CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
+		CHECK(nwarn > 0);
+		CHECK_EQ_INT(dec_sum, k == 0 ? 5 + 30 : 6);
 	}
-	nwarn = 0;
-	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
-	CHECK(nwarn > 0);
-	CHECK_EQ_INT(dec_sum, 5 + 30);
 
 	/* kill -9 at each step of writing a summary: answers stay right, the next writer finishes. */
 	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
 		write_sw(dir);
-		pid_t pid = fork();
-		if (pid == 0) {
-			cp_die_at = step;
-			summarise_all(dir, NULL, die_at_step);
-			_exit(0);
-		}
-		int status = 0;
-		waitpid(pid, &status, 0);
-		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		CHECK(killed_at(dir, step, T0 + 4 * 3600 * SEC));
 		CHECK_EQ_INT(count_files(dir, "roll-"), step < STORE_CRASH_ROLL_RENAMED ? 1 : 0);
 		CHECK_EQ_INT(count_files(dir, "sum-"), step < STORE_CRASH_ROLL_RENAMED ? 0 : 1);
 		nwarn = 0;
@@ -1184,6 +1222,231 @@ static void test_summaries(const char *base)
 		CHECK_EQ_INT(count_files(dir, "sum-"), 1);
 		CHECK_EQ_INT(sum_mismatches(dir, NULL, NULL), 0);
 	}
+}
+
+/* ---- day summaries ---- */
+
+#define DW (3 * 48) /* 3 days of 30-minute windows from T0 (16:00 UTC): four UTC days, 2-hour segments */
+#define DAY (86400 * SEC)
+#define DAY0 (T0 - 16 * 3600 * SEC)
+
+/* Ranges over the day store read through summaries and days, and raw: how many answers differ. */
+static int day_mismatches(const char *dir)
+{
+	static const int64_t r[][2] = {
+		{ INT64_MIN, INT64_MAX }, { DAY0 + DAY, DAY0 + 3 * DAY }, { DAY0 + DAY + 3600 * SEC, DAY0 + 3 * DAY + 1800 * SEC },
+		{ T0 + 5 * 3600 * SEC, T0 + 40 * 3600 * SEC }, { DAY0, DAY0 + 2 * DAY - 1 }, { DAY0 + 2 * DAY, INT64_MAX },
+	};
+	struct store *s;
+	int bad = 0;
+
+	if (open_store(dir, 0, &s, NULL))
+		return -1;
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		char *x = range_text(s, r[i][0], r[i][1], 0, NULL), *y = range_text(s, r[i][0], r[i][1], 1, NULL);
+		char *z = range_text(s, r[i][0], r[i][1], 2, NULL), *u = range_text(s, r[i][0], r[i][1], 4, NULL);
+		char *v = range_text(s, r[i][0], r[i][1], 5, NULL), *c = range_text(s, r[i][0], r[i][1], 3, NULL);
+		struct profile *p, *q;
+		profile__new(&p);
+		profile__new(&q);
+		store__read(s, r[i][0], r[i][1], merge_by_name, p);
+		profile__merge(q, p, keep_cpu, NULL);
+		char *cr = profile_text(q);
+		if (strcmp(x, y) || strcmp(x, z) || strcmp(u, v) || strcmp(c, cr) || !strcmp(x, "error")) {
+			if (bad++ < 3)
+				fprintf(stderr, "days: range %zu differs\n", i);
+		}
+		free(x), free(y), free(z), free(u), free(v), free(c), free(cr);
+		profile__free(p);
+		profile__free(q);
+	}
+	store__close(s);
+	return bad;
+}
+
+static uint64_t decodes(const char *dir, int64_t a, int64_t b)
+{
+	struct store *s;
+	uint64_t d = 0;
+
+	if (open_store(dir, 0, &s, NULL))
+		return UINT64_MAX;
+	free(range_text(s, a, b, 2, &d));
+	store__close(s);
+	return d;
+}
+
+static void test_days(const char *base)
+{
+	const int64_t later = T0 + 100 * 3600 * SEC;
+	char dir[256], path[600];
+	int days = -1;
+
+	snprintf(dir, sizeof(dir), "%s/days", base);
+	write_windows(dir, DW, 1800 * SEC, 7200 * SEC);
+	nwarn = 0;
+	/* The last day is not over yet: three days. */
+	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, T0 + 73 * 3600 * SEC, &days), 36);
+	CHECK_EQ_INT(days, 3);
+	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, later, &days), 0);
+	CHECK_EQ_INT(days, 1);
+	CHECK_EQ_INT(count_files(dir, "day-"), 4);
+	CHECK_EQ_INT(day_mismatches(dir), 0);
+	CHECK_EQ_INT(nwarn, 0);
+	/* A query reads one record a day: 4 for all, 2 for two whole days, not 12 a day. */
+	CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 4);
+	CHECK_EQ_INT(decodes(dir, DAY0 + DAY, DAY0 + 3 * DAY), 2);
+
+	/* Retention takes the day of a segment it removes; the writer builds it again from what is left. */
+	{
+		struct store_opts o = { .max_age_ns = 10 * DAY };
+		struct store *w;
+		CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+		CHECK_EQ_INT(store__retain(w, T0 + 2 * 3600 * SEC + 10 * DAY), 0);
+		store__close(w);
+		CHECK_EQ_INT(count_files(dir, "seg-"), 35);
+		CHECK_EQ_INT(count_files(dir, "day-"), 3);
+		CHECK_EQ_INT(day_mismatches(dir), 0);
+		CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 3 + 3);
+		CHECK_EQ_INT(summarise_at(dir, NULL, NULL, later, &days), 0);
+		CHECK_EQ_INT(days, 1);
+		CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 4);
+	}
+
+	/* A segment gone without its day (a crash between the two): the day is not used, then rebuilt. */
+	CHECK_EQ_INT(seg_path(dir, path, sizeof(path)), 0);
+	for (int k = 0; k < 2; k++) {
+		CHECK_EQ_INT(unlink(path), 0);
+		memcpy(strrchr(path, '/') + 1, "sum", 3);
+	}
+	CHECK_EQ_INT(day_mismatches(dir), 0);
+	CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 3 + 2);
+	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, later, &days), 0);
+	CHECK_EQ_INT(days, 1);
+	CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 4);
+	CHECK_EQ_INT(day_mismatches(dir), 0);
+
+	/* A damaged day record: its segments are read instead, with a warning. */
+	{
+		struct dirent **names;
+		int k = scandir(dir, &names, NULL, alphasort), done = 0;
+		for (int i = 0; i < k; i++) {
+			if (!done && !strncmp(names[i]->d_name, "day-", 4)) {
+				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+				CHECK_EQ_INT(flip_in_record(path, 0, 0), 0);
+				done = 1;
+			}
+			free(names[i]);
+		}
+		free(names);
+		nwarn = 0;
+		CHECK_EQ_INT(day_mismatches(dir), 0);
+		CHECK(nwarn > 0);
+		/* The first day has two segments left (see above). */
+		CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 3 + 2);
+	}
+
+	/* kill -9 at each step of writing a day: answers stay right, the next writer finishes. */
+	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
+		struct dirent **names;
+		int k = scandir(dir, &names, NULL, alphasort);
+		for (int i = 0; i < k; i++) {
+			if (!strncmp(names[i]->d_name, "day-", 4)) {
+				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+				CHECK_EQ_INT(unlink(path), 0);
+			}
+			free(names[i]);
+		}
+		free(names);
+		CHECK(killed_at(dir, step, later));
+		CHECK_EQ_INT(count_files(dir, "roll-"), step < STORE_CRASH_ROLL_RENAMED ? 1 : 0);
+		CHECK_EQ_INT(count_files(dir, "day-"), step < STORE_CRASH_ROLL_RENAMED ? 0 : 1);
+		nwarn = 0;
+		CHECK_EQ_INT(day_mismatches(dir), 0);
+		CHECK_EQ_INT(summarise_at(dir, NULL, NULL, later, &days), 0);
+		CHECK_EQ_INT(days, step < STORE_CRASH_ROLL_RENAMED ? 4 : 3);
+		CHECK_EQ_INT(count_files(dir, "roll-"), 0);
+		CHECK_EQ_INT(day_mismatches(dir), 0);
+		CHECK_EQ_INT(decodes(dir, INT64_MIN, INT64_MAX), 4);
+		CHECK_EQ_INT(nwarn, 0);
+	}
+}
+
+/*
+ * Version 3 summary files (tests/unit/data/v3, written by the version 3
+ * writer from write_sw()'s windows: every record a key, the record with
+ * pids before the one by name) are still read, and give the answers the
+ * segments give; a version 4 writer does not rebuild them.
+ */
+static void test_v3_compat(const char *base)
+{
+	char dir[256], cmd[1200];
+	uint64_t dec_sum = 0, dec_raw = 0, dec_pids = 0;
+	struct store *r;
+	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
+
+	snprintf(dir, sizeof(dir), "%s/v3", base);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && cp '%s'/v3/*.pfd '%s'/", dir, dir, data, dir);
+	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(count_files(dir, "sum-"), 6);
+	nwarn = 0;
+	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
+	CHECK_EQ_INT(dec_sum, 6);
+	CHECK_EQ_INT(dec_raw, SW);
+	CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+	free(range_text(r, T0, T0 + SW * 60 * SEC, 4, &dec_pids));
+	store__close(r);
+	CHECK_EQ_INT(dec_pids, 6);
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 0);
+	CHECK_EQ_INT(nwarn, 0);
+}
+
+/* A writer asked to share the store with a group re-owns what an earlier writer left: segments and summaries. */
+static void test_group_files(const char *base)
+{
+	const unsigned gid = 4242;
+	char dir[256], path[600];
+	struct store_opts o = { 0 };
+	struct store *w;
+	struct dirent *de;
+	DIR *d;
+	int nseg = 0, nsum = 0;
+
+	if (geteuid() != 0) {
+		printf("group files: not root, cannot give files to another group: not checked\n");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/group", base);
+	write_sw(dir);
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+	o.dir = dir;
+	o.writer = 1;
+	o.no_rollup = 1;
+	o.group_read = 1;
+	o.group_gid = gid;
+	o.warn = on_warn;
+	CHECK_EQ_INT(store__open(&o, &w), 0);
+	store__close(w);
+	d = opendir(dir);
+	CHECK(d != NULL);
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		int seg = !strncmp(de->d_name, "seg-", 4), sum = !strncmp(de->d_name, "sum-", 4);
+		if (!seg && !sum)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		CHECK_EQ_INT(stat(path, &st), 0);
+		if (st.st_gid != gid || (st.st_mode & 0777) != 0640)
+			fprintf(stderr, "%s: gid %u mode %o\n", de->d_name, (unsigned)st.st_gid, st.st_mode & 0777);
+		CHECK_EQ_INT(st.st_gid, gid);
+		CHECK_EQ_INT(st.st_mode & 0777, 0640);
+		nseg += seg;
+		nsum += sum;
+	}
+	if (d)
+		closedir(d);
+	CHECK_EQ_INT(nseg, 6);
+	CHECK_EQ_INT(nsum, 6);
 }
 
 static void test_retention(const char *base)
@@ -1422,6 +1685,9 @@ int main(int argc, char **argv)
 	test_v2_compat();
 	test_rollup(base);
 	test_summaries(base);
+	test_v3_compat(base);
+	test_days(base);
+	test_group_files(base);
 	test_retention(base);
 	test_write_errors(base);
 	test_symlinks(base);
