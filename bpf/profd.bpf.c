@@ -230,6 +230,19 @@ const volatile __u32 offcpu_filter = 0;
 const volatile __u32 offcpu_cgroup_levels = 0;
 /* Record 1 in N switch-outs of each thread, its time multiplied by N. */
 const volatile __u32 offcpu_sample = 1;
+/*
+ * Switch-outs per second per CPU recorded exactly (0: no limit). A CPU that
+ * switched faster in its last rate window (one jiffy) records a random 1 in
+ * N of its switch-outs in this one, N = that rate / this one rounded up,
+ * each with its time multiplied by N: a same-CPU pipe ping-pong switches
+ * about 280,000 times a second, and even a reused stack costs about 300 ns.
+ */
+const volatile __u32 offcpu_max_rate = 0;
+/* A longer window (an idle CPU, no tick) tells nothing of the rate now: exact again. */
+#define OFFCPU_RATE_GAP_NS 50000000ULL
+#ifndef OFFCPU_MAX_EVERY
+#define OFFCPU_MAX_EVERY 4
+#endif
 
 /*
  * Short waits in the same place are summed in the thread's own storage and
@@ -293,10 +306,27 @@ struct offcpu_task {
 	__u32 kind;  /* of the pending wait */
 	__u32 skip;  /* offcpu_sample: switch-outs to let pass before the next recorded one */
 	__u32 skip_init;
-	__u32 pad;
+	__u32 weight; /* offcpu_max_rate: the pending wait counts this many times (0 or 1: once) */
 	struct profd_key key; /* labels, refreshed at every capture; stacks and kind set at switch-in */
 	struct offcpu_place place[2]; /* [0]: blocked, [1]: run queue */
 };
+
+/* Switch-outs of one CPU in the current rate window, and how they are sampled. */
+struct offcpu_cpu {
+	__u64 win;   /* window: jiffies (bpf_ktime_get_coarse_ns is not for tracing programs) */
+	__u64 start; /* bpf_ktime_get_ns() at its first switch-out */
+	__u32 n;     /* switch-outs seen in window win */
+	__u32 every; /* record 1 in this many in window win (0 or 1: all) */
+	__u32 skip;  /* switch-outs to let pass before the next recorded one */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_cpu);
+} offcpu_cpus SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -452,6 +482,54 @@ static __always_inline __u64 clock_once(__u64 *now)
 	return *now;
 }
 
+/*
+ * offcpu_max_rate: 0 when this switch-out is let pass, else the weight of
+ * its wait. Gaps between recorded switch-outs are N-1, N or N+1 at random
+ * (as for offcpu_sample), so every switch-out of a pattern is recorded with
+ * probability 1/N and N x the recorded time estimates the total without
+ * bias. The rate of a window sets the next one's N: a switch's own length
+ * never decides whether it is recorded.
+ */
+static __always_inline __u32 cpu_weight(void)
+{
+	struct offcpu_cpu *c;
+	__u64 w, now, d, cap;
+	__u32 zero = 0;
+
+	if (!offcpu_max_rate)
+		return 1;
+	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
+	if (!c)
+		return 1;
+	w = bpf_jiffies64();
+	if (w != c->win) {
+		/* One clock read per window: switches per second = n / d. */
+		now = bpf_ktime_get_ns();
+		d = now - c->start;
+		cap = d * offcpu_max_rate; /* switch-outs allowed in d, x 1e9 */
+		c->every = d && d < OFFCPU_RATE_GAP_NS && c->n * 1000000000ULL > cap ?
+				   (c->n * 1000000000ULL + cap - 1) / cap : 1;
+		if (c->every > OFFCPU_MAX_EVERY)
+			c->every = OFFCPU_MAX_EVERY;
+		c->win = w;
+		c->start = now;
+		c->n = 0;
+		if (c->every > 1) {
+			c->skip = bpf_get_prandom_u32() % c->every;
+			count(PROFD_CNT_OFFCPU_RATE_WINDOWS);
+		}
+	}
+	c->n++;
+	if (c->every <= 1)
+		return 1;
+	if (c->skip) {
+		c->skip--;
+		return 0;
+	}
+	c->skip = c->every - 2 + bpf_get_prandom_u32() % 3;
+	return c->every;
+}
+
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev,
 				       unsigned int prev_state, __u64 *clock)
 {
@@ -459,7 +537,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	struct offcpu_task *t;
 	struct pt_regs *regs;
 	__u64 upc = 0, usp = 0, ubp = 0, uh, kh, now;
-	__u32 flags = 0, kind;
+	__u32 flags = 0, kind, weight;
 	int kthread;
 
 	/* The idle task never waits; a dead task never comes back. */
@@ -469,11 +547,15 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		return;
 	if (offcpu_filter && !selected(prev))
 		return;
+	weight = cpu_weight();
+	if (!weight)
+		return;
 	t = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t) {
 		count(PROFD_CNT_OFFCPU_NO_STATE);
 		return;
 	}
+	t->weight = weight;
 
 	if (offcpu_sample > 1) {
 		/*
@@ -508,6 +590,9 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		ubp = regs->bp;
 	}
 	t->kind = kind;
+#ifdef VARIANT_TIMEONLY
+	if (pl->cap_ns) { t->ts = now; return; }
+#endif
 	if (offcpu_stack_interval_ns && pl->cap_ns && now - pl->cap_ns < pl->reuse_ns &&
 	    upc == pl->upc && usp == pl->usp && (pl->reuse_ns <= offcpu_stack_interval_ns ||
 						  (ubp == pl->ubp && user_word(ubp + 8) == pl->uret))) {
@@ -583,6 +668,8 @@ static __always_inline void switch_in(struct task_struct *next, __u64 *clock)
 	}
 	if (offcpu_sample > 1)
 		delta *= offcpu_sample;
+	if (t->weight > 1)
+		delta *= t->weight;
 	pl = &t->place[t->kind == PROFD_KIND_RUNQ];
 	delta += pl->pending;
 	if (delta < OFFCPU_BATCH_NS && pl->ids_ok && pl->ids_gen == gv) {

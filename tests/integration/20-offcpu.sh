@@ -85,8 +85,11 @@ for p in $BPID $UPID; do
 	done <"$out"
 done
 
-# A context-switch-heavy pair under the default stack reuse: every block is
-# still timed, and the time lands on the pipe-read stack it was reused from.
+# A context-switch-heavy pair under the default stack reuse and switch-rate
+# limit (--offcpu-max-rate: its CPU switches far more often than 20,000 times
+# a second, so its switch-outs are sampled and weighted): the wall still adds
+# up, and the time lands on the pipe-read stack it was reused from.
+w0=$(profctl status | awk '$1 == "offcpu_sampled_windows" { print $2 }')
 "$TP/pingpong" 2 same >"$T/pp.out" &
 PPID_=$!
 wait $PPID_ || fail "pingpong exited $?"
@@ -99,6 +102,8 @@ off=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '{ s +
 inpipe=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '/pipe_read/ { s += $NF } END { print s + 0 }')
 r=$(ratio "$inpipe" "$off")
 check "pingpong: $r of off-CPU time $off us under a pipe_read stack (>= 0.95)" between "$r" 0.95 1.0
+w1=$(profctl status | awk '$1 == "offcpu_sampled_windows" { print $2 }')
+check "pingpong: its CPU's switch-outs were sampled in $((w1 - w0)) rate windows (> 0)" test $((w1 - w0)) -gt 0
 
 # Stack reuse must not merge two call paths that block at one pc and sp
 # (path_a and path_b share wait_here, 40 waits of 200 us each in turn): each
