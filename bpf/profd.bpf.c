@@ -102,46 +102,23 @@ static __always_inline int same_stack(const struct profd_stack *a, const struct 
 	return 1;
 }
 
+static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 *flags);
+static __always_inline __u64 intern_stack(void *smap, struct profd_stack *s, int user, __u32 *ok);
+
 /* Returns the stack id (0 when the stack could not be stored; the reason is counted). */
 static __always_inline __u64 store_stack(void *ctx, void *stack_map, __u32 slot, int user,
 					 __u32 *flags)
 {
-	struct profd_stack *buf, *old;
-	__u64 id;
-	long n;
-	int err;
+	struct profd_stack *buf;
+	__u32 ok = 1;
 
 	buf = bpf_map_lookup_elem(&scratch, &slot);
 	if (!buf)
 		return 0;
-	n = user ? user_stack(ctx, buf->ips, sizeof(buf->ips)) : bpf_get_stack(ctx, buf->ips, sizeof(buf->ips), 0);
-	if (n < 0)
-		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
-	/* Zero frames is normal: a sample in user mode has no kernel stack. */
-	if (n <= 0)
+	/* Zero frames is normal: a kernel thread has no user stack. */
+	if (!capture(ctx, buf, user, flags))
 		return 0;
-	buf->len = n / sizeof(__u64);
-	buf->pad = 0;
-	if (buf->len >= PROFD_MAX_DEPTH) {
-		count(PROFD_CNT_TRUNCATED);
-		*flags |= user ? PROFD_F_USTACK_TRUNC : PROFD_F_KSTACK_TRUNC;
-	}
-	id = (stack_hash(buf, buf->len) & ~1ULL) | (user ? 0 : 1);
-	if (id <= 1)
-		id = 2 | (user ? 0 : 1);
-
-	err = bpf_map_update_elem(stack_map, &id, buf, BPF_NOEXIST);
-	if (err == 0)
-		return id;
-	if (err != -17 /* EEXIST */) {
-		count(PROFD_CNT_STACKS_FULL);
-		return 0;
-	}
-	old = bpf_map_lookup_elem(stack_map, &id);
-	if (old && same_stack(old, buf))
-		return id;
-	count(PROFD_CNT_HASH_CLASH);
-	return 0;
+	return intern_stack(stack_map, buf, user, &ok);
 }
 
 static __always_inline int add_count(void *cmap, const struct profd_key *key, __u64 value)
@@ -165,7 +142,7 @@ static __always_inline int add_count(void *cmap, const struct profd_key *key, __
 	return 0;
 }
 
-static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot)
+static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot, int kernel)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -188,7 +165,8 @@ static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot
 	bpf_get_current_comm(key.thread, sizeof(key.thread));
 	BPF_CORE_READ_STR_INTO(&key.comm, task, group_leader, comm);
 
-	key.kstack = store_stack(ctx, smap, slot, 0, &key.flags);
+	if (kernel)
+		key.kstack = store_stack(ctx, smap, slot, 0, &key.flags);
 	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD))
 		key.ustack = store_stack(ctx, smap, slot, 1, &key.flags);
 
@@ -205,7 +183,9 @@ int on_cpu(struct bpf_perf_event_data *ctx)
 		count(PROFD_CNT_IDLE);
 		return 0;
 	}
-	return record(ctx, PROFD_KIND_CPU, 1, 0);
+	/* A sample taken in user mode has no kernel stack: no call to find that out. */
+	/* A full-width load: the verifier refuses a narrowed one of the context. */
+	return record(ctx, PROFD_KIND_CPU, 1, 0, (*(volatile __u64 *)&ctx->regs.cs & 3) == 0);
 }
 
 /* --- off-CPU (issue 6): blocked and run-queue time from sched_switch --- */

@@ -71,6 +71,8 @@ struct uw_state {
 	__u32 early;            /* a frame was walked without its table because it was not loaded yet */
 	__u64 wake;             /* a first request: 0, or BPF_RB_NO_WAKEUP for a process its exec event will bring */
 	__u32 borrowed;         /* um is the parent's: forked, not exec'd */
+	/* Frames by kind, added to ucounters once per walk: a shared counter per frame bounces between CPUs. */
+	__u32 nfp, ndwarf, nearly;
 };
 
 static __always_inline void uevent_small(__u32 type, __u32 pid, __u64 wake)
@@ -218,10 +220,10 @@ static long uw_step(__u64 index, void *arg)
 				kind = PROFD_UR_CFA(row->kind);
 		} else if (m && m->first == PROFD_UMAP_PENDING) {
 			s->early = 1;
-			ucount(PROFD_UCNT_FRAMES_EARLY);
+			s->nearly++;
 		} else if (!m && s->pc > 4096 && s->pc < 0x800000000000ULL) {
 			s->early = 1;
-			ucount(PROFD_UCNT_FRAMES_EARLY);
+			s->nearly++;
 			/* Borrowed: this process's own request is out already. */
 			if (!s->um->refresh && !s->borrowed) {
 				/* Racy on purpose: a duplicate request costs user space one maps read. */
@@ -243,7 +245,7 @@ static long uw_step(__u64 index, void *arg)
 		s->sp = bp + 16;
 		s->pc = ra;
 		s->exact = 0;
-		ucount(PROFD_UCNT_FRAMES_FP);
+		s->nfp++;
 		return ra == 0;
 	case PROFD_UR_CFA_RSP:
 		cfa = sp + row->cfa_off;
@@ -263,7 +265,7 @@ static long uw_step(__u64 index, void *arg)
 		if (uw_read(&s->bp, sp + 120) || uw_read(&s->sp, sp + 160) || uw_read(&s->pc, sp + 168))
 			return 1;
 		s->exact = 1;
-		ucount(PROFD_UCNT_FRAMES_DWARF);
+		s->ndwarf++;
 		return s->pc == 0;
 	case PROFD_UR_CFA_END:
 		return 1;
@@ -287,7 +289,7 @@ static long uw_step(__u64 index, void *arg)
 	s->sp = cfa;
 	s->pc = ra;
 	s->exact = 0;
-	ucount(PROFD_UCNT_FRAMES_DWARF);
+	s->ndwarf++;
 	return ra == 0;
 }
 
@@ -405,6 +407,16 @@ int BPF_PROG(uw_exit, struct task_struct *p)
 	return 0;
 }
 
+static __always_inline void uw_add_frames(const struct uw_state *s)
+{
+	if (s->nfp)
+		__sync_fetch_and_add(&ucounters[PROFD_UCNT_FRAMES_FP], s->nfp);
+	if (s->ndwarf)
+		__sync_fetch_and_add(&ucounters[PROFD_UCNT_FRAMES_DWARF], s->ndwarf);
+	if (s->nearly)
+		__sync_fetch_and_add(&ucounters[PROFD_UCNT_FRAMES_EARLY], s->nearly);
+}
+
 /* Walks the current task's user stack into ips; returns the number of frames. */
 static __always_inline long unwind_user(__u64 *ips)
 {
@@ -427,6 +439,7 @@ static __always_inline long unwind_user(__u64 *ips)
 	if (s.um)
 		ucount(PROFD_UCNT_WALKS);
 	bpf_loop(PROFD_MAX_DEPTH, uw_step, &s, 0);
+	uw_add_frames(&s);
 	if (snapshot_tgid && s.pid == snapshot_tgid) {
 		struct pt_regs r;
 
