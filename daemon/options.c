@@ -106,7 +106,6 @@ void options_defaults(struct profd_opts *o)
 		.offcpu_min_ns = 1000,
 		.offcpu_stack_interval_ns = MS,
 		.offcpu_sample = 1,
-		.offcpu_max_rate = 20000,
 		.log_level = LOG_LVL_INFO,
 		.counts_entries = 16384,
 		.stacks_entries = 8192,

@@ -85,11 +85,8 @@ for p in $BPID $UPID; do
 	done <"$out"
 done
 
-# A context-switch-heavy pair under the default stack reuse and switch-rate
-# limit (--offcpu-max-rate: its CPU switches far more often than 20,000 times
-# a second, so its switch-outs are sampled and weighted): the wall still adds
-# up, and the time lands on the pipe-read stack it was reused from.
-w0=$(profctl status | awk '$1 == "offcpu_sampled_windows" { print $2 }')
+# A context-switch-heavy pair under the default stack reuse: every block is
+# still timed, and the time lands on the pipe-read stack it was reused from.
 "$TP/pingpong" 2 same >"$T/pp.out" &
 PPID_=$!
 wait $PPID_ || fail "pingpong exited $?"
@@ -102,8 +99,6 @@ off=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '{ s +
 inpipe=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '/pipe_read/ { s += $NF } END { print s + 0 }')
 r=$(ratio "$inpipe" "$off")
 check "pingpong: $r of off-CPU time $off us under a pipe_read stack (>= 0.95)" between "$r" 0.95 1.0
-w1=$(profctl status | awk '$1 == "offcpu_sampled_windows" { print $2 }')
-check "pingpong: its CPU's switch-outs were sampled in $((w1 - w0)) rate windows (> 0)" test $((w1 - w0)) -gt 0
 
 # Stack reuse must not merge two call paths that block at one pc and sp
 # (path_a and path_b share wait_here, 40 waits of 200 us each in turn): each
@@ -148,6 +143,23 @@ check "--offcpu-pids: the selected process has off-CPU time ($(off $SEL offcpu) 
 check "--offcpu-cgroups: the process in /$CG has off-CPU time ($(off $INCG offcpu) us)" test "$(off $INCG offcpu)" -gt 0
 check "selection: an unselected process has no off-CPU or run-queue time ($(off $OTHER offcpu) / $(off $OTHER runq) us) but on-CPU samples ($(off $OTHER cpu))" \
 	test "$(off $OTHER offcpu)" -eq 0 -a "$(off $OTHER runq)" -eq 0 -a "$(off $OTHER cpu)" -gt 0
+check "profd exits 0 on SIGTERM" stop_profd
+
+# --offcpu-max-rate: the ping-pong's CPU switches far more often than 1,000
+# times a second, so its switch-outs are sampled (1 in up to 4) and weighted:
+# the wall still adds up (loose bounds: a few long waits on a loaded CPU
+# weigh 4 times; unweighted it would be about half).
+rm -rf "$STATE"
+start_profd --offcpu-max-rate 1000
+"$TP/pingpong" 2 same >"$T/pps.out" &
+PPS=$!
+wait $PPS || fail "pingpong exited $?"
+elapsed=$(awk '$1 == "seconds" { printf "%.0f", $2 * 1e6 }' "$T/pps.out")
+got=$(profctl dump --pid $PPS --since 2m --type wall | awk '{ s += $NF } END { print s + 0 }')
+r=$(ratio "$got" "$((2 * elapsed))")
+check "--offcpu-max-rate 1000: pingpong wall $got us = $r x 2 x elapsed $elapsed us (0.75..1.25)" between "$r" 0.75 1.25
+w=$(profctl status | awk '$1 == "offcpu_sampled_windows" { print $2 }')
+check "--offcpu-max-rate 1000: switch-outs sampled in ${w:-0} rate windows (> 0)" test "${w:-0}" -gt 0
 check "profd exits 0 on SIGTERM" stop_profd
 
 # --no-offcpu: the hook is not attached and no off-CPU time is recorded.
