@@ -75,8 +75,9 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 done
 
+# col COND FIELD: "median min max n" of a column of the rows; fmt MEDIAN MIN MAX N DIGITS.
 col() { awk -v c="$1" -v k="$2" '$1 == c && $k != "-" { print $k }' "$W/rows" | stats; }
-fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$4" 'BEGIN { if (m == "nan") print "-"; else printf "%." d "f (%." d "f-%." d "f)", m, lo, hi }'; }
+fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") print "-"; else printf "%." d "f (%." d "f-%." d "f)", m, lo, hi }'; }
 {
 	echo "Machine: $(machine_line); load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo "$ROUNDS rounds x ${SECS} s per condition, rotated; benchwork on $NCPU CPUs plus gcc -c and \`$PY -c pass\` in a loop. Median (min-max)."
