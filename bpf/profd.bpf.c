@@ -183,8 +183,10 @@ int on_cpu(struct bpf_perf_event_data *ctx)
 		count(PROFD_CNT_IDLE);
 		return 0;
 	}
-	/* A sample taken in user mode has no kernel stack: no call to find that out. */
-	/* A full-width load: the verifier refuses a narrowed one of the context. */
+	/*
+	 * A sample taken in user mode has no kernel stack: no call to find that
+	 * out. A full-width load of cs: the verifier refuses a narrowed one.
+	 */
 	return record(ctx, PROFD_KIND_CPU, 1, 0, (*(volatile __u64 *)&ctx->regs.cs & 3) == 0);
 }
 
@@ -213,16 +215,20 @@ const volatile __u32 offcpu_sample = 1;
 /*
  * Switch-outs per second per CPU recorded exactly (0: no limit). A CPU that
  * switched faster in its last rate window (one jiffy) records a random 1 in
- * N of its switch-outs in this one, N = that rate / this one rounded up,
+ * N of its switch-outs in this one, N = its rate / this limit rounded up,
  * each with its time multiplied by N: a same-CPU pipe ping-pong switches
- * about 280,000 times a second, and even a reused stack costs about 300 ns.
+ * several hundred thousand times a second, and even a reused stack costs
+ * about 120 ns per switch.
  */
 const volatile __u32 offcpu_max_rate = 0;
 /* A longer window (an idle CPU, no tick) tells nothing of the rate now: exact again. */
 #define OFFCPU_RATE_GAP_NS 50000000ULL
-#ifndef OFFCPU_MAX_EVERY
+/*
+ * Past 1 in 4 the hook costs little less (what every switch pays stays),
+ * while a long wait behind another task's time slice, when recorded,
+ * weighs N times: the estimate's spread grows with N - 1.
+ */
 #define OFFCPU_MAX_EVERY 4
-#endif
 
 /*
  * Short waits in the same place are summed in the thread's own storage and
@@ -570,9 +576,6 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		ubp = regs->bp;
 	}
 	t->kind = kind;
-#ifdef VARIANT_TIMEONLY
-	if (pl->cap_ns) { t->ts = now; return; }
-#endif
 	if (offcpu_stack_interval_ns && pl->cap_ns && now - pl->cap_ns < pl->reuse_ns &&
 	    upc == pl->upc && usp == pl->usp && (pl->reuse_ns <= offcpu_stack_interval_ns ||
 						  (ubp == pl->ubp && user_word(ubp + 8) == pl->uret))) {
