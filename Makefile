@@ -60,8 +60,9 @@ $(BUILD)/libprofd.a: $(LIB_OBJ)
 $(BUILD)/profd: $(DMN_OBJ) $(BUILD)/libprofd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Only profctl speaks HTTP (export): profd stays without libcurl and without a network.
 $(BUILD)/profctl: $(CLI_OBJ) $(BUILD)/libprofd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcurl
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libprofd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -95,7 +96,7 @@ deps-test:
 	@./scripts/deps.sh --test
 tests-build: $(UNIT_BIN) $(TP_BIN)
 
-# ---- symbolizer tests (issue 3): a library only dlopen()ed; a stripped binary and its build-id debug file ----
+# ---- symbolizer tests: a library only dlopen()ed; a stripped binary and its build-id debug file ----
 $(BUILD)/testprogs/libsym_plugin.so: tests/testprogs/lib/sym_plugin.c
 	@mkdir -p $(@D)
 	$(TP_CC) $(TP_FLAGS) -shared -fPIC -o $@ $<
@@ -133,12 +134,23 @@ install: all
 	install -m 0755 $(BUILD)/profctl $(DESTDIR)$(PREFIX)/bin/profctl
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/profd
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' systemd/profd.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service
+	install -d $(DESTDIR)$(PREFIX)/lib/sysusers.d
+	install -m 0644 systemd/profd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/profd.conf
+	# The unit's user: created now on this machine, by systemd-sysusers at boot elsewhere.
+	if [ -z "$(DESTDIR)" ] && ! getent passwd profd >/dev/null; then \
+		systemd-sysusers $(PREFIX)/lib/sysusers.d/profd.conf 2>/dev/null || \
+		useradd --system --user-group --home-dir /var/lib/profd --no-create-home --shell /usr/sbin/nologin profd; \
+	fi
 	[ -e $(DESTDIR)/etc/profd/profd.conf ] || install -m 0644 systemd/profd.conf $(DESTDIR)/etc/profd/profd.conf
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' systemd/profd-export.service > $(DESTDIR)$(PREFIX)/lib/systemd/system/profd-export.service
+	[ -e $(DESTDIR)/etc/profd/export.conf ] || install -m 0644 systemd/export.conf $(DESTDIR)/etc/profd/export.conf
+	install -m 0644 systemd/profd-export.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/profd-export.conf
 	if [ -d docs/man ]; then install -d $(DESTDIR)$(PREFIX)/share/man/man8 && install -m 0644 docs/man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/profd $(DESTDIR)$(PREFIX)/bin/profctl
-	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service
+	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/profd.service $(DESTDIR)$(PREFIX)/lib/sysusers.d/profd.conf
+	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/profd-export.service $(DESTDIR)$(PREFIX)/lib/sysusers.d/profd-export.conf
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/profd.8 $(DESTDIR)$(PREFIX)/share/man/man8/profctl.8
 
 clean:

@@ -5,7 +5,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "profd.h"
-#include "unwind.h" /* DWARF user-stack walker (issue 7) */
+#include "unwind.h" /* DWARF user-stack walker */
+#include "python.h" /* CPython frames */
 
 #define PF_KTHREAD 0x00200000
 
@@ -102,7 +103,8 @@ static __always_inline int same_stack(const struct profd_stack *a, const struct 
 	return 1;
 }
 
-static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 *flags);
+static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 slot,
+					    __u32 *flags);
 static __always_inline __u64 intern_stack(void *smap, struct profd_stack *s, int user, __u32 *ok);
 
 /* Returns the stack id (0 when the stack could not be stored; the reason is counted). */
@@ -116,7 +118,7 @@ static __always_inline __u64 store_stack(void *ctx, void *stack_map, __u32 slot,
 	if (!buf)
 		return 0;
 	/* Zero frames is normal: a kernel thread has no user stack. */
-	if (!capture(ctx, buf, user, flags))
+	if (!capture(ctx, buf, user, slot, flags))
 		return 0;
 	return intern_stack(stack_map, buf, user, &ok);
 }
@@ -173,24 +175,39 @@ static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot
 	return add_count(cmap, &key, value);
 }
 
+/*
+ * Benchmark mode (tests/bench/python_cost.sh): the time record() takes for
+ * the samples of this one process, summed, whatever else the host runs.
+ */
+const volatile __u32 cost_tgid = 0;
+__u64 cost_ns = 0, cost_samples = 0;
+
 SEC("perf_event")
 int on_cpu(struct bpf_perf_event_data *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), t0 = 0;
+	int r;
 
 	count(PROFD_CNT_SAMPLES);
 	if ((__u32)pid_tgid == 0) {
 		count(PROFD_CNT_IDLE);
 		return 0;
 	}
+	if (cost_tgid && pid_tgid >> 32 == cost_tgid)
+		t0 = bpf_ktime_get_ns();
 	/*
 	 * A sample taken in user mode has no kernel stack: no call to find that
 	 * out. A full-width load of cs: the verifier refuses a narrowed one.
 	 */
-	return record(ctx, PROFD_KIND_CPU, 1, 0, (*(volatile __u64 *)&ctx->regs.cs & 3) == 0);
+	r = record(ctx, PROFD_KIND_CPU, 1, 0, (*(volatile __u64 *)&ctx->regs.cs & 3) == 0);
+	if (t0) {
+		__sync_fetch_and_add(&cost_ns, bpf_ktime_get_ns() - t0);
+		__sync_fetch_and_add(&cost_samples, 1);
+	}
+	return r;
 }
 
-/* --- off-CPU (issue 6): blocked and run-queue time from sched_switch --- */
+/* --- off-CPU: blocked and run-queue time from sched_switch --- */
 
 #define TASK_RUNNING 0
 #define TASK_DEAD 0x80
@@ -322,10 +339,11 @@ struct {
 } offcpu_tasks SEC(".maps");
 
 /* Returns the frame count stored in s (0: none; errors are counted). */
-static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 *flags)
+/* slot: the Python walker's scratch, one per hook that can interrupt another. */
+static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 slot,
+				     __u32 *flags)
 {
-	long n = user ? user_stack(ctx, s->ips, sizeof(s->ips)) :
-		 bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
+	long n = user ? py_user_stack(ctx, s->ips, slot) : bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
 
 	if (n < 0)
 		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
@@ -588,9 +606,9 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	flush_pending(t, pl, kind);
 	pl->ids_ok = 0;
 	/* prev is current here: its kernel stack is ours, its user registers are in pt_regs. */
-	capture(ctx, &pl->kstk, 0, &flags);
+	capture(ctx, &pl->kstk, 0, 1, &flags);
 	if (!kthread)
-		capture(ctx, &pl->ustk, 1, &flags);
+		capture(ctx, &pl->ustk, 1, 1, &flags);
 	else
 		pl->ustk.len = 0;
 	uh = stack_hash(&pl->ustk, pl->ustk.len);

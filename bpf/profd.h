@@ -62,7 +62,7 @@ enum profd_counter {
 	PROFD_CNT_MAX,
 };
 
-/* --- DWARF unwinding (issue 7): shared by bpf/unwind.h, lib/unwind_table.c, daemon/tables.c --- */
+/* --- DWARF unwinding: shared by bpf/unwind.h, lib/unwind_table.c, daemon/tables.c --- */
 
 /*
  * One unwind row: from pc (an ELF virtual address of the file) up to the

@@ -77,11 +77,11 @@ struct uw_state {
 	__u64 pc, sp, bp;
 	__u32 n;
 	__u32 exact;            /* pc is not a return address (leaf, or after a signal frame) */
-	__u32 stop;
 	__u32 pid;
 	__u32 early;            /* a frame was walked without its table because it was not loaded yet */
 	__u64 wake;             /* a first request: 0, or BPF_RB_NO_WAKEUP for a process its exec event will bring */
 	__u32 borrowed;         /* um is the parent's: forked, not exec'd */
+	__u32 max;              /* frames to walk at most (room left for Python frames) */
 	/*
 	 * Frames by kind on this CPU (uw_frames), added to ucounters once per
 	 * walk: a shared counter per frame bounces between CPUs, and counts in
@@ -222,7 +222,7 @@ static long uw_step(__u64 index, void *arg)
 	__u64 cfa, ra, bp = s->bp, sp = s->sp;
 	__u32 kind = PROFD_UR_CFA_NONE;
 
-	if (s->n >= PROFD_MAX_DEPTH)
+	if (s->n >= PROFD_MAX_DEPTH || s->n >= s->max)
 		return 1;
 	s->ips[s->n & 127] = s->pc; /* n < 127 checked above; the mask is for the verifier */
 	s->n++;
@@ -434,7 +434,7 @@ static __always_inline void uw_add_frames(struct uw_frames *f)
 }
 
 /* Walks the current task's user stack into ips; returns the number of frames. */
-static __always_inline long unwind_user(__u64 *ips)
+static __always_inline long unwind_user(__u64 *ips, __u32 max)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -448,6 +448,7 @@ static __always_inline long unwind_user(__u64 *ips)
 	s.pid = pid_tgid >> 32;
 	s.um = uw_umaps(&s, task);
 	s.ips = ips;
+	s.max = max;
 	s.pc = BPF_CORE_READ(regs, ip);
 	s.sp = BPF_CORE_READ(regs, sp);
 	s.bp = BPF_CORE_READ(regs, bp);
@@ -472,7 +473,7 @@ static __always_inline long user_stack(void *ctx, __u64 *ips, __u32 size)
 {
 	if (!unwind_dwarf)
 		return bpf_get_stack(ctx, ips, size, BPF_F_USER_STACK);
-	return unwind_user(ips) * sizeof(__u64);
+	return unwind_user(ips, size / sizeof(__u64)) * sizeof(__u64);
 }
 
 #endif

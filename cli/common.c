@@ -8,6 +8,7 @@
 #include "common.h"
 #include "ctl.h"
 #include "store.h"
+#include "textesc.h"
 
 int64_t realtime_ns(void)
 {
@@ -75,6 +76,9 @@ void request_flush(const struct global *g)
 
 	if (err == -ENOENT || err == -ECONNREFUSED)
 		fprintf(stderr, "profctl: profd is not running (no socket at %s); reading what is stored\n",
+			g->socket);
+	else if (ctl__busy(err, reply))
+		fprintf(stderr, "profctl: profd is busy (too many connections to %s); the last seconds may be missing\n",
 			g->socket);
 	else if (err)
 		fprintf(stderr, "profctl: could not ask profd to flush (%s): %s; the last seconds may be missing\n",
@@ -171,7 +175,8 @@ static int table_add(struct table *t, const char *const *cells)
 		t->cap = nc;
 	}
 	for (int i = 0; i < t->ncols; i++) {
-		t->cells[base + i] = strdup(cells[i] ? cells[i] : "");
+		/* Cells hold names from other processes: escaped (textesc.h), never raw. */
+		t->cells[base + i] = textesc__dup(cells[i] ? cells[i] : "");
 		if (!t->cells[base + i])
 			return -ENOMEM;
 	}

@@ -12,16 +12,43 @@
 
 #include "common.h"
 #include "ctl.h"
+#include "export.h"
 #include "parse.h"
 #include "store.h"
+#include "textesc.h"
 #include "views.h"
+
+/*
+ * A request to profd; 0 with the reply, or EXIT_RUNTIME after saying on
+ * one line why there is none (not running, busy, refused).
+ */
+static int ask(const struct global *g, const char *req, char **reply, int timeout_ms)
+{
+	int err = ctl__call(g->socket, req, reply, timeout_ms);
+	char *e;
+
+	if (ctl__busy(err, *reply)) {
+		fprintf(stderr, "profctl: profd is busy: too many connections to %s; try again in a few seconds\n",
+			g->socket);
+	} else if (err) {
+		fprintf(stderr, "profctl: cannot reach profd at %s: %s; is it running (systemctl status profd)?\n",
+			g->socket, strerror(-err));
+	} else if (strncmp(*reply, "ok", 2) && (e = ctl__get(*reply, "error"))) {
+		fprintf(stderr, "profctl: profd could not %s: %s\n", req, e);
+		free(e);
+	} else {
+		return 0;
+	}
+	free(*reply);
+	*reply = NULL;
+	return EXIT_RUNTIME;
+}
 
 /* flush and reload: one request, "ok" or one error line. */
 static int simple_request(const struct global *g, int argc, char **argv, const char *help,
 			  const char *done)
 {
 	char *reply = NULL;
-	int err;
 
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs(help, stdout);
@@ -29,17 +56,10 @@ static int simple_request(const struct global *g, int argc, char **argv, const c
 	}
 	if (argc > 1)
 		return usage_error(argv[0], "unexpected argument '%s'", argv[1]);
-	err = ctl__call(g->socket, argv[0], &reply, 10000);
-	if (err) {
-		fprintf(stderr, "profctl: cannot reach profd at %s: %s; is it running (systemctl status profd)?\n",
-			g->socket, strerror(-err));
+	if (ask(g, argv[0], &reply, 10000))
 		return EXIT_RUNTIME;
-	}
 	if (strncmp(reply, "ok", 2)) {
-		char *e = ctl__get(reply, "error");
-
-		fprintf(stderr, "profctl: profd could not %s: %s\n", argv[0], e ? e : reply);
-		free(e);
+		fprintf(stderr, "profctl: profd could not %s: unexpected reply\n", argv[0]);
 		free(reply);
 		return EXIT_RUNTIME;
 	}
@@ -68,7 +88,7 @@ static int cmd_reload(const struct global *g, int argc, char **argv)
 static int cmd_status(const struct global *g, int argc, char **argv)
 {
 	char *reply = NULL;
-	int json = 0, err, tty = isatty(STDOUT_FILENO);
+	int json = 0, tty = isatty(STDOUT_FILENO);
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
@@ -83,12 +103,8 @@ static int cmd_status(const struct global *g, int argc, char **argv)
 			return usage_error("status", "unknown option '%s'", argv[i]);
 		}
 	}
-	err = ctl__call(g->socket, "status", &reply, 5000);
-	if (err) {
-		fprintf(stderr, "profctl: cannot reach profd at %s: %s; is it running (systemctl status profd)?\n",
-			g->socket, strerror(-err));
+	if (ask(g, "status", &reply, 5000))
 		return EXIT_RUNTIME;
-	}
 	if (json)
 		putchar('{');
 	for (char *l = reply, *nl; l && *l; l = nl) {
@@ -117,10 +133,13 @@ static int cmd_status(const struct global *g, int argc, char **argv)
 				}
 				putchar('"');
 			}
-		} else if (tty) {
-			printf("%-26s %s\n", l, tab + 1);
 		} else {
-			printf("%s\t%s\n", l, tab + 1);
+			/* Values name paths and processes: escaped (textesc.h). */
+			char k[64], v[4096];
+
+			textesc__copy(k, sizeof(k), l);
+			textesc__copy(v, sizeof(v), tab + 1);
+			printf(tty ? "%-26s %s\n" : "%s\t%s\n", k, v);
 		}
 	}
 	if (json)
@@ -207,6 +226,7 @@ static void usage(FILE *f)
 		"  status   profd's health and counters\n"
 		"  flush    ask profd to write its open window now\n"
 		"  reload   ask profd to re-read its configuration\n"
+		"  export   push stored windows to Pyroscope\n"
 		"\n"
 		"Global options:\n"
 		"  --state-dir DIR   stored profiles (default /var/lib/profd)\n"
@@ -222,7 +242,7 @@ int main(int argc, char **argv)
 	struct global g = { .state_dir = "/var/lib/profd", .socket = "/run/profd/profd.sock" };
 	static const struct { const char *name; int (*fn)(const struct global *, int, char **); } cmds[] = {
 		{ "dump", cmd_dump }, { "top", cmd_top }, { "diff", cmd_diff }, { "ls", cmd_ls }, { "status", cmd_status }, { "flush", cmd_flush },
-		{ "reload", cmd_reload },
+		{ "reload", cmd_reload }, { "export", cmd_export },
 	};
 	int i = 1;
 
@@ -249,5 +269,5 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
 		if (!strcmp(argv[i], cmds[k].name))
 			return cmds[k].fn(&g, argc - i, argv + i);
-	return usage_error(NULL, "unknown command '%s' (dump, top, diff, ls, status, flush, reload)", argv[i]);
+	return usage_error(NULL, "unknown command '%s' (dump, top, diff, ls, status, flush, reload, export)", argv[i]);
 }

@@ -264,19 +264,13 @@ struct merge_ctx {
 	unsigned flags;
 };
 
-static int merge_window(const struct store_window_info *w, const struct profile *p, void *arg)
-{
-	struct merge_ctx *m = arg;
-
-	(void)w;
-	return profile__merge_flags(m->acc, p, query__keep, m->q, m->flags);
-}
-
 /*
  * Reads, filters and merges the windows of [since, until) into *out. Views
  * that print functions merge by function (PF_MERGE_BY_FUNCTION: small
  * tables over hours); pprof keeps each pc, so that its locations have real
  * addresses a backend can re-symbolize with the mapping's build-id.
+ * Without --pid those views print no pid either: they merge by name too and
+ * read the store's summaries, so a day costs about what its answer holds.
  */
 static int load_range(const struct global *g, struct store *st, struct query *q, int64_t since,
 		      int64_t until, const char *what, unsigned flags, struct profile **out)
@@ -287,11 +281,13 @@ static int load_range(const struct global *g, struct store *st, struct query *q,
 
 	rq.since_ns = since;
 	rq.until_ns = until;
+	if ((flags & PF_MERGE_BY_FUNCTION) && !q->npids)
+		m.flags |= PF_MERGE_BY_NAME;
 	if (profile__new(&m.acc)) {
 		fprintf(stderr, "profctl: out of memory\n");
 		return EXIT_RUNTIME;
 	}
-	err = store__read(st, since, until, merge_window, &m);
+	err = store__merge(st, since, until, m.flags, query__keep, m.q, m.acc);
 	if (err) {
 		fprintf(stderr, "profctl: reading %s failed: %s\n", g->state_dir, strerror(-err));
 		profile__free(m.acc);

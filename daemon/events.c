@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "events.h"
+#include "log.h"
 #include "events.skel.h"
 #include "pevent.h"
 #include "procmaps.h"
@@ -264,6 +265,7 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 
 	e->st.captures++;
 	e->st.captures_listed += given != NULL;
+	log_debug("capture of pid %u: %s", im->pid, given ? "listed by its event" : "from /proc");
 	if (err == -ENOENT || err == -ESRCH) {
 		e->st.capture_gone++;
 		return -1; /* the DWARF tables would find nothing either */

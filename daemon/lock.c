@@ -10,9 +10,10 @@
 #include "lock.h"
 #include "parse.h"
 
+#define PIDFILE "profd.pid"
+
 struct pidlock {
-	int fd;
-	char *path;
+	int fd, dfd;
 };
 
 static pid_t read_pid(int fd)
@@ -30,6 +31,24 @@ static pid_t read_pid(int fd)
 	return (pid_t)v;
 }
 
+/*
+ * The directory itself, never what a symbolic link in its place points at:
+ * root following one would take over a directory elsewhere. Only the last
+ * component is checked; links above it are the administrator's.
+ */
+int pidlock__open_dir(const char *dir)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	if (!lstat(dir, &st) && S_ISLNK(st.st_mode))
+		return -ELOOP;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 int pidlock__take(const char *dir, struct pidlock **out, pid_t *holder)
 {
 	struct pidlock *l = calloc(1, sizeof(*l));
@@ -40,19 +59,15 @@ int pidlock__take(const char *dir, struct pidlock **out, pid_t *holder)
 	if (!l)
 		return -ENOMEM;
 	l->fd = -1;
-	if (asprintf(&l->path, "%s/profd.pid", dir) < 0) {
-		l->path = NULL;
-		err = -ENOMEM;
-		goto fail;
-	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		err = -errno;
+	l->dfd = pidlock__open_dir(dir);
+	if (l->dfd < 0) {
+		err = l->dfd;
 		goto fail;
 	}
 	for (int tries = 0;; tries++) {
 		struct stat a, b;
 
-		l->fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+		l->fd = openat(l->dfd, PIDFILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
 		if (l->fd < 0) {
 			err = -errno;
 			goto fail;
@@ -65,7 +80,8 @@ int pidlock__take(const char *dir, struct pidlock **out, pid_t *holder)
 			goto fail;
 		}
 		/* The holder unlinks on exit: a lock on a file no longer at the path guards nothing. */
-		if (!fstat(l->fd, &a) && !stat(l->path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		if (!fstat(l->fd, &a) && !fstatat(l->dfd, PIDFILE, &b, AT_SYMLINK_NOFOLLOW) && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
 			break;
 		close(l->fd);
 		l->fd = -1;
@@ -84,7 +100,8 @@ int pidlock__take(const char *dir, struct pidlock **out, pid_t *holder)
 fail:
 	if (l->fd >= 0)
 		close(l->fd);
-	free(l->path);
+	if (l->dfd >= 0)
+		close(l->dfd);
 	free(l);
 	return err;
 }
@@ -94,8 +111,8 @@ void pidlock__free(struct pidlock *l)
 	if (!l)
 		return;
 	/* Unlink while still holding the lock, so a starting profd never sees our stale pid. */
-	unlink(l->path);
+	unlinkat(l->dfd, PIDFILE, 0);
 	close(l->fd);
-	free(l->path);
+	close(l->dfd);
 	free(l);
 }

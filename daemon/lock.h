@@ -7,7 +7,12 @@
 struct pidlock;
 
 /*
- * Creates dir (0700) when missing, then takes dir/profd.pid and writes our
+ * Creates dir (0700) when missing and opens it; -ELOOP when dir is a
+ * symbolic link. Returns the descriptor.
+ */
+int pidlock__open_dir(const char *dir);
+/*
+ * Opens dir as pidlock__open_dir does, then takes dir/profd.pid and writes our
  * pid into it. -EBUSY when another process holds it: *holder is its pid (0
  * when unknown). Other -errno: the directory is not usable (-EACCES, -EROFS).
  */

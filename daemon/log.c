@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "textesc.h"
 
 static int cur_level = LOG_LVL_INFO;
 static int journal;
@@ -41,7 +42,7 @@ int log_parse_level(const char *s, int *level)
 static void vlog(int level, const char *fmt, va_list ap)
 {
 	static const char *const tag[8] = { "", "", "", "error: ", "warning: ", "", "", "debug: " };
-	char ts[32] = "";
+	char ts[32] = "", msg[2048], out[4096];
 
 	if (level > cur_level)
 		return;
@@ -56,8 +57,13 @@ static void vlog(int level, const char *fmt, va_list ap)
 		strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
 		fprintf(stderr, "%s.%03ld profd: %s", ts, now.tv_nsec / 1000000, tag[level & 7]);
 	}
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	/*
+	 * Messages carry file and process names: escaped (textesc.h), so a
+	 * newline followed by "<0>" cannot start a line of its own priority.
+	 */
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	textesc__copy(out, sizeof(out), msg);
+	fprintf(stderr, "%s\n", out);
 }
 
 void log_msg(int level, const char *fmt, ...)

@@ -25,11 +25,17 @@
 #include "notify.h"
 #include "options.h"
 #include "profile.h"
+#include "pyprocs.h"
+#include "pystack.h"
 #include "sampler.h"
 #include "server.h"
 #include "store.h"
 #include "symbolizer.h"
 #include "tables.h"
+#include "textesc.h"
+
+/* drain_max_recent_us: the longest of this many last drains (about 10 s at the default interval). */
+#define RECENT_DRAINS 10
 
 struct profd {
 	struct profd_opts o;
@@ -44,22 +50,30 @@ struct profd {
 	struct utsname uts;
 	uint64_t last_counters[PROFD_CNT_MAX];
 	uint64_t samples_total, windows_written, flush_errors, drains, drain_ns_total, drain_ns_max;
+	uint64_t drain_ns_recent[RECENT_DRAINS]; /* the last drains' times: what a load of the moment costs */
 	uint64_t unsymbolized_stacks;
 	int64_t last_write_warn_ns;
 	uint32_t *frames_buf;
 	int stop;
-	/* service (issue 8): reload re-reads argv and the config file */
+	/* service: reload re-reads argv and the config file */
 	int argc;
 	char **argv;
 	struct pidlock *lock;
 	int wd_tfd;
+	/* flush requests: one flush a second at most, the ones in between wait for it */
+	int req_tfd;
+	int64_t req_flush_ms;
+	bool req_flush_waiting;
+	uint64_t flush_requests, flush_requests_coalesced, requests_refused;
 	char restart_pending[256];
 	uint64_t status_samples;
 	int64_t status_ns;
-	/* process events (issue 3): NULL when the kernel refused them */
+	/* process events: NULL when the kernel refused them */
 	struct events *events;
-	/* DWARF unwinding (issue 7): NULL with --unwind fp */
+	/* DWARF unwinding: NULL with --unwind fp */
 	struct tables *tables;
+	/* CPython frames: NULL when the walker's maps could not be set up */
+	struct pyprocs *py;
 	/* own cost: frames interned in this drain, and what was freed since the last trim */
 	struct fcache_slot *fcache;
 	uint32_t fcache_gen;
@@ -172,6 +186,18 @@ static int frame_id(struct profd *d, uint32_t pid, uint64_t ip, uint32_t is_ret,
 	return err;
 }
 
+struct native_ctx {
+	struct profd *d;
+	uint32_t pid;
+};
+
+static int native_frame(void *arg, uint64_t ip, uint32_t is_ret, uint32_t *id)
+{
+	struct native_ctx *c = arg;
+
+	return frame_id(c->d, c->pid, ip, is_ret, id);
+}
+
 /* Forgets every cached frame: a new drain, or a new window (frame ids restart). */
 static void fcache_clear(struct profd *d)
 {
@@ -195,8 +221,17 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 		if (e->nustack)
 			events__seen(d->events, k->pid);
 	}
+	if (d->py && e->nustack)
+		pyprocs__seen(d->py, d->sym, k->pid);
 	/* Root first: outermost user frame ... user leaf, then kernel entry ... kernel leaf. */
-	for (uint32_t i = e->nustack; i-- > 0;) {
+	if (d->py && pystack__has_python(e->ustack, e->nustack)) {
+		struct native_ctx nc = { d, k->pid };
+
+		err = pyprocs__stack(d->py, d->window, k->pid, e->ustack, e->nustack, native_frame, &nc,
+				     d->frames_buf, &n);
+		if (err)
+			return err;
+	} else for (uint32_t i = e->nustack; i-- > 0;) {
 		err = frame_id(d, k->pid, e->ustack[i], i > 0, &d->frames_buf[n++]);
 		if (err)
 			return err;
@@ -270,6 +305,7 @@ static void drain(struct profd *d)
 	d->drain_ns_total += dt;
 	if ((uint64_t)dt > d->drain_ns_max)
 		d->drain_ns_max = dt;
+	d->drain_ns_recent[d->drains % RECENT_DRAINS] = (uint64_t)dt;
 }
 
 static int window_begin(struct profd *d)
@@ -324,9 +360,21 @@ static int flush(struct profd *d)
 
 #define ADD(fmt, ...) fprintf(f, fmt "\n", __VA_ARGS__)
 
+/* A value with a newline would end its line and forge the next key: escaped (textesc.h). */
+static void status_text(FILE *f, const char *key, const char *value)
+{
+	char v[4096];
+
+	textesc__copy(v, sizeof(v), value);
+	fprintf(f, "%s\t%s\n", key, v);
+}
+
 static void status_setting(const char *key, const char *value, void *arg)
 {
-	fprintf(arg, "config.%s\t%s\n", key, value);
+	char k[96];
+
+	snprintf(k, sizeof(k), "config.%s", key);
+	status_text(arg, k, value);
 }
 
 static int status_reply(struct profd *d, char **out)
@@ -345,7 +393,7 @@ static int status_reply(struct profd *d, char **out)
 	/* Samples dropped whole; the stack losses keep the sample without that stack. */
 	lost = c[PROFD_CNT_COUNTS_FULL] + c[PROFD_CNT_NO_MAP];
 	ADD("pid\t%d", (int)getpid());
-	ADD("config\t%s", d->o.config[0] ? d->o.config : "none");
+	status_text(f, "config", d->o.config[0] ? d->o.config : "none");
 	options_foreach(&d->o, status_setting, f);
 	if (d->restart_pending[0])
 		ADD("config.restart_needed\t%s", d->restart_pending);
@@ -366,8 +414,19 @@ static int status_reply(struct profd *d, char **out)
 	ADD("drains\t%" PRIu64, d->drains);
 	ADD("drain_avg_us\t%" PRIu64, d->drains ? d->drain_ns_total / d->drains / 1000 : 0);
 	ADD("drain_max_us\t%" PRIu64, d->drain_ns_max / 1000);
+	{
+		uint64_t m = 0;
+
+		for (int i = 0; i < RECENT_DRAINS; i++)
+			m = d->drain_ns_recent[i] > m ? d->drain_ns_recent[i] : m;
+		ADD("drain_max_recent_us\t%" PRIu64, m / 1000);
+	}
 	ADD("windows_written\t%" PRIu64, d->windows_written);
 	ADD("window_write_errors\t%" PRIu64, d->flush_errors);
+	ADD("flush_requests\t%" PRIu64, d->flush_requests);
+	ADD("flush_requests_coalesced\t%" PRIu64, d->flush_requests_coalesced);
+	ADD("socket_requests_refused\t%" PRIu64, d->requests_refused);
+	ADD("socket_busy\t%" PRIu64, server__busy(d->server));
 	ADD("segments\t%" PRIu64, st.segments);
 	ADD("bytes_on_disk\t%" PRIu64, st.bytes_on_disk);
 	ADD("segments_removed\t%" PRIu64, st.segments_removed);
@@ -388,7 +447,20 @@ static int status_reply(struct profd *d, char **out)
 	ADD("symbol_bad_files\t%" PRIu64, ss.bad_files);
 	ADD("symbol_jit_frames\t%" PRIu64, ss.jit_hits);
 	ADD("symbol_perfmaps_rejected\t%" PRIu64, ss.perfmaps_rejected);
+	ADD("cache_memory_bytes\t%" PRIu64, ss.cache_memory);
+	ADD("cache_used_bytes\t%" PRIu64, ss.file_bytes + ss.pid_bytes);
+	ADD("cache_file_cap_bytes\t%" PRIu64, ss.file_cap);
+	ADD("cache_pid_cap_bytes\t%" PRIu64, ss.pid_cap);
+	ADD("cache_files_refused\t%" PRIu64, ss.files_refused);
+	ADD("cache_pids_refused\t%" PRIu64, ss.pids_refused);
+	ADD("cache_perfmaps_capped\t%" PRIu64, ss.perfmaps_capped);
+	ADD("cgroup_names_bytes\t%" PRIu64, cgroups__mem_bytes(d->cg));
+	ADD("symbol_files_refused_pid\t%" PRIu64, ss.files_refused_pid);
+	ADD("symbol_files_mismatched\t%" PRIu64, ss.files_mismatched);
+	ADD("symbol_nonregular_refused\t%" PRIu64, ss.nonregular_refused);
+	ADD("symbol_debug_deferred\t%" PRIu64, ss.debug_deferred);
 	events__print_status(d->events, f);
+	pyprocs__print_status(d->py, f);
 	{
 		struct rusage ru;
 
@@ -419,21 +491,70 @@ static int status_reply(struct profd *d, char **out)
 
 static int reload(struct profd *d, char **reply);
 
-static int handle(const char *req, char **reply, void *arg)
+#define REQ_FLUSH_GAP_MS 1000
+
+static int flush_reply(struct profd *d, char **reply)
+{
+	int err = flush(d);
+
+	d->req_flush_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
+	if (err)
+		return asprintf(reply, "error\t%s\n", strerror(-err)) < 0 ? -ENOMEM : 0;
+	return asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n", d->windows_written) < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * A flush asked less than REQ_FLUSH_GAP_MS after the last asked one waits
+ * for the next, which every request in between shares: a flood of requests
+ * writes a window a second, and each caller still gets what was sampled
+ * before it asked.
+ */
+static int flush_request(struct profd *d, char **reply)
+{
+	int64_t now = clock_ns(CLOCK_MONOTONIC) / 1000000, wait = d->req_flush_ms + REQ_FLUSH_GAP_MS - now;
+	struct itimerspec its = { 0 };
+
+	d->flush_requests++;
+	if (d->req_flush_waiting) {
+		d->flush_requests_coalesced++;
+		return SERVER_DEFER;
+	}
+	if (!d->req_flush_ms || wait <= 0 || d->req_tfd < 0)
+		return flush_reply(d, reply);
+	its.it_value.tv_sec = wait / 1000;
+	its.it_value.tv_nsec = wait % 1000 * 1000000;
+	if (timerfd_settime(d->req_tfd, 0, &its, NULL))
+		return flush_reply(d, reply);
+	d->req_flush_waiting = true;
+	d->flush_requests_coalesced++;
+	return SERVER_DEFER;
+}
+
+static void flush_deferred(struct profd *d)
+{
+	char *reply = NULL;
+
+	d->req_flush_waiting = false;
+	if (flush_reply(d, &reply))
+		reply = NULL;
+	server__answer_deferred(d->server, reply ? reply : "error\tout of memory\n");
+	free(reply);
+}
+
+static int handle(const char *req, uid_t uid, char **reply, void *arg)
 {
 	struct profd *d = arg;
 
 	if (!strcmp(req, "status"))
 		return status_reply(d, reply);
-	if (!strcmp(req, "flush")) {
-		int err = flush(d), r;
-
-		if (err)
-			r = asprintf(reply, "error\t%s\n", strerror(-err));
-		else
-			r = asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n", d->windows_written);
-		return r < 0 ? -ENOMEM : 0;
+	/* Only root changes what profd does; the socket's group may look. */
+	if ((!strcmp(req, "flush") || !strcmp(req, "reload")) && uid) {
+		d->requests_refused++;
+		return asprintf(reply, "error\tpermission denied: %s is for root (uid 0); 'status' is open to the "
+			       "socket's group\n", req) < 0 ? -ENOMEM : 0;
 	}
+	if (!strcmp(req, "flush"))
+		return flush_request(d, reply);
 	if (!strcmp(req, "reload"))
 		return reload(d, reply);
 	return asprintf(reply, "error\tunknown request '%.64s' (try status, flush, reload)\n", req) < 0 ? -ENOMEM : 0;
@@ -482,13 +603,16 @@ static int mkdir_parent(const char *path)
 	return err;
 }
 
-/* ---- service (issue 8): lock, socket group, watchdog, STATUS=, hotplug, reload ---- */
+/* ---- service: lock, socket group, watchdog, STATUS=, hotplug, reload ---- */
 
 static struct store_opts store_opts(const struct profd_opts *o)
 {
+	struct group *g = *o->state_group ? getgrnam(o->state_group) : NULL;
+
 	return (struct store_opts){
 		.dir = o->state_dir, .writer = 1, .zstd_level = o->zstd_level,
 		.max_age_ns = o->retention_ns, .max_bytes = o->max_disk, .no_rollup = !o->rollup,
+		.group_read = g != NULL, .group_gid = g ? g->gr_gid : 0,
 		.warn = store_warn,
 	};
 }
@@ -501,16 +625,22 @@ static int take_lock(struct profd *d)
 	if (err == -EBUSY)
 		log_err("another profd (pid %d) is using %s; stop it first or give this one another --state-dir",
 			(int)holder, d->o.state_dir);
+	else if (err == -ELOOP)
+		log_err("state directory %s is a symbolic link; refusing it: give --state-dir the directory itself",
+			d->o.state_dir);
 	else if (err)
 		log_err("state directory %s is not writable: %s; check its permissions and mount (or pick one with --state-dir)",
 			d->o.state_dir, strerror(-err));
 	return err;
 }
 
-/* The socket is created 0660 root:root; a configured group may use it too. */
+/*
+ * The socket is 0660, profd's user and group (root:root when profd runs as
+ * root; root reaches it either way); a configured group may use it too.
+ */
 static int socket_group(struct profd *d, const char *name)
 {
-	gid_t gid = 0;
+	gid_t gid = getegid();
 
 	if (*name) {
 		struct group *g = getgrnam(name);
@@ -524,7 +654,8 @@ static int socket_group(struct profd *d, const char *name)
 	if (chown(d->o.socket, (uid_t)-1, gid) || chmod(d->o.socket, 0660)) {
 		int err = -errno;
 
-		log_err("cannot give %s to group %s: %s", d->o.socket, *name ? name : "root", strerror(-err));
+		log_err("cannot give %s to group %s: %s%s", d->o.socket, *name ? name : "profd's own", strerror(-err),
+			err == -EPERM && *name ? " (add the group to the unit's SupplementaryGroups=)" : "");
 		return err;
 	}
 	return 0;
@@ -707,13 +838,25 @@ static void bad_file(void *arg, uint32_t pid, const char *path, int err)
 		 err == -EFBIG ? "over the size limits" : err == -ENOEXEC ? "not an ELF file" : "malformed ELF");
 }
 
+/* Per process, so a test can count the reads of its own processes among the host's. */
+static void maps_read(void *arg, uint32_t pid)
+{
+	(void)arg;
+	log_debug("read /proc/%u/maps for symbols", pid);
+}
+
 /*
  * A new program's tables are read at its exec and again once ld.so mapped its libraries, from the
  * symbolizer's captures: its first samples need not wait for a request from the walker.
  */
 static void maps_to_tables(const struct events_image *im, void *arg)
 {
-	tables__exec(arg, im->pid, im->exec, im->start_time, im->start_code, im->maps);
+	struct profd *d = arg;
+
+	if (d->tables)
+		tables__exec(d->tables, im->pid, im->exec, im->start_time, im->start_code, im->maps);
+	if (d->py && im->maps)
+		pyprocs__maps(d->py, im->pid, im->start_code, im->maps);
 }
 
 /*
@@ -730,7 +873,12 @@ static void reread_to_events(uint32_t pid, uint64_t start_time, uint64_t start_c
 /* An exited process's entry goes at once: on a host exec'ing hundreds a second, slots would run out before gc. */
 static void exit_to_tables(uint32_t pid, uint64_t time_ns, void *arg)
 {
-	tables__exit(arg, pid, time_ns);
+	struct profd *d = arg;
+
+	if (d->tables)
+		tables__exit(d->tables, pid, time_ns);
+	if (d->py)
+		pyprocs__exit(d->py, pid);
 }
 
 static int setup(struct profd *d)
@@ -748,7 +896,8 @@ static int setup(struct profd *d)
 		.offcpu_max_rate = d->o.offcpu_max_rate,
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_file_bytes = d->o.symbol_cache,
-				      .max_pids = d->o.max_pids, .bad_file = bad_file };
+				      .max_pids = d->o.max_pids, .cache_memory = d->o.cache_memory,
+				      .bad_file = bad_file, .maps_read = maps_read };
 	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
 	char err_msg[256] = "";
@@ -783,7 +932,7 @@ static int setup(struct profd *d)
 	}
 	/* Loading and verifying the programs can outlast TimeoutStartSec on a busy host. */
 	notify_send("EXTEND_TIMEOUT_USEC=60000000");
-	/* DWARF unwinding (issue 7) */
+	/* DWARF unwinding */
 	so.unwind = (struct tables_opts){ .enabled = d->o.unwind != UNWIND_FP, .max_bytes = d->o.unwind_memory,
 					  .max_pids = d->o.max_pids, .snapshot_pid = tables_check_pid() };
 	err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
@@ -826,10 +975,14 @@ static int setup(struct profd *d)
 	if ((err = timer_open(d->epfd, d->o.drain_interval_ns, &d->drain_tfd)) ||
 	    (err = timer_open(d->epfd, d->o.flush_interval_ns, &d->flush_tfd)))
 		return log_err("cannot create timers: %s", strerror(-err)), err;
+	d->req_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	ev.data.ptr = &d->req_tfd;
+	if (d->req_tfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->req_tfd, &ev))
+		return log_err("cannot create timers: %s", strerror(errno)), -errno;
 	ev.data.ptr = &d->events;
 	if (d->events && epoll_ctl(d->epfd, EPOLL_CTL_ADD, events__fd(d->events), &ev))
 		return log_err("cannot watch process events: %s", strerror(errno)), -errno;
-	/* DWARF unwinding (issue 7): the walker's load requests arrive on a ring buffer. */
+	/* DWARF unwinding: the walker's load requests arrive on a ring buffer. */
 	if (so.unwind.enabled) {
 		so.unwind.exit_events = d->events != NULL;
 		err = tables__new(sampler__skel(d->sampler), &so.unwind, &d->tables);
@@ -838,11 +991,17 @@ static int setup(struct profd *d)
 			return log_err("cannot set up DWARF unwind tables: %s", strerror(err ? -err : errno)),
 			       err ? err : -errno;
 		if (d->events) {
-			events__on_maps(d->events, maps_to_tables, d->tables);
-			events__on_exit(d->events, exit_to_tables, d->tables);
 			tables__on_reread(d->tables, reread_to_events, d->events);
 			tables__exec_delay(d->tables, events__exec_delay_ns(d->events));
 		}
+	}
+
+	/* CPython frames: without them Python processes keep their native frames. */
+	if ((err = pyprocs__new(sampler__skel(d->sampler), &d->py)))
+		log_warn("Python frames unavailable: %s", strerror(-err));
+	if (d->events) {
+		events__on_maps(d->events, maps_to_tables, d);
+		events__on_exit(d->events, exit_to_tables, d);
 	}
 
 	mkdir_parent(d->o.socket);
@@ -867,6 +1026,7 @@ static void teardown(struct profd *d)
 	if (d->wd_tfd >= 0)
 		close(d->wd_tfd);
 	tables__free(d->tables);
+	pyprocs__free(d->py);
 	sampler__free(d->sampler);
 	store__close(d->store);
 	events__free(d->events);
@@ -934,6 +1094,9 @@ static int loop(struct profd *d)
 				/* The captures just made serve the walker's requests for new processes. */
 				if (d->tables)
 					tables__poll(d->tables);
+			} else if (tag == &d->req_tfd) {
+				if (read(d->req_tfd, &ticks, sizeof(ticks)) > 0)
+					flush_deferred(d);
 			} else if (tag == &d->wd_tfd) {
 				if (read(d->wd_tfd, &ticks, sizeof(ticks)) > 0)
 					notify_send("WATCHDOG=1");
@@ -947,7 +1110,7 @@ static int loop(struct profd *d)
 
 int main(int argc, char **argv)
 {
-	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1,
+	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1, .req_tfd = -1,
 			   .argc = argc, .argv = argv };
 	int err;
 

@@ -49,7 +49,9 @@ static const struct opt_def defs[] = {
 	{ "state-dir", K_STR, F(state_dir), 1, 0, 0, "DIR", "where profiles are stored" },
 	{ "socket", K_STR, F(socket), 1, 0, 0, "PATH", "control socket" },
 	{ "socket-group", K_STR, F(socket_group), 0, 0, LIVE, "GROUP",
-	  "group that may use the control socket; empty: root only" },
+	  "group that may use the control socket (status only; flush and reload are root's); empty: profd's own group" },
+	{ "state-group", K_STR, F(state_group), 0, 0, 0, "GROUP",
+	  "group that may read the stored profiles (profctl export as a user); empty: profd's own group only" },
 	{ "frequency", K_UINT, F(frequency), 1, 10000, LIVE, "HZ", "samples per second per CPU" },
 	{ "flush-interval", K_DUR, F(flush_interval_ns), 100 * MS, 86400 * SEC, LIVE, "DUR",
 	  "write the open window this often" },
@@ -83,6 +85,8 @@ static const struct opt_def defs[] = {
 	{ "symbol-cache", K_SIZE, F(symbol_cache), 1 << 20, 1ULL << 40, 0, "SIZE",
 	  "memory for the symbols of the files in the symbol cache" },
 	{ "max-pids", K_UINT, F(max_pids), 16, 1 << 20, 0, "N", "processes whose mappings are cached" },
+	{ "cache-memory", K_SIZE, F(cache_memory), 8 << 20, 1ULL << 40, 0, "SIZE",
+	  "one budget for everything cached: symbols, process mappings, perf maps (a file may take 1/4, a process's mappings 1/16)" },
 	{ "zstd-level", K_UINT, F(zstd_level), 1, 19, LIVE, "N", "compression level of stored windows" },
 	{ "rollup", K_BOOL, F(rollup), 0, 0, LIVE, "yes|no",
 	  "merge windows older than 1 h into 1 min windows, older than 1 day into 10 min ones" },
@@ -112,6 +116,7 @@ void options_defaults(struct profd_opts *o)
 		.max_files = 256,
 		.symbol_cache = 24 << 20,
 		.max_pids = 1024,
+		.cache_memory = 64 << 20,
 		.zstd_level = 3,
 		.rollup = 1,
 	};
@@ -224,7 +229,7 @@ static int set_value(struct profd_opts *o, const struct opt_def *d, const char *
 		if (d->min && !*val)
 			return snprintf(why, len, "must not be empty"), -EINVAL;
 		/* Checked here so a bad group is refused where it was written, not at bind time. */
-		if (field(o, d) == o->socket_group && *val && !getgrnam(val))
+		if ((field(o, d) == o->socket_group || field(o, d) == o->state_group) && *val && !getgrnam(val))
 			return snprintf(why, len, "no group named '%s'", val), -EINVAL;
 		if (field(o, d) == o->offcpu_pids && options_each_pid(val, NULL, NULL, why, len))
 			return -EINVAL;

@@ -20,6 +20,7 @@ struct profd_opts {
 	char state_dir[4096];
 	char socket[108];        /* sizeof(sockaddr_un.sun_path) */
 	char socket_group[64];   /* "" : root only */
+	char state_group[64];    /* "" : the stored profiles are root's only */
 	unsigned frequency;
 	int64_t flush_interval_ns;
 	int64_t drain_interval_ns;
@@ -40,6 +41,7 @@ struct profd_opts {
 	size_t max_files;
 	uint64_t symbol_cache;   /* bytes of parsed symbols kept (beside max_files) */
 	size_t max_pids;
+	uint64_t cache_memory;   /* one budget for the symbolizer's caches */
 	int zstd_level;
 	int rollup;
 };

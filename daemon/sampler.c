@@ -15,6 +15,7 @@
 #include "log.h"
 #include "options.h"
 #include "profd.skel.h"
+#include "pyprocs.h"
 #include "sampler.h"
 
 struct sampler {
@@ -284,6 +285,7 @@ static int load_object(struct sampler *s, bool offcpu, const struct offcpu_sel *
 	bpf_map__set_autocreate(s->skel->maps.offcpu_pids, offcpu);
 	bpf_map__set_autocreate(s->skel->maps.offcpu_cgroups, offcpu);
 	tables__configure(s->skel, &s->o.unwind);
+	pyprocs__configure(s->skel);
 	ret = profd_bpf__load(s->skel);
 	if (!ret && offcpu)
 		ret = offcpu_sel_fill(s, f);
@@ -530,7 +532,7 @@ uint64_t sampler__map_bytes(const struct sampler *s)
 	       2ULL * s->o.stacks_entries * (sizeof(struct profd_stack) + 8 + 16);
 }
 
-/* ---- live frequency and CPU hotplug (issue 8) ---- */
+/* ---- live frequency and CPU hotplug ---- */
 
 int sampler__set_frequency(struct sampler *s, unsigned hz)
 {

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -13,9 +14,21 @@
 
 #define MAX_CLIENTS 32
 #define CLIENT_TIMEOUT_MS 2000
+/* A deferred request waits for its answer (a flush coalesced with the last, under 1 s). */
+#define DEFER_TIMEOUT_MS 5000
+/*
+ * Connections one user other than root may hold, and slots only root may
+ * take: a user who holds connections (or opens them as fast as they close)
+ * cannot keep root's `profctl status` out.
+ */
+#define MAX_PER_UID 8
+#define ROOT_SLOTS 8
+#define BUSY_REPLY "error\tbusy: too many connections to profd's socket; try again\n"
 
 struct client {
 	int fd;
+	uid_t uid;
+	bool deferred;
 	int64_t deadline_ms;
 	size_t len;
 	char req[CTL_MAX_REQUEST];
@@ -29,6 +42,7 @@ struct server {
 	server_handler_fn fn;
 	void *arg;
 	struct client clients[MAX_CLIENTS];
+	uint64_t busy;
 };
 
 static int64_t mono_ms(void)
@@ -76,7 +90,8 @@ int server__open(const char *path, int epfd, server_handler_fn fn, void *arg, st
 	umask(old);
 	if (err)
 		goto fail;
-	if (listen(s->fd, 16)) {
+	/* A client told "busy" is accepted first: a long queue keeps root's connect from EAGAIN under a flood. */
+	if (listen(s->fd, SOMAXCONN)) {
 		err = -errno;
 		goto fail;
 	}
@@ -117,27 +132,60 @@ void server__free(struct server *s)
 	free(s);
 }
 
+/* A free slot for a client of uid, or NULL: the server or that user is at its cap. */
+static struct client *slot_for(struct server *s, uid_t uid)
+{
+	struct client *free_slot = NULL;
+	int used = 0, mine = 0;
+
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		struct client *c = &s->clients[i];
+
+		if (c->fd < 0) {
+			free_slot = free_slot ? free_slot : c;
+			continue;
+		}
+		used++;
+		mine += c->uid == uid;
+	}
+	if (uid && (mine >= MAX_PER_UID || used >= MAX_CLIENTS - ROOT_SLOTS))
+		return NULL;
+	return free_slot;
+}
+
+/*
+ * A bounded number per turn: a client that reconnects as fast as it is
+ * refused would otherwise keep the loop here; the listening socket stays
+ * readable and comes back at the next epoll_wait.
+ */
+#define ACCEPTS_PER_TURN 64
+
 static void accept_all(struct server *s)
 {
-	for (;;) {
+	for (int n = 0; n < ACCEPTS_PER_TURN; n++) {
 		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		struct epoll_event ev = { .events = EPOLLIN };
-		struct client *c = NULL;
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		struct client *c;
 
 		if (fd < 0)
 			return;
-		for (int i = 0; i < MAX_CLIENTS; i++) {
-			if (s->clients[i].fd < 0) {
-				c = &s->clients[i];
-				break;
-			}
-		}
-		if (!c) {
-			/* Too many clients: refusing one keeps the loop responsive. */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || len != sizeof(cred)) {
 			close(fd);
 			continue;
 		}
+		c = slot_for(s, cred.uid);
+		if (!c) {
+			/* Told, not just closed: profctl says busy, not "not running". A full buffer loses the line only. */
+			(void)!send(fd, BUSY_REPLY, sizeof(BUSY_REPLY) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			s->busy++;
+			continue;
+		}
 		c->fd = fd;
+		c->uid = cred.uid;
+		c->deferred = false;
 		c->len = 0;
 		c->deadline_ms = mono_ms() + CLIENT_TIMEOUT_MS;
 		ev.data.ptr = c;
@@ -167,10 +215,24 @@ static void write_reply(struct server *s, struct client *c)
 	drop(s, c);
 }
 
+/* Sends reply (malloc'd, owned from here on); NULL (out of memory) drops the client. */
+static void start_reply(struct server *s, struct client *c, char *reply)
+{
+	c->reply = reply;
+	if (!reply) {
+		drop(s, c);
+		return;
+	}
+	c->rlen = strlen(reply);
+	c->rsent = 0;
+	write_reply(s, c);
+}
+
 static void read_request(struct server *s, struct client *c)
 {
 	char *nl;
 	ssize_t r;
+	int ret;
 
 	r = recv(c->fd, c->req + c->len, sizeof(c->req) - 1 - c->len, 0);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
@@ -188,17 +250,23 @@ static void read_request(struct server *s, struct client *c)
 		return;
 	}
 	*nl = 0;
-	if (s->fn(c->req, &c->reply, s->arg) || !c->reply) {
-		free(c->reply);
-		c->reply = strdup("error\tinternal error\n");
-		if (!c->reply) {
-			drop(s, c);
-			return;
-		}
+	ret = s->fn(c->req, c->uid, &c->reply, s->arg);
+	if (ret == SERVER_DEFER && !c->reply) {
+		struct epoll_event ev = { .events = 0, .data.ptr = c };
+
+		/* Nothing more is read from it; a hang-up still drops it. */
+		c->deferred = true;
+		c->deadline_ms = mono_ms() + DEFER_TIMEOUT_MS;
+		epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+		return;
 	}
-	c->rlen = strlen(c->reply);
-	c->rsent = 0;
-	write_reply(s, c);
+	if (ret || !c->reply) {
+		free(c->reply);
+		c->reply = NULL;
+		start_reply(s, c, strdup("error\tinternal error\n"));
+		return;
+	}
+	start_reply(s, c, c->reply);
 }
 
 int server__dispatch(struct server *s, void *tag, uint32_t events)
@@ -216,6 +284,8 @@ int server__dispatch(struct server *s, void *tag, uint32_t events)
 			return 1;
 		if (c->reply)
 			write_reply(s, c);
+		else if (c->deferred)
+			drop(s, c); /* hung up while waiting */
 		else if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 			read_request(s, c);
 		return 1;
@@ -234,9 +304,26 @@ void server__reap(struct server *s, int64_t now_ms)
 		 * The deadline is for clients that send nothing. When the loop itself
 		 * was busy past it, a whole request may be waiting unread: serve it.
 		 */
-		if (!c->reply)
+		if (!c->reply && !c->deferred)
 			read_request(s, c);
 		if (c->fd >= 0 && !c->reply)
 			drop(s, c);
 	}
+}
+
+void server__answer_deferred(struct server *s, const char *reply)
+{
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		struct client *c = &s->clients[i];
+
+		if (c->fd < 0 || !c->deferred)
+			continue;
+		c->deferred = false;
+		start_reply(s, c, strdup(reply));
+	}
+}
+
+uint64_t server__busy(const struct server *s)
+{
+	return s->busy;
 }

@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -23,6 +24,7 @@
 #include "log.h"
 #include "lunwind.h"
 #include "procmaps.h"
+#include "safeopen.h"
 #include "profd.skel.h"
 #include "tables.h"
 #include "unwind_table.h"
@@ -781,14 +783,65 @@ static int job_submit(struct tables *t, struct tfile *f, int fd, const char *pat
 	return 0;
 }
 
-/* map_files reaches the mapped file itself: deleted, replaced or in another mount namespace. */
-static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, char *path, size_t len)
+/*
+ * map_files reaches the mapped file itself: deleted, replaced or in another
+ * mount namespace. Only a regular file is opened for reading, and only the
+ * inode mapped (ino: 0 when the caller does not know it) is kept.
+ */
+static int open_mapped(uint32_t pid, uint64_t start, uint64_t end, uint64_t ino, char *path, size_t len)
 {
+	struct stat st;
 	int fd;
 
 	snprintf(path, len, "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	return fd < 0 ? -errno : fd;
+	/* Not FUSE: a small file is built in the loop, and its server could stall the read. */
+	fd = safeopen__regular(AT_FDCWD, path, SAFEOPEN_NO_FUSE, &st);
+	if (fd >= 0 && ino && (uint64_t)st.st_ino != ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * Opening map_files takes CAP_CHECKPOINT_RESTORE (or CAP_SYS_ADMIN) in the
+ * initial user namespace, whoever the target is; without it no table is
+ * ever built and code without frame pointers loses its callers. Said once
+ * in the log and counted, never silently.
+ */
+static void denied(struct tables *t, const char *path, int err)
+{
+	if (!t->st.files_denied++ && !t->st.map_files_denied)
+		log_warn("DWARF unwinding is off: opening %s was refused (%s); it needs CAP_CHECKPOINT_RESTORE "
+			 "(add it to the unit's CapabilityBoundingSet=)", path, strerror(-err));
+}
+
+/* At start: profd's own map_files tells whether any can be opened. */
+static int map_files_probe(int proc_fd)
+{
+	struct dirent *e;
+	int fd, dfd, err = -ENOENT;
+	DIR *d;
+
+	dfd = openat(proc_fd, "self/map_files", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -ENOMEM;
+	}
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		fd = openat(dfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		err = fd < 0 ? -errno : 0;
+		if (fd >= 0)
+			close(fd);
+		break;
+	}
+	closedir(d);
+	return err;
 }
 
 /*
@@ -801,7 +854,7 @@ static bool file_same(struct tfile *f, uint32_t pid, const struct procmap *m)
 {
 	char path[64];
 	struct stat sb;
-	int fd = open_mapped(pid, m->start, m->end, path, sizeof(path));
+	int fd = open_mapped(pid, m->start, m->end, 0, path, sizeof(path));
 	bool same;
 
 	if (fd < 0)
@@ -839,8 +892,10 @@ static struct tfile *file_get(struct tables *t, uint32_t pid, const struct procm
 		*retry = true;
 		return NULL;
 	}
-	fd = open_mapped(pid, m->start, m->end, path, sizeof(path));
+	fd = open_mapped(pid, m->start, m->end, m->inode, path, sizeof(path));
 	if (fd < 0) {
+		if (fd == -EPERM || fd == -EACCES)
+			denied(t, path, fd);
 		*retry = true;
 		return NULL;
 	}
@@ -877,7 +932,7 @@ static void file_reload(struct tables *t, struct tfile *f)
 		for (unsigned k = 0; k < p->n && fd < 0; k++) {
 			struct stat sb;
 
-			if (p->m[k].f != f || (fd = open_mapped(p->pid, p->m[k].start, p->m[k].end, path, sizeof(path))) < 0)
+			if (p->m[k].f != f || (fd = open_mapped(p->pid, p->m[k].start, p->m[k].end, f->ino, path, sizeof(path))) < 0)
 				continue;
 			if (fstat(fd, &sb) || sb.st_dev != f->st_dev || sb.st_ino != f->st_ino) {
 				close(fd);
@@ -1041,6 +1096,7 @@ static int pid_load(struct tables *t, const struct qent *e)
 	err = pm && st ? 0 : proc_stat(pid, &st, &sc);
 	if (!err && !pm) {
 		t->st.maps_reads++;
+		log_debug("read /proc/%u/maps for unwind tables", pid);
 		err = procmaps__read_at(t->proc_fd, pid, &pm);
 	}
 	/* Nothing mapped: a zombie. An entry without mappings would stop the walker's requests. */
@@ -1423,6 +1479,14 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		if (err)
 			goto fail;
 	}
+	err = map_files_probe(t->proc_fd);
+	if (err == -EPERM || err == -EACCES) {
+		t->st.map_files_denied = true;
+		log_warn("DWARF unwinding is off: /proc/PID/map_files cannot be opened (%s); it needs "
+			 "CAP_CHECKPOINT_RESTORE (add it to the unit's CapabilityBoundingSet=); frames without "
+			 "frame pointers lose their callers", strerror(-err));
+	}
+	err = 0;
 	/* Without it (not loaded, or attach failed) each exit deletes its entry by a system call. */
 	t->exit_link = bpf_program__attach(skel->progs.uw_exit);
 	t->st.rows_cap = t->rows_cap;
@@ -1669,6 +1733,8 @@ void tables__print_status(const struct tables *t, FILE *f)
 	tables__stats(t, &st);
 	fprintf(f, "unwind_table_files\t%" PRIu64 "\n", st.files);
 	fprintf(f, "unwind_table_files_failed\t%" PRIu64 "\n", st.files_failed);
+	fprintf(f, "unwind_map_files\t%s\n", st.map_files_denied ? "denied" : "ok");
+	fprintf(f, "unwind_table_files_denied\t%" PRIu64 "\n", st.files_denied);
 	fprintf(f, "unwind_table_over_budget\t%" PRIu64 "\n", st.over_budget);
 	fprintf(f, "unwind_table_rows\t%" PRIu64 "\n", st.rows_used);
 	fprintf(f, "unwind_table_rows_unused\t%" PRIu64 "\n", st.rows_unused);

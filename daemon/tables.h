@@ -23,7 +23,7 @@
  * (registers, 16 KB of stack, its kernel stack and labels) over a ring
  * buffer instead of counting it, and the daemon unwind and count it in the
  * window itself: perf's cost class, 2 MB/s per CPU at 99 Hz and tens of
- * microseconds of unwinding per sample, which issue 7 set out to avoid. And
+ * microseconds of unwinding per sample, which the in-kernel walker exists to avoid. And
  * it would help little: a file without .eh_frame/.debug_frame has nothing
  * for libunwind either; what remains is the first milliseconds of a new
  * process, files displaced under a tight --unwind-memory (raise it), and
@@ -32,6 +32,7 @@
 #ifndef PROFD_TABLES_H
 #define PROFD_TABLES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -54,6 +55,8 @@ struct tables_opts {
 struct tables_stats {
 	uint64_t files;           /* files with a table in the kernel */
 	uint64_t files_failed;    /* files without one: no unwind info, unreadable, over budget */
+	uint64_t files_denied;    /* opens of /proc/PID/map_files refused for lack of privilege */
+	bool map_files_denied;    /* profd's own map_files refused at start: no table can be built */
 	uint64_t over_budget;     /* tables that did not fit in the rows array */
 	uint64_t rows_used, rows_cap;
 	uint64_t rows_unused;     /* of rows_used, tables no process maps: kept for reuse, evicted first */

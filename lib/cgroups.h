@@ -17,5 +17,7 @@ void cgroups__free(struct cgroups *c);
  * stays valid until the next call.
  */
 const char *cgroups__path(struct cgroups *c, uint64_t id, int64_t now_ns);
+/* Heap bytes held by the names: up to 4 MiB found one by one, or what a walk of the tree found. */
+uint64_t cgroups__mem_bytes(const struct cgroups *c);
 
 #endif

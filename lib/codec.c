@@ -499,8 +499,15 @@ static int get_str(struct codec *c, struct rd *r, size_t n, uint32_t *id)
  * start from an empty profile; a version 2 delta record must extend exactly
  * the chain this codec decoded into p last (-ESTALE otherwise).
  */
+/* Merging into what p holds (codec__decode_merge): how, and which samples. */
+struct merge_into {
+	unsigned pf_flags;
+	profile_keep_fn keep;
+	void *arg;
+};
+
 static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_ref, unsigned flags,
-		  struct profile *p)
+		  const struct merge_into *mi, struct profile *p)
 {
 	struct rd r = { buf, buf + len };
 	uint64_t v, key_ref = 0, bs = 0, bf = 0, bk = 0;
@@ -519,7 +526,11 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		if (!key_ref && (bs || bf || bk))
 			BAD();
 	}
-	if (key_ref) {
+	if (mi) {
+		/* Into a profile that holds other records' tables: only a key stands alone. */
+		if (key_ref)
+			return -ESTALE;
+	} else if (key_ref) {
 		/* Extends the chain we hold, as it was when we left it, or nothing. */
 		if (key_ref != c->d_key || c->d_prof != p || bs + 1 != c->d_nstr || bf != c->d_nf ||
 		    bk + 1 != c->d_nk || profile__nstrs(p) != c->d_pstr || profile__nframes(p) != c->d_pf ||
@@ -558,7 +569,23 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	TRY(get_str(c, &r, nstr, &m.kernel));
 	TRY(get_str(c, &r, nstr, &m.event));
 	TRY(get_u32(&r, &m.frequency));
-	*profile__meta(p) = m;
+	if (mi) {
+		struct pf_meta *d = profile__meta(p);
+		if (m.start_ns && (!d->start_ns || m.start_ns < d->start_ns))
+			d->start_ns = m.start_ns;
+		if (m.end_ns > d->end_ns)
+			d->end_ns = m.end_ns;
+		if (!d->frequency)
+			d->frequency = m.frequency;
+		if (!d->host)
+			d->host = m.host;
+		if (!d->kernel)
+			d->kernel = m.kernel;
+		if (!d->event)
+			d->event = m.event;
+	} else {
+		*profile__meta(p) = m;
+	}
 
 	TRY(get_count(&r, 2, &nc));
 	for (size_t i = 0; i < nc; i++) {
@@ -590,6 +617,8 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 			.name = c->samples[i].thread,
 		};
 		TRY(get_u(&r, &f.offset));
+		if (mi && (mi->pf_flags & PF_MERGE_BY_FUNCTION) && f.name)
+			f.offset = 0;
 		TRY(profile__frame_add(p, &f, &c->fmap[bf + i]));
 	}
 	nf += bf;
@@ -677,10 +706,15 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		TRY(get_str(c, &r, nstr, &s[i].cgroup));
 	if (r.p != r.end)
 		BAD();
-	for (size_t i = 0; i < ns; i++)
+	for (size_t i = 0; i < ns; i++) {
+		if (mi && (mi->pf_flags & PF_MERGE_BY_NAME))
+			s[i].pid = s[i].tid = 0;
+		if (mi && mi->keep && !mi->keep(p, &s[i], mi->arg))
+			continue;
 		TRY(profile__add(p, &s[i]));
+	}
 chain:
-	if (version >= 2 && rec_ref) {
+	if (version >= 2 && rec_ref && !mi) {
 		c->d_key = key_ref ? key_ref : rec_ref;
 		c->d_prof = p;
 		c->d_nstr = nstr;
@@ -703,11 +737,22 @@ void codec__chain_forget(struct codec *c)
 int codec__decode_chain(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_ref,
 			unsigned flags, struct profile *p)
 {
-	return decode(c, buf, len, rec_ref, flags, p);
+	return decode(c, buf, len, rec_ref, flags, NULL, p);
+}
+
+int codec__decode_merge(struct codec *c, const uint8_t *buf, size_t len, unsigned pf_flags,
+			profile_keep_fn keep, void *arg, struct profile *p)
+{
+	struct merge_into mi = { pf_flags, keep, arg };
+	int err;
+
+	c->d_key = 0;
+	err = decode(c, buf, len, 0, 0, &mi, p);
+	return err == -ESTALE ? -EBADMSG : err;
 }
 
 int codec__decode(struct codec *c, const uint8_t *buf, size_t len, struct profile *p)
 {
-	int err = decode(c, buf, len, 0, 0, p);
+	int err = decode(c, buf, len, 0, 0, NULL, p);
 	return err == -ESTALE ? -EBADMSG : err;
 }

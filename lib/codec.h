@@ -10,7 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct profile;
+#include "profile.h"
+
 struct codec;
 
 #define CODEC_PAYLOAD_VERSION 2
@@ -54,6 +55,16 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 void codec__chain_forget(struct codec *c);
 int codec__decode_chain(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_ref,
 			unsigned flags, struct profile *p);
+
+/*
+ * Decodes a self-contained record into p without resetting it, as
+ * profile__merge_flags() would merge its decoding: tables are interned into
+ * what p holds, values add up, pf_flags (PF_MERGE_*) apply, keep() may
+ * reject a sample. One interning per string, frame and stack instead of
+ * two. A delta is -EBADMSG; on any error p may hold part of the record.
+ */
+int codec__decode_merge(struct codec *c, const uint8_t *buf, size_t len, unsigned pf_flags,
+			profile_keep_fn keep, void *arg, struct profile *p);
 
 /* Sums a profile's header figures: on-CPU samples, and counters named "lost*". */
 void codec__totals(const struct profile *p, uint64_t *samples, uint64_t *lost);

@@ -45,9 +45,17 @@ int ctl__call(const char *path, const char *request, char **reply, int timeout_m
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
-		err = -errno;
-		goto out;
+	/*
+	 * A full listen queue answers EAGAIN at once, with nothing to wait on:
+	 * try again a few times within the deadline, then say busy.
+	 */
+	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
+		struct timespec pause = { 0, 20 * 1000000 };
+
+		err = errno == EAGAIN ? -EBUSY : -errno;
+		if (err != -EBUSY || now_ms() + 20 >= deadline)
+			goto out;
+		nanosleep(&pause, NULL);
 	}
 	while (sent <= rl) {
 		const char *chunk = sent < rl ? request + sent : "\n";
@@ -61,6 +69,9 @@ int ctl__call(const char *path, const char *request, char **reply, int timeout_m
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				continue;
+			/* A daemon with no room replies and closes before reading: the reply may wait. */
+			if (errno == EPIPE || errno == ECONNRESET)
+				break;
 			err = -errno;
 			goto out;
 		}
@@ -96,6 +107,9 @@ int ctl__call(const char *path, const char *request, char **reply, int timeout_m
 		if (r < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				continue;
+			/* Closed with our request unread: what came before the reset is the reply. */
+			if (errno == ECONNRESET && len)
+				break;
 			err = -errno;
 			goto out;
 		}
@@ -126,4 +140,9 @@ char *ctl__get(const char *reply, const char *key)
 		l = nl ? nl + 1 : NULL;
 	}
 	return NULL;
+}
+
+int ctl__busy(int err, const char *reply)
+{
+	return err == -EBUSY || (!err && reply && !strncmp(reply, "error\tbusy", 10));
 }

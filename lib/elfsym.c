@@ -24,7 +24,8 @@
 #define MAX_STR_BYTES (256u << 20)
 /* finalize() copies the kept names into an exact-size table anyway: start small. */
 #define FIRST_STR_BYTES 4096
-#define MAX_NAME_LEN 4096
+/* Longer names are cut here: the longest C++ names seen in distribution libraries fit. */
+#define MAX_NAME_LEN 1024
 #define MAX_LOADS 64
 #define MAX_SECTIONS (1u << 16)
 #define MAX_NOTE_BYTES (1u << 20)
@@ -32,6 +33,8 @@
 #define MAX_DEBUGLINK 1024
 #define MAX_DEBUGDATA_IN (64u << 20)
 #define MAX_DEBUGDATA_OUT (256u << 20)
+/* Per file when the caller sets no budget: what the limits above allowed before there was one. */
+#define DEFAULT_MAX_BYTES (1024u << 20)
 /* A symbol without size and without a following one still ends somewhere. */
 #define MAX_UNSIZED_SPAN (1u << 20)
 
@@ -88,14 +91,65 @@ struct elfsym {
 	char *debuglink;
 	uint32_t debuglink_crc;
 	bool full_symtab;
+	/*
+	 * The file's budget, checked before each allocation: bytes of sections
+	 * read (libelf keeps them until elf_end), symbols and names kept, and
+	 * MiniDebugInfo decompressed. A file over it is refused (-EFBIG).
+	 */
+	size_t max_bytes;
+	size_t read_bytes;
 };
 
 struct secrange {
 	uint64_t addr, end;
 };
 
+/*
+ * Offsets already interned, by the offset they came from (a symbol's
+ * st_name, or a name's offset in the table being replaced): symbols that
+ * share a name are hashed once, not once each. Direct-mapped: a clash only
+ * costs a hash.
+ */
+#define MEMO_MAX_SLOTS 65536
+struct name_memo {
+	uint32_t mask;
+	struct { uint32_t from, to; } slot[]; /* from: source offset + 1; 0: empty */
+};
+
+/* Sized to the symbols it serves: a small library's table should not cost a large block. */
+static struct name_memo *memo_new(size_t nsyms)
+{
+	size_t n = 16;
+	struct name_memo *m;
+
+	while (n < nsyms && n < MEMO_MAX_SLOTS)
+		n <<= 1;
+	m = calloc(1, sizeof(*m) + n * sizeof(m->slot[0]));
+	if (m)
+		m->mask = (uint32_t)(n - 1);
+	return m;
+}
+
+static int intern_memo(struct strtab *t, struct name_memo *memo, uint32_t from, const char *name, size_t len,
+		       uint32_t *off)
+{
+	size_t slot = memo ? ((from * 0x9e3779b1u) >> 8) & memo->mask : 0;
+	int err;
+
+	if (memo && memo->slot[slot].from == from + 1) {
+		*off = memo->slot[slot].to;
+		return 0;
+	}
+	err = strtab__intern(t, name, len, off);
+	if (!err && memo) {
+		memo->slot[slot].from = from + 1;
+		memo->slot[slot].to = *off;
+	}
+	return err;
+}
+
 static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, uint8_t prio,
-		   const char *name, size_t len)
+		   const char *name, size_t len, struct name_memo *memo, uint32_t from)
 {
 	struct esym *s;
 	int err;
@@ -104,8 +158,11 @@ static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, 
 		return -EFBIG;
 	if (e->nsyms == e->cap) {
 		size_t ncap = e->cap ? e->cap * 2 : 256;
-		struct esym *ns = realloc(e->syms, ncap * sizeof(*ns));
+		struct esym *ns;
 
+		if (ncap * sizeof(*ns) + strtab__len(e->str) > e->max_bytes)
+			return -EFBIG;
+		ns = realloc(e->syms, ncap * sizeof(*ns));
 		if (!ns)
 			return -ENOMEM;
 		e->syms = ns;
@@ -114,7 +171,9 @@ static int add_sym(struct elfsym *e, uint64_t addr, uint64_t end, bool unsized, 
 	if (addr > ADDR_MASK || end < addr)
 		return 0;
 	s = &e->syms[e->nsyms];
-	err = strtab__add(e->str, name, len, &s->name);
+	if (strtab__len(e->str) + len + 1 + e->cap * sizeof(*s) > e->max_bytes)
+		return -EFBIG;
+	err = intern_memo(e->str, memo, from, name, len, &s->name);
 	if (err)
 		return err;
 	s->bits = addr | (uint64_t)(prio & 0x3f) << PRIO_SHIFT | (unsized ? UNSIZED_BIT : 0);
@@ -165,6 +224,7 @@ static int finalize(struct elfsym *e)
 {
 	size_t w = 0, len = 0;
 	struct strtab *kept = NULL;
+	struct name_memo *memo;
 	struct esym *ns;
 	int err;
 
@@ -183,18 +243,25 @@ static int finalize(struct elfsym *e)
 		e->syms[++w] = e->syms[r];
 	}
 	e->nsyms = w + 1;
-	for (size_t i = 0; i < e->nsyms; i++)
-		len += strlen(strtab__str(e->str, e->syms[i].name)) + 1;
+	/* Names are interned: count each offset once (the sort put equal offsets anywhere, so bound it instead). */
+	len = strtab__len(e->str);
 	/*
 	 * Sized to the kept names: only the first add allocates, so a failure
 	 * leaves every symbol naming the old table.
 	 */
 	err = strtab__new(len, MAX_STR_BYTES, &kept);
+	memo = err ? NULL : memo_new(e->nsyms);
+	if (!err && !memo)
+		err = -ENOMEM;
 	for (size_t i = 0; !err && i < e->nsyms; i++) {
-		const char *name = strtab__str(e->str, e->syms[i].name);
+		uint32_t from = e->syms[i].name;
+		const char *name = strtab__str(e->str, from);
 
-		err = strtab__add(kept, name, strlen(name), &e->syms[i].name);
+		err = intern_memo(kept, memo, from, name, strlen(name), &e->syms[i].name);
 	}
+	free(memo);
+	if (!err)
+		strtab__shrink(kept);
 	if (err) {
 		strtab__free(kept);
 		return err;
@@ -209,12 +276,22 @@ static int finalize(struct elfsym *e)
 	return 0;
 }
 
+/* Section bytes libelf is about to read and keep until elf_end count against the file's budget. */
+static int charge_read(struct elfsym *e, uint64_t bytes)
+{
+	if (bytes > e->max_bytes || e->read_bytes + bytes > e->max_bytes)
+		return -EFBIG;
+	e->read_bytes += bytes;
+	return 0;
+}
+
 static int collect_symbols(struct elfsym *e, Elf *elf, size_t shnum, const struct secrange *secs,
 			   Elf_Scn *scn, const GElf_Shdr *sh)
 {
 	Elf_Scn *strscn;
 	GElf_Shdr strsh;
 	Elf_Data *data, *strdata;
+	struct name_memo *memo = NULL;
 	size_t n;
 	int err = 0;
 
@@ -224,11 +301,20 @@ static int collect_symbols(struct elfsym *e, Elf *elf, size_t shnum, const struc
 	if (!strscn || !gelf_getshdr(strscn, &strsh) || strsh.sh_type != SHT_STRTAB ||
 	    strsh.sh_size > MAX_SECTION_BYTES)
 		return -EINVAL;
+	/* Before libelf reads them: a sparse file makes a huge section cost its writer nothing. */
+	err = charge_read(e, sh->sh_size);
+	if (!err)
+		err = charge_read(e, strsh.sh_size);
+	if (err)
+		return err;
 	data = elf_getdata(scn, NULL);
 	strdata = elf_getdata(strscn, NULL);
 	if (!data || !strdata || !data->d_buf || !strdata->d_buf)
 		return -EINVAL;
 	n = sh->sh_size / sh->sh_entsize;
+	memo = memo_new(n);
+	if (!memo)
+		return -ENOMEM;
 	for (size_t i = 1; i < n; i++) {
 		GElf_Sym sym;
 		const char *name;
@@ -266,11 +352,12 @@ static int collect_symbols(struct elfsym *e, Elf *elf, size_t shnum, const struc
 		}
 		bind = GELF_ST_BIND(sym.st_info);
 		prio = name_prio(unsized, bind, name);
-		err = add_sym(e, sym.st_value, end, unsized, prio, name, len);
+		err = add_sym(e, sym.st_value, end, unsized, prio, name, len, memo, (uint32_t)sym.st_name);
 		if (err)
-			return err;
+			break;
 	}
-	return 0;
+	free(memo);
+	return err;
 }
 
 static void note_build_id(struct elfsym *e, Elf_Data *data)
@@ -361,6 +448,9 @@ static int read_debugdata(struct elfsym *e, Elf_Scn *scn, const GElf_Shdr *sh)
 
 	if (sh->sh_type != SHT_PROGBITS || sh->sh_size > MAX_DEBUGDATA_IN)
 		return -EINVAL;
+	err = charge_read(e, sh->sh_size);
+	if (err)
+		return err;
 	d = elf_getdata(scn, NULL);
 	if (!d || !d->d_buf)
 		return -EINVAL;
@@ -374,7 +464,7 @@ static int read_debugdata(struct elfsym *e, Elf_Scn *scn, const GElf_Shdr *sh)
 		if (strm.avail_out == 0) {
 			size_t ncap = cap ? cap * 2 : 1u << 16;
 
-			if (cap >= MAX_DEBUGDATA_OUT) {
+			if (cap >= MAX_DEBUGDATA_OUT || e->read_bytes + ncap > e->max_bytes) {
 				err = -EFBIG;
 				goto out;
 			}
@@ -488,9 +578,9 @@ static int parse_elf(struct elfsym *e, Elf *elf, bool nested)
 	if (have_symtab)
 		e->full_symtab = true;
 	if (!have_symtab && debugdata) {
-		/* A corrupt MiniDebugInfo leaves the .dynsym names; only allocation failure is fatal. */
+		/* A corrupt MiniDebugInfo leaves the .dynsym names; allocation failure and the budget are fatal. */
 		err = read_debugdata(e, debugdata, &debugdata_sh);
-		if (err == -ENOMEM)
+		if (err == -ENOMEM || err == -EFBIG)
 			goto out;
 		if (!err)
 			e->full_symtab = true;
@@ -501,7 +591,7 @@ out:
 	return err;
 }
 
-static int open_elf(Elf *elf, struct elfsym **out)
+static int open_elf(Elf *elf, size_t max_bytes, struct elfsym **out)
 {
 	struct elfsym *e;
 	int err;
@@ -513,6 +603,7 @@ static int open_elf(Elf *elf, struct elfsym **out)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
+	e->max_bytes = max_bytes ? max_bytes : DEFAULT_MAX_BYTES;
 	err = strtab__new(FIRST_STR_BYTES, MAX_STR_BYTES, &e->str);
 	if (!err)
 		err = parse_elf(e, elf, false);
@@ -529,6 +620,11 @@ out:
 
 int elfsym__open_fd(int fd, struct elfsym **out)
 {
+	return elfsym__open_fd_max(fd, 0, out);
+}
+
+int elfsym__open_fd_max(int fd, size_t max_bytes, struct elfsym **out)
+{
 	struct stat st;
 	Elf *elf;
 	int err;
@@ -544,7 +640,7 @@ int elfsym__open_fd(int fd, struct elfsym **out)
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -EINVAL;
-	err = open_elf(elf, out);
+	err = open_elf(elf, max_bytes, out);
 	elf_end(elf);
 	return err;
 }
@@ -565,7 +661,7 @@ int elfsym__open_mem(const void *buf, size_t len, struct elfsym **out)
 		return -ENOMEM;
 	memcpy(copy, buf, len);
 	elf = elf_memory(copy, len);
-	err = open_elf(elf, out);
+	err = open_elf(elf, 0, out);
 	if (elf)
 		elf_end(elf);
 	free(copy);
@@ -658,7 +754,7 @@ int elfsym__merge(struct elfsym *e, const struct elfsym *src)
 	for (size_t i = 0; i < src->nsyms; i++) {
 		const struct esym *s = &src->syms[i];
 		const char *name = strtab__str(src->str, s->name);
-		int err = add_sym(e, sym_addr(s), sym_end(s), sym_unsized(s), sym_prio(s), name, strlen(name));
+		int err = add_sym(e, sym_addr(s), sym_end(s), sym_unsized(s), sym_prio(s), name, strlen(name), NULL, 0);
 
 		if (err) {
 			int ferr = finalize(e);

@@ -16,6 +16,13 @@ struct elfsym;
  * for files over the limits.
  */
 int elfsym__open_fd(int fd, struct elfsym **out);
+/*
+ * The same within a budget of max_bytes (0: the built-in limits): section
+ * bytes read, decompressed MiniDebugInfo, and the symbols and names kept
+ * are counted before each allocation; a file over it is -EFBIG. Names are
+ * stored once however many symbols share them, and cut at 1 KiB.
+ */
+int elfsym__open_fd_max(int fd, size_t max_bytes, struct elfsym **out);
 /* The same from an image in memory (the [vdso], MiniDebugInfo, fuzzing). */
 int elfsym__open_mem(const void *buf, size_t len, struct elfsym **out);
 void elfsym__free(struct elfsym *e);

@@ -6,6 +6,14 @@
 #include "fold.h"
 #include "profile.h"
 #include "query.h"
+#include "textesc.h"
+
+/* Names come from other processes: no control character reaches a terminal (textesc.h). */
+static void escape(char *buf, size_t len)
+{
+	if (textesc__inplace(buf, len))
+		snprintf(buf, len, "[unprintable]");
+}
 
 void fold__frame_label(const struct profile *p, uint32_t frame, char *buf, size_t len)
 {
@@ -20,6 +28,7 @@ void fold__frame_label(const struct profile *p, uint32_t frame, char *buf, size_
 	mod = profile__str(p, f->module);
 	if (*name) {
 		snprintf(buf, len, "%s%s", name, f->kind == PF_FRAME_KERNEL ? "_[k]" : "");
+		escape(buf, len);
 		return;
 	}
 	if (!*mod) {
@@ -30,6 +39,7 @@ void fold__frame_label(const struct profile *p, uint32_t frame, char *buf, size_
 	base = base ? base + 1 : mod;
 	snprintf(buf, len, "[%s+0x%" PRIx64 "]%s", base, f->offset,
 		 f->kind == PF_FRAME_KERNEL ? "_[k]" : "");
+	escape(buf, len);
 }
 
 int fold__collapse(const struct query *q, const struct profile *src, struct profile *dst)
@@ -160,12 +170,13 @@ int fold__write(const struct query *q, const struct profile *c, FILE *f)
 
 				/* A process or thread with no name must not leave an empty field. */
 				snprintf(label, sizeof(label), "%s", *r ? r : "[unknown]");
+				escape(label, sizeof(label));
 			} else {
 				fold__frame_label(c, fr[k], label, sizeof(label));
 			}
 			/* ';' and ' ' are the format's separators: keep them out of names. */
 			for (char *p = label; *p; p++)
-				if (*p == ';' || *p == '\n')
+				if (*p == ';')
 					*p = ':';
 			fprintf(mf, "%s%s", k == (q->threads ? -2 : -1) ? "" : ";", label);
 		}

@@ -38,15 +38,23 @@ struct perfmap {
 	size_t bad_lines;
 	uint64_t read_off, dev, ino;
 	char *chunk;
+	size_t max_bytes;
+	bool full;
 };
 
 int perfmap__new(struct perfmap **out)
+{
+	return perfmap__new_max(0, out);
+}
+
+int perfmap__new_max(size_t max_bytes, struct perfmap **out)
 {
 	struct perfmap *pm = calloc(1, sizeof(*pm));
 	int err;
 
 	if (!pm)
 		return -ENOMEM;
+	pm->max_bytes = max_bytes ? max_bytes : MAX_FILE_BYTES;
 	err = strtab__new(FIRST_STR_BYTES, UINT32_MAX, &pm->str);
 	if (err) {
 		free(pm);
@@ -72,6 +80,7 @@ static void reset(struct perfmap *pm)
 	pm->seq = 0;
 	pm->read_off = 0;
 	pm->sorted = true;
+	pm->full = false;
 }
 
 void perfmap__free(struct perfmap *pm)
@@ -91,19 +100,27 @@ static int add(struct perfmap *pm, uint64_t start, uint64_t size, const char *s,
 	int err;
 
 	if (pm->n >= MAX_ENTRIES)
-		return -EFBIG;
+		goto full;
 	if (len > MAX_NAME_LEN)
 		len = MAX_NAME_LEN;
 	if (pm->n == pm->cap) {
 		size_t ncap = pm->cap ? pm->cap * 2 : 256;
-		struct pment *ne = realloc(pm->e, ncap * sizeof(*ne));
+		struct pment *ne;
 
+		if (ncap * sizeof(*ne) + strtab__mem_bytes(pm->str) > pm->max_bytes)
+			goto full;
+		ne = realloc(pm->e, ncap * sizeof(*ne));
 		if (!ne)
 			return -ENOMEM;
 		pm->e = ne;
 		pm->cap = ncap;
 	}
-	err = strtab__add(pm->str, s, len, &name);
+	if (pm->cap * sizeof(*e) + strtab__mem_bytes(pm->str) + len + 1 > pm->max_bytes)
+		goto full;
+	/* A JIT writes one name again at each recompile. */
+	err = strtab__intern(pm->str, s, len, &name);
+	if (err == -EFBIG)
+		goto full;
 	if (err)
 		return err;
 	e = &pm->e[pm->n++];
@@ -114,6 +131,9 @@ static int add(struct perfmap *pm, uint64_t start, uint64_t size, const char *s,
 	if (pm->n > 1 && pm->e[pm->n - 2].start > start)
 		pm->sorted = false;
 	return 0;
+full:
+	pm->full = true;
+	return -EFBIG;
 }
 
 static int parse_line(struct perfmap *pm, const char *s, const char *end)
@@ -262,6 +282,11 @@ size_t perfmap__mem_bytes(const struct perfmap *pm)
 size_t perfmap__count(const struct perfmap *pm)
 {
 	return pm->n;
+}
+
+int perfmap__full(const struct perfmap *pm)
+{
+	return pm->full;
 }
 
 size_t perfmap__bad_lines(const struct perfmap *pm)

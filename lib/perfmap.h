@@ -8,6 +8,10 @@
 struct perfmap;
 
 int perfmap__new(struct perfmap **out);
+/* The same holding at most max_bytes of entries and names (0: 64 MiB); reading stops there. */
+int perfmap__new_max(size_t max_bytes, struct perfmap **out);
+/* 1 once reading stopped at a limit (entries, bytes): later lines are not read. */
+int perfmap__full(const struct perfmap *pm);
 void perfmap__free(struct perfmap *pm);
 
 /*

@@ -3,81 +3,10 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "pbuf.h"
 #include "pprof.h"
 #include "profile.h"
 #include "query.h"
-
-/* A growable protobuf output buffer. */
-struct pb {
-	uint8_t *b;
-	size_t len, cap;
-	int err;
-};
-
-static void pb_reserve(struct pb *p, size_t n)
-{
-	size_t ncap;
-	uint8_t *nb;
-
-	if (p->err || p->len + n <= p->cap)
-		return;
-	ncap = p->cap ? p->cap : 256;
-	while (ncap < p->len + n)
-		ncap *= 2;
-	nb = realloc(p->b, ncap);
-	if (!nb) {
-		p->err = -ENOMEM;
-		return;
-	}
-	p->b = nb;
-	p->cap = ncap;
-}
-
-static void pb_bytes(struct pb *p, const void *d, size_t n)
-{
-	pb_reserve(p, n);
-	if (p->err)
-		return;
-	memcpy(p->b + p->len, d, n);
-	p->len += n;
-}
-
-static void pb_varint(struct pb *p, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
-		v >>= 7;
-	} while (v);
-	pb_bytes(p, tmp, n);
-}
-
-/* A varint field; proto3 omits zero scalars. */
-static void pb_uint(struct pb *p, unsigned field, uint64_t v)
-{
-	if (!v)
-		return;
-	pb_varint(p, (uint64_t)field << 3);
-	pb_varint(p, v);
-}
-
-static void pb_len(struct pb *p, unsigned field, const void *d, size_t n)
-{
-	pb_varint(p, (uint64_t)field << 3 | 2);
-	pb_varint(p, n);
-	pb_bytes(p, d, n);
-}
-
-/* Appends sub as a length-delimited field of p and empties sub for reuse. */
-static void pb_msg(struct pb *p, unsigned field, struct pb *sub)
-{
-	if (sub->err)
-		p->err = sub->err;
-	pb_len(p, field, sub->b, sub->len);
-	sub->len = 0;
-}
 
 /*
  * The exporter's tables. Keys (function, mapping) are interned as strings in
@@ -127,8 +56,8 @@ static int mapping_file(const struct profile *src, const struct pf_frame *f, cha
 {
 	const char *mod = profile__str(src, f->module);
 
-	/* Nothing to say about an unnamed frame of no known file: no mapping. */
-	if (!*mod && !f->name)
+	/* Nothing to say about an unnamed frame of no known file: no mapping. A .py file is not one either. */
+	if ((!*mod && !f->name) || f->kind == PF_FRAME_PY)
 		return 0;
 	if (f->kind == PF_FRAME_KERNEL) {
 		/* The symbolizer names vmlinux "[kernel.kallsyms]" and modules bare. */
@@ -266,7 +195,7 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 	uint64_t period = meta->frequency ? 1000000000ULL / meta->frequency : 10101010ULL;
 	size_t nframes = profile__nframes(src);
 	struct exp e = { 0 };
-	struct pb out = { 0 }, msg = { 0 }, sub = { 0 }, packed = { 0 };
+	struct pbuf out = { 0 }, msg = { 0 }, sub = { 0 }, packed = { 0 };
 	uint64_t s_samples, s_count, s_type, s_ns, s_cpu, s_pid, s_tid, s_comm, s_thread, s_cgroup;
 	const char *type;
 	int err = -ENOMEM;
@@ -300,21 +229,21 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 
 	/* sample_type (1), and the period (11, 12) */
 	if (q->type == QUERY_CPU) {
-		pb_uint(&msg, 1, s_samples);
-		pb_uint(&msg, 2, s_count);
-		pb_msg(&out, 1, &msg);
+		pbuf__uint(&msg, 1, s_samples);
+		pbuf__uint(&msg, 2, s_count);
+		pbuf__msg(&out, 1, &msg);
 	}
-	pb_uint(&msg, 1, s_type);
-	pb_uint(&msg, 2, s_ns);
-	pb_msg(&out, 1, &msg);
-	pb_uint(&msg, 1, s_cpu);
-	pb_uint(&msg, 2, s_ns);
-	pb_msg(&out, 11, &msg);
-	pb_uint(&out, 12, period);
+	pbuf__uint(&msg, 1, s_type);
+	pbuf__uint(&msg, 2, s_ns);
+	pbuf__msg(&out, 1, &msg);
+	pbuf__uint(&msg, 1, s_cpu);
+	pbuf__uint(&msg, 2, s_ns);
+	pbuf__msg(&out, 11, &msg);
+	pbuf__uint(&out, 12, period);
 	if (meta->start_ns > 0)
-		pb_uint(&out, 9, meta->start_ns);
+		pbuf__uint(&out, 9, meta->start_ns);
 	if (meta->end_ns > meta->start_ns)
-		pb_uint(&out, 10, meta->end_ns - meta->start_ns);
+		pbuf__uint(&out, 10, meta->end_ns - meta->start_ns);
 
 	/* samples (2) */
 	for (size_t i = 0; i < profile__nsamples(src); i++) {
@@ -323,7 +252,7 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 		uint32_t n, loc;
 		uint64_t v = s->value, id;
 
-		if (!query__keep(src, s, (void *)q))
+		if (!query__keep(src, s, (void *)q) || (o && o->keep && !o->keep(src, s, o->keep_arg)))
 			continue;
 		fr = profile__stack(src, s->stack, &n);
 		for (uint32_t k = n; k-- > 0;) {
@@ -334,46 +263,46 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 			err = location(&e, src, fr[k], o, &loc);
 			if (err)
 				goto out;
-			pb_varint(&packed, loc);
+			pbuf__varint(&packed, loc);
 		}
 		if (packed.len)
-			pb_msg(&msg, 1, &packed);
+			pbuf__msg(&msg, 1, &packed);
 		if (q->type == QUERY_CPU) {
-			pb_varint(&packed, v);
-			pb_varint(&packed, v * period);
+			pbuf__varint(&packed, v);
+			pbuf__varint(&packed, v * period);
 		} else {
-			pb_varint(&packed, s->kind == PF_KIND_CPU ? v * period : v);
+			pbuf__varint(&packed, s->kind == PF_KIND_CPU ? v * period : v);
 		}
-		pb_msg(&msg, 2, &packed);
-		pb_uint(&sub, 1, s_pid);
-		pb_uint(&sub, 3, s->pid);
-		pb_msg(&msg, 3, &sub);
-		pb_uint(&sub, 1, s_tid);
-		pb_uint(&sub, 3, s->tid);
-		pb_msg(&msg, 3, &sub);
+		pbuf__msg(&msg, 2, &packed);
+		pbuf__uint(&sub, 1, s_pid);
+		pbuf__uint(&sub, 3, s->pid);
+		pbuf__msg(&msg, 3, &sub);
+		pbuf__uint(&sub, 1, s_tid);
+		pbuf__uint(&sub, 3, s->tid);
+		pbuf__msg(&msg, 3, &sub);
 		err = str_id(&e, profile__str(src, s->comm), &id);
 		if (err)
 			goto out;
-		pb_uint(&sub, 1, s_comm);
-		pb_uint(&sub, 2, id);
-		pb_msg(&msg, 3, &sub);
+		pbuf__uint(&sub, 1, s_comm);
+		pbuf__uint(&sub, 2, id);
+		pbuf__msg(&msg, 3, &sub);
 		if (s->thread) {
 			err = str_id(&e, profile__str(src, s->thread), &id);
 			if (err)
 				goto out;
-			pb_uint(&sub, 1, s_thread);
-			pb_uint(&sub, 2, id);
-			pb_msg(&msg, 3, &sub);
+			pbuf__uint(&sub, 1, s_thread);
+			pbuf__uint(&sub, 2, id);
+			pbuf__msg(&msg, 3, &sub);
 		}
 		if (s->cgroup) {
 			err = str_id(&e, profile__str(src, s->cgroup), &id);
 			if (err)
 				goto out;
-			pb_uint(&sub, 1, s_cgroup);
-			pb_uint(&sub, 2, id);
-			pb_msg(&msg, 3, &sub);
+			pbuf__uint(&sub, 1, s_cgroup);
+			pbuf__uint(&sub, 2, id);
+			pbuf__msg(&msg, 3, &sub);
 		}
-		pb_msg(&out, 2, &msg);
+		pbuf__msg(&out, 2, &msg);
 	}
 
 	/* mappings (3) */
@@ -381,23 +310,24 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 		const struct mrange *r = &e.maps[m - 1];
 		uint64_t base = map_base(&e, m);
 
-		pb_uint(&msg, 1, m);
-		pb_uint(&msg, 2, base + (r->kernel ? r->lo : 0));
-		pb_uint(&msg, 3, base + r->hi);
-		pb_uint(&msg, 4, r->kernel ? r->lo : 0);
-		pb_uint(&msg, 5, r->file);
-		pb_uint(&msg, 6, r->build_id);
-		pb_uint(&msg, 7, 1); /* has_functions: symbolized on the host already */
-		pb_msg(&out, 3, &msg);
+		pbuf__uint(&msg, 1, m);
+		pbuf__uint(&msg, 2, base + (r->kernel ? r->lo : 0));
+		pbuf__uint(&msg, 3, base + r->hi);
+		pbuf__uint(&msg, 4, r->kernel ? r->lo : 0);
+		pbuf__uint(&msg, 5, r->file);
+		pbuf__uint(&msg, 6, r->build_id);
+		pbuf__uint(&msg, 7, 1); /* has_functions: symbolized on the host already */
+		pbuf__msg(&out, 3, &msg);
 	}
 	/* locations (4) and their lines */
 	for (size_t l = 0; l < e.nlocs; l++) {
 		const struct pf_frame *fr = profile__frame(src, e.locs[l]);
 		uint32_t m = e.map_of_loc[l];
 
-		pb_uint(&msg, 1, l + 1);
-		pb_uint(&msg, 2, m);
-		pb_uint(&msg, 3, (m ? map_base(&e, m) : 0) + fr->offset);
+		pbuf__uint(&msg, 1, l + 1);
+		pbuf__uint(&msg, 2, m);
+		/* A Python frame's offset is its function's first line, no address. */
+		pbuf__uint(&msg, 3, fr->kind == PF_FRAME_PY ? 0 : (m ? map_base(&e, m) : 0) + fr->offset);
 		if (fr->name) {
 			char *key = NULL;
 			uint32_t fid;
@@ -411,10 +341,10 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 			free(key);
 			if (err)
 				goto out;
-			pb_uint(&sub, 1, fid);
-			pb_msg(&msg, 4, &sub);
+			pbuf__uint(&sub, 1, fid);
+			pbuf__msg(&msg, 4, &sub);
 		}
-		pb_msg(&out, 4, &msg);
+		pbuf__msg(&out, 4, &msg);
 	}
 	/* functions (5) */
 	for (size_t i = 0; i < e.nfuncs; i++) {
@@ -423,32 +353,37 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 		char mf[1024];
 
 		err = str_id(&e, profile__str(src, fr->name), &name);
-		if (!err && mapping_file(src, fr, mf, sizeof(mf)))
+		if (!err && fr->kind == PF_FRAME_PY)
+			err = str_id(&e, profile__str(src, fr->module), &file);
+		else if (!err && mapping_file(src, fr, mf, sizeof(mf)))
 			err = str_id(&e, mf, &file);
 		if (err)
 			goto out;
-		pb_uint(&msg, 1, i + 1);
-		pb_uint(&msg, 2, name);
-		pb_uint(&msg, 3, name);
-		pb_uint(&msg, 4, file);
-		pb_msg(&out, 5, &msg);
+		pbuf__uint(&msg, 1, i + 1);
+		pbuf__uint(&msg, 2, name);
+		pbuf__uint(&msg, 3, name);
+		pbuf__uint(&msg, 4, file);
+		if (fr->kind == PF_FRAME_PY)
+			pbuf__uint(&msg, 5, fr->offset); /* start_line */
+		pbuf__msg(&out, 5, &msg);
 	}
 	/* string_table (6), complete only now */
 	for (size_t i = 0; i < profile__nstrs(e.strs); i++) {
 		const char *s = profile__str(e.strs, i);
 
-		pb_len(&out, 6, s, strlen(s));
+		pbuf__len(&out, 6, s, strlen(s));
 	}
 	if (q->type == QUERY_CPU)
-		pb_uint(&out, 14, s_cpu); /* default_sample_type: cpu time */
+		pbuf__uint(&out, 14, s_cpu); /* default_sample_type: cpu time */
 	err = out.err ? out.err : msg.err ? msg.err : sub.err ? sub.err : packed.err;
 	if (!err)
-		err = write_gzip(out.b, out.len, f);
+		err = o && o->plain ? (fwrite(out.b, 1, out.len, f) == out.len ? 0 : -EIO)
+				    : write_gzip(out.b, out.len, f);
 out:
-	free(out.b);
-	free(msg.b);
-	free(sub.b);
-	free(packed.b);
+	pbuf__free(&out);
+	pbuf__free(&msg);
+	pbuf__free(&sub);
+	pbuf__free(&packed);
 	free(e.loc_of_frame);
 	free(e.locs);
 	free(e.map_of_loc);

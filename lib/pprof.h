@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct pf_sample;
 struct profile;
 struct query;
 
@@ -30,6 +31,11 @@ int pprof__write(const struct query *q, const struct profile *src, FILE *f);
 struct pprof_opts {
 	int (*build_id)(const char *file, int kernel, char *hex, size_t len, void *arg);
 	void *arg;
+	/* A second filter after the query's (a profile_keep_fn); NULL keeps what q keeps. */
+	int (*keep)(const struct profile *src, const struct pf_sample *s, void *arg);
+	void *keep_arg;
+	/* Plain profile.proto, for a caller that compresses many profiles at once. */
+	int plain;
 };
 int pprof__write_opts(const struct query *q, const struct profile *src,
 		      const struct pprof_opts *o, FILE *f);

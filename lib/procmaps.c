@@ -1,6 +1,8 @@
 /* Parser for /proc/<pid>/maps: untrusted text, so every field is bounded and checked. */
 #include "parse.h"
 #include "procmaps.h"
+#include "safeopen.h"
+#include "strtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,15 +42,39 @@ struct procmap_query {
 
 /* vm.max_map_count defaults to 65530; a few processes raise it. */
 #define MAX_MAPPINGS (1u << 20)
-#define MAX_MAPS_BYTES (256u << 20)
 #define MAX_PATH_LEN 4096
+/* One snapshot's heap unless the caller sets a budget (procmaps__read_at_max). */
+#define DEFAULT_MAX_BYTES (16u << 20)
 
+/*
+ * Paths are interned: a process may map one file thousands of times, and
+ * each path may be 4 KiB. While building, a mapping's path field holds the
+ * name's offset + 1; finish() turns offsets into pointers once the table
+ * has stopped moving.
+ */
 struct procmaps {
 	struct procmap *maps;
 	size_t n, cap;
 	size_t bad_lines;
 	unsigned refs;
+	struct strtab *paths;
+	size_t max_bytes;
 };
+
+static struct procmaps *alloc_maps(size_t max_bytes)
+{
+	struct procmaps *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->refs = 1;
+	m->max_bytes = max_bytes ? max_bytes : DEFAULT_MAX_BYTES;
+	if (strtab__new(256, m->max_bytes, &m->paths)) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
 
 int procmaps__read_file(int dirfd, const char *path, int extra_flags, size_t max, char **buf, size_t *len)
 {
@@ -57,17 +83,10 @@ int procmaps__read_file(int dirfd, const char *path, int extra_flags, size_t max
 	size_t n = 0, cap = 0;
 	int fd, err = 0;
 
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | extra_flags);
+	/* Checked before the open that reads: a FIFO would block it, a device's driver would run. */
+	fd = safeopen__regular(dirfd, path, extra_flags & O_NOFOLLOW ? SAFEOPEN_NOFOLLOW : 0, &st);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		err = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = -EINVAL;
-		goto out;
-	}
+		return fd;
 	for (;;) {
 		ssize_t r;
 
@@ -150,12 +169,17 @@ static int expect(const char **p, const char *end, char c)
 	return 0;
 }
 
-/* The name column of a mapping (inode and the rest already in *m): flags and a copy of the path. */
-static int set_path(struct procmap *m, const char *s, size_t plen)
+/*
+ * The name column of a mapping (inode and the rest already in *m): its
+ * flags, and the path to keep in *name (NULL: none).
+ */
+static int set_path(struct procmap *m, const char *s, size_t plen, const char **name, size_t *nlen)
 {
 	static const char deleted[] = " (deleted)";
 	const size_t dlen = sizeof(deleted) - 1;
 
+	*name = NULL;
+	*nlen = 0;
 	if (plen > MAX_PATH_LEN)
 		return -ENAMETOOLONG;
 	if (plen == 0) {
@@ -171,14 +195,13 @@ static int set_path(struct procmap *m, const char *s, size_t plen)
 	}
 	if (m->inode == 0)
 		m->flags |= PROCMAP_ANON; /* no inode: there is no file to open */
-	m->path = strndup(s, plen);
-	if (!m->path)
-		return -ENOMEM;
+	*name = s;
+	*nlen = plen;
 	return 0;
 }
 
-/* 0: parsed into *m (path malloc'ed or NULL); 1: valid but not executable; <0: malformed. */
-static int parse_line(const char *s, const char *end, struct procmap *m)
+/* 0: parsed into *m and the path's span; 1: valid but not executable; <0: malformed. */
+static int parse_line(const char *s, const char *end, struct procmap *m, const char **name, size_t *nlen)
 {
 	uint64_t major, minor;
 	const char *perms;
@@ -204,7 +227,7 @@ static int parse_line(const char *s, const char *end, struct procmap *m)
 	m->dev = makedev((unsigned)major, (unsigned)minor);
 	while (s < end && *s == ' ')
 		s++;
-	return set_path(m, s, (size_t)(end - s));
+	return set_path(m, s, (size_t)(end - s), name, nlen);
 }
 
 static int cmp_start(const void *a, const void *b)
@@ -214,23 +237,36 @@ static int cmp_start(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int push(struct procmaps *m, const struct procmap *pm)
+/* Adds *pm with its path; -EFBIG past the snapshot's budget, checked before allocating. */
+static int push(struct procmaps *m, struct procmap *pm, const char *name, size_t nlen)
 {
+	uint32_t off;
+	int err;
+
 	if (m->n == MAX_MAPPINGS) {
-		free((void *)pm->path);
 		m->bad_lines++;
 		return 0;
 	}
 	if (m->n == m->cap) {
 		size_t ncap = m->cap ? m->cap * 2 : 64;
-		struct procmap *nm = realloc(m->maps, ncap * sizeof(*nm));
+		struct procmap *nm;
 
-		if (!nm) {
-			free((void *)pm->path);
+		if (ncap * sizeof(*nm) + strtab__mem_bytes(m->paths) > m->max_bytes)
+			return -EFBIG;
+		nm = realloc(m->maps, ncap * sizeof(*nm));
+		if (!nm)
 			return -ENOMEM;
-		}
 		m->maps = nm;
 		m->cap = ncap;
+	}
+	pm->path = NULL;
+	if (name) {
+		if (m->cap * sizeof(*m->maps) + strtab__mem_bytes(m->paths) + nlen + 1 > m->max_bytes)
+			return -EFBIG;
+		err = strtab__intern(m->paths, name, nlen, &off);
+		if (err)
+			return err;
+		pm->path = (const char *)(uintptr_t)(off + 1);
 	}
 	m->maps[m->n++] = *pm;
 	return 0;
@@ -239,6 +275,10 @@ static int push(struct procmaps *m, const struct procmap *pm)
 /* Sorted by start, exactly sized. */
 static void finish(struct procmaps *m)
 {
+	strtab__shrink(m->paths);
+	for (size_t i = 0; i < m->n; i++)
+		if (m->maps[i].path)
+			m->maps[i].path = strtab__str(m->paths, (uint32_t)((uintptr_t)m->maps[i].path - 1));
 	/* The kernel gives address order; sort anyway (lookups depend on it), unless it did. */
 	for (size_t i = 1; i < m->n; i++) {
 		if (m->maps[i].start < m->maps[i - 1].start) {
@@ -257,26 +297,39 @@ static void finish(struct procmaps *m)
 	}
 }
 
+/* The end of every read: on success the snapshot is finished and handed over, else dropped. */
+static int hand_over(struct procmaps *m, int err, struct procmaps **out)
+{
+	if (err) {
+		procmaps__free(m);
+		return err;
+	}
+	finish(m);
+	*out = m;
+	return 0;
+}
+
 /* A mapping with its name column: kept, or counted as bad when the name is over the limit. */
 static int add_named(struct procmaps *m, struct procmap *pm, const char *name, size_t len)
 {
-	int err = set_path(pm, name, len);
+	const char *keep;
+	size_t klen;
+	int err = set_path(pm, name, len, &keep, &klen);
 
 	if (err == -ENAMETOOLONG) {
 		m->bad_lines++;
 		return 0;
 	}
-	return err ? err : push(m, pm);
+	return err ? err : push(m, pm, keep, klen);
 }
 
 int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out)
 {
-	struct procmaps *m = calloc(1, sizeof(*m));
+	struct procmaps *m = alloc_maps(0);
 	int err = 0;
 
 	if (!m)
 		return -ENOMEM;
-	m->refs = 1;
 	for (size_t i = 0; i < n; i++) {
 		const struct procmap *l = &list[i];
 		struct procmap pm = { .start = l->start, .end = l->end, .offset = l->offset, .dev = l->dev,
@@ -288,37 +341,35 @@ int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out)
 		}
 		err = add_named(m, &pm, l->path, l->path ? strlen(l->path) : 0);
 		if (err)
-			goto out;
+			break;
 	}
-	finish(m);
-	*out = m;
-	m = NULL;
-out:
-	procmaps__free(m);
-	return err;
+	return hand_over(m, err, out);
 }
 
-int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
+/*
+ * Adds the lines of buf to m; a last line without its newline only when
+ * final (a stream may not have all of it yet). *used: bytes consumed.
+ */
+static int parse_into(struct procmaps *m, const char *buf, size_t len, bool final, size_t *used)
 {
-	struct procmaps *m;
 	const char *s = buf, *end = buf + len;
 	int err = 0;
 
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->refs = 1;
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *le = nl ? nl : end;
 		struct procmap pm;
+		const char *name = NULL;
+		size_t nlen = 0;
 		int r;
 
-		r = le > s ? parse_line(s, le, &pm) : 1;
+		if (!nl && !final)
+			break;
+		r = le > s ? parse_line(s, le, &pm, &name, &nlen) : 1;
 		s = nl ? nl + 1 : end;
 		if (r == -ENOMEM) {
 			err = r;
-			goto out;
+			break;
 		}
 		if (r < 0) {
 			m->bad_lines++;
@@ -326,15 +377,91 @@ int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
 		}
 		if (r > 0)
 			continue;
-		err = push(m, &pm);
+		err = push(m, &pm, name, nlen);
+		if (err)
+			break;
+	}
+	*used = (size_t)(s - buf);
+	return err;
+}
+
+static int parse_max(const char *buf, size_t len, size_t max_bytes, struct procmaps **out)
+{
+	struct procmaps *m = alloc_maps(max_bytes);
+	size_t used;
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	err = parse_into(m, buf, len, true, &used);
+	return hand_over(m, err, out);
+}
+
+/*
+ * The text of maps, read and parsed a chunk at a time: it lists every
+ * mapping of the process, executable or not, each with a path of up to
+ * 4 KiB, so whole it can reach 256 MiB; only the executable ones are kept,
+ * within the budget.
+ */
+#define TEXT_CHUNK (64u << 10)
+int procmaps__read_text(int proc_fd, uint32_t pid, size_t max_bytes, struct procmaps **out)
+{
+	char path[32], *buf = NULL;
+	struct procmaps *m = NULL;
+	size_t have = 0, used;
+	bool skip = false; /* inside a line longer than a chunk: bad, up to its newline */
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%u/maps", pid);
+	fd = safeopen__regular(proc_fd, path, SAFEOPEN_NOFOLLOW, NULL);
+	if (fd < 0)
+		return fd;
+	m = alloc_maps(max_bytes);
+	buf = malloc(TEXT_CHUNK);
+	if (!m || !buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + have, TEXT_CHUNK - have);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			goto out;
+		}
+		have += (size_t)r;
+		if (skip) {
+			char *nl = memchr(buf, '\n', have);
+
+			if (nl) {
+				skip = false;
+				have -= (size_t)(nl + 1 - buf);
+				memmove(buf, nl + 1, have);
+			} else {
+				have = 0;
+			}
+		}
+		err = parse_into(m, buf, have, r == 0, &used);
 		if (err)
 			goto out;
+		have -= used;
+		memmove(buf, buf + used, have);
+		if (r == 0)
+			break;
+		if (have == TEXT_CHUNK) {
+			m->bad_lines++;
+			skip = true;
+			have = 0;
+		}
 	}
-	finish(m);
-	*out = m;
+	err = hand_over(m, 0, out);
 	m = NULL;
 out:
+	free(buf);
 	procmaps__free(m);
+	close(fd);
 	return err;
 }
 
@@ -356,16 +483,15 @@ static int query(int fd, uint64_t addr, uint64_t flags, char *name, size_t name_
  * mapping of the process, with a d_path for each, and that formatting was
  * most of profd's own CPU time on a busy host. -ENOTTY: not supported.
  */
-static int read_query(int fd, struct procmaps **out)
+static int read_query(int fd, size_t max_bytes, struct procmaps **out)
 {
-	struct procmaps *m = calloc(1, sizeof(*m));
+	struct procmaps *m = alloc_maps(max_bytes);
 	char name[MAX_PATH_LEN + 16];
 	uint64_t addr = 0;
 	int err = 0;
 
 	if (!m)
 		return -ENOMEM;
-	m->refs = 1;
 	for (;;) {
 		struct procmap_query q;
 		struct procmap pm = { 0 };
@@ -394,12 +520,8 @@ static int read_query(int fd, struct procmaps **out)
 		if (err)
 			goto out;
 	}
-	finish(m);
-	*out = m;
-	m = NULL;
 out:
-	procmaps__free(m);
-	return err;
+	return hand_over(m, err, out);
 }
 
 static int open_maps(int proc_fd, uint32_t pid)
@@ -431,8 +553,11 @@ int procmaps__covers_exec(int proc_fd, uint32_t pid, uint64_t addr)
 
 int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out)
 {
-	char path[32], *buf = NULL;
-	size_t len = 0;
+	return procmaps__read_at_max(proc_fd, pid, 0, out);
+}
+
+int procmaps__read_at_max(int proc_fd, uint32_t pid, size_t max_bytes, struct procmaps **out)
+{
 	int err;
 
 	if (!__atomic_load_n(&no_query, __ATOMIC_RELAXED)) {
@@ -440,19 +565,13 @@ int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out)
 
 		if (fd < 0)
 			return fd;
-		err = read_query(fd, out);
+		err = read_query(fd, max_bytes, out);
 		close(fd);
 		if (err != -ENOTTY)
 			return err;
 		__atomic_store_n(&no_query, true, __ATOMIC_RELAXED);
 	}
-	snprintf(path, sizeof(path), "%u/maps", pid);
-	err = procmaps__read_file(proc_fd, path, O_NOFOLLOW, MAX_MAPS_BYTES, &buf, &len);
-	if (err)
-		return err;
-	err = procmaps__parse(buf, len, out);
-	free(buf);
-	return err;
+	return procmaps__read_text(proc_fd, pid, max_bytes, out);
 }
 
 int procmaps__read(const char *proc_root, uint32_t pid, struct procmaps **out)
@@ -478,8 +597,7 @@ void procmaps__free(struct procmaps *m)
 {
 	if (!m || --m->refs)
 		return;
-	for (size_t i = 0; i < m->n; i++)
-		free((void *)m->maps[i].path);
+	strtab__free(m->paths);
 	free(m->maps);
 	free(m);
 }
@@ -518,9 +636,10 @@ size_t procmaps__bad_lines(const struct procmaps *m)
 
 size_t procmaps__mem_bytes(const struct procmaps *m)
 {
-	size_t n = sizeof(*m) + m->cap * sizeof(*m->maps);
+	return sizeof(*m) + m->cap * sizeof(*m->maps) + strtab__mem_bytes(m->paths);
+}
 
-	for (size_t i = 0; i < m->n; i++)
-		n += m->maps[i].path ? strlen(m->maps[i].path) + 1 : 0;
-	return n;
+int procmaps__parse(const char *buf, size_t len, struct procmaps **out)
+{
+	return parse_max(buf, len, 0, out);
 }

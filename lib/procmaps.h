@@ -32,6 +32,18 @@ int procmaps__read(const char *proc_root, uint32_t pid, struct procmaps **out);
  */
 int procmaps__read_at(int proc_fd, uint32_t pid, struct procmaps **out);
 /*
+ * The same within a budget of max_bytes of heap for the result (0: 16 MiB),
+ * checked before each allocation: -EFBIG when the process's executable
+ * mappings need more. Paths are kept once however often they are mapped.
+ */
+int procmaps__read_at_max(int proc_fd, uint32_t pid, size_t max_bytes, struct procmaps **out);
+/*
+ * The same from the text of <proc_fd>/<pid>/maps, read a chunk at a time
+ * (what read_at falls back to without PROCMAP_QUERY): whole, the text of a
+ * process with 65,000 mappings of 4 KiB paths is 256 MiB.
+ */
+int procmaps__read_text(int proc_fd, uint32_t pid, size_t max_bytes, struct procmaps **out);
+/*
  * Whether an executable mapping of pid covers addr now: 1 yes, 0 no, -ENOTTY
  * when the kernel cannot answer without the whole text (then read it).
  */

@@ -630,7 +630,8 @@ static int map_stack(struct profile *dst, const struct profile *src, uint32_t si
 			if ((err = map_str(dst, src, src->frames[f].name, &nf.name)) ||
 			    (err = map_str(dst, src, src->frames[f].module, &nf.module)))
 				return err;
-			if ((flags & PF_MERGE_BY_FUNCTION) && nf.name)
+			/* A Python frame's offset is its function's first line, not a pc: it stays. */
+			if ((flags & PF_MERGE_BY_FUNCTION) && nf.name && nf.kind != PF_FRAME_PY)
 				nf.offset = 0;
 			err = profile__frame_add(dst, &nf, &mc->fmap[f]);
 			if (err)
@@ -672,6 +673,8 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 		if (mc->kmap[s->stack] == UINT32_MAX && (err = map_stack(dst, src, s->stack, flags)))
 			goto out;
 		d.stack = mc->kmap[s->stack];
+		if (flags & PF_MERGE_BY_NAME)
+			d.pid = d.tid = 0;
 		err = profile__add(dst, &d);
 		if (err)
 			goto out;

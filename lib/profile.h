@@ -11,6 +11,7 @@ enum pf_frame_kind {
 	PF_FRAME_USER = 0,   /* native code in a file mapping */
 	PF_FRAME_KERNEL = 1, /* kernel or kernel module */
 	PF_FRAME_JIT = 2,    /* named from a perf map */
+	PF_FRAME_PY = 3,     /* a CPython function: name "qualname (file)", module its file, offset its first line */
 };
 
 enum pf_sample_kind {
@@ -111,6 +112,13 @@ int profile__merge(struct profile *dst, const struct profile *src, profile_keep_
  * the merged tables small (unnamed frames keep their offset: it is their name).
  */
 #define PF_MERGE_BY_FUNCTION (1u << 0)
+/*
+ * PF_MERGE_BY_NAME: pid and tid become 0, so the samples of processes that
+ * share a name, thread name, cgroup and stack become one. Every view but
+ * pprof and --pid groups by those names; over days of short-lived
+ * processes (compilers) this keeps a merged profile the size of its answer.
+ */
+#define PF_MERGE_BY_NAME (1u << 1)
 int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
 			 void *arg, unsigned flags);
 

@@ -32,6 +32,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -40,6 +41,13 @@
 #define REC_HDR          64
 #define REC_FLAG_ZSTD    1u
 #define REC_FLAG_DELTA   2u          /* refers to the tables of earlier records of its chain */
+#define REC_FLAG_SUMMARY 4u          /* a summary file's record: merged by function and name */
+#define REC_FLAG_WHOLE   8u          /* the summary of the whole segment */
+#define REC_FLAG_PIDS    16u         /* with WHOLE: merged by function only, pids and tids kept */
+#define READ_PIDS        (1u << 16)  /* query flag: whole-segment summaries with pids, for --pid */
+#define SUM_BUCKET_NS    (600ll * 1000000000ll) /* a summary record per 10 min of wall clock */
+#define SUM_MERGE        (PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME)
+#define SUM_MAX_RECORDS  4096        /* 28 days of 10-minute records: more is not a summary we wrote */
 #define REC_MAX_LEVEL    15
 #define REC_MAX_PAYLOAD  (256u << 20) /* either length; a 10 s window is a few MB at most */
 
@@ -93,6 +101,8 @@ struct store {
 	char *dir;
 	int dfd, lockfd;
 	struct codec *codec;
+	dev_t chain_dev;  /* the file whose chain the codec holds (reads); 0: none */
+	ino_t chain_ino;
 	ZSTD_CCtx *cctx;
 	ZSTD_DCtx *dctx;
 	struct profile *prof;
@@ -115,7 +125,11 @@ struct store {
 	/* by tier: every sealed segment starting at or before this is done for it */
 	int64_t rolled_upto[STORE_MAX_TIERS];
 	unsigned roll_backoff; /* calls to skip after a failed rollup */
-	struct roll *roll;     /* the rollup in progress, if any */
+	struct roll *roll;     /* the rollup (or summary) in progress, if any */
+	struct profile *wprof; /* a summary's whole segment so far, by name */
+	struct profile *pprof; /* the same by function only: pids kept */
+	int64_t summed_upto;   /* every sealed segment starting at or before this has its summary or failed */
+	int in_sum;            /* reading a summary file */
 	struct store_stats st;
 };
 
@@ -269,10 +283,10 @@ static int parse19(const char *p, int64_t *out)
 	return 0;
 }
 
-static int parse_name(const char *name, struct seg *g)
+static int parse_name(const char *name, const char *prefix, struct seg *g)
 {
 	size_t n = strlen(name);
-	if (strncmp(name, "seg-", 4) || parse19(name + 4, &g->start))
+	if (strncmp(name, prefix, 4) || parse19(name + 4, &g->start))
 		return -EINVAL;
 	if (n == 27 && !strcmp(name + 23, ".pfd")) {
 		g->sealed = 0;
@@ -295,8 +309,8 @@ static int cmp_seg(const void *a, const void *b)
 	return x->sealed != y->sealed ? y->sealed - x->sealed : strcmp(x->name, y->name);
 }
 
-/* Reads the directory: segment names only, sorted by start; sizes with want_size. */
-static int list_segments(struct store *s, struct seg_list *l, int want_size)
+/* Reads the directory: names of one kind ("seg-", "sum-") only, sorted by start; sizes with want_size. */
+static int list_files(struct store *s, struct seg_list *l, int want_size, const char *prefix)
 {
 	int fd = -1, err = 0;
 	DIR *d = NULL;
@@ -317,7 +331,7 @@ static int list_segments(struct store *s, struct seg_list *l, int want_size)
 	fd = -1;
 	while ((errno = 0, de = readdir(d))) {
 		struct seg g;
-		if (parse_name(de->d_name, &g))
+		if (parse_name(de->d_name, prefix, &g))
 			continue;
 		g.size = 0;
 		if (want_size) {
@@ -348,6 +362,34 @@ out:
 	if (fd >= 0)
 		close(fd);
 	return err;
+}
+
+static int list_segments(struct store *s, struct seg_list *l, int want_size)
+{
+	return list_files(s, l, want_size, "seg-");
+}
+
+/* Summary files (docs/FORMAT.md, "Summaries"): sealed names only, like their segments'. */
+static int list_sums(struct store *s, struct seg_list *l, int want_size)
+{
+	size_t k = 0;
+	int err = list_files(s, l, want_size, "sum-");
+
+	for (size_t i = 0; !err && i < l->n; i++)
+		if (l->v[i].sealed)
+			l->v[k++] = l->v[i];
+	if (!err)
+		l->n = k;
+	return err;
+}
+
+/* The summary of segment g in l (same start and end), or NULL. */
+static const struct seg *find_sum(const struct seg_list *l, const struct seg *g)
+{
+	for (size_t i = 0; g->sealed && i < l->n; i++)
+		if (l->v[i].start == g->start && l->v[i].end == g->end)
+			return &l->v[i];
+	return NULL;
 }
 
 /*
@@ -386,12 +428,21 @@ struct scan {
 	void *arg;
 	uint64_t start_off; /* where to start (a record boundary) */
 	int64_t budget;     /* > 0: pause once this many flushed windows were handed to fn */
+	int64_t cpu_until;  /* > 0: or once the thread's CPU clock passes this */
 	int paused;         /* out: stopped for the budget; next_off is where to go on */
 	uint64_t next_off;  /* out */
 	uint64_t good_end;  /* out: end of the last good record */
 	int64_t max_end;    /* out: largest effective end of a good record */
 	uint64_t nrecords;  /* out */
 };
+
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /*
  * After damage at off: finds the next offset holding a valid record header,
@@ -515,7 +566,8 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 		if (err)
 			goto out;
 		off = end;
-		if (sc->budget > 0 && (sc->budget -= h.windows) <= 0) {
+		if ((sc->budget > 0 && (sc->budget -= h.windows) <= 0) ||
+		    (sc->cpu_until > 0 && thread_cpu_ns() >= sc->cpu_until)) {
 			sc->paused = off < size;
 			break;
 		}
@@ -593,18 +645,52 @@ out:
 	return err;
 }
 
+/* Segments in l, summary files in m. */
+static int list_both(struct store *s, struct seg_list *l, struct seg_list *m, int want_size)
+{
+	int err = list_segments(s, l, want_size);
+
+	return err ? err : list_sums(s, m, want_size);
+}
+
 static int refresh_disk_stats(struct store *s)
 {
-	struct seg_list l = { 0 };
-	int err = list_segments(s, &l, 1);
+	struct seg_list l = { 0 }, m = { 0 };
+	int err = list_both(s, &l, &m, 1);
+
 	if (!err) {
 		s->st.segments = l.n;
-		s->st.bytes_on_disk = 0;
+		s->st.summaries = m.n;
+		s->st.bytes_on_disk = s->st.summary_bytes = 0;
 		for (size_t i = 0; i < l.n; i++)
 			s->st.bytes_on_disk += l.v[i].size;
+		for (size_t i = 0; i < m.n; i++)
+			s->st.summary_bytes += m.v[i].size;
+		s->st.bytes_on_disk += s->st.summary_bytes;
 	}
 	free(l.v);
+	free(m.v);
 	return err;
+}
+
+/* Summaries whose segment is gone (a crash between the two removals of retention). */
+static int remove_orphan_sums(struct store *s)
+{
+	struct seg_list l = { 0 }, m = { 0 };
+	int err = list_both(s, &l, &m, 0);
+
+	/* Matched by start and end, as a summary to its segment (only sealed segments have an end). */
+	for (size_t i = 0; !err && i < m.n; i++)
+		if (!find_sum(&l, &m.v[i]))
+			(void)unlinkat(s->dfd, m.v[i].name, 0);
+	free(l.v);
+	free(m.v);
+	return err;
+}
+
+static mode_t dir_mode(const struct store *s)
+{
+	return s->o.group_read ? 0750 : 0700;
 }
 
 static int open_dir(struct store *s)
@@ -613,7 +699,8 @@ static int open_dir(struct store *s)
 
 	if (s->o.writer && mkdir(s->dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	s->dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* A writer never follows a symbolic link in the directory's place to a directory elsewhere. */
+	s->dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (s->o.writer ? O_NOFOLLOW : 0));
 	if (s->dfd < 0)
 		return -errno;
 	if (!s->o.writer)
@@ -623,9 +710,36 @@ static int open_dir(struct store *s)
 	/* Someone else's directory could hold files planted for us to trust. */
 	if (st.st_uid != geteuid())
 		return -EPERM;
-	if ((st.st_mode & 07777) != 0700 && fchmod(s->dfd, 0700) < 0)
+	if (s->o.group_read && st.st_gid != s->o.group_gid && fchown(s->dfd, -1, s->o.group_gid) < 0)
+		return -errno;
+	if ((st.st_mode & 07777) != dir_mode(s) && fchmod(s->dfd, dir_mode(s)) < 0)
 		return -errno;
 	return 0;
+}
+
+/* A new file of the writer: readable by the group when asked (open's mode is cut by the umask). */
+static int own_file(struct store *s, int fd)
+{
+	if (!s->o.group_read)
+		return 0;
+	if (fchown(fd, -1, s->o.group_gid) < 0 || fchmod(fd, 0640) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Segments written before group_read was asked for. */
+static void own_segments(struct store *s, const struct seg_list *l)
+{
+	for (size_t i = 0; s->o.group_read && i < l->n; i++) {
+		int fd = openat(s->dfd, l->v[i].name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+
+		if (fd < 0)
+			continue;
+		if (own_file(s, fd))
+			warnf(s, "%s/%s: cannot make it readable by group %u: %s", s->dir, l->v[i].name,
+			      s->o.group_gid, strerror(errno));
+		close(fd);
+	}
 }
 
 int store__open(const struct store_opts *o, struct store **out)
@@ -657,6 +771,7 @@ int store__open(const struct store_opts *o, struct store **out)
 	s->chain_max = o->chain_records ? o->chain_records : DEF_CHAIN;
 	for (size_t i = 0; i < STORE_MAX_TIERS; i++)
 		s->rolled_upto[i] = INT64_MIN;
+	s->summed_upto = INT64_MIN;
 	if (!o->no_rollup) {
 		const struct store_rollup *t = o->rollup[0].window_ns ? o->rollup : def_tiers;
 		size_t max = o->rollup[0].window_ns ? STORE_MAX_TIERS : sizeof(def_tiers) / sizeof(def_tiers[0]);
@@ -710,6 +825,9 @@ int store__open(const struct store_opts *o, struct store **out)
 			if (err)
 				goto fail;
 		}
+		if ((err = remove_orphan_sums(s)))
+			goto fail;
+		own_segments(s, &l);
 	}
 	err = refresh_disk_stats(s);
 	if (err)
@@ -751,6 +869,8 @@ void store__close(struct store *s)
 	profile__free(s->prof);
 	codec__free(s->rcodec);
 	profile__free(s->rprof);
+	profile__free(s->wprof);
+	profile__free(s->pprof);
 	free(s->zbuf);
 	free(s->rbuf);
 	free(s->dir);
@@ -770,6 +890,13 @@ static int open_new_segment(struct store *s, int64_t start)
 			if (errno == EEXIST && name_start)
 				continue;
 			return -errno;
+		}
+		if (own_file(s, fd) < 0) {
+			int err = -errno;
+
+			close(fd);
+			unlinkat(s->dfd, s->aname, 0);
+			return err;
 		}
 		s->afd = fd;
 		s->astart = name_start;
@@ -844,10 +971,11 @@ static int write_record(struct store *s, const uint8_t *hdr, const uint8_t *payl
  * The record is in hdr and s->zbuf; *delta says which it is.
  */
 static int make_record(struct store *s, struct codec *c, const struct profile *p, const struct chain *ch,
-		       uint8_t level, uint32_t windows, uint8_t hdr[REC_HDR], size_t *plen, int *delta)
+		       uint8_t level, uint32_t windows, uint32_t flags, uint8_t hdr[REC_HDR], size_t *plen,
+		       int *delta)
 {
 	const struct pf_meta *m = profile__meta_const(p);
-	struct rec_hdr h = { .flags = REC_FLAG_ZSTD, .level = level, .windows = windows };
+	struct rec_hdr h = { .flags = REC_FLAG_ZSTD | flags, .level = level, .windows = windows };
 	const uint8_t *raw;
 	size_t rawlen;
 	int err;
@@ -901,14 +1029,14 @@ int store__append(struct store *s, const struct profile *window)
 	    (m->start_ns < s->alast_start ||                       /* clock stepped back */
 	     __builtin_sub_overflow(m->start_ns, s->astart, &span) || span >= s->seg_span))
 		close_active(s, 1);
-	err = make_record(s, s->codec, window, &s->achain, 0, 1, hdr, &z, &delta);
+	err = make_record(s, s->codec, window, &s->achain, 0, 1, 0, hdr, &z, &delta);
 	if (err)
 		goto drop;
 	uint64_t rec = REC_HDR + z;
 	if (s->afd >= 0 && s->asize && s->asize + rec > s->seg_bytes) {
 		close_active(s, 1);
 		/* Records never refer to another file: the first one of a segment is a key. */
-		if (delta && (err = make_record(s, s->codec, window, &s->achain, 0, 1, hdr, &z, &delta)))
+		if (delta && (err = make_record(s, s->codec, window, &s->achain, 0, 1, 0, hdr, &z, &delta)))
 			goto drop;
 		rec = REC_HDR + z;
 	}
@@ -949,16 +1077,18 @@ drop:
 
 int store__retain(struct store *s, int64_t now_ns)
 {
-	struct seg_list l = { 0 };
+	struct seg_list l = { 0 }, m = { 0 };
 	uint64_t total = 0;
 	int err, first_err = 0;
 
 	if (!s->o.writer)
 		return -EPERM;
-	if ((err = list_segments(s, &l, 1)))
+	if ((err = list_both(s, &l, &m, 1)))
 		goto out;
 	for (size_t i = 0; i < l.n; i++)
 		total += l.v[i].size;
+	for (size_t i = 0; i < m.n; i++)
+		total += m.v[i].size;
 	int64_t cutoff = s->o.max_age_ns > 0 && now_ns > INT64_MIN + s->o.max_age_ns ?
 			 now_ns - s->o.max_age_ns : INT64_MIN;
 	for (size_t i = 0; i < l.n; i++) {
@@ -980,12 +1110,17 @@ int store__retain(struct store *s, int64_t now_ns)
 		}
 		total -= g->size;
 		s->st.segments_removed++;
+		/* Its summary goes with it (an orphan left by a crash here is removed at writer start). */
+		const struct seg *sum = find_sum(&m, g);
+		if (sum && !unlinkat(s->dfd, sum->name, 0))
+			total -= sum->size;
 	}
 	err = refresh_disk_stats(s);
 	if (!err)
 		err = first_err;
 out:
 	free(l.v);
+	free(m.v);
 	return err;
 }
 
@@ -995,6 +1130,11 @@ struct query {
 	store_info_fn info;
 	store_window_fn window;
 	void *arg;
+	unsigned flags; /* STORE_READ_* */
+	/* reads only: NULL, or 0 for a record to pass over (a summary stands for it) */
+	int (*want)(const struct query *q, const struct rec_hdr *h);
+	const struct sum_plan *plan;
+	const struct merge_ctx *into; /* store__merge: summaries decode straight into its profile */
 	int stop; /* the callback's non-zero return */
 	/* the records of the current chain so far, key first (reads only) */
 	struct rec_ref *pend;
@@ -1013,6 +1153,7 @@ static void fill_info(const struct seg *g, uint64_t off, const struct rec_hdr *h
 	w->offset = off;
 	w->windows = h->windows;
 	w->level = h->level;
+	w->summary = 0;
 }
 
 static int on_info(struct store *s, const struct seg *g, int fd, uint64_t off,
@@ -1029,10 +1170,14 @@ static int on_info(struct store *s, const struct seg *g, int fd, uint64_t off,
 static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_hdr *h,
 			const uint8_t **raw, const char **why)
 {
+	/* Summary flags are right in summary files only, where every record has them. */
+	uint32_t sflags = h->flags & (REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS);
 	int err = check_payload(s, fd, off, h, why);
 	if (err)
 		return err;
-	if (h->flags & ~(REC_FLAG_ZSTD | REC_FLAG_DELTA)) {
+	if (h->flags & ~(REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS) ||
+	    (s->in_sum ? !(sflags & REC_FLAG_SUMMARY) || (h->flags & REC_FLAG_DELTA) ||
+			 ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE)) : sflags != 0)) {
 		*why = "unknown record flags";
 		return -EBADMSG;
 	}
@@ -1062,6 +1207,7 @@ static int decode_rec(struct store *s, int fd, const struct rec_ref *r, unsigned
 	if (err)
 		return err;
 	err = codec__decode_chain(s->codec, raw, r->h.raw_len, r->off + 1, flags, s->prof);
+	s->st.records_decoded++;
 	if (err == -EBADMSG)
 		*why = "payload does not decode";
 	return err;
@@ -1102,6 +1248,8 @@ static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
 
 	if ((err = chain_note(q, off, h)))
 		return err;
+	if (q->want && !q->want(q, h))
+		return 0;
 	err = decode_rec(s, fd, &cur, 0, &why);
 	if (err == -ESTALE && !q->broken && q->npend > 1 && !(q->pend[0].h.flags & REC_FLAG_DELTA)) {
 		/* Not decoded yet (before the range) or decoded into a profile reused since: replay. */
@@ -1154,6 +1302,23 @@ out:
 	return fd;
 }
 
+/* Whether the codec's chain is of another file than fd's; fd's from now on. */
+static int chain_file(struct store *s, int fd)
+{
+	struct stat st;
+	int other;
+
+	if (fstat(fd, &st) < 0) {
+		s->chain_dev = 0;
+		s->chain_ino = 0;
+		return 1;
+	}
+	other = !s->chain_dev || st.st_dev != s->chain_dev || st.st_ino != s->chain_ino;
+	s->chain_dev = st.st_dev;
+	s->chain_ino = st.st_ino;
+	return other;
+}
+
 /* The records of one segment overlapping [since, until); 1 when the segment is gone. */
 static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t until, struct query *q)
 {
@@ -1170,10 +1335,16 @@ static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t u
 	}
 	if (fd < 0)
 		return fd;
-	/* Chains never cross files, and offsets repeat from one file to the next. */
+	/*
+	 * Chains never cross files, and offsets repeat from one file to the next.
+	 * The same file (records are never rewritten in place; a rollup renames
+	 * a new inode in) keeps the chain, so that a reader that comes back for
+	 * the next window, as profctl export --follow does, decodes only that.
+	 */
 	q->npend = 0;
 	q->broken = 0;
-	codec__chain_forget(s->codec);
+	if (chain_file(s, fd))
+		codec__chain_forget(s->codec);
 	struct scan sc = {
 		.since = since, .until = until,
 		.flags = g->sealed ? 0 : SCAN_QUIET_TAIL,
@@ -1186,21 +1357,286 @@ static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t u
 	return err;
 }
 
+/* ---- reading through summaries (docs/FORMAT.md, "Summaries") ---- */
+
+struct merge_ctx {
+	struct profile *dst;
+	unsigned flags; /* PF_MERGE_* */
+	profile_keep_fn keep;
+	void *arg;
+};
+
+/* A summary record merged straight into the caller's profile: each name interned once, not twice. */
+static int decode_into(struct store *s, int fd, const struct rec_ref *r, const struct merge_ctx *m,
+		       const char **why)
+{
+	const uint8_t *raw;
+	int err = load_payload(s, fd, r->off, &r->h, &raw, why);
+
+	if (err)
+		return err;
+	err = codec__decode_merge(s->codec, raw, r->h.raw_len, m->flags, m->keep, m->arg, m->dst);
+	s->st.records_decoded++;
+	if (err == -EBADMSG)
+		*why = "payload does not decode";
+	return err;
+}
+
+static int merge_window(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	const struct merge_ctx *m = arg;
+
+	return profile__merge_flags(m->dst, p, m->keep, m->arg, m->flags);
+}
+
+struct sum_rec {
+	uint64_t off;
+	struct rec_hdr h;
+	int use;       /* stands for its records in this query */
+	int bad;       /* a record of the segment in its bucket lies outside it */
+	uint64_t seen; /* flushed windows of the segment's records in its bucket */
+	int64_t min_end, max_start; /* of those records: do they all overlap the range? */
+};
+
+struct sum_plan {
+	struct sum_rec *v;
+	size_t n, cap;
+	size_t nb; /* the 10-minute records, first, in bucket order */
+};
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int collect_sum(struct store *s, const struct seg *g, int fd, uint64_t off, const struct rec_hdr *h,
+		       void *arg)
+{
+	struct sum_plan *pl = arg;
+
+	/* Each record of the segment looks its bucket up among these: keep the product bounded. */
+	if (pl->n >= SUM_MAX_RECORDS)
+		return -E2BIG;
+	if (pl->n == pl->cap) {
+		size_t ncap = pl->cap ? pl->cap * 2 : 16;
+		struct sum_rec *n = realloc(pl->v, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		pl->v = n;
+		pl->cap = ncap;
+	}
+	pl->v[pl->n++] = (struct sum_rec){ .off = off, .h = *h };
+	return 0;
+}
+
+/* The bucket summary in use that stands for a segment record starting at t, or NULL. */
+static struct sum_rec *bucket_for(const struct sum_plan *pl, int64_t t)
+{
+	int64_t b = floor_div(t, SUM_BUCKET_NS);
+	size_t lo = 0, hi = pl->nb;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int64_t m = floor_div(pl->v[mid].h.start_ns, SUM_BUCKET_NS);
+		if (m == b)
+			return pl->v[mid].use ? &pl->v[mid] : NULL;
+		if (m < b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The 10-minute records come first, one per bucket, buckets ascending; then only whole ones. */
+static int sum_layout_ok(struct sum_plan *pl)
+{
+	while (pl->nb < pl->n && !(pl->v[pl->nb].h.flags & REC_FLAG_WHOLE)) {
+		if (pl->nb && floor_div(pl->v[pl->nb].h.start_ns, SUM_BUCKET_NS) <=
+			      floor_div(pl->v[pl->nb - 1].h.start_ns, SUM_BUCKET_NS))
+			return 0;
+		pl->nb++;
+	}
+	for (size_t i = pl->nb; i < pl->n; i++)
+		if (!(pl->v[i].h.flags & REC_FLAG_WHOLE))
+			return 0;
+	return 1;
+}
+
+static int count_in_bucket(struct store *s, const struct seg *g, int fd, uint64_t off, const struct rec_hdr *h,
+			   void *arg)
+{
+	struct sum_rec *r = bucket_for(arg, h->start_ns);
+
+	if (!r)
+		return 0;
+	int first = !r->seen && !r->bad;
+
+	if (first || eff_end(h->start_ns, h->end_ns) < r->min_end)
+		r->min_end = eff_end(h->start_ns, h->end_ns);
+	if (first || h->start_ns > r->max_start)
+		r->max_start = h->start_ns;
+	if (h->start_ns >= r->h.start_ns && eff_end(h->start_ns, h->end_ns) <= eff_end(r->h.start_ns, r->h.end_ns))
+		r->seen += h->windows;
+	else
+		r->bad = 1;
+	return 0;
+}
+
+static int want_raw(const struct query *q, const struct rec_hdr *h)
+{
+	return !bucket_for(q->plan, h->start_ns);
+}
+
+/*
+ * Keeps the bucket summaries whose bucket holds exactly the records they
+ * were made of (a rollup with windows that do not divide 10 min can move
+ * records across): the same windows, all inside the summary's time range,
+ * and each of them overlapping [since, until) as a whole (a record that
+ * overlaps the range counts whole).
+ */
+static int check_buckets(struct store *s, const struct seg *g, struct sum_plan *pl, int64_t since,
+			 int64_t until, size_t *nuse)
+{
+	uint64_t size;
+	int err, fd = open_seg(s, g->name, O_RDONLY, &size);
+	struct scan sc = { .since = INT64_MIN, .until = INT64_MAX, .fn = count_in_bucket, .arg = pl,
+			   .flags = SCAN_QUIET_TAIL };
+
+	if (fd < 0)
+		return fd;
+	err = scan_segment(s, g, fd, size, &sc);
+	close(fd);
+	*nuse = 0;
+	for (size_t i = 0; !err && i < pl->n; i++) {
+		struct sum_rec *r = &pl->v[i];
+		if (r->use && (r->bad || r->seen != r->h.windows || r->min_end <= since || r->max_start >= until))
+			r->use = 0;
+		*nuse += (size_t)r->use;
+	}
+	return err;
+}
+
+/*
+ * A sealed segment with a summary file: the whole-segment summary when the
+ * segment lies inside [since, until), else the 10-minute summaries that
+ * do, and the segment's other records. 1: read the segment instead.
+ */
+static int read_summarized(struct store *s, struct seg *g, const struct seg *sg, int64_t since, int64_t until,
+			   struct query *q)
+{
+	struct sum_plan pl = { 0 };
+	uint64_t size;
+	int err = 0, fd = open_seg(s, sg->name, O_RDONLY, &size);
+	int full = g->start >= since && g->end <= until;
+	size_t nuse = 0;
+	const char *why = NULL;
+
+	if (fd < 0)
+		return 1;
+	struct scan sc = { .since = INT64_MIN, .until = INT64_MAX, .fn = collect_sum, .arg = &pl };
+	if ((err = scan_segment(s, sg, fd, size, &sc)) == -E2BIG)
+		err = 1;
+	if (err)
+		goto out;
+	/* Complete only with its whole-segment record last (a crash never leaves less: it is renamed whole). */
+	if (!pl.n || (pl.v[pl.n - 1].h.flags & (REC_FLAG_WHOLE | REC_FLAG_PIDS)) != REC_FLAG_WHOLE ||
+	    !sum_layout_ok(&pl)) {
+		err = 1;
+		goto out;
+	}
+	for (size_t i = 0; i < pl.n; i++) {
+		struct sum_rec *r = &pl.v[i];
+		if (q->flags & READ_PIDS)
+			r->use = full && (r->h.flags & REC_FLAG_PIDS);
+		else if (full)
+			r->use = i == pl.n - 1;
+		else
+			r->use = !(r->h.flags & REC_FLAG_WHOLE) && overlaps(r->h.start_ns, r->h.end_ns, since, until);
+		/* Checked before the records it stands for are passed over. */
+		if (r->use && (err = check_payload(s, fd, r->off, &r->h, &why))) {
+			if (err != -EBADMSG)
+				goto out;
+			warnf(s, "%s/%s: offset %llu: %s, the segment is read instead", s->dir, sg->name,
+			      (unsigned long long)r->off, why);
+			s->st.corrupt_records++;
+			r->use = 0;
+			err = 0;
+		}
+		nuse += (size_t)r->use;
+	}
+	if (nuse && !full && (err = check_buckets(s, g, &pl, since, until, &nuse)))
+		goto out;
+	if (!nuse) {
+		err = 1;
+		goto out;
+	}
+	if (!full) {
+		q->want = want_raw;
+		q->plan = &pl;
+		err = read_segment(s, g, since, until, q);
+		q->want = NULL;
+		q->plan = NULL;
+		if (err || q->stop)
+			goto out;
+	}
+	s->in_sum = 1;
+	codec__chain_forget(s->codec);
+	for (size_t i = 0; i < pl.n && !err && !q->stop; i++) {
+		struct rec_ref rr = { .off = pl.v[i].off, .h = pl.v[i].h };
+		struct store_window_info w;
+
+		if (!pl.v[i].use)
+			continue;
+		err = q->into ? decode_into(s, fd, &rr, q->into, &why) : decode_rec(s, fd, &rr, 0, &why);
+		if (err == -EBADMSG || err == -ESTALE) {
+			warnf(s, "%s/%s: offset %llu: %s, record skipped", s->dir, sg->name,
+			      (unsigned long long)rr.off, why ? why : "not a key record");
+			s->st.corrupt_records++;
+			err = 0;
+			continue;
+		}
+		if (err)
+			break;
+		if (q->into)
+			continue;
+		fill_info(sg, rr.off, &rr.h, &w);
+		w.summary = 1;
+		q->stop = q->window(&w, s->prof, q->arg);
+	}
+	s->in_sum = 0;
+	codec__chain_forget(s->codec);
+out:
+	free(pl.v);
+	close(fd);
+	return err;
+}
+
 static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 {
-	struct seg_list l = { 0 };
+	struct seg_list l = { 0 }, m = { 0 };
 	int err;
 
 	if ((err = list_segments(s, &l, 0)))
 		goto out;
-	for (size_t i = 0; i < l.n && !err; i++) {
+	if ((q->flags & STORE_READ_SUMMARIES) && (err = list_sums(s, &m, 0)))
+		goto out;
+	for (size_t i = 0; i < l.n && !err && !q->stop; i++) {
 		struct seg g = l.v[i];
+		const struct seg *sg = find_sum(&m, &g);
 
 		if (g.start >= until)
 			break;
 		if (g.sealed && g.end <= since)
 			continue;
-		err = read_segment(s, &g, since, until, q);
+		/* With pids: only whole segments have a summary that keeps them. */
+		if (sg && (!(q->flags & READ_PIDS) || (g.start >= since && g.end <= until)))
+			err = read_summarized(s, &g, sg, since, until, q);
+		else
+			err = 1;
+		if (err == 1 && !q->stop)
+			err = read_segment(s, &g, since, until, q);
 		if (err > 0)
 			err = 0;
 	}
@@ -1211,6 +1647,7 @@ out:
 	q->pend = NULL;
 	q->npend = q->pend_cap = 0;
 	free(l.v);
+	free(m.v);
 	return err;
 }
 
@@ -1222,7 +1659,29 @@ int store__list(struct store *s, int64_t since, int64_t until, store_info_fn fn,
 
 int store__read(struct store *s, int64_t since, int64_t until, store_window_fn fn, void *arg)
 {
-	struct query q = { .window = fn, .arg = arg };
+	return store__read_flags(s, since, until, 0, fn, arg);
+}
+
+int store__read_flags(struct store *s, int64_t since, int64_t until, unsigned flags, store_window_fn fn,
+		      void *arg)
+{
+	struct query q = { .window = fn, .arg = arg, .flags = flags };
+	return query(s, since, until, &q);
+}
+
+int store__merge(struct store *s, int64_t since, int64_t until, unsigned pf_flags, profile_keep_fn keep,
+		 void *arg, struct profile *dst)
+{
+	struct merge_ctx m = { .dst = dst, .flags = pf_flags, .keep = keep, .arg = arg };
+	struct query q = { .window = merge_window, .arg = &m };
+
+	if ((pf_flags & SUM_MERGE) == SUM_MERGE) {
+		q.flags = STORE_READ_SUMMARIES;
+		q.into = &m;
+	} else if (pf_flags & PF_MERGE_BY_FUNCTION) {
+		q.flags = STORE_READ_SUMMARIES | READ_PIDS;
+		q.into = &m;
+	}
 	return query(s, since, until, &q);
 }
 
@@ -1244,7 +1703,14 @@ void store__stats(const struct store *s, struct store_stats *out)
 
 #define ROLL_TMP_PREFIX "roll-"
 #define ROLL_RETRY_CALLS 60 /* after a failure: ten minutes at one call per flush */
-#define ROLL_BUDGET      60 /* flushed windows read per call: tens of ms, so the caller's loop stays responsive */
+/*
+ * Flushed windows read per call, so that the caller's loop never stalls for
+ * 100 ms: a rollup merges a 4-CPU window in about 3.7 ms, a summary in about
+ * 1.5 ms (docs/BENCHMARKS.md, "Storage").
+ */
+#define ROLL_BUDGET      20
+#define SUM_BUDGET       20
+#define COMPACT_CPU_NS   (50ll * 1000000)
 
 static const struct store_rollup def_tiers[2] = {
 	{ 3600ll * 1000000000ll, 60ll * 1000000000ll },
@@ -1253,7 +1719,8 @@ static const struct store_rollup def_tiers[2] = {
 
 /* A rollup in progress, carried from one store__compact() call to the next. */
 struct roll {
-	struct seg g;            /* the segment being rolled up */
+	struct seg g;            /* the segment being rolled up or summarised */
+	int sum;                 /* writing its summary file, not a rollup */
 	size_t tier;
 	char tmp[NAME_MAX_LEN];
 	int in, out;
@@ -1262,6 +1729,8 @@ struct roll {
 	struct query q;          /* reading the old one (its chain so far) */
 	int64_t bucket_id;
 	uint32_t windows;        /* flushed windows in the bucket */
+	uint32_t wwindows;       /* summary: flushed windows in the whole segment so far */
+	int finishing;           /* summary: all read; the next call writes the whole-segment records */
 	uint64_t nin, nout;
 	int err;
 };
@@ -1272,12 +1741,6 @@ static void crash_point(struct store *s, int step)
 		s->o.crash_point(s->o.crash_arg, step);
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-	int64_t q = a / b;
-	return (a % b && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
 static int roll_flush(struct store *s, struct roll *r)
 {
 	uint8_t hdr[REC_HDR];
@@ -1286,12 +1749,17 @@ static int roll_flush(struct store *s, struct roll *r)
 
 	if (!r->windows)
 		return 0;
-	err = make_record(s, s->rcodec, s->rprof, &r->ch, (uint8_t)(r->tier + 1), r->windows, hdr, &z, &delta);
+	/* Summaries are all keys: each one decodes alone, whichever of them a query picks. */
+	err = make_record(s, s->rcodec, s->rprof, &r->ch, r->sum ? 0 : (uint8_t)(r->tier + 1), r->windows,
+			  r->sum ? REC_FLAG_SUMMARY : 0, hdr, &z, &delta);
 	if (!err)
 		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
+	if (!err && r->sum && !(err = profile__merge_flags(s->wprof, s->rprof, NULL, NULL, SUM_MERGE)))
+		r->wwindows += r->windows;
 	if (err)
 		return err;
-	chain_added(&r->ch, r->out_size, delta);
+	if (!r->sum)
+		chain_added(&r->ch, r->out_size, delta);
 	r->out_size += REC_HDR + z;
 	r->nout++;
 	r->windows = 0;
@@ -1305,14 +1773,15 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 {
 	struct store *s = arg;
 	struct roll *r = s->roll;
-	int64_t id = floor_div(w->start_ns, s->tiers[r->tier].window_ns);
+	int64_t id = floor_div(w->start_ns, r->sum ? SUM_BUCKET_NS : s->tiers[r->tier].window_ns);
 	int err;
 
 	if (r->windows && id != r->bucket_id && (err = roll_flush(s, r)))
 		return r->err = err;
 	r->bucket_id = id;
-	/* Lossless: every pc, thread and pid is kept; only time is coarser. */
-	if ((err = profile__merge(s->rprof, p, NULL, NULL)))
+	/* A rollup is lossless: every pc, thread and pid is kept; only time is coarser. */
+	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum ? SUM_MERGE : 0)) ||
+	    (r->sum && (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION))))
 		return r->err = err;
 	r->windows += w->windows ? w->windows : 1;
 	r->nin++;
@@ -1354,34 +1823,65 @@ static void roll_end(struct store *s)
 	free(r->q.pend);
 	free(r);
 	s->roll = NULL;
+	/* A segment's worth of samples by pid is megabytes: not kept between summaries. */
+	profile__free(s->wprof);
+	profile__free(s->pprof);
+	s->wprof = s->pprof = NULL;
 }
 
-static int roll_start(struct store *s, const struct seg *g, size_t tier)
+static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum)
 {
 	struct roll *r;
 	int err;
 
-	if ((!s->rcodec && (err = codec__new(&s->rcodec))) || (!s->rprof && (err = profile__new(&s->rprof))))
+	if ((!s->rcodec && (err = codec__new(&s->rcodec))) || (!s->rprof && (err = profile__new(&s->rprof))) ||
+	    (sum && !s->wprof && (err = profile__new(&s->wprof))) ||
+	    (sum && !s->pprof && (err = profile__new(&s->pprof))))
 		return err;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	s->roll = r;
 	r->g = *g;
+	r->sum = sum;
 	r->tier = tier;
 	r->in = r->out = -1;
 	r->q.window = roll_window;
 	r->q.arg = s;
 	profile__reset(s->rprof);
-	snprintf(r->tmp, sizeof(r->tmp), ROLL_TMP_PREFIX "%019lld.tmp", (long long)g->start);
+	snprintf(r->tmp, sizeof(r->tmp), ROLL_TMP_PREFIX "%019lld%s.tmp", (long long)g->start, sum ? "-sum" : "");
 	(void)unlinkat(s->dfd, r->tmp, 0);
 	r->in = open_seg(s, g->name, O_RDONLY, &r->in_size);
 	if (r->in < 0)
 		return r->in;
 	r->out = openat(s->dfd, r->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-	if (r->out < 0)
+	if (r->out < 0 || own_file(s, r->out) < 0)
 		return -errno;
 	codec__chain_forget(s->codec);
+	s->chain_dev = 0;
+	return 0;
+}
+
+/* A summary file ends with the summary of the whole segment: what a query covering it reads. */
+static int sum_whole(struct store *s, struct roll *r)
+{
+	uint8_t hdr[REC_HDR];
+	struct chain none = { 0 };
+	size_t z;
+	int err, delta;
+
+	/* With pids first: the whole segment by name stays last, which marks the file complete. */
+	for (int k = 0; k < 2; k++) {
+		err = make_record(s, s->rcodec, k ? s->wprof : s->pprof, &none, 0, r->wwindows,
+				  REC_FLAG_SUMMARY | REC_FLAG_WHOLE | (k ? 0 : REC_FLAG_PIDS), hdr, &z, &delta);
+		if (!err)
+			err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
+		if (err)
+			return err;
+		r->out_size += REC_HDR + z;
+		if (++r->nout == 1)
+			crash_point(s, STORE_CRASH_ROLL_WRITING);
+	}
 	return 0;
 }
 
@@ -1391,10 +1891,17 @@ static int roll_continue(struct store *s)
 	struct roll *r = s->roll;
 	struct scan sc = {
 		.since = INT64_MIN, .until = INT64_MAX, .fn = on_window, .skip = on_skip,
-		.arg = &r->q, .start_off = r->in_off, .budget = ROLL_BUDGET,
+		.arg = &r->q, .start_off = r->in_off,
+		.budget = s->o.compact_windows ? s->o.compact_windows : r->sum ? SUM_BUDGET : ROLL_BUDGET,
+		/* A loaded host makes each window slower: the CPU spent bounds the step too. */
+		.cpu_until = s->o.compact_windows ? 0 : thread_cpu_ns() + COMPACT_CPU_NS,
 	};
-	int err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
+	int err = 0;
 
+	/* A summary's whole-segment records are a step of their own: encoding them costs as much as reading. */
+	if (r->finishing)
+		goto finish;
+	err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
 	if (!err)
 		err = r->err;
 	if (err)
@@ -1402,19 +1909,39 @@ static int roll_continue(struct store *s)
 	r->in_off = sc.next_off;
 	if (sc.paused)
 		return 0;
-	if ((err = roll_flush(s, r)))
+	if (r->sum) {
+		r->finishing = 1;
+		return 0;
+	}
+finish:
+	if (r->sum && !r->nout && r->windows) {
+		/* One 10-minute bucket is the whole segment: its record would repeat the whole one. */
+		if ((err = profile__merge_flags(s->wprof, s->rprof, NULL, NULL, SUM_MERGE)))
+			return err;
+		r->wwindows += r->windows;
+		r->windows = 0;
+	} else if ((err = roll_flush(s, r))) {
 		return err;
-	if (!r->nout) /* nothing readable: leave the segment as it is */
+	}
+	if (!r->nout && !r->wwindows) /* nothing readable: leave the segment as it is */
 		return 1;
+	if (r->sum && (err = sum_whole(s, r)))
+		return err;
 	/* The new file whole on disk before its name can replace the old one. */
 	if (fdatasync(r->out) < 0)
 		return -errno;
 	crash_point(s, STORE_CRASH_ROLL_WRITTEN);
-	if (renameat(s->dfd, r->tmp, s->dfd, r->g.name) < 0)
+	char sum_name[NAME_MAX_LEN];
+	snprintf(sum_name, sizeof(sum_name), "sum-%019lld-%019lld.pfd", (long long)r->g.start, (long long)r->g.end);
+	if (renameat(s->dfd, r->tmp, s->dfd, r->sum ? sum_name : r->g.name) < 0)
 		return -errno;
 	crash_point(s, STORE_CRASH_ROLL_RENAMED);
-	s->st.rollups++;
-	s->st.windows_rolled += r->nin;
+	if (r->sum) {
+		s->st.summaries_built++;
+	} else {
+		s->st.rollups++;
+		s->st.windows_rolled += r->nin;
+	}
 	if ((err = sync_dir(s)))
 		return err;
 	return 1;
@@ -1439,6 +1966,26 @@ static void remove_roll_tmps(struct store *s)
 	closedir(d);
 }
 
+/* With no rollup due: the oldest sealed segment without a summary file gets one. */
+static int sum_pick(struct store *s, const struct seg_list *l)
+{
+	struct seg_list m = { 0 };
+	int err = list_sums(s, &m, 0);
+
+	for (size_t i = 0; !err && i < l->n && !s->roll; i++) {
+		const struct seg *g = &l->v[i];
+
+		if (!g->sealed || g->start <= s->summed_upto)
+			continue;
+		if (find_sum(&m, g))
+			s->summed_upto = g->start;
+		else
+			err = roll_start(s, g, 0, 1);
+	}
+	free(m.v);
+	return err;
+}
+
 int store__compact(struct store *s, int64_t now_ns)
 {
 	struct seg_list l = { 0 };
@@ -1446,8 +1993,6 @@ int store__compact(struct store *s, int64_t now_ns)
 
 	if (!s->o.writer)
 		return -EPERM;
-	if (!s->ntiers)
-		return 0;
 	if (s->roll_backoff) {
 		s->roll_backoff--;
 		return 0;
@@ -1477,16 +2022,21 @@ int store__compact(struct store *s, int64_t now_ns)
 				s->rolled_upto[t - 1] = g->start;
 				continue;
 			}
-			if ((err = roll_start(s, g, t - 1)))
+			if ((err = roll_start(s, g, t - 1, 0)))
 				goto out;
 		}
+		if (!s->roll && (err = sum_pick(s, &l)))
+			goto out;
 		if (!s->roll)
 			goto out;
 	}
 	err = roll_continue(s);
 	if (err == 1) {
 		/* Also when nothing in it could be read: it is not read again for this tier. */
-		s->rolled_upto[s->roll->tier] = s->roll->g.start;
+		if (s->roll->sum)
+			s->summed_upto = s->roll->g.start;
+		else
+			s->rolled_upto[s->roll->tier] = s->roll->g.start;
 		roll_end(s);
 		err = refresh_disk_stats(s);
 	}

@@ -5,7 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct profile;
+#include "profile.h"
+
 struct store;
 
 /* Windows that ended age_ns ago or more are merged into windows of window_ns. */
@@ -24,6 +25,9 @@ enum {
 struct store_opts {
 	const char *dir;
 	int writer;               /* 1: profd (creates dir 0700, recovers torn tails); 0: reader */
+	/* Writer: the directory 0750 and the segments 0640, of this group, for readers that are not root. */
+	int group_read;
+	unsigned group_gid;
 	int zstd_level;           /* 0: default */
 	int64_t max_age_ns;       /* retention by age; 0: none */
 	uint64_t max_bytes;       /* retention by total size; 0: none */
@@ -33,6 +37,7 @@ struct store_opts {
 	/* Rollup tiers, ages ascending (window_ns 0 ends the list); all zero: 1 h -> 1 min, 1 day -> 10 min. */
 	struct store_rollup rollup[STORE_MAX_TIERS];
 	int no_rollup;
+	uint32_t compact_windows; /* flushed windows one store__compact call reads; 0: default (20 or 30) */
 	/* Tests only: called at each step of a rollup (STORE_CRASH_*), e.g. to die there. */
 	void (*crash_point)(void *arg, int step);
 	void *crash_arg;
@@ -50,12 +55,16 @@ struct store_window_info {
 	uint64_t offset;            /* record offset in that file */
 	uint32_t windows;           /* flushed windows merged into this one (1 unless rolled up) */
 	int level;                  /* 0: as flushed; n: rolled up by tier n */
+	int summary;                /* a summary record (STORE_READ_SUMMARIES): merged by function and name */
 };
 
 struct store_stats {
 	uint64_t windows_written, bytes_written, write_errors, windows_dropped;
 	uint64_t segments, bytes_on_disk, segments_removed, corrupt_records;
 	uint64_t rollups, windows_rolled; /* segments rewritten, windows merged into them */
+	uint64_t summaries, summary_bytes; /* summary files on disk (bytes_on_disk counts them too) */
+	uint64_t summaries_built;          /* summary files written by this writer */
+	uint64_t records_decoded;          /* records this store decoded (queries, rollups, summaries) */
 };
 
 int store__open(const struct store_opts *o, struct store **out);
@@ -66,9 +75,11 @@ int store__append(struct store *s, const struct profile *window);
 /* Removes whole segments, oldest first, past the age or size limit. */
 int store__retain(struct store *s, int64_t now_ns);
 /*
- * Rolls up at most one sealed segment that is old enough for a tier it is
- * not at yet (merges its windows into the tier's longer ones and swaps the
- * file). Call it often (each flush); it does nothing when nothing is due.
+ * One bounded step of background work: rolls up a sealed segment that is
+ * old enough for a tier it is not at yet (merges its windows into the
+ * tier's longer ones and swaps the file) or, with no rollup due, writes the
+ * summary file of a sealed segment that has none. Call it often (each
+ * flush); it does nothing when nothing is due.
  */
 int store__compact(struct store *s, int64_t now_ns);
 
@@ -78,6 +89,25 @@ typedef int (*store_window_fn)(const struct store_window_info *w, const struct p
 int store__list(struct store *s, int64_t since, int64_t until, store_info_fn fn, void *arg);
 /* The same windows decoded; p is valid only during the call. A non-zero return from fn stops and is returned. */
 int store__read(struct store *s, int64_t since, int64_t until, store_window_fn fn, void *arg);
+/*
+ * STORE_READ_SUMMARIES: fn may get summary records (w->summary) in place of
+ * the records they cover: the same samples merged by function and process
+ * name (pid and tid 0, a named frame's offset 0), over a whole segment or
+ * 10 minutes of it, only where all they cover overlaps [since, until).
+ * For callers that merge with PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME:
+ * the result is then the same, read from far fewer records. Windows come
+ * in no particular order.
+ */
+#define STORE_READ_SUMMARIES 1u
+int store__read_flags(struct store *s, int64_t since, int64_t until, unsigned flags, store_window_fn fn,
+		      void *arg);
+/*
+ * The windows of [since, until) merged into dst with profile__merge_flags
+ * (pf_flags, keep, arg). With PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME it
+ * reads summaries where it can and decodes them straight into dst.
+ */
+int store__merge(struct store *s, int64_t since, int64_t until, unsigned pf_flags, profile_keep_fn keep,
+		 void *arg, struct profile *dst);
 
 void store__stats(const struct store *s, struct store_stats *out);
 

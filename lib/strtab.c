@@ -2,6 +2,7 @@
 #include "strtab.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,8 @@ struct strtab {
 	char *buf;
 	uint32_t len, cap;
 	uint32_t first, max;
+	uint32_t *index;      /* strtab__intern's: offset + 1 per slot, 0 empty; NULL until the first intern */
+	uint32_t nslots, nused;
 };
 
 int strtab__new(size_t first, size_t max, struct strtab **out)
@@ -34,6 +37,7 @@ void strtab__free(struct strtab *t)
 	if (!t)
 		return;
 	free(t->buf);
+	free(t->index);
 	free(t);
 }
 
@@ -70,15 +74,96 @@ const char *strtab__str(const struct strtab *t, uint32_t off)
 	return t->buf + off;
 }
 
+/* Eight bytes a step: names run to 1 KiB, and a crafted file asks for tens of thousands of them. */
+static uint32_t hash_bytes(const char *s, size_t len)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	w = 0;
+	memcpy(&w, s + i, len - i);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
+	return (uint32_t)h;
+}
+
+static bool same(const struct strtab *t, uint32_t off, const char *s, size_t len)
+{
+	return off + len < t->len && !memcmp(t->buf + off, s, len) && t->buf[off + len] == 0;
+}
+
+/* Doubles the index (or makes the first one) and re-inserts every name already interned. */
+static int index_grow(struct strtab *t)
+{
+	uint32_t n = t->nslots ? t->nslots * 2 : 1024, *ni;
+
+	if (t->nslots >= (1u << 30))
+		return -EFBIG;
+	ni = calloc(n, sizeof(*ni));
+	if (!ni)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->nslots; i++) {
+		uint32_t v = t->index[i], off, h;
+
+		if (!v)
+			continue;
+		off = v - 1;
+		h = hash_bytes(t->buf + off, strlen(t->buf + off));
+		while (ni[h & (n - 1)])
+			h++;
+		ni[h & (n - 1)] = v;
+	}
+	free(t->index);
+	t->index = ni;
+	t->nslots = n;
+	return 0;
+}
+
+int strtab__intern(struct strtab *t, const char *s, size_t len, uint32_t *off)
+{
+	uint32_t h, slot;
+	int err;
+
+	if ((t->nused + 1) * 2 > t->nslots && (err = index_grow(t)))
+		return err;
+	h = hash_bytes(s, len);
+	for (;; h++) {
+		slot = h & (t->nslots - 1);
+		if (!t->index[slot])
+			break;
+		if (same(t, t->index[slot] - 1, s, len)) {
+			*off = t->index[slot] - 1;
+			return 0;
+		}
+	}
+	err = strtab__add(t, s, len, off);
+	if (err)
+		return err;
+	t->index[slot] = *off + 1;
+	t->nused++;
+	return 0;
+}
+
 void strtab__reset(struct strtab *t)
 {
 	t->len = 0;
+	if (t->index)
+		memset(t->index, 0, t->nslots * sizeof(*t->index));
+	t->nused = 0;
 }
 
 void strtab__shrink(struct strtab *t)
 {
 	char *nb;
 
+	free(t->index);
+	t->index = NULL;
+	t->nslots = t->nused = 0;
 	if (t->len == t->cap)
 		return;
 	if (t->len == 0) {
@@ -101,5 +186,5 @@ size_t strtab__len(const struct strtab *t)
 
 size_t strtab__mem_bytes(const struct strtab *t)
 {
-	return sizeof(*t) + t->cap;
+	return sizeof(*t) + t->cap + (size_t)t->nslots * sizeof(*t->index);
 }

@@ -21,6 +21,13 @@ void strtab__free(struct strtab *t);
 
 /* Copies s[0..len) and a NUL; *off names it. 0, -EFBIG past max, -ENOMEM. */
 int strtab__add(struct strtab *t, const char *s, size_t len, uint32_t *off);
+/*
+ * The same, but a name already interned is not stored again: *off is its
+ * first copy's. Thousands of symbols may share one long name. The index
+ * this keeps is freed by __shrink (the table is done then): a later intern
+ * starts a new index and cannot find names added before.
+ */
+int strtab__intern(struct strtab *t, const char *s, size_t len, uint32_t *off);
 /* Valid until the next add, shrink or free. */
 const char *strtab__str(const struct strtab *t, uint32_t off);
 
@@ -35,7 +42,7 @@ void strtab__shrink(struct strtab *t);
 
 /* Bytes of names and their NULs. */
 size_t strtab__len(const struct strtab *t);
-/* Heap bytes held, this object included. */
+/* Heap bytes held, this object and the intern index included. */
 size_t strtab__mem_bytes(const struct strtab *t);
 
 #endif

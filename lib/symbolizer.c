@@ -9,6 +9,7 @@
 #include "kallsyms.h"
 #include "perfmap.h"
 #include "procmaps.h"
+#include "safeopen.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,16 @@
 #define DEFAULT_MAX_FILES 512
 #define DEFAULT_MAX_FILE_BYTES (32u << 20)
 #define DEFAULT_MAX_PIDS 4096
+#define DEFAULT_CACHE_MEMORY (64u << 20)
+/*
+ * Shares of the budget one file (an ELF file or a perf map: a large JIT
+ * names 100,000s of functions) or one process's mappings may hold: one
+ * over its share is refused (and counted), it never evicts the rest.
+ */
+#define FILE_SHARE 4
+#define PID_SHARE 16
+/* Keys one process could not open as the very file it maps: remembered so its frames do not retry each time. */
+#define REFUSED_KEYS 8
 /* A miss outside every mapping is checked with the kernel at most MISS_CHECKS_PER_SEC times per pid in this long. */
 #define MAPS_REFRESH_MS 1000
 #define MISS_CHECKS_PER_SEC 4
@@ -43,8 +54,15 @@
 #define PERFMAP_ABSENT_MAX_MS 32000
 #define MAX_STATUS_BYTES (64u << 10)
 #define MAX_VDSO_BYTES (1u << 20)
-/* Debug files are checksummed whole for .gnu_debuglink; beyond this we do not try. */
-#define MAX_DEBUG_FILE_BYTES (2ull << 30)
+/*
+ * Debug files are checksummed whole for .gnu_debuglink, on the drain loop:
+ * beyond this size we do not try, and at most this many bytes a second are
+ * checksummed (about 50 ms); a file found over that waits a second, its
+ * frames unnamed meanwhile. Build-id lookups need no checksum.
+ */
+#define MAX_DEBUG_FILE_BYTES (64ull << 20)
+#define CRC_BYTES_PER_SEC (64ull << 20)
+#define CRC_RETRY_MS 1000
 #define NAME_BUF 4096
 /*
  * Demangling a long C++ name takes microseconds; a drain sees the same hot
@@ -83,6 +101,16 @@ struct pid_ent {
 	bool pm_tried;
 	bool pinned;           /* root and uid were asked for (once: it costs a status read) */
 	bool gone;             /* /proc has no process or only its zombie: nothing new will be mapped */
+	bool over;             /* its mappings are over the per-process share: not read again until exec */
+	bool pm_capped;        /* its perf map reached the per-process share (counted once) */
+	size_t bytes;          /* heap held (counted in pid_bytes) */
+	/*
+	 * Mappings whose file, as this process reaches it, is not the file the
+	 * kernel mapped (a bind mount in its namespace, a FIFO, another inode):
+	 * never cached under the mapping's key, never opened again for it.
+	 */
+	struct { uint64_t dev, ino; } refused[REFUSED_KEYS];
+	uint32_t nrefused;
 };
 
 /*
@@ -105,7 +133,11 @@ struct symbolizer {
 	int debug_fd; /* the host's debug root, or -1 */
 	char *kallsyms_path;
 	size_t max_files, max_pids, max_file_bytes;
-	size_t file_bytes;
+	size_t file_bytes, pid_bytes;
+	size_t cache_memory, file_cap, pid_cap;
+	int64_t crc_ms;     /* start of the current second of debug-file checksums */
+	uint64_t crc_bytes; /* bytes checksummed in it */
+	struct file_ent none; /* what a refused mapping resolves to: no symbols */
 	bool no_query; /* the kernel cannot answer PROCMAP_QUERY: a miss re-reads maps */
 
 	struct file_ent **fbuckets;
@@ -123,10 +155,11 @@ struct symbolizer {
 
 	void (*bad_file)(void *arg, uint32_t pid, const char *path, int err);
 	void *bad_file_arg;
+	void (*maps_read)(void *arg, uint32_t pid);
 
 	struct dm_slot {
 		uint64_t file_id, addr;
-		char *name;
+		char *name;   /* NULL with file_id set: demangling failed, the mangled name stands */
 	} *dm;
 	uint64_t next_file_id;
 
@@ -200,9 +233,13 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 	s->max_files = o && o->max_files ? o->max_files : DEFAULT_MAX_FILES;
 	s->max_pids = o && o->max_pids ? o->max_pids : DEFAULT_MAX_PIDS;
 	s->max_file_bytes = o && o->max_file_bytes ? o->max_file_bytes : DEFAULT_MAX_FILE_BYTES;
+	s->cache_memory = o && o->cache_memory ? o->cache_memory : DEFAULT_CACHE_MEMORY;
+	s->file_cap = s->cache_memory / FILE_SHARE;
+	s->pid_cap = s->cache_memory / PID_SHARE;
 	if (o) {
 		s->bad_file = o->bad_file;
 		s->bad_file_arg = o->bad_file_arg;
+		s->maps_read = o->maps_read;
 	}
 	s->kallsyms_path = strdup(o && o->kallsyms ? o->kallsyms : "/proc/kallsyms");
 	s->nfbuckets = buckets_for(s->max_files);
@@ -378,7 +415,42 @@ static void pid_remove(struct symbolizer *s, struct pid_ent *p)
 		*pp = p->hnext;
 	lru_del(&p->lru);
 	s->npids--;
+	s->pid_bytes -= p->bytes;
 	pid_ent_free(s, p);
+}
+
+/* Its mappings or perf map changed: what it holds now. */
+static void pid_account(struct symbolizer *s, struct pid_ent *p)
+{
+	size_t b = sizeof(*p) + (p->maps ? procmaps__mem_bytes(p->maps) : 0) + (p->pm ? perfmap__mem_bytes(p->pm) : 0);
+
+	s->pid_bytes = s->pid_bytes - p->bytes + b;
+	p->bytes = b;
+}
+
+static void file_remove(struct symbolizer *s, struct file_ent *f);
+
+/*
+ * Everything cached within one budget: the least recently used files go
+ * first (they are re-read from disk), then the least recently used
+ * processes (their mappings are read again). keep_f and keep_p stay.
+ */
+static void budget_enforce(struct symbolizer *s, const struct file_ent *keep_f, const struct pid_ent *keep_p)
+{
+	while (s->file_bytes + s->pid_bytes > s->cache_memory) {
+		struct file_ent *f = s->nfiles ? container_of(s->flru.prev, struct file_ent, lru) : NULL;
+		struct pid_ent *p = s->npids ? container_of(s->plru.prev, struct pid_ent, lru) : NULL;
+
+		if (f && f != keep_f && f->bytes) {
+			file_remove(s, f);
+			s->st.file_evictions++;
+		} else if (p && p != keep_p) {
+			pid_remove(s, p);
+			s->st.pid_evictions++;
+		} else {
+			break;
+		}
+	}
 }
 
 /* /proc lost the process, or shows its zombie: its samples are still to be named. */
@@ -396,10 +468,21 @@ static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 	struct procmaps *m = NULL;
 	int err;
 
+	if (p->over)
+		return;
 	s->st.maps_reads++;
-	err = procmaps__read_at(s->proc_fd, p->pid, &m);
+	if (s->maps_read)
+		s->maps_read(s->bad_file_arg, p->pid);
+	err = procmaps__read_at_max(s->proc_fd, p->pid, s->pid_cap, &m);
 	if (err == -ENOENT || err == -ESRCH)
 		pid_gone(p);
+	if (err == -EFBIG) {
+		/* Its frames stay unnamed; the other processes keep their share. */
+		p->over = true;
+		s->st.pids_refused++;
+		procmaps__free(p->maps);
+		p->maps = NULL;
+	}
 	if (err)
 		return;
 	/*
@@ -433,6 +516,8 @@ static void pid_load_maps(struct symbolizer *s, struct pid_ent *p, struct procma
 		pid_set_maps(p, given);
 	else
 		pid_read_maps(s, p);
+	pid_account(s, p);
+	budget_enforce(s, NULL, p);
 }
 
 /* given: mappings for a pid not known yet; NULL: read them. */
@@ -457,11 +542,11 @@ static int pid_get_maps(struct symbolizer *s, uint32_t pid, struct procmaps *giv
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
-	pid_load_maps(s, p, given);
 	p->hnext = NULL;
 	*pp = p;
 	lru_push_front(&s->plru, &p->lru);
 	s->npids++;
+	pid_load_maps(s, p, given);
 	*out = p;
 	return 0;
 }
@@ -512,27 +597,24 @@ static void file_remove(struct symbolizer *s, struct file_ent *f)
 	file_ent_free(f);
 }
 
-static int open_in_root_how(int rootfd, const char *path, uint64_t resolve)
+/*
+ * A file a process names, never opened for reading unless it is a regular
+ * file, and not on a FUSE mount (whose server, any user, can stall a read
+ * for ever). -EINVAL: refused for what it is.
+ */
+static int open_untrusted(struct symbolizer *s, int dirfd, const char *path, int flags, struct stat *st)
 {
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | resolve,
-	};
-	int fd;
+	int fd = safeopen__regular(dirfd, path, flags | SAFEOPEN_NO_FUSE, st);
 
-	/* The path is the process's view: resolve it, symlinks included, inside its root. */
-	fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-		return fd < 0 ? -errno : fd;
-	while (*path == '/')
-		path++;
-	fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
-	return fd < 0 ? -errno : fd;
+	if (fd == -EINVAL)
+		s->st.nonregular_refused++;
+	return fd;
 }
 
-static int open_in_root(int rootfd, const char *path)
+/* The path is the process's view: resolve it, symlinks included, inside its root. */
+static int open_in_root(struct symbolizer *s, int rootfd, const char *path)
 {
-	return open_in_root_how(rootfd, path, 0);
+	return open_untrusted(s, rootfd, path, SAFEOPEN_IN_ROOT, NULL);
 }
 
 /*
@@ -543,23 +625,42 @@ static int open_in_root(int rootfd, const char *path)
 static int open_mapped(struct symbolizer *s, uint32_t pid, const struct procmap *m)
 {
 	char path[96];
-	int fd, rootfd, err;
+	struct stat st;
+	int fd, rootfd;
 
 	snprintf(path, sizeof(path), "%u/map_files/%llx-%llx", pid, (unsigned long long)m->start,
 		 (unsigned long long)m->end);
-	fd = openat(s->proc_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd >= 0)
+	fd = open_untrusted(s, s->proc_fd, path, 0, &st);
+	/*
+	 * The kernel's own file of the mapping: only the inode is compared (btrfs
+	 * reports a subvolume's device to stat, the superblock's to maps).
+	 */
+	if (fd >= 0 && (uint64_t)st.st_ino == m->inode)
 		return fd;
-	err = -errno;
+	if (fd >= 0 || fd == -EINVAL)
+		goto refuse;
 	if ((m->flags & PROCMAP_DELETED) || !m->path || m->path[0] != '/')
-		return err;
+		return fd;
 	snprintf(path, sizeof(path), "%u/root", pid);
 	rootfd = openat(s->proc_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return -errno;
-	fd = open_in_root(rootfd, m->path);
+	fd = open_untrusted(s, rootfd, m->path, SAFEOPEN_IN_ROOT, &st);
 	close(rootfd);
-	return fd;
+	/*
+	 * The path is what the process sees now: a bind mount in its own
+	 * namespace puts any file there. Only the very file mapped is read.
+	 */
+	if (fd >= 0 && (uint64_t)st.st_dev == m->dev && (uint64_t)st.st_ino == m->inode)
+		return fd;
+	if (fd < 0 && fd != -EINVAL)
+		return fd;
+refuse:
+	if (fd >= 0) {
+		close(fd);
+		s->st.files_mismatched++;
+	}
+	return -ESTALE;
 }
 
 /*
@@ -583,40 +684,17 @@ static int read_own_vdso(struct symbolizer *s, size_t len, struct elfsym **es)
 	return err;
 }
 
-static int read_vdso(struct symbolizer *s, uint32_t pid, const struct procmap *m, struct elfsym **es)
+/*
+ * A process can rewrite its own vdso, and the cache is shared: only our own
+ * image names it. A vdso of another size (a 32-bit process) is refused.
+ */
+static int read_vdso(struct symbolizer *s, const struct procmap *m, struct elfsym **es)
 {
-	char path[32];
 	size_t len = m->end - m->start;
-	void *buf = NULL;
-	ssize_t r;
-	int fd, err;
 
 	if (len > MAX_VDSO_BYTES)
 		return -EFBIG;
-	snprintf(path, sizeof(path), "%u/mem", pid);
-	fd = openat(s->proc_fd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		return read_own_vdso(s, len, es) ? err : 0;
-	}
-	buf = malloc(len);
-	if (!buf) {
-		err = -ENOMEM;
-		goto out;
-	}
-	r = pread(fd, buf, len, (off_t)m->start);
-	/* A zombie or an exited process has no memory left to read. */
-	if (r <= 0) {
-		err = r < 0 ? -errno : -ESRCH;
-		if (!read_own_vdso(s, len, es))
-			err = 0;
-		goto out;
-	}
-	err = elfsym__open_mem(buf, (size_t)r, es);
-out:
-	free(buf);
-	close(fd);
-	return err;
+	return read_own_vdso(s, len, es) ? -ESTALE : 0;
 }
 
 static bool is_bad_file_error(int err)
@@ -635,7 +713,8 @@ static int open_root(struct symbolizer *s, uint32_t pid)
 }
 
 /* Opens a candidate debug file and keeps it only if it is the one asked for. */
-static int try_debug_file(int fd, const uint8_t *id, size_t idlen, const uint32_t *crc, struct elfsym **out)
+static int try_debug_file(struct symbolizer *s, int fd, const uint8_t *id, size_t idlen, const uint32_t *crc,
+			  struct elfsym **out)
 {
 	struct elfsym *d = NULL;
 	const uint8_t *did;
@@ -645,13 +724,31 @@ static int try_debug_file(int fd, const uint8_t *id, size_t idlen, const uint32_
 	if (fd < 0)
 		return fd;
 	if (crc) {
+		struct stat st;
+		int64_t now = now_ms();
+
+		if (now - s->crc_ms >= 1000) {
+			s->crc_ms = now;
+			s->crc_bytes = 0;
+		}
+		if (fstat(fd, &st) < 0) {
+			err = -errno;
+			goto out;
+		}
+		if ((uint64_t)st.st_size <= MAX_DEBUG_FILE_BYTES &&
+		    s->crc_bytes + (uint64_t)st.st_size > CRC_BYTES_PER_SEC) {
+			s->st.debug_deferred++;
+			err = -EAGAIN;
+			goto out;
+		}
+		s->crc_bytes += (uint64_t)st.st_size;
 		err = elfsym__crc32_fd(fd, MAX_DEBUG_FILE_BYTES, &c);
 		if (!err && c != *crc)
 			err = -ESTALE;
 		if (err)
 			goto out;
 	}
-	err = elfsym__open_fd(fd, &d);
+	err = elfsym__open_fd_max(fd, s->file_cap, &d);
 	if (err)
 		goto out;
 	if (idlen && (elfsym__build_id(d, &did) != idlen || memcmp(did, id, idlen))) {
@@ -673,8 +770,8 @@ static int open_host_debug(struct symbolizer *s, const char *rel)
 	if (s->debug_fd < 0)
 		return -ENOENT;
 	/* The host's debug root is trusted (root-owned); its build-id links are symlinks on Fedora. */
-	fd = openat(s->debug_fd, rel, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	return fd < 0 ? -errno : fd;
+	fd = open_untrusted(s, s->debug_fd, rel, 0, NULL);
+	return fd;
 }
 
 /*
@@ -700,16 +797,16 @@ static int find_debug(struct symbolizer *s, uint32_t pid, const struct procmap *
 		for (size_t i = 1; i < idlen; i++)
 			o += snprintf(rel + o, sizeof(rel) - (size_t)o, "%02x", id[i]);
 		snprintf(rel + o, sizeof(rel) - (size_t)o, ".debug");
-		err = try_debug_file(open_host_debug(s, rel), id, idlen, NULL, out);
-		if (!err || err == -ENOMEM)
+		err = try_debug_file(s, open_host_debug(s, rel), id, idlen, NULL, out);
+		if (!err || err == -ENOMEM || err == -EAGAIN)
 			goto out;
 		rootfd = open_root(s, pid);
 		if (rootfd >= 0) {
 			char path[PATH_MAX + 80];
 
 			snprintf(path, sizeof(path), "/usr/lib/debug/%s", rel);
-			err = try_debug_file(open_in_root(rootfd, path), id, idlen, NULL, out);
-			if (!err || err == -ENOMEM)
+			err = try_debug_file(s, open_in_root(s, rootfd, path), id, idlen, NULL, out);
+			if (!err || err == -ENOMEM || err == -EAGAIN)
 				goto out;
 		}
 	}
@@ -732,13 +829,13 @@ static int find_debug(struct symbolizer *s, uint32_t pid, const struct procmap *
 			/* A debuglink naming the binary itself cannot match its own CRC; skip the read. */
 			if (!strcmp(rel, m->path))
 				continue;
-			err = try_debug_file(open_in_root(rootfd, rel), NULL, 0, &crc, out);
-			if (!err || err == -ENOMEM)
+			err = try_debug_file(s, open_in_root(s, rootfd, rel), NULL, 0, &crc, out);
+			if (!err || err == -ENOMEM || err == -EAGAIN)
 				goto out;
 		}
 	}
 	if (snprintf(rel, sizeof(rel), "%s%s%s", dir[0] ? dir + 1 : "", dir[0] ? "/" : "", link) < (int)sizeof(rel))
-		err = try_debug_file(open_host_debug(s, rel), NULL, 0, &crc, out);
+		err = try_debug_file(s, open_host_debug(s, rel), NULL, 0, &crc, out);
 out:
 	if (rootfd >= 0)
 		close(rootfd);
@@ -751,15 +848,20 @@ static int load_file(struct symbolizer *s, uint32_t pid, const struct procmap *m
 	int fd, err;
 
 	if (m->flags & PROCMAP_VDSO)
-		return read_vdso(s, pid, m, es);
+		return read_vdso(s, m, es);
 	fd = open_mapped(s, pid, m);
 	if (fd < 0)
 		return fd;
-	err = elfsym__open_fd(fd, es);
+	err = elfsym__open_fd_max(fd, s->file_cap, es);
 	close(fd);
 	if (err || elfsym__has_full_symtab(*es))
 		return err;
 	err = find_debug(s, pid, m, *es, &d);
+	if (err == -EAGAIN) {
+		elfsym__free(*es);
+		*es = NULL;
+		return err;
+	}
 	if (!err) {
 		/* A failed merge leaves what fitted: still better than .dynsym alone. */
 		err = elfsym__merge(*es, d);
@@ -773,13 +875,32 @@ static int load_file(struct symbolizer *s, uint32_t pid, const struct procmap *m
 	return 0;
 }
 
-/* Returns the cached file (es may be NULL for a file that cannot be read), or NULL on ENOMEM. */
-static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struct procmap *m)
+static bool pid_refused(const struct pid_ent *p, uint64_t dev, uint64_t ino)
+{
+	for (uint32_t i = 0; i < p->nrefused && i < REFUSED_KEYS; i++)
+		if (p->refused[i].dev == dev && p->refused[i].ino == ino)
+			return true;
+	return false;
+}
+
+static void pid_refuse(struct pid_ent *p, uint64_t dev, uint64_t ino)
+{
+	p->refused[p->nrefused++ % REFUSED_KEYS].dev = dev;
+	p->refused[(p->nrefused - 1) % REFUSED_KEYS].ino = ino;
+}
+
+/*
+ * Returns the cached file (es may be NULL for a file that cannot be read),
+ * s->none for a mapping this process cannot show us (nothing is cached
+ * under its key then), or NULL on ENOMEM.
+ */
+static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const struct procmap *m)
 {
 	/* The vdso has no inode; its size tells a 32-bit process's image from a 64-bit one. */
 	uint64_t dev = m->flags & PROCMAP_VDSO ? 0 : m->dev;
 	uint64_t ino = m->flags & PROCMAP_VDSO ? m->end - m->start : m->inode;
 	struct file_ent **pp = file_slot(s, dev, ino), *f = *pp;
+	struct elfsym *es = NULL;
 	int64_t now;
 	int err;
 
@@ -789,7 +910,18 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 		lru_push_front(&s->flru, &f->lru);
 		return f;
 	}
+	if (pid_refused(p, dev, ino))
+		return &s->none;
 	s->st.file_misses++;
+	err = load_file(s, p->pid, m, &es);
+	if (err == -ESTALE) {
+		/* Not the file mapped, as this process shows it: the key stays as it was for everyone else. */
+		pid_refuse(p, dev, ino);
+		s->st.files_refused_pid++;
+		return &s->none;
+	}
+	pp = file_slot(s, dev, ino);
+	f = *pp;
 	if (!f) {
 		if (s->nfiles >= s->max_files) {
 			file_remove(s, container_of(s->flru.prev, struct file_ent, lru));
@@ -797,8 +929,10 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 			pp = file_slot(s, dev, ino);
 		}
 		f = calloc(1, sizeof(*f));
-		if (!f)
+		if (!f) {
+			elfsym__free(es);
 			return NULL;
+		}
 		f->dev = dev;
 		f->ino = ino;
 		*pp = f;
@@ -808,7 +942,7 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 		lru_del(&f->lru);
 		lru_push_front(&s->flru, &f->lru);
 	}
-	err = load_file(s, pid, m, &f->es);
+	f->es = es;
 	f->id = ++s->next_file_id;
 	f->bytes = f->es ? elfsym__mem_bytes(f->es) : 0;
 	s->file_bytes += f->bytes;
@@ -817,6 +951,7 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 		file_remove(s, container_of(s->flru.prev, struct file_ent, lru));
 		s->st.file_evictions++;
 	}
+	budget_enforce(s, f, p);
 	now = now_ms();
 	if (err == -ENOMEM) {
 		f->retry_at_ms = now;
@@ -826,16 +961,19 @@ static struct file_ent *file_get(struct symbolizer *s, uint32_t pid, const struc
 		f->es = NULL;
 		if (is_bad_file_error(err)) {
 			s->st.bad_files++;
+			if (err == -EFBIG)
+				s->st.files_refused++;
 			f->retry_at_ms = INT64_MAX;
 			if (s->bad_file)
-				s->bad_file(s->bad_file_arg, pid, m->path ? m->path : "?", err);
+				s->bad_file(s->bad_file_arg, p->pid, m->path ? m->path : "?", err);
 		} else {
 			/*
 			 * ENOENT, ESRCH: the process went (its map_files with
 			 * it), not the file: another process mapping it may open
 			 * it soon, but not at every frame of the gone one's drain.
 			 */
-			f->retry_at_ms = now + (err == -ENOENT || err == -ESRCH ? GONE_RETRY_MS : OPEN_RETRY_MS);
+			f->retry_at_ms = now + (err == -ENOENT || err == -ESRCH ? GONE_RETRY_MS :
+						err == -EAGAIN ? CRC_RETRY_MS : OPEN_RETRY_MS);
 		}
 	}
 	return f;
@@ -937,11 +1075,14 @@ static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
 	if (rootfd < 0 && !p->root)
 		return;
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
-	/* No symlinks at all: a planted link could point the owner check at any file. */
-	fd = open_in_root_how(rootfd >= 0 ? rootfd : p->root->fd, path, RESOLVE_NO_SYMLINKS);
+	/*
+	 * No symlinks at all: a planted link could point the owner check at any
+	 * file. A FIFO or a device planted there is refused unopened.
+	 */
+	fd = open_untrusted(s, rootfd >= 0 ? rootfd : p->root->fd, path, SAFEOPEN_IN_ROOT | SAFEOPEN_NO_SYMLINKS, &st);
 	if (rootfd >= 0)
 		close(rootfd);
-	if (fd == -ELOOP)
+	if (fd == -ELOOP || fd == -EINVAL)
 		s->st.perfmaps_rejected++;
 	/* Most processes with anonymous code never write a map: look again less and less often. */
 	if (fd == -ENOENT && !p->pm)
@@ -958,13 +1099,19 @@ static void perfmap_refresh(struct symbolizer *s, struct pid_ent *p)
 		}
 		uid = p->uid;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
+	if (st.st_uid != uid) {
 		s->st.perfmaps_rejected++;
 		goto out;
 	}
-	if (!p->pm && perfmap__new(&p->pm))
+	if (!p->pm && perfmap__new_max(s->file_cap, &p->pm))
 		goto out;
 	perfmap__update_fd(p->pm, fd);
+	if (perfmap__full(p->pm) && !p->pm_capped) {
+		p->pm_capped = true;
+		s->st.perfmaps_capped++;
+	}
+	pid_account(s, p);
+	budget_enforce(s, NULL, p);
 out:
 	close(fd);
 }
@@ -1010,10 +1157,14 @@ static const char *demangled(struct symbolizer *s, const struct file_ent *f, uin
 	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
 		return name;
 	d = &s->dm[hash64(f->id * 0x9e3779b97f4a7c15ULL ^ start) & (DEMANGLE_SLOTS - 1)];
-	if (d->name && d->file_id == f->id && d->addr == start)
-		return d->name;
-	if (demangle(name, s->namebuf, sizeof(s->namebuf)))
-		return name; /* not cached: failures are rare and cheap to repeat */
+	if (d->file_id == f->id && d->addr == start)
+		return d->name ? d->name : name;
+	if (demangle(name, s->namebuf, sizeof(s->namebuf))) {
+		/* A crafted name can make every attempt slow: the failure is remembered too. */
+		free(d->name);
+		*d = (struct dm_slot){ f->id, start, NULL };
+		return name;
+	}
 	copy = strdup(s->namebuf);
 	if (copy) {
 		free(d->name);
@@ -1119,7 +1270,7 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	out->offset = ip - m->start + m->offset;
 	if ((m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))
 		return 0;
-	f = file_get(s, pid, m);
+	f = file_get(s, p, m);
 	if (!f)
 		return -ENOMEM;
 	if (!f->es)
@@ -1191,7 +1342,7 @@ int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct sy
 
 		if (!m->path || ((m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO)))
 			continue;
-		if (!file_get(s, pid, m))
+		if (!file_get(s, p, m))
 			return -ENOMEM;
 	}
 	return 0;
@@ -1213,13 +1364,10 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out)
 	out->files_cached = s->nfiles;
 	out->pids_cached = s->npids;
 	out->file_bytes = s->file_bytes;
-	out->pid_bytes = 0;
-	for (const struct lru *l = s->plru.next; l != &s->plru; l = l->next) {
-		const struct pid_ent *p = container_of(l, struct pid_ent, lru);
-
-		out->pid_bytes += sizeof(*p) + (p->maps ? procmaps__mem_bytes(p->maps) : 0) +
-				  (p->pm ? perfmap__mem_bytes(p->pm) : 0);
-	}
+	out->pid_bytes = s->pid_bytes;
 	for (const struct root *r = s->roots; r; r = r->next)
 		out->pid_bytes += sizeof(*r);
+	out->cache_memory = s->cache_memory;
+	out->file_cap = s->file_cap;
+	out->pid_cap = s->pid_cap;
 }

@@ -14,6 +14,13 @@ struct symbolizer_opts {
 	size_t max_files;       /* ELF files kept parsed (LRU); 0: default */
 	size_t max_file_bytes;  /* heap bytes of the parsed files kept (LRU, beside max_files); 0: default */
 	size_t max_pids;        /* process mapping tables kept (LRU); 0: default */
+	/*
+	 * One budget for everything cached (files' symbols, processes'
+	 * mappings and perf maps); 0: 64 MiB. A file (an ELF file or a perf
+	 * map) may hold a quarter of it, a process's mappings a sixteenth: one
+	 * over its share is refused and counted, and never evicts the rest.
+	 */
+	size_t cache_memory;
 	const char *debug_root; /* "/usr/lib/debug" unless a test says otherwise: .build-id and debuglink files */
 	/*
 	 * Called once per file rejected as malformed or over the limits (err:
@@ -22,6 +29,8 @@ struct symbolizer_opts {
 	 */
 	void (*bad_file)(void *arg, uint32_t pid, const char *path, int err);
 	void *bad_file_arg;
+	/* Called at each read of /proc/PID/maps (NULL: not told); arg is bad_file_arg. */
+	void (*maps_read)(void *arg, uint32_t pid);
 };
 
 enum sym_kind { SYM_USER = 0, SYM_KERNEL = 1, SYM_JIT = 2 };
@@ -48,6 +57,14 @@ struct symbolizer_stats {
 	uint64_t pid_bytes;         /* heap bytes held by the cached processes: mapping tables, perf maps, roots */
 	uint64_t maps_reads;        /* mapping tables read (first sight, exec, a miss on a new mapping) */
 	uint64_t miss_checks;       /* addresses outside every known mapping checked with the kernel */
+	uint64_t files_refused;     /* files over their share of the budget (also in bad_files) */
+	uint64_t pids_refused;      /* processes whose mappings are over their share */
+	uint64_t perfmaps_capped;   /* perf maps read only up to their process's share */
+	uint64_t files_refused_pid; /* mappings whose file, as the process shows it, is not the one mapped */
+	uint64_t files_mismatched;  /* of those: another file (device, inode) at the mapped path */
+	uint64_t nonregular_refused; /* FIFOs, devices, directories, FUSE files named by a process: never read */
+	uint64_t debug_deferred;    /* debug files left for a later second: the checksum budget was spent */
+	uint64_t cache_memory, file_cap, pid_cap;
 };
 
 int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out);

@@ -5,10 +5,10 @@ set -eu
 
 PKGS="clang llvm make gcc pkg-config libbpf-dev bpftool libelf-dev libdw-dev \
 libunwind-dev libzstd-dev zlib1g-dev liblzma-dev linux-perf bpftrace \
-systemd procps util-linux python3 xz-utils binutils g++"
+systemd procps util-linux python3 xz-utils binutils g++ libcurl4-openssl-dev"
 
 case "${1:-}" in
---test) PKGS="$PKGS chromium libclang-rt-14-dev nodejs golang-go" ;;
+--test) PKGS="$PKGS chromium libclang-rt-14-dev nodejs golang-go protobuf-compiler python3-protobuf golang-github-google-pprof-dev openssl gdb" ;;
 esac
 
 missing=""

@@ -70,18 +70,24 @@ perf script -i "$W/perf.data" -F comm,pid,tid,ip,sym,dso --pid "$P1,$P2,$P3" 2>/
 # are one function: each becomes the first name kallsyms lists at its address.
 awk '{ if (!($1 in c)) c[$1] = $3; print $3, c[$1] }' /proc/kallsyms >"$W/kalias"
 # shares FOLDED: "function self_pct total_pct" over all lines; unsymbolized
-# frames ([unknown], [module+0xOFF]) are one function, "[unknown]".
+# frames ([unknown], [module+0xOFF]) are one function, "[unknown]". profd
+# names the Python functions an eval frame runs ("qualname (file.py)"); perf
+# sees only the interpreter's _PyEval_EvalFrameDefault in their place, so
+# they compare as that. Python's callers are read from the interpreter, not
+# walked, and libpython has no frame pointers for perf -g to walk: the python
+# process's stacks count in self shares only.
 shares() {
 	awk 'FILENAME != "-" && FNR == NR { alias[$1 "_[k]"] = $2 "_[k]"; next } {
 		v = $NF; line = $0; sub(/ [0-9]+$/, "", line)
 		k = split(line, f, ";"); tot += v
 		for (i = 2; i <= k; i++) {
 			name = f[i]; if (name ~ /^\[.*\]$/) name = "[unknown]"
+			else if (name ~ / \([^()]*\)$/) name = "_PyEval_EvalFrameDefault"
 			else if (name in alias) name = alias[name]
 			f[i] = name
 		}
 		delete seen
-		for (i = 2; i <= k; i++) if (!(f[i] in seen)) { seen[f[i]] = 1; t[f[i]] += v }
+		for (i = 2; i <= k; i++) if (!(f[i] in seen) && f[1] !~ /^python/) { seen[f[i]] = 1; t[f[i]] += v }
 		if (k >= 2) s[f[k]] += v; else s["[no stack]"] += v
 	} END {
 		for (x in t) printf "%s %.4f %.4f\n", x, 100 * s[x] / tot, 100 * t[x] / tot

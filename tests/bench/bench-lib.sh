@@ -51,7 +51,8 @@ profd_start() {
 	mkdir -p "$dir"
 	bg "$PROFD" --state-dir "$dir/state" --socket "$dir/sock" "$@" >"$dir/profd.log" 2>&1
 	PROFD_PID=$BG
-	for _ in $(seq 1 100); do
+	# Up to 60 s: loading the BPF programs took over 10 s at load 20 on 2 CPUs.
+	for _ in $(seq 1 600); do
 		[ -S "$dir/sock" ] && return 0
 		kill -0 "$PROFD_PID" 2>/dev/null || break
 		sleep 0.1

@@ -67,7 +67,7 @@ start() {
 	# shellcheck disable=SC2086
 	"$PROFD" --state-dir "$W/s" --socket "$W/sock" --config /dev/null $args >"$W/log" 2>&1 &
 	PID=$!
-	for _ in $(seq 1 100); do [ -S "$W/sock" ] && break; sleep 0.1; done
+	for _ in $(seq 1 600); do [ -S "$W/sock" ] && break; sleep 0.1; done
 	[ -S "$W/sock" ] || { echo "profd did not start: $(cat "$W/log")" >&2; exit 1; }
 	[ "$1" = oncpu ] || PROG=$(off_cpu_id "$PID" | head -1)
 	sleep 1 # steady state

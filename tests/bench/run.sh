@@ -11,7 +11,7 @@ export BENCH_OUT=${BENCH_OUT:-$BUILD/bench}
 DOC=docs/BENCHMARKS.md
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(overhead selfcost size accuracy)
-declare -A title=([overhead]="Overhead" [selfcost]="profd's own cost" [size]="Size" [accuracy]="Accuracy")
+declare -A title=([overhead]="Overhead" [selfcost]="profd's own cost" [size]="Size" [accuracy]="Accuracy" [export_cost]="Export to Pyroscope")
 failed=0
 
 for n in "${names[@]}"; do

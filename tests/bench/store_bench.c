@@ -220,14 +220,6 @@ static int on_info(const struct store_window_info *w, void *arg)
 	return 0;
 }
 
-static int on_window(const struct store_window_info *w, const struct profile *p, void *arg)
-{
-	struct agg *a = arg;
-	a->windows++;
-	a->bytes += w->bytes;
-	return profile__merge_flags(a->merged, p, NULL, NULL, PF_MERGE_BY_FUNCTION); /* as profctl does */
-}
-
 static int rm_cb(const char *p, const struct stat *sb, int type, struct FTW *ftw)
 {
 	return remove(p);
@@ -244,11 +236,16 @@ static void query(struct store *s, const char *label, int64_t since, int64_t unt
 		t = now(CLOCK_MONOTONIC) - t;
 		if (t < best_list)
 			best_list = t;
+		int listed = a.windows;
 		memset(&a, 0, sizeof(a));
 		profile__new(&a.merged);
 		t = now(CLOCK_MONOTONIC);
 		double c = now(CLOCK_PROCESS_CPUTIME_ID);
-		int err = store__read(s, since, until, on_window, &a);
+		struct store_stats st0, st1;
+		store__stats(s, &st0);
+		/* As profctl dump/top/diff do without --pid. */
+		int err = store__merge(s, since, until, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME, NULL, NULL, a.merged);
+		store__stats(s, &st1);
 		t = now(CLOCK_MONOTONIC) - t;
 		c = now(CLOCK_PROCESS_CPUTIME_ID) - c;
 		if (c < best_cpu)
@@ -258,9 +255,10 @@ static void query(struct store *s, const char *label, int64_t since, int64_t unt
 		if (t < best_read)
 			best_read = t;
 		if (r == reps - 1)
-			printf("%-8s %5d windows %9.1f KB   list %8.2f ms   read+merge %8.1f ms (CPU %8.1f ms)   (%zu stacks merged)\n",
-			       label, a.windows, a.bytes / 1024.0, best_list * 1e3, best_read * 1e3, best_cpu * 1e3,
-			       profile__nstacks(a.merged));
+			printf("%-8s %5d records listed (%llu decoded)   list %8.2f ms   read+merge %8.1f ms (CPU %8.1f ms)   (%zu stacks, %zu samples merged)\n",
+			       label, listed, (unsigned long long)(st1.records_decoded - st0.records_decoded),
+			       best_list * 1e3, best_read * 1e3, best_cpu * 1e3, profile__nstacks(a.merged),
+			       profile__nsamples(a.merged));
 		profile__free(a.merged);
 	}
 }
@@ -725,7 +723,8 @@ static int query_only(const char *dir)
 	store__list(s, INT64_MIN, INT64_MAX, last_end, &end);
 	query(s, "10m", end - 600 * SEC, end, 3);
 	query(s, "1h", end - 3600 * SEC, end, 3);
-	query(s, "24h", end - 86400 * SEC, end, 1);
+	query(s, "25h", end - 90000 * SEC, end, 3);
+	query(s, "7d", end - 7 * 86400 * SEC, end, 3);
 	store__close(s);
 	return 0;
 }
@@ -798,7 +797,7 @@ int main(int argc, char **argv)
 	profile__new(&p);
 	int nwin = hours * 360;
 	int64_t t0 = (int64_t)time(NULL) * SEC - (int64_t)nwin * WINDOW;
-	double cpu = 0, wall = 0, gen = 0, roll = 0;
+	double cpu = 0, wall = 0, gen = 0, roll = 0, roll_max = 0;
 	size_t samples = 0, stacks = 0;
 	for (int i = 0; i < nwin; i++) {
 		double g = now(CLOCK_PROCESS_CPUTIME_ID);
@@ -817,7 +816,10 @@ int main(int argc, char **argv)
 		/* As profd does after each flush. */
 		c0 = now(CLOCK_PROCESS_CPUTIME_ID);
 		err = store__compact(s, t0 + (int64_t)(i + 1) * WINDOW);
-		roll += now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+		c0 = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+		roll += c0;
+		if (c0 > roll_max)
+			roll_max = c0;
 		if (err) {
 			fprintf(stderr, "compact: %s\n", strerror(-err));
 			return 1;
@@ -837,6 +839,9 @@ int main(int argc, char **argv)
 	printf("rollups: %llu segments, %llu windows merged, %.2f s CPU in all (%.0f ms per rollup)\n",
 	       (unsigned long long)st.rollups, (unsigned long long)st.windows_rolled, roll,
 	       st.rollups ? roll / (double)st.rollups * 1e3 : 0);
+	printf("summaries: %llu files, %.1f MB (%.1f%% of the store); longest store__compact call %.0f ms CPU\n",
+	       (unsigned long long)st.summaries, (double)st.summary_bytes / 1e6,
+	       st.bytes_on_disk ? 100.0 * (double)st.summary_bytes / (double)st.bytes_on_disk : 0, roll_max * 1e3);
 	store__close(s);
 
 	/* Cold-ish: a fresh reader, as profctl is. */
@@ -848,7 +853,7 @@ int main(int argc, char **argv)
 	int64_t end = t0 + (int64_t)nwin * WINDOW;
 	query(s, "10m", end - 600 * SEC, end, 3);
 	query(s, "1h", end - 3600 * SEC, end, 3);
-	query(s, "24h", end - 86400 * SEC, end, 1);
+	query(s, "25h", end - 90000 * SEC, end, 3);
 	store__close(s);
 	profile__free(p);
 	if (!keep && dir == dirbuf)

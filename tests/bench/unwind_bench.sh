@@ -33,7 +33,7 @@ run() { # run MODE PROG...
 	rm -rf "$T/s"
 	"$BUILD/profd" --state-dir "$T/s" --socket "$T/sock" --unwind "$mode" --no-offcpu >"$T/log" 2>&1 &
 	pd=$!
-	for _ in $(seq 100); do [ -S "$T/sock" ] && break; sleep 0.1; done
+	for _ in $(seq 600); do [ -S "$T/sock" ] && break; sleep 0.1; done
 	for i in $(ids); do [[ "$before" == *" $i "* ]] || id=$i; done
 	# Warm-up: the first samples of a process wait for its tables.
 	for p in "$@"; do "$BUILD/testprogs/$p" 1 >/dev/null & done; wait_progs=1

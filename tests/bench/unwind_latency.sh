@@ -34,7 +34,7 @@ os.execv(sys.argv[1], sys.argv[1:])' "$T/qsort_$i" 0.3 >"$T/exec.$i" &
 	PROFD_UNWIND_CHECK="$P $T/check.$i" "$BUILD/profd" --state-dir "$T/s" --socket "$T/sock" \
 		--unwind dwarf ${PROFD_ARGS:-} >"$T/log" 2>&1 &
 	PD=$!
-	for _ in $(seq 100); do [ -S "$T/sock" ] && break; sleep 0.1; done
+	for _ in $(seq 600); do [ -S "$T/sock" ] && break; sleep 0.1; done
 	# libc's and ld.so's tables in first, as on any running host.
 	"$BUILD/testprogs/qsort_nofp" 0.2 >/dev/null
 	sleep 0.5

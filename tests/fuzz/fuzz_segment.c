@@ -1,7 +1,8 @@
 /*
  * libFuzzer target for everything that reads stored bytes: the payload
  * decoder, the segment reader (list and read) and the writer's start-up
- * recovery. The first input byte picks the path, the rest is the input.
+ * recovery, and summary files (the input both as a segment and as its
+ * summary). The first input byte picks the path, the rest is the input.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ilib \
  *     tests/fuzz/fuzz_segment.c lib/store.c lib/codec.c lib/crc32c.c lib/profile.c \
@@ -68,10 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char path[128];
 	struct store *s;
 	uint64_t sink = 0;
+	int fd;
 
 	if (size < 1)
 		return 0;
-	int mode = data[0] % 3;
+	int mode = data[0] % 4;
 	data++;
 	size--;
 	if (mode == 0) {
@@ -79,11 +81,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	/* Sealed name: read only. Open name: the writer recovers (cuts, seals) first. */
-	if (mode == 1)
+	if (mode == 3) {
+		snprintf(path, sizeof(path), "%s/sum-1764000000000000000-1764000100000000000.pfd", dir);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0 || write(fd, data, size) != (ssize_t)size)
+			abort();
+		close(fd);
+	}
+	if (mode == 1 || mode == 3)
 		snprintf(path, sizeof(path), "%s/seg-1764000000000000000-1764000100000000000.pfd", dir);
 	else
 		snprintf(path, sizeof(path), "%s/seg-1764000000000000000.pfd", dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, data, size) != (ssize_t)size)
 		abort();
 	close(fd);
@@ -93,13 +102,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		store__list(s, INT64_MIN, INT64_MAX, on_info, NULL);
 		store__read(s, INT64_MIN, INT64_MAX, on_window, &sink);
 		store__read(s, 1764000050000000000ll, 1764000060000000000ll, on_window, &sink);
+		store__read_flags(s, INT64_MIN, INT64_MAX, STORE_READ_SUMMARIES, on_window, &sink);
+		store__read_flags(s, 1764000050000000000ll, 1764000100000000000ll, STORE_READ_SUMMARIES, on_window,
+				  &sink);
 		store__close(s);
 	}
 	/* Leave no segment for the next input, whatever recovery renamed. */
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	while (d && (de = readdir(d)))
-		if (!strncmp(de->d_name, "seg-", 4))
+		if (!strncmp(de->d_name, "seg-", 4) || !strncmp(de->d_name, "sum-", 4))
 			unlinkat(dirfd(d), de->d_name, 0);
 	if (d)
 		closedir(d);

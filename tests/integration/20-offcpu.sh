@@ -5,7 +5,10 @@
 source "$(dirname "$0")/lib.sh"
 
 SECS=3
-start_profd
+# Every wait is timed (--offcpu-min 0): on this VM a same-CPU pipe round trip
+# takes about 2 us, so most of the ping-pong's waits are under the default
+# 1 us minimum, which drops them by design (offcpu_below_minimum).
+start_profd --offcpu-min 0
 
 # per_thread TYPE PID: "<thread> <value>" per thread name, values summed.
 per_thread() {
@@ -129,9 +132,13 @@ CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 CG=profd-test-$$
 mkdir "$CG2/$CG" || fail "cannot create cgroup $CG2/$CG"
 on_exit "rmdir '$CG2/$CG'"
-"$TP/offcpu_threads" block 4 >/dev/null &
+# The selected process is named at start, and starts blocking once profd
+# runs: a loaded host may take seconds to load the BPF programs.
+mkfifo "$T/go"
+( read -r _ <"$T/go"; exec "$TP/offcpu_threads" block 4 >/dev/null ) &
 SEL=$!
 start_profd --offcpu-pids $SEL --offcpu-cgroups "/$CG"
+echo go >"$T/go"
 (echo $BASHPID >"$CG2/$CG/cgroup.procs" && exec "$TP/offcpu_threads" block 1 >/dev/null) &
 INCG=$!
 "$TP/offcpu_threads" busy 1 >/dev/null 2>&1 &

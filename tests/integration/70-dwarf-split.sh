@@ -31,6 +31,26 @@ check "status reports DWARF unwinding with tables loaded" \
 	awk -F'\t' '$1 == "unwind" && $2 == "dwarf" { u = 1 } $1 == "unwind_table_files" && $2 > 0 { f = 1 }
 		$1 == "unwind_table_bytes" && $2 > 0 { b = 1 } END { exit !(u && f && b) }' "$T/status"
 grep -E '^unwind' "$T/status"
+check "status: map_files open, no file refused for privilege" \
+	awk -F'\t' '$1 == "unwind_map_files" && $2 == "ok" { m = 1 } $1 == "unwind_table_files_denied" && $2 == 0 { d = 1 }
+		END { exit !(m && d) }' "$T/status"
+check "profd exits 0 on SIGTERM" stop_profd
+check "no privilege warning in profd's log" bash -c "! grep -q 'DWARF unwinding is off' '$T/profd.log'"
+
+# A unit without CAP_CHECKPOINT_RESTORE: DWARF is off, and profd says so.
+grep -q '^CapabilityBoundingSet=.*CAP_CHECKPOINT_RESTORE' "$UNIT" || fail "the unit grants CAP_CHECKPOINT_RESTORE"
+sed '/^CapabilityBoundingSet=/s/ *CAP_CHECKPOINT_RESTORE//' "$UNIT" >"$T/nocr.service"
+rm -rf "$STATE"
+UNIT=$T/nocr.service start_profd --unwind dwarf
+"$TP/phases_nofp" 1 >/dev/null
+profctl status >"$T/status.nocr"
+check "without CAP_CHECKPOINT_RESTORE: status says map_files denied and counts refused files" \
+	awk -F'\t' '$1 == "unwind_map_files" && $2 == "denied" { m = 1 } $1 == "unwind_table_files_denied" && $2 > 0 { d = 1 }
+		END { exit !(m && d) }' "$T/status.nocr"
+check "without CAP_CHECKPOINT_RESTORE: profd warns that DWARF unwinding is off" \
+	grep -q 'warning: DWARF unwinding is off: .*CAP_CHECKPOINT_RESTORE' "$T/profd.log"
+grep -E 'unwind_map_files|unwind_table_files_denied' "$T/status.nocr"
+grep 'DWARF unwinding is off' "$T/profd.log"
 check "profd exits 0 on SIGTERM" stop_profd
 
 # The same program under frame pointers: its callers are lost.

@@ -39,7 +39,7 @@ expect_rate() {
 printf 'frequency = 99\nflush-interval = 1h\n' >"$T/c.conf"
 "$PROFD" --config "$T/c.conf" --state-dir "$STATE" --socket "$SOCK" >"$T/profd.log" 2>&1 &
 PROFD_PID=$!
-for _ in $(seq 1 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
+for _ in $(seq 1 600); do [ -S "$SOCK" ] && break; sleep 0.1; done
 [ -S "$SOCK" ] || { cat "$T/profd.log"; fail "profd did not start"; done_test; }
 
 # --- a second instance is refused, and does not disturb the first ---

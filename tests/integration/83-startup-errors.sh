@@ -1,7 +1,7 @@
 #!/bin/bash
 # Start-up errors: each is one line on stderr saying what failed and what to
 # do, exit 1, and leaves no socket behind: a read-only state dir, no kernel
-# BTF, perf_event_open or bpf refused (seccomp, as a locked-down container
+# BTF, perf_event_open or bpf refused, a symlinked state dir (seccomp, as a locked-down container
 # would), a kernel without BPF, and no privileges at all.
 source "$(dirname "$0")/lib.sh"
 
@@ -25,6 +25,16 @@ mount -t tmpfs -o ro,size=1m tmpfs "$T/ro" || { fail "cannot mount a read-only t
 on_exit "umount '$T/ro'"
 expect_fail "state directory .*/ro is not writable: Read-only file system" "${P[@]}" --state-dir "$T/ro"
 expect_fail "state directory .*/ro/sub is not writable: Read-only file system" "${P[@]}" --state-dir "$T/ro/sub"
+
+# A symlinked state dir pointing at a root-owned directory elsewhere: refused,
+# nothing written there, its mode unchanged (run with the unit's privileges).
+mkdir -m 0755 "$T/elsewhere" && echo keep >"$T/elsewhere/data"
+ln -s "$T/elsewhere" "$T/link"
+before=$(stat -c '%a %U' "$T/elsewhere"; ls -A "$T/elsewhere")
+read -r -a wrap <<<"$(unit_setpriv)"
+expect_fail "state directory .*/link is a symbolic link; refusing it" "${wrap[@]}" "${P[@]}" --state-dir "$T/link"
+after=$(stat -c '%a %U' "$T/elsewhere"; ls -A "$T/elsewhere")
+check "the directory the link points at is untouched (mode, owner, files: $(echo $after))" [ "$before" = "$after" ]
 
 # No BTF: hide /sys/kernel/btf in a private mount namespace.
 expect_fail "no kernel BTF at /sys/kernel/btf/vmlinux.*CONFIG_DEBUG_INFO_BTF" \

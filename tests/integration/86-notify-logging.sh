@@ -5,12 +5,16 @@
 # WATCHDOG_PID that is not profd, and journald-style log lines.
 source "$(dirname "$0")/lib.sh"
 
-# listen SECONDS: records datagrams on $T/notify.sock into $T/notify.log, one per line.
+# listen SECONDS: records datagrams on $T/notify.sock into $T/notify.log, one
+# per line, until STOPPING=1 or SECONDS (a bound: profd may take seconds to
+# start on a loaded host).
 listen() {
 	rm -f "$T/notify.sock" "$T/notify.log"
 	python3 - "$T/notify.sock" "$T/notify.log" "$1" <<'PY' &
 import socket, sys, time
+import os
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+os.umask(0) # writable by all, as systemd's: profd sends as its own user
 s.bind(sys.argv[1])
 end = time.time() + float(sys.argv[3])
 with open(sys.argv[2], "w") as f:
@@ -22,16 +26,18 @@ with open(sys.argv[2], "w") as f:
             break
         f.write("%.3f %s\n" % (time.time(), m.decode().replace("\n", "\\n")))
         f.flush()
+        if m.startswith(b"STOPPING=1"):
+            break
 PY
 	LISTEN_PID=$!
 	for _ in $(seq 1 50); do [ -S "$T/notify.sock" ] && return; sleep 0.05; done
 }
 
-listen 10
+listen 120
 NOTIFY_SOCKET=$T/notify.sock WATCHDOG_USEC=4000000 JOURNAL_STREAM=8:1234 start_profd
 sleep 6
 stop_profd; rc=$?
-kill $LISTEN_PID 2>/dev/null; wait $LISTEN_PID 2>/dev/null
+wait $LISTEN_PID
 cat "$T/notify.log" | cut -c1-120
 msgs=$(cut -d' ' -f2- "$T/notify.log")
 first_ready=$(grep -n '^READY=1$' <<<"$msgs" | head -1 | cut -d: -f1)
@@ -52,11 +58,11 @@ check "journal log lines start with a syslog priority" grep -qE '^<6>sampling [0
 check "no line without a priority prefix" bash -c "! grep -qvE '^<[0-7]>' '$T/profd.log'"
 
 # A WATCHDOG_PID that is some other process: not our watchdog, no pings.
-listen 3
+listen 120
 NOTIFY_SOCKET=$T/notify.sock WATCHDOG_USEC=500000 WATCHDOG_PID=1 start_profd
 sleep 2
 stop_profd
-kill $LISTEN_PID 2>/dev/null; wait $LISTEN_PID 2>/dev/null
+wait $LISTEN_PID
 check "no pings when WATCHDOG_PID is another process" bash -c "! grep -q '^[0-9.]* WATCHDOG=1' '$T/notify.log'"
 check "... but READY=1 still sent" grep -q ' READY=1$' "$T/notify.log"
 

@@ -57,6 +57,15 @@ bench "views_bench --quick" "$T/views.log" bash "$ROOT/tests/bench/views_bench.s
 grep -E '^\|' "$T/views.log" | head -8 | sed 's/^/    /'
 check "views_bench: timings per format" grep -qiE '^\|.*(svg|pprof|folded).*[0-9]' "$T/views.log"
 
+if ls /root/.pyenv/versions/3.12.*/bin/python3.12 >/dev/null 2>&1; then
+	bench "python_cost 2 s, 3.12" "$T/pycost.log" env BENCH_OUT="$T/pycost" bash "$ROOT/tests/bench/python_cost.sh" 2 1 5 3.12
+	grep -E '^\|' "$T/pycost.log" | sed 's/^/    /'
+	check "python_cost: Python and native times per sample" \
+		awk -F'|' 'NF == 9 && $2 ~ /3[.]12/ && $5 + 0 > 0 && $7 + 0 > 0 { f = 1 } END { exit !f }' "$T/pycost.log"
+else
+	echo "note: no pyenv CPython 3.12: python_cost not run"
+fi
+
 bench "soak 16 s" "$T/soak.log" env SOAK_SECS=16 INTERVAL=4 BENCH_OUT="$T/soak" bash "$ROOT/tests/bench/soak.sh"
 tail -8 "$T/soak.log" | sed 's/^/    /'
 check "soak: samples recorded in its table" \

@@ -29,12 +29,85 @@ on_exit() { CLEANUP_CMDS+=("$1"); }
 
 profctl() { "$PROFCTL_BIN" --state-dir "$STATE" --socket "$SOCK" "$@"; }
 
-# start_profd [profd options...]: starts profd with a 1 s flush interval and waits for its socket.
+# The privileges of the unit `make install` writes (it substitutes @SBINDIR@
+# only): profd runs as its User= and Group=, with exactly its
+# CapabilityBoundingSet= (as ambient capabilities for a user other than
+# root), so a unit change that breaks a feature fails the tests that use it.
+# UNIT=FILE tests another unit; PROFD_AS=root runs with every capability.
+UNIT=${UNIT:-$ROOT/systemd/profd.service}
+unit_value() { sed -n "s/^$1=//p" "$UNIT" | tail -n 1; }
+# unit_user: the unit's user, created as `make install` does when missing.
+unit_user() {
+	local user
+	user=$(unit_value User)
+	[ -n "$user" ] || user=root
+	if ! getent passwd "$user" >/dev/null; then
+		systemd-sysusers "$ROOT/systemd/profd.sysusers" >/dev/null 2>&1 ||
+			useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$user"
+	fi
+	echo "$user"
+}
+# unit_setpriv: the setpriv command line that gives a process the unit's privileges.
+unit_setpriv() {
+	local caps c list= user group groups nnp=
+	caps=$(unit_value CapabilityBoundingSet)
+	user=$(unit_user)
+	[ -n "$caps" ] || { echo "no CapabilityBoundingSet= in $UNIT" >&2; return 1; }
+	# A capability this machine's bounding set lacks is not there under systemd either.
+	local have=$((16#$(sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status))) names
+	mapfile -t names < <(setpriv --list-caps)
+	for c in $caps; do
+		c=${c#CAP_}
+		c=${c,,}
+		for i in "${!names[@]}"; do
+			[ "${names[$i]}" = "$c" ] && [ $(((have >> i) & 1)) -eq 1 ] && list="$list,+$c"
+		done
+	done
+	list=${list#,}
+	[ "$(unit_value NoNewPrivileges)" = yes ] && nnp=--no-new-privs
+	groups=$(unit_value SupplementaryGroups)
+	if [ "$user" = root ]; then
+		# Root's uid: what systemd leaves is the bounding set, inheritable and ambient empty.
+		echo setpriv $nnp ${groups:+--groups=root,${groups// /,}} --inh-caps=-all --ambient-caps=-all --bounding-set=-all,$list --
+	else
+		group=$(unit_value Group)
+		[ -n "$group" ] || group=$(id -gn "$user")
+		groups=$group${groups:+,${groups// /,}}
+		# setpriv drops the bounding set after the uid change: no_setuid_fixup keeps the capabilities across it.
+		echo setpriv $nnp --securebits=+no_setuid_fixup --reuid="$user" --regid="$group" --groups="$groups" \
+			--inh-caps=-all,$list --ambient-caps=-all,$list --bounding-set=-all,$list --
+	fi
+}
+
+# start_profd [profd options...]: starts profd with a 1 s flush interval, with
+# the unit's privileges, and waits for its socket.
 start_profd() {
-	"$PROFD" --state-dir "$STATE" --socket "$SOCK" --flush-interval 1s "$@" >"$T/profd.log" 2>&1 &
+	local wrap=() user
+	if [ "${PROFD_AS:-unit}" = unit ]; then
+		read -r -a wrap <<<"$(unit_setpriv)" || { echo "cannot read the unit's privileges"; exit 1; }
+		# Like StateDirectory= and RuntimeDirectory= (systemd chowns them, contents too):
+		# the unit's user owns where profd writes.
+		user=$(unit_user)
+		if [ "$user" != root ]; then
+			mkdir -p "$STATE" "$(dirname "$SOCK")"
+			chown "$user:" "$T" "$(dirname "$SOCK")"
+			chown -R "$user:" "$STATE"
+		fi
+	fi
+	"${wrap[@]}" "$PROFD" --state-dir "$STATE" --socket "$SOCK" --flush-interval 1s "$@" >"$T/profd.log" 2>&1 &
 	PROFD_PID=$!
-	for _ in $(seq 1 100); do
-		[ -S "$SOCK" ] && return 0
+	# Loading and verifying the BPF programs took over 10 s at load 20 on 2
+	# CPUs; the unit allows 90 s (TimeoutStartSec=).
+	for _ in $(seq 1 600); do
+		if [ -S "$SOCK" ]; then
+			# The default unwinder falls back to frame pointers when the
+			# DWARF walker does not load (the verifier's instruction limit):
+			# every test on the defaults would then measure the wrong one.
+			if grep -q 'DWARF unwinding unavailable' "$T/profd.log"; then
+				fail "profd fell back to frame pointers: $(grep -m1 'DWARF unwinding unavailable' "$T/profd.log")"
+			fi
+			return 0
+		fi
 		kill -0 "$PROFD_PID" 2>/dev/null || break
 		sleep 0.1
 	done

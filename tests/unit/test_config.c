@@ -1,11 +1,11 @@
-/* The config file parser and the settings table (daemon/config.c, daemon/options.c). */
+/* The config file parser and the settings table (lib/config.c, daemon/options.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "t.h"
 
-#include "../../daemon/config.c"
+#include "../../lib/config.c"
 #include "../../daemon/log.c"
 #include "../../daemon/options.c"
 

@@ -259,6 +259,54 @@ static void test_hostile(void)
 	CHECK(err < 0);
 }
 
+/*
+ * The budget, from files tests/gen_hostile_elf.py crafts: 60,000 symbols
+ * sharing one 4,000-byte name keep it once, cut at 1 KiB; a section claiming
+ * 400 MiB and MiniDebugInfo inflating to 100 MiB are refused before they are
+ * read, and a file over the budget given is refused as a whole.
+ */
+static void test_budget(void)
+{
+	char cmd[512], path[256];
+	struct elfsym *e = NULL;
+	const char *name = NULL;
+	int fd;
+
+	snprintf(cmd, sizeof(cmd), "python3 tests/gen_hostile_elf.py names %s/names && "
+		 "python3 tests/gen_hostile_elf.py bigsection %s/big && python3 tests/gen_hostile_elf.py xzbomb %s/xz",
+		 dir, dir, dir);
+	if (run(cmd)) {
+		fprintf(stderr, "test_budget: cannot run tests/gen_hostile_elf.py (python3, from the source tree)\n");
+		t_checks++;
+		t_failed++;
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/names", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK_EQ_INT(elfsym__open_fd_max(fd, 16 << 20, &e), 0);
+	if (e) {
+		CHECK_EQ_INT(elfsym__nsyms(e), 60000);
+		/* 16 bytes a symbol and one name: not 60,000 copies (240 MB). */
+		CHECK(elfsym__mem_bytes(e) < 60000 * 16 + 64 * 1024);
+		CHECK_EQ_INT(elfsym__lookup(e, 0x401000 + 777, &name, NULL), 0);
+		CHECK(name && strlen(name) == 1024 && name[0] == 'N' && name[1023] == 'N');
+		elfsym__free(e);
+		e = NULL;
+	}
+	/* The same file within 1 MiB: its 1.4 MB symbol table alone is over. */
+	CHECK_EQ_INT(elfsym__open_fd_max(fd, 1 << 20, &e), -EFBIG);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/big", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK_EQ_INT(elfsym__open_fd_max(fd, 16 << 20, &e), -EFBIG);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/xz", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK_EQ_INT(elfsym__open_fd_max(fd, 16 << 20, &e), -EFBIG);
+	close(fd);
+	CHECK(e == NULL);
+}
+
 static void test_crc(void)
 {
 	char path[256];
@@ -285,6 +333,7 @@ int main(void)
 	test_builds();
 	test_minidebuginfo();
 	test_hostile();
+	test_budget();
 	test_crc();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	run(cmd);

@@ -74,6 +74,32 @@ static void test_growth(void)
 	perfmap__free(pm);
 }
 
+/* A perf map within a budget: reading stops there and says so; a JIT's repeated names are kept once. */
+static void test_budget(void)
+{
+	char line[64];
+	struct perfmap *pm = NULL;
+	const char *name;
+	size_t bytes;
+
+	CHECK_EQ_INT(perfmap__new_max(64 << 10, &pm), 0);
+	if (!pm)
+		return;
+	for (int i = 0; i < 100000 && !perfmap__full(pm); i++) {
+		size_t used;
+		int n = snprintf(line, sizeof(line), "%x 10 LazyCompile:*hot\n", 0x1000 + i * 16);
+
+		perfmap__parse(pm, line, (size_t)n, &used);
+	}
+	CHECK(perfmap__full(pm));
+	bytes = perfmap__mem_bytes(pm);
+	CHECK(bytes <= 64 << 10);
+	CHECK(perfmap__count(pm) > 1000);
+	CHECK_EQ_INT(perfmap__lookup(pm, 0x1005, &name, NULL), 0);
+	CHECK_EQ_STR(name, "LazyCompile:*hot");
+	perfmap__free(pm);
+}
+
 /* Our own process as a JIT: anonymous executable memory named in /tmp/perf-<pid>.map. */
 static void test_symbolizer(void)
 {
@@ -151,6 +177,7 @@ int main(void)
 {
 	test_parse();
 	test_growth();
+	test_budget();
 	test_symbolizer();
 	T_DONE();
 }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -158,6 +159,116 @@ static void from_list(void)
 		close(proc);
 }
 
+/*
+ * A process mapping one file with a long path thousands of times keeps its
+ * path once; one with thousands of distinct long paths is over the budget.
+ */
+static void dedup_and_cap(void)
+{
+	size_t n = 20000, plen = 3800, cap = n * (plen + 80);
+	char *txt = malloc(cap), *path = malloc(plen + 1);
+	struct procmaps *m = NULL;
+	size_t len = 0;
+
+	if (!txt || !path)
+		goto out;
+	path[0] = '/';
+	memset(path + 1, 'd', plen - 1);
+	path[plen] = 0;
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(txt + len, cap - len, "%zx-%zx r-xp 00000000 08:01 77 %s\n",
+					(size_t)0x10000000 + i * 0x2000, (size_t)0x10001000 + i * 0x2000, path);
+	CHECK_EQ_INT(procmaps__parse(txt, len, &m), 0);
+	if (m) {
+		CHECK_EQ_INT(procmaps__count(m), n);
+		CHECK(procmaps__get(m, 0)->path == procmaps__get(m, n - 1)->path);
+		CHECK_EQ_INT(strlen(procmaps__get(m, n - 1)->path), plen);
+		/* 20,000 mappings of 48 bytes and one path, not 20,000 paths (76 MB). */
+		CHECK(procmaps__mem_bytes(m) < n * sizeof(struct procmap) + 2 * plen + 4096);
+		procmaps__free(m);
+		m = NULL;
+	}
+	/* Distinct paths: over the default budget (16 MiB) well before the end. */
+	len = 0;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path + 1, 12, "%010zu", i);
+		path[11] = 'd';
+		len += (size_t)snprintf(txt + len, cap - len, "%zx-%zx r-xp 00000000 08:01 77 %s\n",
+					(size_t)0x10000000 + i * 0x2000, (size_t)0x10001000 + i * 0x2000, path);
+	}
+	CHECK_EQ_INT(procmaps__parse(txt, len, &m), -EFBIG);
+	CHECK(m == NULL);
+out:
+	free(txt);
+	free(path);
+}
+
+/*
+ * The text read a chunk at a time gives what the whole text gives: 20,000
+ * lines (a third executable) across many 64 KiB chunks, with a line longer
+ * than a chunk in the middle (bad, skipped), from a fake proc root.
+ */
+static void text_in_chunks(void)
+{
+	char dir[] = "/tmp/test_procmaps.XXXXXX", path[128];
+	size_t cap = 4 << 20, len = 0;
+	char *txt = malloc(cap);
+	struct procmaps *a = NULL, *b = NULL;
+	int dfd = -1;
+	FILE *f;
+
+	if (!txt || !mkdtemp(dir))
+		goto out;
+	for (size_t i = 0; i < 20000; i++) {
+		if (i == 7777) {
+			memset(txt + len, 'x', 100000);
+			len += 100000;
+			txt[len++] = '\n';
+		}
+		len += (size_t)snprintf(txt + len, cap - len, "%zx-%zx r-%cp 00000000 08:01 %zu /usr/lib/lib%zu.so\n",
+					(size_t)0x10000000 + i * 0x2000, (size_t)0x10001000 + i * 0x2000,
+					i % 3 ? '-' : 'x', 100 + i % 50, i % 50);
+	}
+	snprintf(path, sizeof(path), "%s/1", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/1/maps", dir);
+	f = fopen(path, "we");
+	CHECK(f && fwrite(txt, 1, len, f) == len);
+	if (f)
+		fclose(f);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK_EQ_INT(procmaps__parse(txt, len, &a), 0);
+	CHECK_EQ_INT(procmaps__read_text(dfd, 1, 0, &b), 0);
+	if (a && b) {
+		CHECK_EQ_INT(procmaps__count(a), 6667);
+		CHECK_EQ_INT(procmaps__count(b), procmaps__count(a));
+		CHECK_EQ_INT(procmaps__bad_lines(b), 1);
+		for (size_t i = 0; i < procmaps__count(a); i++) {
+			const struct procmap *x = procmaps__get(a, i), *y = procmaps__get(b, i);
+
+			if (x->start != y->start || x->inode != y->inode || strcmp(x->path, y->path)) {
+				CHECK(!"chunked text differs from whole text");
+				break;
+			}
+		}
+	}
+	/* Within a budget too small for them: refused, nothing kept. */
+	procmaps__free(b);
+	b = NULL;
+	CHECK_EQ_INT(procmaps__read_text(dfd, 1, 64 << 10, &b), -EFBIG);
+	CHECK(b == NULL);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/1", dir);
+	rmdir(path);
+	rmdir(dir);
+out:
+	if (dfd >= 0)
+		close(dfd);
+	procmaps__free(a);
+	procmaps__free(b);
+	free(txt);
+}
+
 int main(void)
 {
 	struct procmaps *m = NULL;
@@ -216,6 +327,8 @@ int main(void)
 	CHECK(procmaps__read("/proc", 0x7ffffff0, &m) < 0);
 	same_as_text();
 	from_list();
+	dedup_and_cap();
+	text_in_chunks();
 	/* Shared snapshots: the last reference frees (run under ASan/valgrind, a double free shows). */
 	m = NULL;
 	CHECK_EQ_INT(procmaps__parse(fixture, sizeof(fixture) - 1, &m), 0);

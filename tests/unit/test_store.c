@@ -566,6 +566,34 @@ static void test_v1_compat(const char *base)
 	CHECK_EQ_INT(nwarn, 0);
 }
 
+/*
+ * Version 2 segments (tests/unit/data/v2, written by the version 2 writer:
+ * 12 windows in chains of 5 over two files) are still read, in full and
+ * from inside a chain.
+ */
+static void test_v2_compat(void)
+{
+	char dir[256];
+	struct seen s;
+	struct store *r;
+	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
+
+	snprintf(dir, sizeof(dir), "%s/v2", data);
+	nwarn = 0;
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, 12);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK_EQ_INT(nwarn, 0);
+	CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+	memset(&s, 0, sizeof(s));
+	CHECK_EQ_INT(store__read(r, T0 + 30 * SEC, T0 + 90 * SEC, on_window, &s), 0);
+	CHECK_EQ_INT(s.n, 6);
+	CHECK_EQ_INT(s.bad, 0);
+	CHECK(s.starts[0] == T0 + 30 * SEC);
+	CHECK_EQ_INT(nwarn, 0);
+	store__close(r);
+}
+
 
 /* ---- rollups ---- */
 
@@ -775,6 +803,7 @@ static void test_rollup(const char *base)
 		struct store_opts big = roll_opts;
 		struct store_stats st;
 		big.segment_span_ns = 1200 * SEC;
+		big.compact_windows = 60;
 		rm_rf(dir);
 		profile__new(&p2);
 		big.dir = dir;
@@ -828,6 +857,333 @@ static void test_rollup(const char *base)
 	o.no_rollup = 0;
 	o.rollup[1].age_ns = 60 * SEC;
 	CHECK_EQ_INT(store__open(&o, &s), -EINVAL);
+}
+
+/* ---- summaries ---- */
+
+#define SW 180 /* 3 h of 60 s windows: six segments of 30 min */
+
+static int merge_by_name(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	return profile__merge_flags(arg, p, NULL, NULL, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME);
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A profile as sorted lines of labels, frames and value: the same text, the same answer. */
+static char *profile_text(const struct profile *p)
+{
+	size_t n = profile__nsamples(p), len = 1;
+	char **lines = calloc(n + 1, sizeof(*lines)), *out;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct pf_sample *x = profile__sample(p, i);
+		char buf[4096];
+		int k = snprintf(buf, sizeof(buf), "%u %u %u %s %s %s", x->pid, x->tid, x->kind,
+				 profile__str(p, x->comm), profile__str(p, x->thread), profile__str(p, x->cgroup));
+		uint32_t nf;
+		const uint32_t *f = profile__stack(p, x->stack, &nf);
+		for (uint32_t j = 0; j < nf && k < 3500; j++) {
+			const struct pf_frame *fr = profile__frame(p, f[j]);
+			k += snprintf(buf + k, sizeof(buf) - (size_t)k, ";%s:%s:%llx:%u", profile__str(p, fr->module),
+				      profile__str(p, fr->name), (unsigned long long)fr->offset, fr->kind);
+		}
+		snprintf(buf + k, sizeof(buf) - (size_t)k, " %llu\n", (unsigned long long)x->value);
+		lines[i] = strdup(buf);
+		len += strlen(buf);
+	}
+	qsort(lines, n, sizeof(*lines), cmp_strp);
+	out = calloc(1, len);
+	for (size_t i = 0; i < n; i++) {
+		strcat(out, lines[i]);
+		free(lines[i]);
+	}
+	free(lines);
+	return out;
+}
+
+static int merge_by_func(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	return profile__merge_flags(arg, p, NULL, NULL, PF_MERGE_BY_FUNCTION);
+}
+
+static int keep_cpu(const struct profile *p, const struct pf_sample *x, void *arg)
+{
+	return x->kind == PF_KIND_CPU;
+}
+
+/*
+ * [a, b) merged by function and name, through summaries or not, or by
+ * store__merge (flags 2: all samples, 3: on-CPU only); records decoded in *decoded.
+ */
+static char *range_text(struct store *r, int64_t a, int64_t b, unsigned flags, uint64_t *decoded)
+{
+	struct profile *p;
+	struct store_stats s0, s1;
+	char *t;
+	int err;
+
+	profile__new(&p);
+	store__stats(r, &s0);
+	if (flags == 4) /* pids kept (--pid) */
+		err = store__merge(r, a, b, PF_MERGE_BY_FUNCTION, NULL, NULL, p);
+	else if (flags == 5)
+		err = store__read(r, a, b, merge_by_func, p);
+	else if (flags >= 2)
+		err = store__merge(r, a, b, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME, flags == 3 ? keep_cpu : NULL,
+				   NULL, p);
+	else
+		err = store__read_flags(r, a, b, flags, merge_by_name, p);
+	store__stats(r, &s1);
+	if (decoded)
+		*decoded = s1.records_decoded - s0.records_decoded;
+	t = err ? strdup("error") : profile_text(p);
+	profile__free(p);
+	return t;
+}
+
+/* Ranges over the store, each read both ways: how many answers differ. */
+static int sum_mismatches(const char *dir, uint64_t *dec_sum, uint64_t *dec_raw)
+{
+	struct store *r;
+	int bad = 0;
+
+	if (open_store(dir, 0, &r, NULL))
+		return -1;
+	for (int a = 0; a < SW; a += 11) {
+		for (int b = a + 1; b <= SW + 1; b += 17) {
+			int64_t since = T0 + a * 60 * SEC - 7 * SEC, until = T0 + b * 60 * SEC + (b % 2) * 30 * SEC;
+			char *x = range_text(r, since, until, 0, NULL);
+			char *y = range_text(r, since, until, STORE_READ_SUMMARIES, NULL);
+			char *z = range_text(r, since, until, 2, NULL);
+			char *u = range_text(r, since, until, 4, NULL), *v = range_text(r, since, until, 5, NULL);
+			if (strcmp(x, y) || strcmp(x, z) || strcmp(u, v) || !strcmp(x, "error")) {
+				if (bad++ < 3)
+					fprintf(stderr, "summaries: [%d, %d) differs\n", a, b);
+			}
+			free(x);
+			free(y);
+			free(z);
+			free(u);
+			free(v);
+		}
+	}
+	free(range_text(r, INT64_MIN, INT64_MAX, STORE_READ_SUMMARIES, dec_sum));
+	free(range_text(r, INT64_MIN, INT64_MAX, 0, dec_raw));
+	/* A filter (here: on-CPU only) reads the same summaries and keeps the same samples. */
+	{
+		struct profile *p;
+		uint64_t dec_f;
+		profile__new(&p);
+		store__read(r, INT64_MIN, INT64_MAX, merge_by_name, p);
+		struct profile *q;
+		profile__new(&q);
+		profile__merge(q, p, keep_cpu, NULL);
+		char *x = profile_text(q), *y = range_text(r, INT64_MIN, INT64_MAX, 3, &dec_f);
+		if (strcmp(x, y) || (dec_sum && dec_f != *dec_sum))
+			bad++;
+		free(x);
+		free(y);
+		profile__free(p);
+		profile__free(q);
+	}
+	store__close(r);
+	return bad;
+}
+
+static void write_sw_span(const char *dir, int64_t span)
+{
+	struct store *w;
+	struct profile *p;
+	struct store_opts o = { .segment_span_ns = span, .no_rollup = 1 };
+
+	rm_rf(dir);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+	for (int i = 0; i < SW; i++) {
+		make_window(p, i, T0 + i * 60 * SEC, 60 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+}
+
+static void write_sw(const char *dir)
+{
+	write_sw_span(dir, 1800 * SEC);
+}
+
+/* Calls store__compact until it has no more to do; summaries built. */
+static int summarise_all(const char *dir, const struct store_rollup *tier, void (*cp)(void *, int))
+{
+	struct store_opts o = { .dir = dir, .writer = 1, .warn = on_warn, .crash_point = cp };
+	struct store_stats st;
+	struct store *w;
+
+	if (tier)
+		o.rollup[0] = *tier;
+	else
+		o.no_rollup = 1;
+	if (store__open(&o, &w))
+		return -1;
+	for (int i = 0; i < 200; i++)
+		if (store__compact(w, T0 + 100 * 3600 * SEC))
+			break;
+	store__stats(w, &st);
+	store__close(w);
+	return (int)st.summaries_built;
+}
+
+static void test_summaries(const char *base)
+{
+	char dir[256], path[600];
+	uint64_t dec_sum = 0, dec_raw = 0;
+	struct seen s;
+
+	snprintf(dir, sizeof(dir), "%s/sum", base);
+	write_sw(dir);
+	nwarn = 0;
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+	CHECK_EQ_INT(count_files(dir, "sum-"), 6);
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 0); /* all done: nothing rebuilt */
+	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
+	CHECK_EQ_INT(nwarn, 0);
+	/* A query's cost: one record per segment, not one per window. */
+	CHECK_EQ_INT(dec_raw, SW);
+	CHECK_EQ_INT(dec_sum, 6);
+	/* Readers without the flag see the segments as they were. */
+	CHECK_EQ_INT(read_all(dir, &s), 0);
+	CHECK_EQ_INT(s.n, SW);
+	/*
+	 * Cost by range: an hour of two whole segments is two records, the
+	 * last 10 minutes at most one summary and its edge records, and the
+	 * whole store three times the hour: records decoded grow with
+	 * segments covered, not with windows.
+	 */
+	{
+		struct store *r;
+		uint64_t d1h, d10m, dall;
+		CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+		free(range_text(r, T0 + 3600 * SEC, T0 + 7200 * SEC, 2, &d1h));
+		free(range_text(r, T0 + (SW - 10) * 60 * SEC, T0 + SW * 60 * SEC, 2, &d10m));
+		free(range_text(r, T0, T0 + SW * 60 * SEC, 2, &dall));
+		store__close(r);
+		CHECK_EQ_INT(d1h, 2);
+		if (!(d10m >= 1 && d10m <= 10))
+			fprintf(stderr, "d10m %llu\n", (unsigned long long)d10m);
+		CHECK(d10m >= 1 && d10m <= 10);
+		CHECK_EQ_INT(dall, 3 * d1h);
+		/* With pids kept (--pid), whole segments are one record each too. */
+		CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+		free(range_text(r, T0, T0 + SW * 60 * SEC, 4, &dall));
+		store__close(r);
+		CHECK_EQ_INT(dall, 6);
+	}
+
+	/* Segments of 5 minutes, inside one 10-minute bucket or across two. */
+	write_sw_span(dir, 300 * SEC);
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 36);
+	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
+	CHECK_EQ_INT(dec_sum, 36);
+	CHECK_EQ_INT(nwarn, 0);
+	write_sw(dir);
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+
+	/*
+	 * Rolled up into 10 min windows: a record overlapping the range counts
+	 * whole, so the 10-minute summaries at the range's edges stand for it.
+	 */
+	{
+		struct store_rollup ten = { 1, 600 * SEC };
+		struct store *r;
+		uint64_t d;
+		write_sw(dir);
+		CHECK_EQ_INT(summarise_all(dir, &ten, NULL), 6);
+		CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
+		CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+		free(range_text(r, T0 + 25 * 60 * SEC, T0 + 85 * 60 * SEC, 2, &d));
+		store__close(r);
+		CHECK_EQ_INT(d, 5);
+		write_sw(dir);
+		CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+	}
+
+	/* Rolled up into 20 min windows across the 10 min buckets: those fall back to the records. */
+	struct store_rollup tier = { 1, 1200 * SEC };
+	CHECK_EQ_INT(summarise_all(dir, &tier, NULL), 0);
+	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
+	CHECK_EQ_INT(dec_sum, 6);
+	CHECK_EQ_INT(nwarn, 0);
+
+	/* A damaged summary is not trusted: the segment is read, with a warning. */
+	write_sw(dir);
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+	{
+		struct dirent **names;
+		int k = scandir(dir, &names, NULL, alphasort), done = 0;
+		for (int i = 0; i < k; i++) {
+			if (!done && !strncmp(names[i]->d_name, "sum-", 4)) {
+				snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+				int fd = open(path, O_RDWR);
+				struct stat st;
+				fstat(fd, &st);
+				uint8_t b;
+				CHECK_EQ_INT(pread(fd, &b, 1, st.st_size - 3), 1);
+				b ^= 0x10;
+				CHECK_EQ_INT(pwrite(fd, &b, 1, st.st_size - 3), 1);
+				close(fd);
+				done = 1;
+			}
+			free(names[i]);
+		}
+		free(names);
+	}
+	nwarn = 0;
+	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
+	CHECK(nwarn > 0);
+	CHECK_EQ_INT(dec_sum, 5 + 30);
+
+	/* kill -9 at each step of writing a summary: answers stay right, the next writer finishes. */
+	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
+		write_sw(dir);
+		pid_t pid = fork();
+		if (pid == 0) {
+			cp_die_at = step;
+			summarise_all(dir, NULL, die_at_step);
+			_exit(0);
+		}
+		int status = 0;
+		waitpid(pid, &status, 0);
+		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		CHECK_EQ_INT(count_files(dir, "roll-"), step < STORE_CRASH_ROLL_RENAMED ? 1 : 0);
+		CHECK_EQ_INT(count_files(dir, "sum-"), step < STORE_CRASH_ROLL_RENAMED ? 0 : 1);
+		nwarn = 0;
+		CHECK_EQ_INT(sum_mismatches(dir, NULL, NULL), 0);
+		CHECK_EQ_INT(summarise_all(dir, NULL, NULL), step < STORE_CRASH_ROLL_RENAMED ? 6 : 5);
+		CHECK_EQ_INT(count_files(dir, "roll-"), 0);
+		CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, NULL), 0);
+		CHECK_EQ_INT(dec_sum, 6);
+		CHECK_EQ_INT(nwarn, 0);
+	}
+
+	/* Retention takes a segment's summary with it; one left by a crash goes at the next start. */
+	{
+		struct store_opts o = { .max_age_ns = 3600 * SEC };
+		struct store *w;
+		CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+		CHECK_EQ_INT(store__retain(w, T0 + 3 * 3600 * SEC), 0);
+		store__close(w);
+		CHECK_EQ_INT(count_files(dir, "seg-"), 2);
+		CHECK_EQ_INT(count_files(dir, "sum-"), 2);
+		CHECK_EQ_INT(seg_path(dir, path, sizeof(path)), 0);
+		CHECK_EQ_INT(unlink(path), 0);
+		CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 0);
+		CHECK_EQ_INT(count_files(dir, "sum-"), 1);
+		CHECK_EQ_INT(sum_mismatches(dir, NULL, NULL), 0);
+	}
 }
 
 static void test_retention(const char *base)
@@ -1063,7 +1419,9 @@ int main(int argc, char **argv)
 	test_chain_damage(base);
 	test_chain_ranges(base);
 	test_v1_compat(base);
+	test_v2_compat();
 	test_rollup(base);
+	test_summaries(base);
 	test_retention(base);
 	test_write_errors(base);
 	test_symlinks(base);

@@ -91,8 +91,51 @@ static void test_reset(void)
 	strtab__free(t);
 }
 
+/* Interned names are stored once, however many ask for them; the index goes with __shrink. */
+static void test_intern(void)
+{
+	struct strtab *t = NULL;
+	char big[4000];
+	uint32_t a = 0, b = 0, c = 2, d = 3;
+
+	CHECK_EQ_INT(strtab__new(64, 1 << 20, &t), 0);
+	if (!t)
+		return;
+	memset(big, 'x', sizeof(big));
+	CHECK_EQ_INT(strtab__intern(t, big, sizeof(big), &a), 0);
+	for (int i = 0; i < 60000 && b == a; i++)
+		if (strtab__intern(t, big, sizeof(big), &b))
+			b = UINT32_MAX;
+	CHECK_EQ_INT(b, a);
+	CHECK_EQ_INT(strtab__len(t), sizeof(big) + 1);
+	/* A prefix is another name; so is the same bytes with one more. */
+	CHECK_EQ_INT(strtab__intern(t, big, 10, &c), 0);
+	CHECK(c != a);
+	CHECK_EQ_INT(strlen(strtab__str(t, c)), 10);
+	CHECK_EQ_INT(strtab__intern(t, big, 10, &d), 0);
+	CHECK_EQ_INT(d, c);
+	/* Thousands of distinct names grow the index and keep finding the old ones. */
+	for (int i = 0; i < 5000; i++) {
+		char n[16];
+		int l = snprintf(n, sizeof(n), "f%d", i);
+
+		if (strtab__intern(t, n, (size_t)l, &b))
+			break;
+	}
+	CHECK_EQ_INT(strtab__intern(t, "f17", 3, &b), 0);
+	CHECK_EQ_INT(strtab__intern(t, "f17", 3, &c), 0);
+	CHECK_EQ_INT(b, c);
+	CHECK_EQ_STR(strtab__str(t, b), "f17");
+	CHECK_EQ_INT(strtab__intern(t, big, sizeof(big), &b), 0);
+	CHECK_EQ_INT(b, a);
+	strtab__shrink(t);
+	CHECK(strtab__mem_bytes(t) < strtab__len(t) + 256);
+	strtab__free(t);
+}
+
 int main(void)
 {
+	test_intern();
 	test_add();
 	test_limit();
 	test_reset();

@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * CPython frames, read from the interpreter's own structures at sample time
+ * and appended to the native user stack (leaf first, PROFD_PY_FRAME set).
+ * User space finds the interpreter in a process's ELF symbols and writes
+ * py_procs (lib/pyinterp.c, daemon/pyprocs.c); the drain puts each Python
+ * frame in place of the native _PyEval_EvalFrameDefault that ran it.
+ *
+ * A frame is named here, from the bytes of its code object's qualified
+ * name and file name, into py_syms under a hash of those bytes: a code
+ * object freed and its address reused names the new function, never the
+ * old, because nothing is looked up by address later.
+ */
+#ifndef PROFD_PYTHON_BPF_H
+#define PROFD_PYTHON_BPF_H
+
+#include "pytypes.h"
+
+__u64 pycounters[PROFD_PYCNT_MAX] = {};
+
+/* With PROFD_COST_PID: the time that process's on-CPU samples spent reading Python frames. */
+const volatile __u32 py_cost_tgid = 0;
+__u64 py_cost_ns = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct profd_pyproc);
+} py_procs SEC(".maps");
+
+/* Sized by user space; LRU: an id evicted before its drain shows as an unnamed Python frame. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct profd_pysym);
+} py_syms SEC(".maps");
+
+/* New names put in py_syms: how long ago a code cache entry last found its id there. */
+__u64 py_syms_adds = 0;
+
+/*
+ * A code object named before on this CPU, by process and address, with
+ * the addresses of its name and file strings, its first line and what it
+ * was named. None of these addresses proves the object is the same (a
+ * freed code object and its strings get their addresses reused at once),
+ * so a hit still reads the two strings, each in one read, and compares
+ * their text with the name kept here; what it saves is the header reads,
+ * the hash and the py_syms lookup. The id is looked up in py_syms again
+ * after PY_SYMS_RECHECK new names: an LRU entry that went is named again.
+ */
+struct py_code {
+	__u64 code, name, file, id, checked;
+	__u32 pid, firstlineno;
+	struct profd_pysym sym;
+};
+
+#define PY_CODE_SLOTS 64 /* a per-CPU array value stays under 32 KB */
+#define PY_SYMS_RECHECK 1024
+
+/* The thread state found last for a thread, checked at each use. */
+struct py_thread {
+	__u64 tstate;
+	__u64 fsbase;
+	__u32 pid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct py_thread);
+} py_threads SEC(".maps");
+
+#define PY_OBJ_READ 160 /* covers every offset of a frame or code object the table holds */
+#define PY_STR_HDR 64   /* covers PyASCIIObject and PyCompactUnicodeObject's utf8 fields */
+
+/* Reads land at the start of buffers twice their size, so masked offsets stay inside. */
+struct py_scratch {
+	__u64 frames[64];
+	__s64 id;        /* py_symbol's result */
+	/*
+	 * Frames read so far. Kept here, not in the loop's stack state: the
+	 * verifier does not track map values, so the loop's states converge
+	 * instead of being walked once per count.
+	 */
+	__u32 n;
+	__u32 pad;
+	__u64 found;           /* the thread search's match */
+	/*
+	 * The last frame's code object and file name string, and the id they
+	 * named, for this walk only: the frames on a thread's chain hold their
+	 * code objects, which hold their strings, so while the walk runs an
+	 * address on the chain cannot be freed and reused. Recursion reads its
+	 * code object once; frames of one file read the file name once.
+	 */
+	__u64 last_code, last_id, last_file;
+	__u32 file_flags;
+	__u32 pid;
+	__u32 cached; /* frames of this walk named from codes[] */
+	__u32 pad3;
+	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
+	__u64 fbuf_str; /* the file string whose header and text fbuf holds, read in this walk */
+	struct py_code codes[PY_CODE_SLOTS];
+	struct py_thread thr;  /* the py_threads value written */
+	struct profd_pysym sym;
+	__u8 obj[512];
+	__u8 str[128];
+	__u8 nbuf[256], fbuf[256]; /* a name's and a file's header and text, from one read */
+};
+
+/* One per program kind (on-CPU, off-CPU): a perf NMI may interrupt the sched_switch program. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct py_scratch);
+} py_scratch SEC(".maps");
+
+static __always_inline void pycount(enum profd_pycounter c)
+{
+	__sync_fetch_and_add(&pycounters[c], 1);
+}
+
+static __always_inline __u64 py_word(const __u8 *buf, __u32 off)
+{
+	return *(const __u64 *)(buf + (off & 255));
+}
+
+static __always_inline int py_read(__u64 *dst, __u64 addr)
+{
+	if (!addr || bpf_probe_read_user(dst, sizeof(*dst), (void *)addr)) {
+		pycount(PROFD_PYCNT_BAD_READ);
+		return -1;
+	}
+	return 0;
+}
+
+#define PY_STR_READ (PY_STR_HDR + 128) /* a header and up to 128 bytes of compact ASCII text */
+
+/* Reads a str object's header and the start of its text into buf (256 bytes); 0 or -1. */
+static __always_inline int py_str_read(__u8 *buf, __u64 str)
+{
+	return !str || bpf_probe_read_user(buf, PY_STR_READ, (void *)str) ? -1 : 0;
+}
+
+/*
+ * 1 when buf, a py_str_read of a str object, holds exactly the len bytes
+ * at want (compact ASCII, at most 128 bytes): the object's text is the
+ * one named before, whatever its address held then.
+ */
+static __always_inline int py_str_is(const struct profd_pyoffs *o, const __u8 *buf, const char *want, __u32 want_len)
+{
+	__u32 state = *(const __u32 *)(buf + (o->str_state & 63)), d = o->str_ascii_data & 63;
+	__u64 len = *(const __u64 *)(buf + (o->str_length & 63)), a, b, m;
+
+	if ((state & 0x60) != 0x60 || len != want_len || len > 128)
+		return 0; /* compact and ASCII (bits 5, 6) */
+	for (__u32 i = 0; i < 16; i++) {
+		if (i * 8 >= len)
+			break;
+		a = *(const __u64 *)(buf + d + i * 8);
+		b = *(const __u64 *)(want + i * 8);
+		m = len - i * 8 < 8 ? (1ULL << ((len - i * 8) * 8)) - 1 : ~0ULL;
+		if ((a ^ b) & m)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Copies a str object's text into dst (cap bytes, a power of two): the
+ * head (tail = 0) or the end (tail = 1). Returns the bytes copied, or -1.
+ */
+static __always_inline int py_str(const struct profd_pyoffs *o, __u8 *hdr, __u64 str, char *dst,
+				  __u32 cap, int tail, __u32 *flags, __u32 cut_flag, __u32 raw_flag)
+{
+	__u64 len, data;
+	__u32 state, n;
+
+	if (!str || bpf_probe_read_user(hdr, PY_STR_HDR, (void *)str))
+		return -1;
+	len = *(__u64 *)(hdr + (o->str_length & 63));
+	state = *(__u32 *)(hdr + (o->str_state & 63));
+	/* state bits: interned:2, kind:3, compact:1, ascii:1 in every version the table knows. */
+	if (!(state & (1u << 5)))
+		return -1; /* not compact: code object names always are */
+	if (state & (1u << 6)) {
+		data = str + o->str_ascii_data;
+	} else {
+		data = *(__u64 *)(hdr + (o->str_utf8 & 63));
+		len = *(__u64 *)(hdr + ((o->str_utf8 - 8) & 63));
+		if (!data) {
+			*flags |= raw_flag;
+			return 0;
+		}
+	}
+	if (len > 1 << 20)
+		return -1;
+	n = len;
+	if (len > cap) {
+		*flags |= cut_flag;
+		if (tail)
+			data += len - cap;
+		n = cap;
+	}
+	/* One register for the bound and the call, or the verifier sees the unbounded copy. */
+	asm volatile("" : "+r"(n));
+	if (n > cap)
+		return -1;
+	if (n && bpf_probe_read_user(dst, n, (void *)data))
+		return -1;
+	return n;
+}
+
+static __always_inline __u64 py_sym_hash(const struct profd_pysym *s)
+{
+	const __u64 *w = (const __u64 *)s;
+	__u64 h = 0x84222325cbf29ce4ULL;
+
+	for (__u32 i = 0; i < sizeof(*s) / 8; i++) {
+		h ^= w[i];
+		h *= 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+static __always_inline int py_sym_same(const struct profd_pysym *a, const struct profd_pysym *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	for (__u32 i = 0; i < sizeof(*a) / 8; i++)
+		if (x[i] != y[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * Names the code object at code into py_syms; returns its id, 0 when it
+ * could not be named (counted), or -1 when code is not a code object.
+ */
+static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct py_scratch *sc, __u64 code)
+{
+	const struct profd_pyoffs *o = &pp->o;
+	struct profd_pysym *s = &sc->sym, *old;
+	struct py_code *c = &sc->codes[(code * 0x9e3779b97f4a7c15ULL) >> 58 & (PY_CODE_SLOTS - 1)];
+	__u32 flags = 0, first;
+	__u64 id, file, name;
+	int n, m;
+	long err;
+
+	if (code == sc->last_code)
+		return sc->last_id;
+	if (bpf_probe_read_user(sc->obj, PY_OBJ_READ, (void *)code)) {
+		pycount(PROFD_PYCNT_BAD_READ);
+		return -1;
+	}
+	if (py_word(sc->obj, 8) != pp->code_type)
+		return -1;
+	file = py_word(sc->obj, o->co_filename);
+	name = py_word(sc->obj, o->co_name);
+	first = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
+	if (c->code == code && c->pid == sc->pid && c->name == name && c->file == file && c->firstlineno == first) {
+		id = c->id;
+		if (py_syms_adds - c->checked > PY_SYMS_RECHECK) {
+			if (!bpf_map_lookup_elem(&py_syms, &id))
+				goto read;
+			c->checked = py_syms_adds;
+		}
+		/* The frames of one file share its string: read once a walk. */
+		if (file != sc->fbuf_str) {
+			sc->fbuf_str = 0;
+			if (!py_str_read(sc->fbuf, file))
+				sc->fbuf_str = file;
+		}
+		if (file == sc->fbuf_str && py_str_is(o, sc->fbuf, c->sym.file, c->sym.file_len) &&
+		    !py_str_read(sc->nbuf, name) && py_str_is(o, sc->nbuf, c->sym.name, c->sym.name_len)) {
+			sc->cached++;
+			return id;
+		}
+	}
+read:
+	/* The file part of sym is the last frame's when the string is the same (see last_file). */
+	if (!file || file != sc->last_file) {
+		sc->last_file = 0;
+		__builtin_memset(s->file, 0, sizeof(s->file));
+		m = py_str(o, sc->str, file, s->file, PROFD_PY_FILE_MAX, 1, &flags, PROFD_PYSYM_F_FILE_CUT,
+			   PROFD_PYSYM_F_FILE_RAW);
+		if (m < 0) {
+			pycount(PROFD_PYCNT_BAD_READ);
+			return 0;
+		}
+		s->file_len = m;
+		sc->file_flags = flags;
+		sc->last_file = file;
+	}
+	flags = 0;
+	__builtin_memset(s->name, 0, sizeof(s->name));
+	s->firstlineno = first;
+	s->pad = 0;
+	n = py_str(o, sc->str, name, s->name, PROFD_PY_NAME_MAX, 0, &flags, PROFD_PYSYM_F_NAME_CUT,
+		   PROFD_PYSYM_F_NAME_RAW);
+	if (n < 0) {
+		pycount(PROFD_PYCNT_BAD_READ);
+		return 0;
+	}
+	s->name_len = n;
+	s->flags = flags | sc->file_flags;
+	id = py_sym_hash(s) & PROFD_PY_ID_MASK;
+	if (!id)
+		id = 1;
+	old = bpf_map_lookup_elem(&py_syms, &id);
+	if (!old) {
+		err = bpf_map_update_elem(&py_syms, &id, s, BPF_NOEXIST);
+		if (err == 0) {
+			__sync_fetch_and_add(&py_syms_adds, 1);
+			goto named;
+		}
+		if (err != -17 /* EEXIST */) {
+			pycount(PROFD_PYCNT_SYMS_FULL);
+			return 0;
+		}
+		old = bpf_map_lookup_elem(&py_syms, &id);
+	}
+	if (old && py_sym_same(old, s))
+		goto named;
+	pycount(PROFD_PYCNT_SYM_CLASH);
+	return 0;
+named:
+	c->code = code;
+	c->pid = sc->pid;
+	c->name = name;
+	c->file = file;
+	c->id = id;
+	c->firstlineno = first;
+	c->checked = py_syms_adds;
+	__builtin_memcpy(&c->sym, s, sizeof(*s));
+	return id;
+}
+
+/*
+ * A global function: the verifier checks it once, on its own, instead of
+ * in every state of the frame loop that reaches it (a load took 2 s).
+ * Leaves the id in sc->id; returns 0, or -1 when an argument is NULL.
+ */
+__noinline int py_symbol(const struct profd_pyproc *pp, struct py_scratch *sc, __u64 code)
+{
+	if (!pp || !sc)
+		return -1;
+	sc->id = py_symbol_in(pp, sc, code);
+	if (sc->id > 0) {
+		sc->last_code = code;
+		sc->last_id = sc->id;
+	}
+	return 0;
+}
+
+/*
+ * One context for the three loops of a sample (thread search, frame walk,
+ * append), on the stack once: the on-CPU program's stack is near its limit.
+ */
+struct py_ctx {
+	const struct profd_pyproc *pp;
+	struct py_scratch *sc;
+	__u64 *ips;
+	__u64 cur;     /* the thread state or frame the loop is at */
+	__u64 fsbase;  /* the sampled thread's pointer, its PyThreadState's thread_id */
+	__u32 n, np;   /* append: frames in ips, Python frames to add */
+};
+
+static long py_step(__u64 index, void *arg)
+{
+	struct py_ctx *w = arg;
+	const struct profd_pyoffs *o = &w->pp->o;
+	struct py_scratch *sc = w->sc;
+	__u64 code, prev, f = 0;
+	__s64 id;
+
+	if (!w->cur)
+		return 1;
+	if (sc->n >= PROFD_PY_MAX_DEPTH) {
+		pycount(PROFD_PYCNT_TRUNCATED);
+		return 1;
+	}
+	if (bpf_probe_read_user(sc->obj, 96, (void *)w->cur)) {
+		pycount(PROFD_PYCNT_BAD_READ);
+		return 1;
+	}
+	prev = py_word(sc->obj, o->fr_previous);
+	code = py_word(sc->obj, o->fr_code);
+	if (o->flags & PROFD_PY_F_ALL_ENTRY)
+		f = PROFD_PY_ENTRY;
+	else if (o->fr_is_entry != PROFD_PY_NONE && sc->obj[o->fr_is_entry & 127])
+		f = PROFD_PY_ENTRY;
+	if (o->fr_owner != PROFD_PY_NONE && sc->obj[o->fr_owner & 127] == 3 /* FRAME_OWNED_BY_CSTACK */) {
+		/* An eval call's entry shim: the frame below it is the call's outermost. */
+		if (sc->n)
+			sc->frames[(sc->n - 1) & 63] |= PROFD_PY_ENTRY;
+		w->cur = prev;
+		return 0;
+	}
+	w->cur = prev;
+	if (py_symbol(w->pp, sc, code))
+		return 1;
+	id = sc->id;
+	if (id < 0) {
+		/* 3.13 runs frames of other executables; before it, garbage: stop. */
+		if (w->pp->version >= 0x030d)
+			return 0;
+		pycount(PROFD_PYCNT_NOT_CODE);
+		return 1;
+	}
+	sc->frames[sc->n & 63] = PROFD_PY_FRAME | f | (__u64)id;
+	sc->n++;
+	return 0;
+}
+
+/* Thread search: leaves the match in sc->found. */
+static long py_tstep(__u64 index, void *arg)
+{
+	struct py_ctx *t = arg;
+	__u64 id;
+
+	if (!t->cur)
+		return 1;
+	if (py_read(&id, t->cur + t->pp->o.ts_thread_id))
+		return 1;
+	if (id == t->fsbase) {
+		t->sc->found = t->cur;
+		return 1;
+	}
+	return py_read(&t->cur, t->cur + t->pp->o.ts_next) ? 1 : 0;
+}
+
+/* The current thread's PyThreadState, matched by its thread pointer; 0: none. */
+static __always_inline __u64 py_tstate(struct py_ctx *w, struct task_struct *task, __u32 pid, __u32 tid)
+{
+	const struct profd_pyproc *pp = w->pp;
+	struct py_scratch *sc = w->sc;
+	struct py_thread *c;
+	__u64 id;
+
+	w->fsbase = BPF_CORE_READ(task, thread.fsbase);
+	c = bpf_map_lookup_elem(&py_threads, &tid);
+	if (c && c->pid == pid && c->fsbase == w->fsbase &&
+	    !bpf_probe_read_user(&id, sizeof(id), (void *)(c->tstate + pp->o.ts_thread_id)) && id == w->fsbase) {
+		pycount(PROFD_PYCNT_THREAD_CACHED);
+		return c->tstate;
+	}
+	if (py_read(&id, pp->runtime + pp->o.rt_interp_head) || !id || py_read(&w->cur, id + pp->o.is_tstate_head))
+		return 0;
+	sc->found = 0;
+	bpf_loop(256, py_tstep, w, 0);
+	if (!sc->found) {
+		pycount(PROFD_PYCNT_NO_THREAD);
+		return 0;
+	}
+	sc->thr.tstate = sc->found;
+	sc->thr.fsbase = w->fsbase;
+	sc->thr.pid = pid;
+	sc->thr.pad = 0;
+	bpf_map_update_elem(&py_threads, &tid, &sc->thr, BPF_ANY);
+	return sc->found;
+}
+
+/*
+ * Reads the current thread's Python frames into the slot's scratch (w->sc),
+ * leaf first; returns how many (0: not a known CPython process, or none).
+ */
+static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
+	__u32 pid = pid_tgid >> 32;
+
+	w->pp = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!w->pp || w->pp->start_code != BPF_CORE_READ(task, mm, start_code))
+		return 0;
+	w->sc = bpf_map_lookup_elem(&py_scratch, &slot);
+	if (!w->sc)
+		return 0;
+	/* In the scratch, not on the stack: the on-CPU program's stack is near its limit. */
+	w->sc->t0 = slot == 0 && py_cost_tgid && pid == py_cost_tgid ? bpf_ktime_get_ns() : 0;
+	pycount(PROFD_PYCNT_WALKS);
+	ts = py_tstate(w, task, pid, (__u32)pid_tgid);
+	if (!ts || py_read(&w->cur, ts + w->pp->o.ts_frame))
+		goto none;
+	if ((w->pp->o.flags & PROFD_PY_F_CFRAME) && (!w->cur || py_read(&w->cur, w->cur + w->pp->o.cf_current_frame)))
+		goto none;
+	w->sc->n = 0;
+	w->sc->last_code = w->sc->last_file = w->sc->fbuf_str = 0;
+	w->sc->pid = pid;
+	w->sc->cached = 0;
+	bpf_loop(PROFD_PY_MAX_DEPTH + 16, py_step, w, 0);
+	/* Counted once a walk: an atomic add per frame is a shared cache line per frame. */
+	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_FRAMES], w->sc->n);
+	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_CODE_CACHED], w->sc->cached);
+	if (w->sc->t0)
+		__sync_fetch_and_add(&py_cost_ns, bpf_ktime_get_ns() - w->sc->t0);
+	return w->sc->n;
+none:
+	if (w->sc->t0)
+		__sync_fetch_and_add(&py_cost_ns, bpf_ktime_get_ns() - w->sc->t0);
+	return 0;
+}
+
+/* Under bpf_loop: as a plain loop the verifier walked it once per frame count. */
+static long py_append_step(__u64 i, void *arg)
+{
+	struct py_ctx *a = arg;
+	__u32 j = a->n;
+
+	if (i >= a->np || j >= PROFD_MAX_DEPTH)
+		return 1;
+	a->ips[j] = a->sc->frames[i & 63];
+	a->n = j + 1;
+	return 0;
+}
+
+/*
+ * user_stack with the Python frames after the native ones: the native walk
+ * leaves room for them. Returns bytes written, or -errno.
+ */
+static __always_inline long py_user_stack(void *ctx, __u64 *ips, __u32 slot)
+{
+	struct py_ctx w = {};
+	__u32 np = py_frames(&w, slot);
+	long r;
+
+	if (!np || !w.sc)
+		return user_stack(ctx, ips, PROFD_MAX_DEPTH * sizeof(__u64));
+	if (np > PROFD_PY_MAX_DEPTH)
+		np = PROFD_PY_MAX_DEPTH;
+	r = user_stack(ctx, ips, (PROFD_MAX_DEPTH - np) * sizeof(__u64));
+	w.ips = ips;
+	w.n = r > 0 ? r / sizeof(__u64) : 0;
+	w.np = np;
+	bpf_loop(PROFD_PY_MAX_DEPTH, py_append_step, &w, 0);
+	return w.n * sizeof(__u64);
+}
+
+#endif

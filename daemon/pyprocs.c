@@ -1,0 +1,329 @@
+/*
+ * Wires lib/pyinterp (is this process a CPython, and where is its runtime)
+ * to the walker's py_procs map, and names the walker's Python frames from
+ * py_syms when a drain turns stacks into window frames.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "profd.skel.h"
+#include "procmaps.h"
+#include "profd.h"
+#include "profile.h"
+#include "pyinterp.h"
+#include "pyprocs.h"
+#include "pystack.h"
+#include "symbolizer.h"
+
+/* Direct-mapped: a pid that loses its slot is looked at again, which costs a scan of cached mappings. */
+#define SEEN_SLOTS 16384
+/*
+ * A process not found to run CPython is looked at again at most this
+ * often: its mappings may have been read before ld.so mapped libpython.
+ */
+#define RETRY_NS 1000000000LL
+
+struct seen {
+	uint32_t pid;
+	uint32_t found;
+	int64_t tried_ns;
+};
+/* py_syms entries read at drains, by id: ids name content, so a hit is always right. */
+#define NAME_SLOTS 4096
+
+struct name_slot {
+	uint64_t id;
+	uint32_t firstlineno;
+	char *text; /* "qualname (file)" */
+	char *file;
+};
+
+struct pyprocs {
+	struct profd_bpf *skel;
+	struct pyinterp *pi;
+	int procs_fd, syms_fd;
+	struct seen *seen;
+	struct name_slot *names;
+	uint64_t written, write_errors, sym_misses;
+};
+
+void pyprocs__configure(struct profd_bpf *skel)
+{
+	const char *v = getenv("PROFD_COST_PID");
+	char *end;
+	unsigned long pid;
+
+	if (!v || !*v)
+		return;
+	errno = 0;
+	pid = strtoul(v, &end, 10);
+	if (!errno && !*end && pid > 0 && pid <= UINT32_MAX)
+		skel->rodata->cost_tgid = skel->rodata->py_cost_tgid = (uint32_t)pid;
+}
+
+int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out)
+{
+	struct pyprocs *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	p->skel = skel;
+	p->procs_fd = bpf_map__fd(skel->maps.py_procs);
+	p->syms_fd = bpf_map__fd(skel->maps.py_syms);
+	p->seen = calloc(SEEN_SLOTS, sizeof(*p->seen));
+	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
+	err = pyinterp__new(0, &p->pi);
+	if (err || !p->seen || !p->names) {
+		pyprocs__free(p);
+		return err ? err : -ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+void pyprocs__free(struct pyprocs *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; p->names && i < NAME_SLOTS; i++) {
+		free(p->names[i].text);
+		free(p->names[i].file);
+	}
+	free(p->names);
+	free(p->seen);
+	pyinterp__free(p->pi);
+	free(p);
+}
+
+static struct seen *seen_slot(struct pyprocs *p, uint32_t pid)
+{
+	return &p->seen[(pid * 2654435761u) & (SEEN_SLOTS - 1)];
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps)
+{
+	struct seen *sl = seen_slot(p, pid);
+	struct profd_pyproc pp;
+	char root[64];
+	int fd;
+
+	*sl = (struct seen){ .pid = pid, .tried_ns = mono_ns() };
+	snprintf(root, sizeof(root), "/proc/%u/root", pid);
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (pyinterp__find(p->pi, fd, maps, &pp) == 0) {
+		sl->found = 1;
+		pp.start_code = start_code;
+		if (bpf_map_update_elem(p->procs_fd, &pid, &pp, BPF_ANY))
+			p->write_errors++;
+		else
+			p->written++;
+	} else {
+		/* exec into something else: the old entry must not be read by the new image. */
+		bpf_map_delete_elem(p->procs_fd, &pid);
+	}
+	close(fd);
+}
+
+/* mm->start_code, as field 26 of /proc/PID/stat. */
+static int start_code(uint32_t pid, uint64_t *out)
+{
+	char path[64], *buf = NULL, *s;
+	size_t len;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	err = procmaps__read_file(AT_FDCWD, path, 0, 4096, &buf, &len);
+	if (err)
+		return err;
+	/* The name in parentheses may hold anything: fields count from the last ')'. */
+	s = strrchr(buf, ')');
+	err = -EINVAL;
+	for (int field = 2; s && *s; s++) {
+		if (*s != ' ')
+			continue;
+		if (++field == 26) {
+			*out = strtoull(s + 1, NULL, 10);
+			err = 0;
+			break;
+		}
+	}
+	free(buf);
+	return err;
+}
+
+void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
+{
+	struct procmaps *maps = NULL;
+	uint64_t sc;
+
+	struct seen *sl = seen_slot(p, pid);
+
+	if (sl->pid == pid && (sl->found || mono_ns() - sl->tried_ns < RETRY_NS))
+		return;
+	*sl = (struct seen){ .pid = pid, .tried_ns = mono_ns() };
+	if (symbolizer__maps(sym, pid, &maps))
+		return;
+	if (start_code(pid, &sc) == 0)
+		pyprocs__maps(p, pid, sc, maps);
+	procmaps__free(maps);
+}
+
+void pyprocs__exit(struct pyprocs *p, uint32_t pid)
+{
+	if (seen_slot(p, pid)->pid == pid)
+		*seen_slot(p, pid) = (struct seen){ 0 };
+	/* The LRU map would evict it in time; a reused pid must not find it meanwhile. */
+	bpf_map_delete_elem(p->procs_fd, &pid);
+}
+
+/* The name slot for id, read from py_syms unless cached; NULL when the id is gone from the map. */
+static const struct name_slot *py_name(struct pyprocs *p, uint64_t id)
+{
+	struct name_slot *n = &p->names[(id * 0x9e3779b97f4a7c15ULL) >> 52 & (NAME_SLOTS - 1)];
+	struct profd_pysym s;
+	char name[PROFD_PY_NAME_MAX + 8], file[PROFD_PY_FILE_MAX + 8], text[512];
+
+	if (n->text && n->id == id)
+		return n;
+	if (bpf_map_lookup_elem(p->syms_fd, &id, &s)) {
+		p->sym_misses++;
+		return NULL;
+	}
+	snprintf(name, sizeof(name), "%s%.*s%s", s.flags & PROFD_PYSYM_F_NAME_RAW ? "[non-ascii]" : "",
+		 (int)(s.name_len < PROFD_PY_NAME_MAX ? s.name_len : PROFD_PY_NAME_MAX), s.name,
+		 s.flags & PROFD_PYSYM_F_NAME_CUT ? "..." : "");
+	snprintf(file, sizeof(file), "%s%.*s", s.flags & PROFD_PYSYM_F_FILE_CUT ? "..." : "",
+		 (int)(s.file_len < PROFD_PY_FILE_MAX ? s.file_len : PROFD_PY_FILE_MAX), s.file);
+	pystack__frame_text(name, file, text, sizeof(text));
+	free(n->text);
+	free(n->file);
+	n->text = strdup(text);
+	n->file = strdup(file);
+	n->id = id;
+	n->firstlineno = s.firstlineno;
+	if (!n->text || !n->file) {
+		free(n->text);
+		free(n->file);
+		n->text = n->file = NULL;
+		return NULL;
+	}
+	return n;
+}
+
+static int py_frame_id(struct pyprocs *p, struct profile *w, uint64_t ip, uint32_t *id)
+{
+	const struct name_slot *n = py_name(p, ip & PROFD_PY_ID_MASK);
+	struct pf_frame f = { .kind = PF_FRAME_PY };
+	int err;
+
+	if (n)
+		f.offset = n->firstlineno;
+	err = profile__intern_str(w, n ? n->text : "[unknown python]", &f.name);
+	if (!err)
+		err = profile__intern_str(w, n ? n->file : "", &f.module);
+	return err ? err : profile__frame_add(w, &f, id);
+}
+
+int pyprocs__stack(struct pyprocs *p, struct profile *window, uint32_t pid, const __u64 *ips, uint32_t n,
+		   pyprocs_native_fn native, void *arg, uint32_t *out, uint32_t *nout)
+{
+	uint32_t ids[PROFD_MAX_DEPTH], order[PROFD_MAX_DEPTH], k;
+	uint8_t is_eval[PROFD_MAX_DEPTH];
+	struct profd_pyproc pp = { 0 };
+	int err;
+
+	/* The eval function's range tells its frames even where the symbolizer could not name them. */
+	if (bpf_map_lookup_elem(p->procs_fd, &pid, &pp))
+		pp.eval_lo = pp.eval_hi = 0;
+	if (n > PROFD_MAX_DEPTH)
+		n = PROFD_MAX_DEPTH;
+	for (uint32_t i = 0; i < n; i++) {
+		is_eval[i] = 0;
+		if (ips[i] & PROFD_PY_FRAME) {
+			err = py_frame_id(p, window, ips[i], &ids[i]);
+		} else {
+			const char *name;
+
+			err = native(arg, ips[i], i > 0, &ids[i]);
+			name = err ? NULL : profile__str(window, profile__frame(window, ids[i])->name);
+			/* gcc splits the function: _PyEval_EvalFrameDefault.cold is the same call. */
+			is_eval[i] = (name && !strncmp(name, "_PyEval_EvalFrameDefault", 24)) ||
+				     (ips[i] - (i > 0) >= pp.eval_lo && ips[i] - (i > 0) < pp.eval_hi);
+		}
+		if (err)
+			return err;
+	}
+	k = pystack__merge(ips, n, is_eval, order);
+	for (uint32_t j = 0; j < k; j++)
+		out[j] = ids[order[j]];
+	*nout = k;
+	return 0;
+}
+
+void pyprocs__print_status(const struct pyprocs *p, FILE *f)
+{
+	static const char *const names[PROFD_PYCNT_MAX] = {
+		[PROFD_PYCNT_WALKS] = "python_walks",
+		[PROFD_PYCNT_FRAMES] = "python_frames",
+		[PROFD_PYCNT_NO_THREAD] = "python_no_thread_state",
+		[PROFD_PYCNT_BAD_READ] = "python_bad_reads",
+		[PROFD_PYCNT_NOT_CODE] = "python_not_code",
+		[PROFD_PYCNT_SYMS_FULL] = "python_syms_full",
+		[PROFD_PYCNT_SYM_CLASH] = "python_sym_clashes",
+		[PROFD_PYCNT_TRUNCATED] = "python_truncated",
+		[PROFD_PYCNT_THREAD_CACHED] = "python_thread_cached",
+		[PROFD_PYCNT_CODE_CACHED] = "python_code_cached",
+	};
+	struct pyinterp_stats st;
+
+	if (!p)
+		return;
+	pyinterp__stats(p->pi, &st);
+	fprintf(f, "python_processes\t%" PRIu64 "\n", st.found);
+	fprintf(f, "python_unsupported\t%" PRIu64 "\n", st.unsupported);
+	fprintf(f, "python_files_probed\t%" PRIu64 "\n", st.probes);
+	fprintf(f, "python_write_errors\t%" PRIu64 "\n", p->write_errors);
+	fprintf(f, "python_names_missing\t%" PRIu64 "\n", p->sym_misses);
+	for (int i = 0; i < PROFD_PYCNT_MAX; i++)
+		fprintf(f, "%s\t%" PRIu64 "\n", names[i], (uint64_t)p->skel->bss->pycounters[i]);
+	if (p->skel->rodata->cost_tgid) {
+		fprintf(f, "sample_cost_pid\t%u\n", p->skel->rodata->cost_tgid);
+		fprintf(f, "sample_cost_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_ns);
+		fprintf(f, "sample_cost_samples\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_samples);
+		fprintf(f, "sample_cost_python_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->py_cost_ns);
+	}
+	{
+		/* The daemon's own memory for Python: its tables and the names they hold. */
+		uint64_t bytes = sizeof(*p) + SEEN_SLOTS * sizeof(*p->seen) + NAME_SLOTS * sizeof(*p->names) +
+				 pyinterp__mem_bytes(p->pi);
+
+		for (size_t i = 0; i < NAME_SLOTS; i++)
+			if (p->names[i].text)
+				bytes += strlen(p->names[i].text) + strlen(p->names[i].file) + 2;
+		fprintf(f, "python_daemon_bytes\t%" PRIu64 "\n", bytes);
+	}
+	fprintf(f, "python_kernel_map_bytes\t%" PRIu64 "\n",
+		(uint64_t)bpf_map__max_entries(p->skel->maps.py_syms) * (sizeof(struct profd_pysym) + 8 + 16) +
+			(uint64_t)bpf_map__max_entries(p->skel->maps.py_procs) * (sizeof(struct profd_pyproc) + 4 + 16) +
+			(uint64_t)bpf_map__max_entries(p->skel->maps.py_threads) * (24 + 4 + 16) +
+			(uint64_t)bpf_map__value_size(p->skel->maps.py_scratch) * 2 * libbpf_num_possible_cpus());
+}

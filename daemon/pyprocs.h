@@ -1,0 +1,45 @@
+/* CPython processes for the BPF frame walker (py_procs) and their frames' names at drain time (py_syms). */
+#ifndef PROFD_PYPROCS_H
+#define PROFD_PYPROCS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <linux/types.h>
+
+struct procmaps;
+struct profd_bpf;
+struct profile;
+struct pyprocs;
+struct symbolizer;
+
+/*
+ * Before load: benchmark mode from PROFD_COST_PID (the BPF time of that
+ * process's samples, in status as sample_cost_*); nothing otherwise.
+ */
+void pyprocs__configure(struct profd_bpf *skel);
+int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out);
+void pyprocs__free(struct pyprocs *p);
+
+/* pid's mappings were read (exec, re-capture): a CPython among them is made known to the walker. */
+void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps);
+/*
+ * A pid seen in a drain: looked at (from the symbolizer's mappings) unless
+ * it is known to run CPython or was looked at less than a second ago.
+ */
+void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid);
+void pyprocs__exit(struct pyprocs *p, uint32_t pid);
+
+/*
+ * Turns a drained user stack with Python frames into window frame ids,
+ * root first. native() gives the id of a native frame (is_ret: not the
+ * leaf). out holds n entries at least. Returns 0 or -errno.
+ */
+typedef int (*pyprocs_native_fn)(void *arg, uint64_t ip, uint32_t is_ret, uint32_t *id);
+int pyprocs__stack(struct pyprocs *p, struct profile *window, uint32_t pid, const __u64 *ips, uint32_t n,
+		   pyprocs_native_fn native, void *arg, uint32_t *out, uint32_t *nout);
+
+/* `profctl status` lines (name TAB value); p NULL: nothing. */
+void pyprocs__print_status(const struct pyprocs *p, FILE *f);
+
+#endif

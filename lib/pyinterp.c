@@ -1,0 +1,353 @@
+/*
+ * CPython processes are recognised by their ELF symbols: _PyRuntime (the
+ * interpreter's global state, whose thread list the BPF walker reads) and
+ * PyCode_Type (every code object points to it, which the walker checks).
+ * The version comes from Py_Version (3.11+) or, for 3.10, from the file's
+ * name; 3.13+ also describe their layout in _Py_DebugOffsets, which must
+ * agree with the table. Results are kept per file (dev, inode): a host
+ * starts many processes of the same few interpreters.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "procmaps.h"
+#include "pyinterp.h"
+#include "pyoffsets.h"
+
+#define MAX_SECTIONS 4096
+#define MAX_SYMTAB (64u << 20) /* bytes of one symbol or string table read */
+#define MAX_LOADS 16
+#define DEBUG_IMAGE 584        /* sizeof(_Py_DebugOffsets) in 3.13 */
+
+struct load {
+	uint64_t offset, vaddr, filesz;
+};
+
+struct file_ent {
+	uint64_t dev, inode;
+	int result;           /* 0, -ENOENT, -EPROTONOSUPPORT, other -errno */
+	struct pyinterp_file f;
+	struct load loads[MAX_LOADS];
+	uint32_t nloads;
+	uint32_t used;        /* clock of the last use, for eviction */
+};
+
+struct pyinterp {
+	struct file_ent *files;
+	uint32_t nfiles, cap, clock;
+	struct pyinterp_stats st;
+};
+
+int pyinterp__new(uint32_t files, struct pyinterp **out)
+{
+	struct pyinterp *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->cap = files ? files : 64;
+	p->files = calloc(p->cap, sizeof(*p->files));
+	if (!p->files) {
+		free(p);
+		return -ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+void pyinterp__free(struct pyinterp *p)
+{
+	if (!p)
+		return;
+	free(p->files);
+	free(p);
+}
+
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread(fd, buf, len, (off_t)off);
+
+	return n == (ssize_t)len ? 0 : -ENOEXEC;
+}
+
+struct elf {
+	int fd;
+	uint64_t size;
+	Elf64_Ehdr eh;
+	struct load loads[MAX_LOADS];
+	uint32_t nloads;
+};
+
+static int elf_open(struct elf *e, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -EINVAL;
+	e->fd = fd;
+	e->size = st.st_size;
+	e->nloads = 0;
+	if (read_at(fd, &e->eh, sizeof(e->eh), 0) || memcmp(e->eh.e_ident, ELFMAG, SELFMAG) ||
+	    e->eh.e_ident[EI_CLASS] != ELFCLASS64 || e->eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    e->eh.e_shentsize != sizeof(Elf64_Shdr) || e->eh.e_phentsize != sizeof(Elf64_Phdr) ||
+	    e->eh.e_shnum > MAX_SECTIONS || e->eh.e_phnum > 64)
+		return -ENOEXEC;
+	for (uint32_t i = 0; i < e->eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (read_at(fd, &ph, sizeof(ph), e->eh.e_phoff + (uint64_t)i * sizeof(ph)))
+			return -ENOEXEC;
+		if (ph.p_type != PT_LOAD || e->nloads == MAX_LOADS)
+			continue;
+		e->loads[e->nloads++] = (struct load){ .offset = ph.p_offset, .vaddr = ph.p_vaddr, .filesz = ph.p_filesz };
+	}
+	return 0;
+}
+
+/* Bytes at an ELF virtual address, from the file's image of the segment holding them. */
+static int elf_read_vaddr(const struct elf *e, uint64_t vaddr, void *buf, size_t len)
+{
+	for (uint32_t i = 0; i < e->nloads; i++) {
+		const struct load *l = &e->loads[i];
+
+		if (vaddr >= l->vaddr && vaddr - l->vaddr <= l->filesz && l->filesz - (vaddr - l->vaddr) >= len)
+			return read_at(e->fd, buf, len, l->offset + (vaddr - l->vaddr));
+	}
+	return -ENOEXEC;
+}
+
+struct wanted {
+	const char *name;
+	int type;       /* STT_OBJECT or STT_FUNC */
+	uint64_t value, size;
+};
+
+/* Fills the values of the wanted symbols found in the table of section idx. */
+static int scan_symtab(const struct elf *e, const Elf64_Shdr *sh, const Elf64_Shdr *strh, struct wanted *w, int nw)
+{
+	char *strs = NULL;
+	Elf64_Sym *syms = NULL;
+	uint64_t n;
+	int err = -ENOEXEC;
+
+	if (sh->sh_entsize != sizeof(Elf64_Sym) || sh->sh_size > MAX_SYMTAB || strh->sh_size > MAX_SYMTAB ||
+	    sh->sh_offset > e->size || sh->sh_size > e->size - sh->sh_offset ||
+	    strh->sh_offset > e->size || strh->sh_size > e->size - strh->sh_offset || !strh->sh_size)
+		return -ENOEXEC;
+	n = sh->sh_size / sizeof(Elf64_Sym);
+	syms = malloc(sh->sh_size ? sh->sh_size : 1);
+	strs = malloc(strh->sh_size + 1);
+	if (!syms || !strs) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (read_at(e->fd, syms, sh->sh_size, sh->sh_offset) || read_at(e->fd, strs, strh->sh_size, strh->sh_offset))
+		goto out;
+	strs[strh->sh_size] = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		const char *name;
+
+		if (syms[i].st_name >= strh->sh_size || syms[i].st_shndx == SHN_UNDEF)
+			continue;
+		name = strs + syms[i].st_name;
+		for (int k = 0; k < nw; k++)
+			if (!w[k].value && ELF64_ST_TYPE(syms[i].st_info) == w[k].type && !strcmp(name, w[k].name)) {
+				w[k].value = syms[i].st_value;
+				w[k].size = syms[i].st_size;
+			}
+	}
+	err = 0;
+out:
+	free(syms);
+	free(strs);
+	return err;
+}
+
+/* "python3.10" or "libpython3.10.so.1.0" in the file's name: 0x030a. */
+static uint32_t version_from_name(const char *path)
+{
+	const char *b = strrchr(path, '/'), *s;
+	char *end;
+	unsigned long minor;
+
+	b = b ? b + 1 : path;
+	s = strstr(b, "python3.");
+	if (!s)
+		return 0;
+	minor = strtoul(s + 8, &end, 10);
+	if (end == s + 8 || minor > 99)
+		return 0;
+	return 0x0300 | (uint32_t)minor;
+}
+
+static int probe(struct elf *e, const char *path, struct pyinterp_file *out)
+{
+	struct wanted w[] = { { "_PyRuntime", STT_OBJECT, 0, 0 }, { "PyCode_Type", STT_OBJECT, 0, 0 },
+			      { "Py_Version", STT_OBJECT, 0, 0 }, { "_PyEval_EvalFrameDefault", STT_FUNC, 0, 0 } };
+	uint8_t image[DEBUG_IMAGE];
+	int err;
+
+	for (uint32_t i = 0; i < e->eh.e_shnum; i++) {
+		Elf64_Shdr sh, strh;
+
+		if (read_at(e->fd, &sh, sizeof(sh), e->eh.e_shoff + (uint64_t)i * sizeof(sh)))
+			return -ENOEXEC;
+		if ((sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || sh.sh_link >= e->eh.e_shnum)
+			continue;
+		if (read_at(e->fd, &strh, sizeof(strh), e->eh.e_shoff + (uint64_t)sh.sh_link * sizeof(strh)))
+			return -ENOEXEC;
+		err = scan_symtab(e, &sh, &strh, w, 4);
+		if (err == -ENOMEM)
+			return err;
+	}
+	if (!w[0].value || !w[1].value)
+		return -ENOENT;
+	out->runtime = w[0].value;
+	out->code_type = w[1].value;
+	out->eval = w[3].value;
+	out->eval_size = w[3].size;
+	out->version = 0;
+	if (w[2].value) {
+		uint64_t hex;
+
+		if (elf_read_vaddr(e, w[2].value, &hex, sizeof(hex)))
+			return -EPROTONOSUPPORT;
+		out->version = (uint32_t)(hex >> 16) & 0xffff;
+	} else {
+		/* Before 3.11 only the name tells; a build with an unexpected name stays unknown. */
+		out->version = version_from_name(path);
+		if (out->version != 0x030a)
+			return -EPROTONOSUPPORT;
+	}
+	if (!pyoffsets__find(out->version))
+		return -EPROTONOSUPPORT;
+	if (out->version >= 0x030d &&
+	    (elf_read_vaddr(e, out->runtime, image, sizeof(image)) ||
+	     pyoffsets__check_debug(out->version, image, sizeof(image))))
+		return -EPROTONOSUPPORT;
+	return 0;
+}
+
+int pyinterp__probe_fd(int fd, const char *path, struct pyinterp_file *out)
+{
+	struct elf e;
+	int err = elf_open(&e, fd);
+
+	return err ? err : probe(&e, path, out);
+}
+
+static struct file_ent *file_get(struct pyinterp *p, int root_fd, const struct procmap *m)
+{
+	struct file_ent *f, *victim = NULL;
+	struct elf e;
+	struct stat st;
+	int fd;
+
+	for (uint32_t i = 0; i < p->nfiles; i++) {
+		f = &p->files[i];
+		if (f->dev == m->dev && f->inode == m->inode) {
+			f->used = ++p->clock;
+			return f;
+		}
+	}
+	if (p->nfiles < p->cap) {
+		victim = &p->files[p->nfiles++];
+	} else {
+		victim = &p->files[0];
+		for (uint32_t i = 1; i < p->nfiles; i++)
+			if (p->files[i].used < victim->used)
+				victim = &p->files[i];
+	}
+	memset(victim, 0, sizeof(*victim));
+	victim->dev = m->dev;
+	victim->inode = m->inode;
+	victim->used = ++p->clock;
+	p->st.probes++;
+	fd = openat(root_fd, m->path[0] == '/' ? m->path + 1 : m->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		victim->result = -errno;
+		return victim;
+	}
+	/* The path may name another file by now (an upgrade): only the mapped one is probed. */
+	if (fstat(fd, &st) || st.st_ino != m->inode || st.st_dev != m->dev) {
+		victim->result = -ESTALE;
+	} else {
+		victim->result = elf_open(&e, fd);
+		if (!victim->result)
+			victim->result = probe(&e, m->path, &victim->f);
+		if (!victim->result || victim->result == -EPROTONOSUPPORT) {
+			memcpy(victim->loads, e.loads, sizeof(e.loads));
+			victim->nloads = e.nloads;
+		}
+	}
+	close(fd);
+	return victim;
+}
+
+/* The mapping's load bias: its start minus the ELF virtual address its file offset has. */
+static int bias_of(const struct file_ent *f, const struct procmap *m, uint64_t *bias)
+{
+	for (uint32_t i = 0; i < f->nloads; i++) {
+		const struct load *l = &f->loads[i];
+
+		if (m->offset >= l->offset && m->offset - l->offset < l->filesz) {
+			*bias = m->start - (m->offset - l->offset + l->vaddr);
+			return 0;
+		}
+	}
+	return -ENOEXEC;
+}
+
+int pyinterp__find(struct pyinterp *p, int root_fd, const struct procmaps *maps, struct profd_pyproc *out)
+{
+	int result = -ENOENT;
+
+	for (size_t i = 0; maps && i < procmaps__count(maps); i++) {
+		const struct procmap *m = procmaps__get(maps, i);
+		const char *base;
+		struct file_ent *f;
+		uint64_t bias;
+
+		if (!m->path || (m->flags & (PROCMAP_ANON | PROCMAP_VDSO | PROCMAP_SPECIAL | PROCMAP_DELETED)))
+			continue;
+		/* Only interpreters and what links one are opened: not every library of every process. */
+		base = strrchr(m->path, '/');
+		if (!strstr(base ? base + 1 : m->path, "python"))
+			continue;
+		f = file_get(p, root_fd, m);
+		if (!f)
+			return -ENOMEM;
+		if (f->result == -EPROTONOSUPPORT)
+			result = -EPROTONOSUPPORT;
+		if (f->result || bias_of(f, m, &bias))
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->runtime = f->f.runtime + bias;
+		out->code_type = f->f.code_type + bias;
+		if (f->f.eval) {
+			out->eval_lo = f->f.eval + bias;
+			out->eval_hi = out->eval_lo + f->f.eval_size;
+		}
+		out->version = f->f.version;
+		out->o = *pyoffsets__find(f->f.version);
+		p->st.found++;
+		return 0;
+	}
+	if (result == -EPROTONOSUPPORT)
+		p->st.unsupported++;
+	return result;
+}
+
+void pyinterp__stats(const struct pyinterp *p, struct pyinterp_stats *out)
+{
+	*out = p->st;
+}
+
+size_t pyinterp__mem_bytes(const struct pyinterp *p)
+{
+	return sizeof(*p) + (size_t)p->cap * sizeof(*p->files);
+}

@@ -1,0 +1,183 @@
+#!/bin/bash
+# Python frames read in BPF, on every CPython of the machine at once (the
+# pyenv builds with a shared libpython, Debian's with libpython linked in):
+# a 50/30/20 split, the caller chain, Class.method names, threads, a thread
+# blocked off-CPU, code objects freed and reused, a C extension under its
+# Python caller, and a 300 ms script.
+source "$(dirname "$0")/lib.sh"
+
+PY=$ROOT/tests/testprogs/python
+declare -A INTERP=()
+for v in 3.10 3.11 3.12 3.13; do
+	for p in /root/.pyenv/versions/$v.*/bin/python$v; do
+		[ -x "$p" ] && INTERP[py$v]=$p
+	done
+	[ -n "${INTERP[py$v]:-}" ] || echo "note: no pyenv CPython $v here: not tested"
+done
+if [ -x /usr/bin/python3.11 ]; then INTERP[debian3.11]=/usr/bin/python3.11; else echo "note: no /usr/bin/python3.11: Debian's CPython not tested"; fi
+[ ${#INTERP[@]} -gt 0 ] || skip_test "no CPython 3.10-3.13 on this machine"
+LABELS=$(printf '%s\n' "${!INTERP[@]}" | sort)
+
+# 1999 Hz: 800-2900 samples per split on the shared 2-CPU machine, several sigma inside
+# a 5-point band. Maps for a drain that comes seconds late (a huge ELF file of another
+# process being parsed) without dropping stacks.
+start_profd --frequency 1999 --stacks-entries 32768 --counts-entries 65536
+
+# A host's profd has the interpreters' unwind tables built long before:
+# each interpreter runs once first, and the tables are waited for, so
+# that the checks below measure Python frames, not a cold start of
+# DWARF unwinding with five libpythons at once.
+for l in $LABELS; do
+	"${INTERP[$l]}" -c 'import json, threading, time, zlib; sum(range(3000000))' || fail "$l: warm-up exited $?"
+done
+for _ in $(seq 1 100); do
+	profctl status | grep -qx $'unwind_table_builds_pending\t0' && break
+	sleep 0.1
+done
+
+# Folded lines of one pid; each line "stack<TAB>value" (frames hold spaces).
+dump_pid() { # TYPE PID
+	profctl dump --pid "$2" --since 5m --type "$1" --no-flush | sed -E 's/ ([0-9]+)$/\t\1/'
+}
+# share PATTERN FILE: summed value of lines matching the ERE, over all lines (percent, 1 decimal)
+share() { awk -F'\t' -v p="$1" '{ t += $2; if ($1 ~ p) s += $2 } END { printf "%.1f", t ? 100 * s / t : 0 }' "$2"; }
+# cshare COND PATTERN FILE: the same among the lines matching COND only
+cshare() { awk -F'\t' -v c="$1" -v p="$2" '$1 ~ c { t += $2; if ($1 ~ p) s += $2 } END { printf "%.1f", t ? 100 * s / t : 0 }' "$3"; }
+ctotal() { awk -F'\t' -v c="$1" '$1 ~ c { t += $2 } END { print t + 0 }' "$2"; }
+total() { awk -F'\t' '{ t += $2 } END { print t + 0 }' "$1"; }
+atleast() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+
+# Phase 1: the split, every interpreter in parallel.
+declare -A SPLIT=()
+for l in $LABELS; do
+	"${INTERP[$l]}" "$PY/split.py" 8 & SPLIT[$l]=$!
+done
+for l in $LABELS; do wait ${SPLIT[$l]} || fail "$l: split.py exited $?"; done
+
+# Phase 2: threads, churn and the C extension, all at once.
+declare -A THR=() CHURN=() CEXT=() AIO=() SHORT=()
+for l in $LABELS; do
+	"${INTERP[$l]}" "$PY/threads.py" 5 >"$T/threads.$l.out" & THR[$l]=$!
+	"${INTERP[$l]}" "$PY/churn.py" 5 >"$T/churn.$l.out" & CHURN[$l]=$!
+	"${INTERP[$l]}" "$PY/cext.py" 5 & CEXT[$l]=$!
+	"${INTERP[$l]}" "$PY/aio.py" 5 & AIO[$l]=$!
+done
+for l in $LABELS; do
+	for p in ${THR[$l]} ${CHURN[$l]} ${CEXT[$l]} ${AIO[$l]}; do wait $p || fail "$l: pid $p exited $?"; done
+done
+# Phase 3: a 300 ms script per interpreter, one at a time.
+for l in $LABELS; do
+	"${INTERP[$l]}" -c '
+import time
+def short_lived():
+    end = time.monotonic() + 0.3
+    while time.monotonic() < end:
+        pass
+short_lived()' & SHORT[$l]=$!
+	wait ${SHORT[$l]} || fail "$l: python -c exited $?"
+done
+profctl flush >/dev/null || fail "profctl flush exited $?"
+
+for l in $LABELS; do
+	echo "== $l (${INTERP[$l]})"
+	# 3.10 code objects have no qualified name: the method shows as run.
+	run=Worker.run
+	[ "$l" = py3.10 ] && run=run
+
+	f=$T/split.$l
+	dump_pid cpu ${SPLIT[$l]} >"$f"
+	n=$(total "$f")
+	check "$l split: enough samples ($n >= 200)" atleast "$n" 200
+	# The interpreter's own start-up and exit (before and after any Python runs) are left
+	# out: a fixed amount of CPU, a larger part of the samples on a loaded machine.
+	awk -F'\t' '$1 !~ /pymain_init|Py_InitializeFromConfig|Py_FinalizeEx|;_dl_|;dl_main/' "$f" >"$f.run"
+	n=$(total "$f.run")
+	s=$(share '[(]split[.]py[)]' "$f.run")
+	check "$l split: $s % of the $n samples outside start-up and exit carry a Python frame (>= 90)" atleast "$s" 90
+	# Native callers, then the Python chain in order (3.10 has native frames between Python ones).
+	chain="Py_BytesMain;.*PyEval_EvalCode;(.*;)?<module> [(]split[.]py[)];(.*;)?main [(]split[.]py[)];(.*;)?$run [(]split[.]py[)];"
+	s=$(share "$chain" "$f.run")
+	check "$l split: $s % of them have the caller chain intact (>= 85)" atleast "$s" 85
+	grep -qF ";$run (split.py);" "$f" && ok "$l split: the method is named $run" || fail "$l split: no $run frame"
+	awk -F'\t' '$1 ~ /;fifty [(]split/ { a += $2 } $1 ~ /;thirty [(]split/ { b += $2 } $1 ~ /;twenty [(]split/ { c += $2 }
+		END { t = a + b + c; if (t) printf "%.1f %.1f %.1f\n", 100 * a / t, 100 * b / t, 100 * c / t; else print "0 0 0" }' \
+		"$f" >"$f.shares"
+	read -r a b c <"$f.shares"
+	check "$l split: fifty $a % (50 +- 5)" within "$a" 50 5
+	check "$l split: thirty $b % (30 +- 5)" within "$b" 30 5
+	check "$l split: twenty $c % (20 +- 5)" within "$c" 20 5
+
+	# pprof: the function's file and first line (the line being run is not carried: 0).
+	if command -v go >/dev/null; then
+		profctl dump --pid ${SPLIT[$l]} --since 5m --no-flush --format pprof -o "$f.pb.gz" &&
+			go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1 || fail "$l split: pprof export or go tool pprof failed"
+		line=$(grep -n '^def fifty' "$PY/split.py" | cut -d: -f1)
+		grep -qE "fifty \(split\.py\) $PY/split\.py:[0-9]+ s=$line\$" "$f.raw" &&
+			ok "$l split: pprof has fifty with its file and first line $line" ||
+			fail "$l split: pprof lacks fifty with $PY/split.py and s=$line: $(grep fifty "$f.raw" | head -1)"
+	fi
+
+	f=$T/threads.$l
+	dump_pid cpu ${THR[$l]} >"$f"
+	sa=$(share ';spin_alpha [(]threads[.]py[)](;|$)' "$f")
+	sb=$(share ';spin_beta [(]threads[.]py[)](;|$)' "$f")
+	check "$l threads: spin_alpha has $sa % of samples (>= 15)" atleast "$sa" 15
+	check "$l threads: spin_beta has $sb % of samples (>= 15)" atleast "$sb" 15
+	mixed=$(grep -c 'spin_alpha (threads.py).*spin_beta\|spin_beta (threads.py).*spin_alpha' "$f")
+	check "$l threads: no stack mixes the two threads' frames ($mixed)" [ "$mixed" -eq 0 ]
+	dump_pid offcpu ${THR[$l]} >"$f.off"
+	want=$(awk '$1 == "wait_for_job_us" { print $2 }' "$T/threads.$l.out")
+	got=$(awk -F'\t' '$1 ~ /;wait_for_job [(]threads[.]py[)];/ && $1 !~ /spin_/ { s += $2 } END { print s + 0 }' "$f.off")
+	check "$l threads: off-CPU in wait_for_job $got us of its ${want:-?} us asleep (>= 0.8 x)" \
+		atleast "$got" "$(awk -v w="${want:-1e18}" 'BEGIN { print 0.8 * w }')"
+
+	f=$T/churn.$l
+	dump_pid cpu ${CHURN[$l]} >"$f"
+	# The Python frame before f_N must be run_mod{N % 3}.
+	awk -F'\t' '{ n = split($1, fr, ";"); prev = "";
+		for (i = 1; i <= n; i++) {
+			if (fr[i] !~ / [(][^;]*[)]$/ || fr[i] ~ /_\[k\]$/) continue
+			if (match(fr[i], /^f_[0-9]+ [(]churn_gen[.]py[)]$/)) {
+				k = substr(fr[i], 3) + 0
+				if (prev == "run_mod" (k % 3) " (churn.py)") good += $2; else { bad += $2; print "misnamed: " $1 > "/dev/stderr" }
+			}
+			prev = fr[i]
+		} } END { print good + 0, bad + 0 }' "$f" >"$f.check"
+	read -r good bad <"$f.check"
+	check "$l churn: $good samples in generated functions (>= 20)" atleast "$good" 20
+	check "$l churn: $bad samples name a generated function under the wrong caller (0)" [ "$bad" -eq 0 ]
+	echo "   $(cat "$T/churn.$l.out") compiled"
+
+	f=$T/cext.$l
+	dump_pid cpu ${CEXT[$l]} >"$f"
+	# Shares among the samples of the loop: start-up is CPU work of its own, larger on a loaded machine.
+	n=$(ctotal ';compress_loop [(]cext[.]py[)](;|$)' "$f")
+	check "$l cext: $n samples under compress_loop (>= 100)" atleast "$n" 100
+	s=$(cshare ';compress_loop [(]cext[.]py[)](;|$)' ';compress_loop [(]cext[.]py[)];(.*;)?[^;]*(deflate|compress|libz)' "$f")
+	check "$l cext: $s % of them keep zlib's native frames under compress_loop (>= 60)" atleast "$s" 60
+
+	# The running coroutine, and the generator it iterates, under the event loop's frames.
+	f=$T/aio.$l
+	dump_pid cpu ${AIO[$l]} >"$f"
+	loop='run_until_complete [(]asyncio/base_events[.]py[)];'
+	n=$(ctotal "$loop" "$f")
+	check "$l asyncio: $n samples in the event loop (>= 100)" atleast "$n" 100
+	s=$(cshare "$loop" "$loop(.*;)?crunch [(]aio[.]py[)](;|\$)" "$f")
+	check "$l asyncio: $s % of them in crunch (>= 80)" atleast "$s" 80
+	s=$(cshare "$loop" ';crunch [(]aio[.]py[)];(.*;)?numbers [(]aio[.]py[)]' "$f")
+	check "$l asyncio: $s % of them in the generator under crunch (>= 10)" atleast "$s" 10
+
+	# Start-up and exit are native work of their own: the samples that ran the script count.
+	f=$T/short.$l
+	dump_pid cpu ${SHORT[$l]} | grep -F 'PyRun_SimpleString' >"$f"
+	n=$(total "$f")
+	check "$l short script: $n samples while it ran its code (>= 20)" atleast "$n" 20
+	s=$(share ';short_lived [(]<string>[)]' "$f")
+	check "$l short script: $s % of them named short_lived (>= 90)" atleast "$s" 90
+done
+profctl status | grep '^python_' | tr '\t' ' ' | paste -sd' '
+# What a failure looked at, kept beside the log.
+if [ "$FAILS" -gt 0 ]; then
+	mkdir -p "$BUILD/test-logs/60-python.files" && cp "$T"/*.py3* "$T"/*.debian* "$T/profd.log" "$BUILD/test-logs/60-python.files/" 2>/dev/null
+fi
+done_test
