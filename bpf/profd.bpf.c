@@ -294,6 +294,7 @@ struct offcpu_place {
 	__u64 reuse_ns;         /* how long these stacks may be reused: grows while captures find them unchanged */
 	__u64 uhash, khash;     /* stack_hash of ustk and kstk, to see whether a capture changed them */
 	__u64 ubp, uret;        /* user rbp at capture and the word at rbp + 8: the caller check of a grown interval */
+	__u64 chk_ns;           /* when uret was last found unchanged (or captured) */
 	struct profd_stack ustk;
 	struct profd_stack kstk;
 };
@@ -594,9 +595,15 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		ubp = regs->bp;
 	}
 	t->kind = kind;
+	/*
+	 * The caller check reads user memory (about 40 ns): once per base
+	 * interval is enough, the same trust a place gets before it grows.
+	 */
 	if (offcpu_stack_interval_ns && pl->cap_ns && now - pl->cap_ns < pl->reuse_ns &&
-	    upc == pl->upc && usp == pl->usp && (pl->reuse_ns <= offcpu_stack_interval_ns ||
-						  (ubp == pl->ubp && user_word(ubp + 8) == pl->uret))) {
+	    upc == pl->upc && usp == pl->usp &&
+	    (pl->reuse_ns <= offcpu_stack_interval_ns ||
+	     (ubp == pl->ubp && (now - pl->chk_ns < offcpu_stack_interval_ns ||
+				 (user_word(ubp + 8) == pl->uret && (pl->chk_ns = now)))))) {
 		t->ts = now;
 		return;
 	}
@@ -637,6 +644,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	pl->uret = kthread ? 0 : user_word(ubp + 8);
 	pl->flags = flags;
 	pl->cap_ns = now;
+	pl->chk_ns = now;
 	pl->upc = upc;
 	pl->usp = usp;
 	t->key.pid = prev->tgid;
