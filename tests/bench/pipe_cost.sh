@@ -40,8 +40,8 @@ for r in $(seq 1 "$ROUNDS"); do
 			rm -rf "$W/p"
 			# shellcheck disable=SC2086
 			profd_start "$W/p" --config /dev/null ${args[$c]}
-			sleep 1 # past start-up: tables of running processes
 		fi
+		sleep 1 # past start-up (tables of running processes); the same pause without profd
 		v=$(pipe)
 		[ -n "$v" ] || { echo "perf bench sched pipe printed no usecs/op" >&2; exit 1; }
 		echo "$v" >>"$W/$(echo "$c" | tr -c 'A-Za-z0-9\n' _).us"
