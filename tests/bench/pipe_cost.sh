@@ -78,6 +78,12 @@ read -r def _ _ _ < <(stats <"$(f default)")
 cat "$BENCH_OUT/pipe_cost.md"
 if [ $QUICK = 0 ]; then
 	pct=$(awk -F= '$1 == "default_vs_alone_pct" { print $2 }' "$BENCH_OUT/pipe_cost.env")
-	echo "goal: off-CPU on by default costs <= 5 % on this ping-pong: $pct % against no profd, $(goal "$pct" "<=" 5)"
+	# A baseline that spreads more than the goal cannot tell a 5 % cost from none.
+	spread=$(stats <"$(f alone)" | awk '{ printf "%.0f", 100 * ($3 - $2) / $1 }')
+	if [ "$spread" -gt 10 ]; then
+		echo "goal: off-CPU on by default costs <= 5 %: not resolved, the runs without profd spread by $spread % of their median" | tee -a "$BENCH_OUT/pipe_cost.md"
+	else
+		echo "goal: off-CPU on by default costs <= 5 % on this ping-pong: $pct % against no profd, $(goal "$pct" "<=" 5)" | tee -a "$BENCH_OUT/pipe_cost.md"
+	fi
 fi
 bench_done
