@@ -13,7 +13,11 @@ WARN     := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
 CFLAGS   += $(WARN) -std=gnu11 -fno-omit-frame-pointer -D_GNU_SOURCE -MMD -MP
 CPPFLAGS += -Ilib -Ibpf -I$(BUILD)
-LDLIBS   += -lbpf -lelf -ldw -lunwind-generic -lunwind-ptrace -lunwind -lzstd -llzma -lz -lm
+# Each program links what it uses: profd no libunwind (only the test tools
+# check against it), profctl no libbpf (it reads the store, never the kernel).
+PROFD_LIBS   := -lbpf -lelf -lzstd -llzma -lz -lm
+PROFCTL_LIBS := -lzstd -lz -lm -lcurl
+TEST_LIBS    := -lbpf -lelf -ldw -lunwind-generic -lunwind-ptrace -lunwind -lzstd -llzma -lz -lm
 
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf
 
@@ -28,6 +32,8 @@ BPF_OBJ  := $(BPF_SRC:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
 SKELS    := $(BPF_SRC:bpf/%.bpf.c=$(BUILD)/%.skel.h)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 TP_SRC   := $(sort $(wildcard tests/testprogs/*.c tests/testprogs/*.cc))
 TP_BIN   := $(patsubst tests/testprogs/%,$(BUILD)/testprogs/%,$(basename $(TP_SRC)))
 
@@ -50,22 +56,29 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/*.h $(BUILD)/vmlinux.h
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/%.o: %.c | $(SKELS)
+$(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# Only the daemon includes the BPF skeletons.
+$(DMN_OBJ): | $(SKELS)
 
 $(BUILD)/libprofd.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILD)/profd: $(DMN_OBJ) $(BUILD)/libprofd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PROFD_LIBS) $(LDLIBS)
 
 # Only profctl speaks HTTP (export): profd stays without libcurl and without a network.
 $(BUILD)/profctl: $(CLI_OBJ) $(BUILD)/libprofd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcurl
+	$(CC) $(LDFLAGS) -o $@ $^ $(PROFCTL_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libprofd.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LIBS) $(LDLIBS)
+
+# Test tools: programs the integration tests run beside profd (unwind_check).
+$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(BUILD)/libprofd.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(TEST_LIBS) $(LDLIBS)
 
 # Test programs keep frame pointers unless their name says otherwise (*_nofp).
 # clang: gcc 12 ignores -mno-omit-leaf-frame-pointer, which loses the caller of
@@ -94,7 +107,7 @@ test: deps-test
 .PHONY: deps-test tests-build
 deps-test:
 	@./scripts/deps.sh --test
-tests-build: $(UNIT_BIN) $(TP_BIN)
+tests-build: $(UNIT_BIN) $(TOOL_BIN) $(TP_BIN)
 
 # ---- symbolizer tests: a library only dlopen()ed; a stripped binary and its build-id debug file ----
 $(BUILD)/testprogs/libsym_plugin.so: tests/testprogs/lib/sym_plugin.c

@@ -29,6 +29,13 @@ struct {
 	__type(value, struct profd_pyproc);
 } py_procs SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct profd_pyfile_key);
+	__type(value, struct profd_pyfile);
+} py_files SEC(".maps");
+
 /* Sized by user space; LRU: an id evicted before its drain shows as an unnamed Python frame. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -41,22 +48,41 @@ struct {
 __u64 py_syms_adds = 0;
 
 /*
- * A code object named before on this CPU, by process and address, with
- * the addresses of its name and file strings, its first line and what it
- * was named. None of these addresses proves the object is the same (a
- * freed code object and its strings get their addresses reused at once),
- * so a hit still reads the two strings, each in one read, and compares
- * their text with the name kept here; what it saves is the header reads,
- * the hash and the py_syms lookup. The id is looked up in py_syms again
- * after PY_SYMS_RECHECK new names: an LRU entry that went is named again.
+ * A code object named before on this CPU, by process image (epoch) and
+ * address, with the addresses of its name, file and line table objects,
+ * its first line and the id it was named.
+ *
+ * None of these addresses proves the object is the same: a freed code
+ * object and its strings get their addresses back at once. From 3.12 a
+ * code object carries co_version, drawn from a counter of its interpreter
+ * that only grows (and stops at 0), so the address, the version and the
+ * interpreter together name one code object for the life of the process
+ * image: a hit reads nothing more. Before 3.12 a hit reads the name, file
+ * and line table objects and compares their bytes with the entry's name
+ * in py_syms; what it saves is the hash and the insert.
+ *
+ * The id is looked up in py_syms again after PY_SYMS_RECHECK new names:
+ * an LRU entry that went is named again.
  */
 struct py_code {
-	__u64 code, name, file, id, checked;
-	__u32 pid, firstlineno;
-	struct profd_pysym sym;
+	__u64 code, name, file, lt, id, checked, epoch, interp;
+	__u32 version, firstlineno;
+	__u32 used, pad; /* the walk that last used it: the older of a set's two goes first */
 };
 
-#define PY_CODE_SLOTS 64 /* a per-CPU array value stays under 32 KB */
+#define PY_CODE_SLOTS 256 /* two-way sets; a per-CPU array value stays under 32 KB */
+
+/*
+ * Before 3.12, what each code cache slot's id names (by program kind and
+ * slot): a hit compares the strings it reads with these bytes, next to
+ * the slot on this CPU, instead of looking the id up in py_syms.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * PY_CODE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct profd_pysym);
+} py_code_syms SEC(".maps");
 #define PY_SYMS_RECHECK 1024
 
 /* The thread state found last for a thread, checked at each use. */
@@ -74,7 +100,9 @@ struct {
 	__type(value, struct py_thread);
 } py_threads SEC(".maps");
 
-#define PY_OBJ_READ 160 /* covers every offset of a frame or code object the table holds */
+#define PY_OBJ_READ 160 /* covers every offset of a code object the table holds */
+#define PY_FRAME_READ 112 /* ... of a frame */
+#define PY_TS_READ 192  /* ... of a thread state */
 #define PY_STR_HDR 64   /* covers PyASCIIObject and PyCompactUnicodeObject's utf8 fields */
 
 /* Reads land at the start of buffers twice their size, so masked offsets stay inside. */
@@ -100,7 +128,10 @@ struct py_scratch {
 	__u32 file_flags;
 	__u32 pid;
 	__u32 cached; /* frames of this walk named from codes[] */
-	__u32 pad3;
+	__u32 kind;   /* which program's scratch this is: 0 on-CPU, 1 off-CPU */
+	__u32 walk;   /* walks on this CPU so far: codes[].used */
+	__u32 pad4;
+	__u64 interp; /* the walked thread's interpreter */
 	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
 	__u64 fbuf_str; /* the file string whose header and text fbuf holds, read in this walk */
 	struct py_code codes[PY_CODE_SLOTS];
@@ -109,6 +140,11 @@ struct py_scratch {
 	__u8 obj[512];
 	__u8 str[128];
 	__u8 nbuf[256], fbuf[256]; /* a name's and a file's header and text, from one read */
+	__u8 lbuf[512];            /* a line table's header and bytes */
+	struct profd_pyproc adopt; /* a py_procs value made from py_files */
+	struct profd_pyfile_key fkey; /* py_vma's answer: the file at the pc, */
+	__u64 vstart, vpgoff;         /* and where the mapping starts */
+	char comm[16];
 };
 
 /* One per program kind (on-CPU, off-CPU): a perf NMI may interrupt the sched_switch program. */
@@ -239,6 +275,96 @@ static __always_inline int py_sym_same(const struct profd_pysym *a, const struct
 }
 
 /*
+ * Copies the start of a bytes object (a line table) into s->lt; returns
+ * the bytes copied, or -1.
+ */
+static __always_inline int py_lt(const struct profd_pyoffs *o, __u8 *hdr, __u64 lt, struct profd_pysym *s)
+{
+	__u64 len;
+	__u32 n;
+
+	if (!lt || bpf_probe_read_user(hdr, 32, (void *)lt))
+		return -1;
+	len = py_word(hdr, o->bytes_size & 31);
+	if (len > 1 << 24)
+		return -1;
+	n = len;
+	if (len > PROFD_PY_LT_MAX) {
+		s->flags |= PROFD_PYSYM_F_LT_CUT;
+		n = PROFD_PY_LT_MAX;
+	}
+	asm volatile("" : "+r"(n));
+	if (n > PROFD_PY_LT_MAX)
+		return -1;
+	if (n && bpf_probe_read_user(s->lt, n, (void *)(lt + o->bytes_data)))
+		return -1;
+	return n;
+}
+
+/*
+ * 1 when the line table object at lt holds what sym kept: the same
+ * length (or longer than what was kept, when it was cut) and the same
+ * kept bytes.
+ */
+static __always_inline int py_lt_is(const struct profd_pyoffs *o, __u8 *buf, __u64 lt, const struct profd_pysym *sym)
+{
+	__u32 n = sym->lt_len, d = o->bytes_data & 63, sz;
+	__u64 len, a, b, m;
+
+	if (n > PROFD_PY_LT_MAX || !lt)
+		return 0;
+	/* One register for the bound and the call, or the verifier sees the unbounded read. */
+	sz = d + n;
+	asm volatile("" : "+r"(sz));
+	if (sz > 512 || bpf_probe_read_user(buf, sz, (void *)lt))
+		return 0;
+	len = py_word(buf, o->bytes_size & 31);
+	if (sym->flags & PROFD_PYSYM_F_LT_CUT ? len <= PROFD_PY_LT_MAX : len != n)
+		return 0;
+	for (__u32 i = 0; i < PROFD_PY_LT_MAX / 8; i++) {
+		if (i * 8 >= n)
+			break;
+		a = *(const __u64 *)(buf + d + i * 8);
+		b = *(const __u64 *)(sym->lt + i * 8);
+		m = n - i * 8 < 8 ? (1ULL << ((n - i * 8) * 8)) - 1 : ~0ULL;
+		if ((a ^ b) & m)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * 1 when the code object cached in slot i, at its cached addresses, still
+ * holds the name its id names. A global function, checked once on its own.
+ */
+__noinline int py_code_same(const struct profd_pyproc *pp, struct py_scratch *sc, __u32 i)
+{
+	const struct profd_pyoffs *o;
+	const struct profd_pysym *sym;
+	const struct py_code *c;
+	__u32 k;
+
+	if (!pp || !sc)
+		return 0;
+	o = &pp->o;
+	i &= PY_CODE_SLOTS - 1;
+	c = &sc->codes[i];
+	k = (sc->kind & 1) * PY_CODE_SLOTS + i;
+	sym = bpf_map_lookup_elem(&py_code_syms, &k);
+	if (!sym)
+		return 0;
+	/* The frames of one file share its string: read once a walk. */
+	if (c->file != sc->fbuf_str) {
+		sc->fbuf_str = 0;
+		if (!py_str_read(sc->fbuf, c->file))
+			sc->fbuf_str = c->file;
+	}
+	return c->file == sc->fbuf_str && py_str_is(o, sc->fbuf, sym->file, sym->file_len) &&
+	       !py_str_read(sc->nbuf, c->name) && py_str_is(o, sc->nbuf, sym->name, sym->name_len) &&
+	       py_lt_is(o, sc->lbuf, c->lt, sym);
+}
+
+/*
  * Names the code object at code into py_syms; returns its id, 0 when it
  * could not be named (counted), or -1 when code is not a code object.
  */
@@ -246,9 +372,11 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 {
 	const struct profd_pyoffs *o = &pp->o;
 	struct profd_pysym *s = &sc->sym, *old;
-	struct py_code *c = &sc->codes[(code * 0x9e3779b97f4a7c15ULL) >> 58 & (PY_CODE_SLOTS - 1)];
-	__u32 flags = 0, first;
-	__u64 id, file, name;
+	/* Two ways a set: two hot functions whose addresses hash alike do not evict each other at every walk. */
+	__u32 base = ((code * 0x9e3779b97f4a7c15ULL) >> 57 & (PY_CODE_SLOTS / 2 - 1)) * 2, slot = base;
+	struct py_code *c;
+	__u32 flags = 0, first, version = 0;
+	__u64 id, file, name, lt;
 	int n, m;
 	long err;
 
@@ -262,22 +390,25 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		return -1;
 	file = py_word(sc->obj, o->co_filename);
 	name = py_word(sc->obj, o->co_name);
+	lt = py_word(sc->obj, o->co_linetable);
 	first = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
-	if (c->code == code && c->pid == sc->pid && c->name == name && c->file == file && c->firstlineno == first) {
+	if (o->co_version != PROFD_PY_NONE)
+		version = *(__u32 *)(sc->obj + (o->co_version & 255));
+	if (sc->codes[base & (PY_CODE_SLOTS - 1)].code != code)
+		slot = base + 1;
+	slot &= PY_CODE_SLOTS - 1;
+	c = &sc->codes[slot];
+	if (c->code == code && c->epoch == pp->epoch && c->name == name && c->file == file && c->lt == lt &&
+	    c->firstlineno == first) {
 		id = c->id;
-		if (py_syms_adds - c->checked > PY_SYMS_RECHECK) {
-			if (!bpf_map_lookup_elem(&py_syms, &id))
-				goto read;
-			c->checked = py_syms_adds;
-		}
-		/* The frames of one file share its string: read once a walk. */
-		if (file != sc->fbuf_str) {
-			sc->fbuf_str = 0;
-			if (!py_str_read(sc->fbuf, file))
-				sc->fbuf_str = file;
-		}
-		if (file == sc->fbuf_str && py_str_is(o, sc->fbuf, c->sym.file, c->sym.file_len) &&
-		    !py_str_read(sc->nbuf, name) && py_str_is(o, sc->nbuf, c->sym.name, c->sym.name_len)) {
+		/* Version 0: the counter ran out (or there is none), and 0 names nothing. */
+		if (version ? c->version == version && c->interp == sc->interp : py_code_same(pp, sc, slot)) {
+			if (py_syms_adds - c->checked > PY_SYMS_RECHECK) {
+				if (!bpf_map_lookup_elem(&py_syms, &id))
+					goto read;
+				c->checked = py_syms_adds;
+			}
+			c->used = sc->walk;
 			sc->cached++;
 			return id;
 		}
@@ -299,6 +430,7 @@ read:
 	}
 	flags = 0;
 	__builtin_memset(s->name, 0, sizeof(s->name));
+	__builtin_memset(s->lt, 0, sizeof(s->lt));
 	s->firstlineno = first;
 	s->pad = 0;
 	n = py_str(o, sc->str, name, s->name, PROFD_PY_NAME_MAX, 0, &flags, PROFD_PYSYM_F_NAME_CUT,
@@ -308,7 +440,13 @@ read:
 		return 0;
 	}
 	s->name_len = n;
-	s->flags = flags | sc->file_flags;
+	s->flags = flags | sc->file_flags | (pp->version < 0x030b ? PROFD_PYSYM_F_LT_310 : 0);
+	n = py_lt(o, sc->str, lt, s);
+	if (n < 0) {
+		pycount(PROFD_PYCNT_BAD_READ);
+		return 0;
+	}
+	s->lt_len = n;
 	id = py_sym_hash(s) & PROFD_PY_ID_MASK;
 	if (!id)
 		id = 1;
@@ -330,14 +468,33 @@ read:
 	pycount(PROFD_PYCNT_SYM_CLASH);
 	return 0;
 named:
+	/* Neither way held this object: the older goes. */
+	if (c->code != code) {
+		base &= PY_CODE_SLOTS - 2;
+		slot = sc->codes[base].used <= sc->codes[base + 1].used ? base : base + 1;
+		slot &= PY_CODE_SLOTS - 1;
+		c = &sc->codes[slot];
+	}
+	c->used = sc->walk;
 	c->code = code;
-	c->pid = sc->pid;
+	c->epoch = pp->epoch;
+	c->interp = sc->interp;
 	c->name = name;
 	c->file = file;
+	c->lt = lt;
 	c->id = id;
+	c->version = version;
 	c->firstlineno = first;
 	c->checked = py_syms_adds;
-	__builtin_memcpy(&c->sym, s, sizeof(*s));
+	if (!version) {
+		__u32 k = (sc->kind & 1) * PY_CODE_SLOTS + slot;
+		struct profd_pysym *kept = bpf_map_lookup_elem(&py_code_syms, &k);
+
+		if (kept)
+			__builtin_memcpy(kept, s, sizeof(*s));
+		else
+			c->code = 0;
+	}
 	return id;
 }
 
@@ -376,7 +533,7 @@ static long py_step(__u64 index, void *arg)
 	struct py_ctx *w = arg;
 	const struct profd_pyoffs *o = &w->pp->o;
 	struct py_scratch *sc = w->sc;
-	__u64 code, prev, f = 0;
+	__u64 code, prev, f = 0, lasti;
 	__s64 id;
 
 	if (!w->cur)
@@ -385,12 +542,19 @@ static long py_step(__u64 index, void *arg)
 		pycount(PROFD_PYCNT_TRUNCATED);
 		return 1;
 	}
-	if (bpf_probe_read_user(sc->obj, 96, (void *)w->cur)) {
+	if (bpf_probe_read_user(sc->obj, PY_FRAME_READ, (void *)w->cur)) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return 1;
 	}
 	prev = py_word(sc->obj, o->fr_previous);
 	code = py_word(sc->obj, o->fr_code);
+	/* The last instruction's index in code units, plus 2 (-1: not started); 0 when out of range. */
+	if (o->flags & PROFD_PY_F_LASTI)
+		lasti = (__u64)(__s64)*(__s32 *)(sc->obj + (o->fr_instr & 127)) + 2;
+	else
+		lasti = (__u64)((__s64)(py_word(sc->obj, o->fr_instr) - code - o->co_code) >> 1) + 2;
+	if (lasti > PROFD_PY_LASTI_MASK)
+		lasti = 0;
 	if (o->flags & PROFD_PY_F_ALL_ENTRY)
 		f = PROFD_PY_ENTRY;
 	else if (o->fr_is_entry != PROFD_PY_NONE && sc->obj[o->fr_is_entry & 127])
@@ -413,7 +577,7 @@ static long py_step(__u64 index, void *arg)
 		pycount(PROFD_PYCNT_NOT_CODE);
 		return 1;
 	}
-	sc->frames[sc->n & 63] = PROFD_PY_FRAME | f | (__u64)id;
+	sc->frames[sc->n & 63] = PROFD_PY_FRAME | f | lasti << PROFD_PY_LASTI_SHIFT | (__u64)id;
 	sc->n++;
 	return 0;
 }
@@ -435,7 +599,10 @@ static long py_tstep(__u64 index, void *arg)
 	return py_read(&t->cur, t->cur + t->pp->o.ts_next) ? 1 : 0;
 }
 
-/* The current thread's PyThreadState, matched by its thread pointer; 0: none. */
+/*
+ * The current thread's PyThreadState, matched by its thread pointer, its
+ * first PY_TS_READ bytes left in sc->obj; 0: none.
+ */
 static __always_inline __u64 py_tstate(struct py_ctx *w, struct task_struct *task, __u32 pid, __u32 tid)
 {
 	const struct profd_pyproc *pp = w->pp;
@@ -445,8 +612,9 @@ static __always_inline __u64 py_tstate(struct py_ctx *w, struct task_struct *tas
 
 	w->fsbase = BPF_CORE_READ(task, thread.fsbase);
 	c = bpf_map_lookup_elem(&py_threads, &tid);
-	if (c && c->pid == pid && c->fsbase == w->fsbase &&
-	    !bpf_probe_read_user(&id, sizeof(id), (void *)(c->tstate + pp->o.ts_thread_id)) && id == w->fsbase) {
+	if (c && c->pid == pid && c->fsbase == w->fsbase && c->tstate &&
+	    !bpf_probe_read_user(sc->obj, PY_TS_READ, (void *)c->tstate) &&
+	    py_word(sc->obj, pp->o.ts_thread_id) == w->fsbase) {
 		pycount(PROFD_PYCNT_THREAD_CACHED);
 		return c->tstate;
 	}
@@ -458,12 +626,84 @@ static __always_inline __u64 py_tstate(struct py_ctx *w, struct task_struct *tas
 		pycount(PROFD_PYCNT_NO_THREAD);
 		return 0;
 	}
+	if (bpf_probe_read_user(sc->obj, PY_TS_READ, (void *)sc->found)) {
+		pycount(PROFD_PYCNT_BAD_READ);
+		return 0;
+	}
 	sc->thr.tstate = sc->found;
 	sc->thr.fsbase = w->fsbase;
 	sc->thr.pid = pid;
 	sc->thr.pad = 0;
 	bpf_map_update_elem(&py_threads, &tid, &sc->thr, BPF_ANY);
 	return sc->found;
+}
+
+/* bpf_find_vma's callback: the file and place of the mapping at the pc, in the scratch. */
+static long py_vma(struct task_struct *task, struct vm_area_struct *vma, void *arg)
+{
+	struct py_ctx *w = arg;
+	struct py_scratch *sc = w->sc;
+	struct file *f = BPF_CORE_READ(vma, vm_file);
+
+	if (!sc || !f)
+		return 0;
+	sc->fkey.ino = BPF_CORE_READ(f, f_inode, i_ino);
+	sc->fkey.dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	sc->vstart = BPF_CORE_READ(vma, vm_start);
+	sc->vpgoff = BPF_CORE_READ(vma, vm_pgoff);
+	return 0;
+}
+
+/*
+ * A process named python* that user space has not made known yet: when
+ * the sampled pc lies in an interpreter file probed before (py_files), its
+ * py_procs value is made here. Its epoch has bit 63 set (user space counts
+ * from 1) and holds the pid and the time, so it is no other image's.
+ */
+static __always_inline const struct profd_pyproc *py_adopt(struct py_ctx *w, struct task_struct *task, __u32 pid)
+{
+	struct py_scratch *sc = w->sc;
+	const struct profd_pyfile *pf;
+	struct pt_regs *regs;
+	__u64 off, bias = 0, ip;
+	int found = 0;
+
+	bpf_get_current_comm(sc->comm, sizeof(sc->comm));
+	if (sc->comm[0] != 'p' || sc->comm[1] != 'y' || sc->comm[2] != 't' || sc->comm[3] != 'h' ||
+	    sc->comm[4] != 'o' || sc->comm[5] != 'n')
+		return NULL;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	ip = BPF_CORE_READ(regs, ip);
+	sc->fkey.dev = sc->fkey.ino = 0;
+	if (bpf_find_vma(task, ip, py_vma, w, 0) || !sc->fkey.ino)
+		return NULL;
+	pf = bpf_map_lookup_elem(&py_files, &sc->fkey);
+	if (!pf)
+		return NULL;
+	off = sc->vpgoff << 12;
+	for (__u32 i = 0; i < PROFD_PY_LOADS; i++) {
+		if (i >= pf->nloads)
+			break;
+		if (off >= pf->loads[i].offset && off - pf->loads[i].offset < pf->loads[i].filesz) {
+			bias = sc->vstart - (off - pf->loads[i].offset + pf->loads[i].vaddr);
+			found = 1;
+			break;
+		}
+	}
+	if (!found)
+		return NULL;
+	__builtin_memcpy(&sc->adopt, &pf->tmpl, sizeof(sc->adopt));
+	sc->adopt.runtime += bias;
+	sc->adopt.code_type += bias;
+	if (sc->adopt.eval_lo) {
+		sc->adopt.eval_lo += bias;
+		sc->adopt.eval_hi += bias;
+	}
+	sc->adopt.start_code = BPF_CORE_READ(task, mm, start_code);
+	sc->adopt.epoch = 1ULL << 63 | (__u64)pid << 32 | (__u32)bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&py_procs, &pid, &sc->adopt, BPF_NOEXIST) == 0)
+		pycount(PROFD_PYCNT_ADOPTED);
+	return bpf_map_lookup_elem(&py_procs, &pid);
 }
 
 /*
@@ -476,24 +716,31 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
 	__u32 pid = pid_tgid >> 32;
 
-	w->pp = bpf_map_lookup_elem(&py_procs, &pid);
-	if (!w->pp || w->pp->start_code != BPF_CORE_READ(task, mm, start_code))
-		return 0;
 	w->sc = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!w->sc)
+		return 0;
+	w->pp = bpf_map_lookup_elem(&py_procs, &pid);
+	/* On-CPU only: its pc is where the process runs. */
+	if (!w->pp && slot == 0)
+		w->pp = py_adopt(w, task, pid);
+	if (!w->pp || w->pp->start_code != BPF_CORE_READ(task, mm, start_code))
 		return 0;
 	/* In the scratch, not on the stack: the on-CPU program's stack is near its limit. */
 	w->sc->t0 = slot == 0 && py_cost_tgid && pid == py_cost_tgid ? bpf_ktime_get_ns() : 0;
 	pycount(PROFD_PYCNT_WALKS);
 	ts = py_tstate(w, task, pid, (__u32)pid_tgid);
-	if (!ts || py_read(&w->cur, ts + w->pp->o.ts_frame))
+	if (!ts)
 		goto none;
+	w->cur = py_word(w->sc->obj, w->pp->o.ts_frame);
+	w->sc->interp = py_word(w->sc->obj, w->pp->o.ts_interp);
 	if ((w->pp->o.flags & PROFD_PY_F_CFRAME) && (!w->cur || py_read(&w->cur, w->cur + w->pp->o.cf_current_frame)))
 		goto none;
 	w->sc->n = 0;
 	w->sc->last_code = w->sc->last_file = w->sc->fbuf_str = 0;
 	w->sc->pid = pid;
 	w->sc->cached = 0;
+	w->sc->kind = slot;
+	w->sc->walk++;
 	bpf_loop(PROFD_PY_MAX_DEPTH + 16, py_step, w, 0);
 	/* Counted once a walk: an atomic add per frame is a shared cache line per frame. */
 	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_FRAMES], w->sc->n);

@@ -75,6 +75,16 @@ void log_msg(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
+int log_err(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_LVL_ERR, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
 void log_ratelimited(int64_t *last_ns, int64_t interval_ns, int level, const char *fmt, ...)
 {
 	struct timespec now;

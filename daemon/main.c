@@ -1,5 +1,6 @@
 /* profd: wires the sampler, symbolizer, window and store into one event loop. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -20,10 +21,10 @@
 
 #include "cgroups.h"
 #include "events.h"
-#include "lock.h"
 #include "log.h"
 #include "notify.h"
 #include "options.h"
+#include "pidlock.h"
 #include "profile.h"
 #include "pyprocs.h"
 #include "pystack.h"
@@ -33,8 +34,13 @@
 #include "symbolizer.h"
 #include "tables.h"
 #include "textesc.h"
+#include "usnap.h"
+#include "window.h"
 
-/* drain_max_recent_us: the longest of this many last drains (about 10 s at the default interval). */
+/*
+ * drain_max_recent_us: the longest of this many last drains (about 10 s at
+ * the default interval).
+ */
 #define RECENT_DRAINS 10
 
 struct profd {
@@ -50,10 +56,11 @@ struct profd {
 	struct utsname uts;
 	uint64_t last_counters[PROFD_CNT_MAX];
 	uint64_t samples_total, windows_written, flush_errors, drains, drain_ns_total, drain_ns_max;
-	uint64_t drain_ns_recent[RECENT_DRAINS]; /* the last drains' times: what a load of the moment costs */
+	/* the last drains' times: what a load of the moment costs */
+	uint64_t drain_ns_recent[RECENT_DRAINS];
 	uint64_t unsymbolized_stacks;
 	int64_t last_write_warn_ns;
-	uint32_t *frames_buf;
+	uint32_t *frames_buf;    /* Python stacks: their user frames */
 	int stop;
 	/* service: reload re-reads argv and the config file */
 	int argc;
@@ -72,32 +79,13 @@ struct profd {
 	struct events *events;
 	/* DWARF unwinding: NULL with --unwind fp */
 	struct tables *tables;
+	int snap_fd;             /* --unwind-snapshots: the walker's snapshots go here; -1: off */
 	/* CPython frames: NULL when the walker's maps could not be set up */
 	struct pyprocs *py;
-	/* own cost: frames interned in this drain, and what was freed since the last trim */
-	struct fcache_slot *fcache;
-	uint32_t fcache_gen;
-	uint64_t fcache_hits, fcache_misses;
+	/* names and interns the drained stacks into the window, with a frame cache */
+	struct window *win;
+	/* own cost: what was freed since the last trim */
 	uint64_t trimmed_evictions, trims;
-};
-
-/*
- * Frames already resolved and interned into the window in this drain, by
- * (pid, address, leaf or not): a drain meets the same frames again and again
- * (every stack of a thread shares its outer frames), and resolving and
- * interning each occurrence was the largest part of profd's own CPU time.
- * Valid for one drain only: a process may exec between two. Direct-mapped;
- * a slot whose gen is not the current one is empty.
- */
-#define FCACHE_SLOTS 16384
-#define FCACHE_KERNEL_PID UINT32_MAX
-
-struct fcache_slot {
-	uint64_t ip;
-	uint32_t pid;    /* FCACHE_KERNEL_PID: a kernel frame */
-	uint32_t gen;
-	uint32_t id;     /* frame id in the window */
-	uint32_t is_ret;
 };
 
 static const char *const counter_names[PROFD_CNT_MAX] = {
@@ -124,66 +112,14 @@ static int64_t clock_ns(clockid_t id)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int add_frame(struct profd *d, const struct sym *y, uint32_t *id)
+static int sym_user(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out)
 {
-	struct pf_frame f = { .offset = y->offset };
-	int err;
-
-	f.kind = y->kind == SYM_KERNEL ? PF_FRAME_KERNEL : y->kind == SYM_JIT ? PF_FRAME_JIT : PF_FRAME_USER;
-	err = profile__intern_str(d->window, y->name, &f.name);
-	if (!err)
-		err = profile__intern_str(d->window, y->module, &f.module);
-	if (!err)
-		err = profile__frame_add(d->window, &f, id);
-	return err;
+	return symbolizer__user(arg, pid, ip, is_ret, out);
 }
 
-/*
- * A sched_switch stack starts in the tracing glue that ran our program
- * (bpf_prog_*, bpf_trace_run*, __traceiter_*), not where the thread waited:
- * returns how many leaf frames to leave out. Which glue frames appear
- * depends on the kernel, so they are matched by name.
- */
-static uint32_t offcpu_glue_frames(struct profd *d, const struct sampler_entry *e)
+static int sym_kernel(void *arg, uint64_t ip, struct sym *out)
 {
-	struct sym y;
-	uint32_t i;
-
-	for (i = 0; i < e->nkstack; i++)
-		if (symbolizer__kernel(d->sym, e->kstack[i], &y) || !y.name ||
-		    (strncmp(y.name, "bpf_", 4) && strncmp(y.name, "__bpf_", 6) &&
-		     strncmp(y.name, "__traceiter_", 12)))
-			break;
-	return i;
-}
-
-static struct fcache_slot *fcache_slot(struct profd *d, uint32_t pid, uint64_t ip, uint32_t is_ret)
-{
-	uint64_t h = (ip ^ ((uint64_t)pid << 32 | is_ret)) * 0x9e3779b97f4a7c15ULL;
-
-	return &d->fcache[(h >> 40) & (FCACHE_SLOTS - 1)];
-}
-
-/* One frame of the stack into the window: from the cache, or resolved and interned. */
-static int frame_id(struct profd *d, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
-{
-	struct fcache_slot *c = fcache_slot(d, pid, ip, is_ret);
-	struct sym y;
-	int err;
-
-	if (c->gen == d->fcache_gen && c->ip == ip && c->pid == pid && c->is_ret == is_ret) {
-		d->fcache_hits++;
-		*id = c->id;
-		return 0;
-	}
-	d->fcache_misses++;
-	err = pid == FCACHE_KERNEL_PID ? symbolizer__kernel(d->sym, ip, &y) :
-					 symbolizer__user(d->sym, pid, ip, is_ret, &y);
-	if (!err)
-		err = add_frame(d, &y, id);
-	if (!err)
-		*c = (struct fcache_slot){ .ip = ip, .pid = pid, .gen = d->fcache_gen, .id = *id, .is_ret = is_ret };
-	return err;
+	return symbolizer__kernel(arg, ip, out);
 }
 
 struct native_ctx {
@@ -195,27 +131,26 @@ static int native_frame(void *arg, uint64_t ip, uint32_t is_ret, uint32_t *id)
 {
 	struct native_ctx *c = arg;
 
-	return frame_id(c->d, c->pid, ip, is_ret, id);
-}
-
-/* Forgets every cached frame: a new drain, or a new window (frame ids restart). */
-static void fcache_clear(struct profd *d)
-{
-	if (++d->fcache_gen == 0) {
-		memset(d->fcache, 0, FCACHE_SLOTS * sizeof(*d->fcache));
-		d->fcache_gen = 1;
-	}
+	return window__frame(c->d->win, c->pid, ip, (int)is_ret, id);
 }
 
 static int on_entry(const struct sampler_entry *e, void *arg)
 {
 	struct profd *d = arg;
 	const struct profd_key *k = e->key;
-	struct pf_sample s = { .pid = k->pid, .tid = k->tid, .value = e->value };
-	uint32_t n = 0, kskip = k->kind == PROFD_KIND_CPU ? 0 : offcpu_glue_frames(d, e);
+	struct window_sample s = {
+		.pid = k->pid, .tid = k->tid, .value = e->value,
+		.comm = k->comm, .comm_len = strnlen(k->comm, sizeof(k->comm)),
+		.thread = k->thread, .thread_len = strnlen(k->thread, sizeof(k->thread)),
+		.ustack = e->ustack, .nustack = e->nustack,
+		.kstack = e->kstack, .nkstack = e->nkstack,
+	};
 	int err;
 
-	/* A process first seen now may be gone at the next drain: capture all it maps while it runs. */
+	/*
+	 * A process first seen now may be gone at the next drain: capture all it
+	 * maps while it runs.
+	 */
 	if (d->events) {
 		events__poll(d->events);
 		if (e->nustack)
@@ -223,46 +158,27 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	}
 	if (d->py && e->nustack)
 		pyprocs__seen(d->py, d->sym, k->pid);
-	/* Root first: outermost user frame ... user leaf, then kernel entry ... kernel leaf. */
 	if (d->py && pystack__has_python(e->ustack, e->nustack)) {
 		struct native_ctx nc = { d, k->pid };
 
-		err = pyprocs__stack(d->py, d->window, k->pid, e->ustack, e->nustack, native_frame, &nc,
-				     d->frames_buf, &n);
+		err = pyprocs__stack(d->py, d->window, k->pid, e->ustack, e->nustack, native_frame,
+				     &nc, d->frames_buf, &s.nuser_ids);
 		if (err)
 			return err;
-	} else for (uint32_t i = e->nustack; i-- > 0;) {
-		err = frame_id(d, k->pid, e->ustack[i], i > 0, &d->frames_buf[n++]);
-		if (err)
-			return err;
-	}
-	for (uint32_t i = e->nkstack; i-- > kskip;) {
-		err = frame_id(d, FCACHE_KERNEL_PID, e->kstack[i], 0, &d->frames_buf[n++]);
-		if (err)
-			return err;
+		s.user_ids = d->frames_buf;
 	}
 	if ((k->ustack && !e->nustack) || (k->kstack && !e->nkstack))
 		d->unsymbolized_stacks++;
-
-	err = profile__stack_add(d->window, d->frames_buf, n, &s.stack);
-	if (!err)
-		err = profile__intern(d->window, k->comm, strnlen(k->comm, sizeof(k->comm)), &s.comm);
-	if (!err)
-		err = profile__intern(d->window, k->thread, strnlen(k->thread, sizeof(k->thread)), &s.thread);
-	if (!err)
-		err = profile__intern_str(d->window, cgroups__path(d->cg, k->cgroup_id, clock_ns(CLOCK_MONOTONIC)),
-					  &s.cgroup);
-	if (err)
-		return err;
+	s.cgroup = cgroups__path(d->cg, k->cgroup_id, clock_ns(CLOCK_MONOTONIC));
 	switch (k->kind) {
 	case PROFD_KIND_OFFCPU: s.kind = PF_KIND_OFFCPU; break;
 	case PROFD_KIND_RUNQ: s.kind = PF_KIND_RUNQ; break;
-	default:
-		s.kind = PF_KIND_CPU;
-		d->samples_total += e->value;
-		break;
+	default: s.kind = PF_KIND_CPU; break;
 	}
-	return profile__add(d->window, &s);
+	err = window__add(d->win, &s);
+	if (!err && s.kind == PF_KIND_CPU)
+		d->samples_total += e->value;
+	return err;
 }
 
 /*
@@ -288,10 +204,13 @@ static void drain(struct profd *d)
 	int64_t t0 = clock_ns(CLOCK_MONOTONIC), dt;
 	int err;
 
-	/* Exits noted before the flip are forgotten after the next drain: samples taken in do_exit may come after it. */
+	/*
+	 * Exits noted before the flip are forgotten after the next drain: samples
+	 * taken in do_exit may come after it.
+	 */
 	if (d->events)
 		events__drain_begin(d->events);
-	fcache_clear(d);
+	window__clear(d->win);
 	err = sampler__drain(d->sampler, on_entry, d);
 	if (d->events)
 		events__drain_end(d->events);
@@ -314,7 +233,7 @@ static int window_begin(struct profd *d)
 	int err;
 
 	profile__reset(d->window);
-	fcache_clear(d);
+	window__clear(d->win);
 	m = profile__meta(d->window);
 	m->start_ns = clock_ns(CLOCK_REALTIME);
 	m->frequency = d->o.frequency;
@@ -335,8 +254,9 @@ static int flush(struct profd *d)
 	drain(d);
 	sampler__counters(d->sampler, c);
 	for (int i = 0; i < PROFD_CNT_MAX; i++) {
-		if (c[i] != d->last_counters[i] && (err = profile__counter_add(d->window, counter_names[i],
-							c[i] - d->last_counters[i])))
+		if (c[i] != d->last_counters[i] &&
+		    (err = profile__counter_add(d->window, counter_names[i],
+						c[i] - d->last_counters[i])))
 			break;
 	}
 	memcpy(d->last_counters, c, sizeof(c));
@@ -346,8 +266,8 @@ static int flush(struct profd *d)
 		if (err) {
 			d->flush_errors++;
 			log_ratelimited(&d->last_write_warn_ns, 60000000000LL, LOG_LVL_WARN,
-					"cannot write a window to %s: %s; sampling goes on, the window is dropped",
-					d->o.state_dir, strerror(-err));
+					"cannot write a window to %s: %s; sampling goes on, the "
+					"window is dropped", d->o.state_dir, strerror(-err));
 		} else {
 			d->windows_written++;
 		}
@@ -432,7 +352,8 @@ static int status_reply(struct profd *d, char **out)
 	ADD("segments_removed\t%" PRIu64, st.segments_removed);
 	ADD("segments_rolled_up\t%" PRIu64, st.rollups);
 	ADD("windows_rolled_up\t%" PRIu64, st.windows_rolled);
-	ADD("offcpu\t%s", sampler__offcpu(d->sampler) > 0 ? "on" : sampler__offcpu(d->sampler) ? "unavailable" : "off");
+	ADD("offcpu\t%s", sampler__offcpu(d->sampler) > 0 ? "on" :
+			  sampler__offcpu(d->sampler) ? "unavailable" : "off");
 	ADD("kernel_map_bytes\t%" PRIu64, sampler__map_bytes(d->sampler));
 	tables__print_status(d->tables, f);
 	ADD("symbol_files_cached\t%" PRIu64, ss.files_cached);
@@ -463,7 +384,7 @@ static int status_reply(struct profd *d, char **out)
 	pyprocs__print_status(d->py, f);
 	{
 		struct rusage ru;
-
+		struct window_stats ws;
 		struct mallinfo2 mi = mallinfo2();
 		long pages = 0;
 		FILE *sm = fopen("/proc/self/statm", "re");
@@ -473,10 +394,14 @@ static int status_reply(struct profd *d, char **out)
 				pages = 0;
 			fclose(sm);
 		}
-		/* Memory by part: the window, the frame cache, the heap as malloc sees it (used and kept free). */
+		/*
+		 * Memory by part: the window, the frame cache, the heap as malloc
+		 * sees it (used and kept free).
+		 */
+		window__stats(d->win, &ws);
 		ADD("window_bytes\t%zu", profile__mem_bytes(d->window));
-		ADD("frame_cache_hits\t%" PRIu64, d->fcache_hits);
-		ADD("frame_cache_misses\t%" PRIu64, d->fcache_misses);
+		ADD("frame_cache_hits\t%" PRIu64, ws.frame_hits);
+		ADD("frame_cache_misses\t%" PRIu64, ws.frame_misses);
 		ADD("heap_used_bytes\t%zu", mi.uordblks + mi.hblkhd);
 		ADD("heap_free_bytes\t%zu", mi.fordblks);
 		ADD("heap_trims\t%" PRIu64, d->trims);
@@ -500,7 +425,8 @@ static int flush_reply(struct profd *d, char **reply)
 	d->req_flush_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
 	if (err)
 		return asprintf(reply, "error\t%s\n", strerror(-err)) < 0 ? -ENOMEM : 0;
-	return asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n", d->windows_written) < 0 ? -ENOMEM : 0;
+	return asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n",
+			d->windows_written) < 0 ? -ENOMEM : 0;
 }
 
 /*
@@ -511,7 +437,8 @@ static int flush_reply(struct profd *d, char **reply)
  */
 static int flush_request(struct profd *d, char **reply)
 {
-	int64_t now = clock_ns(CLOCK_MONOTONIC) / 1000000, wait = d->req_flush_ms + REQ_FLUSH_GAP_MS - now;
+	int64_t now = clock_ns(CLOCK_MONOTONIC) / 1000000;
+	int64_t wait = d->req_flush_ms + REQ_FLUSH_GAP_MS - now;
 	struct itimerspec its = { 0 };
 
 	d->flush_requests++;
@@ -550,14 +477,15 @@ static int handle(const char *req, uid_t uid, char **reply, void *arg)
 	/* Only root changes what profd does; the socket's group may look. */
 	if ((!strcmp(req, "flush") || !strcmp(req, "reload")) && uid) {
 		d->requests_refused++;
-		return asprintf(reply, "error\tpermission denied: %s is for root (uid 0); 'status' is open to the "
-			       "socket's group\n", req) < 0 ? -ENOMEM : 0;
+		return asprintf(reply, "error\tpermission denied: %s is for root (uid 0); 'status' "
+			       "is open to the socket's group\n", req) < 0 ? -ENOMEM : 0;
 	}
 	if (!strcmp(req, "flush"))
 		return flush_request(d, reply);
 	if (!strcmp(req, "reload"))
 		return reload(d, reply);
-	return asprintf(reply, "error\tunknown request '%.64s' (try status, flush, reload)\n", req) < 0 ? -ENOMEM : 0;
+	return asprintf(reply, "error\tunknown request '%.64s' (try status, flush, reload)\n",
+			req) < 0 ? -ENOMEM : 0;
 }
 
 static int timer_open(int epfd, int64_t interval_ns, int *out)
@@ -623,15 +551,16 @@ static int take_lock(struct profd *d)
 	int err = pidlock__take(d->o.state_dir, &d->lock, &holder);
 
 	if (err == -EBUSY)
-		log_err("another profd (pid %d) is using %s; stop it first or give this one another --state-dir",
-			(int)holder, d->o.state_dir);
-	else if (err == -ELOOP)
-		log_err("state directory %s is a symbolic link; refusing it: give --state-dir the directory itself",
-			d->o.state_dir);
-	else if (err)
-		log_err("state directory %s is not writable: %s; check its permissions and mount (or pick one with --state-dir)",
-			d->o.state_dir, strerror(-err));
-	return err;
+		return log_err(err, "another profd (pid %d) is using %s; stop it first or give "
+			       "this one another --state-dir", (int)holder, d->o.state_dir);
+	if (err == -ELOOP)
+		return log_err(err, "state directory %s is a symbolic link; refusing it: give "
+			       "--state-dir the directory itself", d->o.state_dir);
+	if (err)
+		return log_err(err, "state directory %s is not writable: %s; check its permissions "
+			       "and mount (or pick one with --state-dir)", d->o.state_dir,
+			       strerror(-err));
+	return 0;
 }
 
 /*
@@ -645,19 +574,15 @@ static int socket_group(struct profd *d, const char *name)
 	if (*name) {
 		struct group *g = getgrnam(name);
 
-		if (!g) {
-			log_err("socket-group: no group named '%s'", name);
-			return -ENOENT;
-		}
+		if (!g)
+			return log_err(-ENOENT, "socket-group: no group named '%s'", name);
 		gid = g->gr_gid;
 	}
-	if (chown(d->o.socket, (uid_t)-1, gid) || chmod(d->o.socket, 0660)) {
-		int err = -errno;
-
-		log_err("cannot give %s to group %s: %s%s", d->o.socket, *name ? name : "profd's own", strerror(-err),
-			err == -EPERM && *name ? " (add the group to the unit's SupplementaryGroups=)" : "");
-		return err;
-	}
+	if (chown(d->o.socket, (uid_t)-1, gid) || chmod(d->o.socket, 0660))
+		return log_err(-errno, "cannot give %s to group %s: %s%s", d->o.socket,
+			       *name ? name : "profd's own", strerror(errno),
+			       errno == EPERM && *name ?
+			       " (add the group to the unit's SupplementaryGroups=)" : "");
 	return 0;
 }
 
@@ -695,7 +620,8 @@ static int watchdog_open(struct profd *d)
 
 	if (!wd)
 		return 0;
-	log_debug("systemd watchdog: %" PRId64 " ms; pinging every %" PRId64 " ms", wd / 1000000, wd / 2000000);
+	log_debug("systemd watchdog: %" PRId64 " ms; pinging every %" PRId64 " ms", wd / 1000000,
+		  wd / 2000000);
 	notify_send("WATCHDOG=1");
 	return timer_open(d->epfd, wd / 2, &d->wd_tfd);
 }
@@ -708,10 +634,12 @@ static void notify_status(struct profd *d)
 
 	store__stats(d->store, &st);
 	if (d->status_ns && now > d->status_ns)
-		rate = (double)(d->samples_total - d->status_samples) * 1e9 / (double)(now - d->status_ns);
+		rate = (double)(d->samples_total - d->status_samples) * 1e9 /
+		       (double)(now - d->status_ns);
 	d->status_ns = now;
 	d->status_samples = d->samples_total;
-	notify_sendf("STATUS=sampling %u CPUs at %u Hz (%s), %.0f samples/s; %" PRIu64 " windows, %.1f MiB on disk",
+	notify_sendf("STATUS=sampling %u CPUs at %u Hz (%s), %.0f samples/s; %" PRIu64 " windows, "
+		     "%.1f MiB on disk",
 		     sampler__ncpus(d->sampler), d->o.frequency, sampler__event(d->sampler), rate,
 		     d->windows_written, (double)st.bytes_on_disk / (1 << 20));
 }
@@ -722,10 +650,11 @@ static void refresh_cpus(struct profd *d)
 	int n = sampler__refresh_cpus(d->sampler);
 
 	if (n > 0)
-		log_info("%d CPU(s) came back online: sampling %u CPUs again", n, sampler__ncpus(d->sampler));
+		log_info("%d CPU(s) came back online: sampling %u CPUs again", n,
+			 sampler__ncpus(d->sampler));
 	else if (n < 0)
-		log_ratelimited(&last_warn, 600000000000LL, LOG_LVL_WARN, "cannot check for CPU hotplug: %s",
-				strerror(-n));
+		log_ratelimited(&last_warn, 600000000000LL, LOG_LVL_WARN,
+				"cannot check for CPU hotplug: %s", strerror(-n));
 }
 
 struct reload_log {
@@ -762,7 +691,7 @@ static int reload(struct profd *d, char **reply)
 	options_defaults(&n);
 	ret = options_load(&n, d->argc, d->argv, err, sizeof(err));
 	if (ret) {
-		log_err("reload refused, keeping the running configuration: %s", err);
+		log_err(-EINVAL, "reload refused, keeping the running configuration: %s", err);
 		return asprintf(reply, "error\t%s\n", err) < 0 ? -ENOMEM : 0;
 	}
 	options_diff(&d->o, &n, reload_change, &rl);
@@ -770,26 +699,30 @@ static int reload(struct profd *d, char **reply)
 	snprintf(d->o.config, sizeof(d->o.config), "%s", n.config);
 	if (n.frequency != old.frequency) {
 		if (flush(d))
-			log_warn("reload: the window before the frequency change could not be written");
+			log_warn("reload: the window before the frequency change could not be "
+				 "written");
 		ret = sampler__set_frequency(d->sampler, n.frequency);
 		if (ret) {
-			log_err("reload: cannot sample at %u Hz (%s); staying at %u Hz (see kernel.perf_event_max_sample_rate)",
-				n.frequency, strerror(-ret), old.frequency);
+			log_err(ret, "reload: cannot sample at %u Hz (%s); staying at %u Hz (see "
+				"kernel.perf_event_max_sample_rate)", n.frequency, strerror(-ret),
+				old.frequency);
 		} else {
 			d->o.frequency = n.frequency;
 			profile__meta(d->window)->frequency = n.frequency;
 		}
 	}
-	if (n.flush_interval_ns != old.flush_interval_ns && !timer_set(d->flush_tfd, n.flush_interval_ns))
+	if (n.flush_interval_ns != old.flush_interval_ns &&
+	    !timer_set(d->flush_tfd, n.flush_interval_ns))
 		d->o.flush_interval_ns = n.flush_interval_ns;
-	if (n.drain_interval_ns != old.drain_interval_ns && !timer_set(d->drain_tfd, n.drain_interval_ns))
+	if (n.drain_interval_ns != old.drain_interval_ns &&
+	    !timer_set(d->drain_tfd, n.drain_interval_ns))
 		d->o.drain_interval_ns = n.drain_interval_ns;
-	if (n.retention_ns != old.retention_ns || n.max_disk != old.max_disk || n.zstd_level != old.zstd_level ||
-	    n.rollup != old.rollup) {
+	if (n.retention_ns != old.retention_ns || n.max_disk != old.max_disk ||
+	    n.zstd_level != old.zstd_level || n.rollup != old.rollup) {
 		struct store_opts to;
 		struct store *st;
 
-		/* The store has no setters: re-open it (our pid lock keeps the directory ours meanwhile). */
+		/* The store has no setters: re-open it (our pid lock keeps the directory ours). */
 		d->o.retention_ns = n.retention_ns;
 		d->o.max_disk = n.max_disk;
 		d->o.zstd_level = n.zstd_level;
@@ -799,8 +732,8 @@ static int reload(struct profd *d, char **reply)
 		d->store = NULL;
 		ret = store__open(&to, &st);
 		if (ret) {
-			log_err("reload: cannot re-open %s with the new retention (%s); keeping the old one",
-				d->o.state_dir, strerror(-ret));
+			log_err(ret, "reload: cannot re-open %s with the new retention (%s); "
+				"keeping the old one", d->o.state_dir, strerror(-ret));
 			d->o.retention_ns = old.retention_ns;
 			d->o.max_disk = old.max_disk;
 			d->o.zstd_level = old.zstd_level;
@@ -809,9 +742,11 @@ static int reload(struct profd *d, char **reply)
 			ret = store__open(&to, &st);
 		}
 		if (ret) {
-			log_err("cannot re-open %s: %s; stopping", d->o.state_dir, strerror(-ret));
+			log_err(ret, "cannot re-open %s: %s; stopping", d->o.state_dir,
+				strerror(-ret));
 			d->stop = 1;
-			return asprintf(reply, "error\tstate directory lost: %s\n", strerror(-ret)) < 0 ? -ENOMEM : 0;
+			return asprintf(reply, "error\tstate directory lost: %s\n",
+					strerror(-ret)) < 0 ? -ENOMEM : 0;
 		}
 		d->store = st;
 		store__retain(d->store, clock_ns(CLOCK_REALTIME));
@@ -823,10 +758,12 @@ static int reload(struct profd *d, char **reply)
 		log_set_level(n.log_level);
 	}
 	snprintf(d->restart_pending, sizeof(d->restart_pending), "%s", pending);
-	log_info("configuration reloaded from %s%s%s", d->o.config[0] ? d->o.config : "defaults and flags",
+	log_info("configuration reloaded from %s%s%s",
+		 d->o.config[0] ? d->o.config : "defaults and flags",
 		 pending[0] ? "; restart to apply: " : "", pending);
 	notify_status(d);
-	return asprintf(reply, "ok\treloaded\nconfig\t%s\nrestart_needed\t%s\n", d->o.config[0] ? d->o.config : "none",
+	return asprintf(reply, "ok\treloaded\nconfig\t%s\nrestart_needed\t%s\n",
+			d->o.config[0] ? d->o.config : "none",
 			pending[0] ? pending : "none") < 0 ? -ENOMEM : 0;
 }
 
@@ -881,6 +818,16 @@ static void exit_to_tables(uint32_t pid, uint64_t time_ns, void *arg)
 		pyprocs__exit(d->py, pid);
 }
 
+/* Test mode: snapshots for tests/tools/unwind_check, which unwinds them again with libunwind. */
+static void snapshot_write(const struct profd_uevent *ev, void *arg)
+{
+	const struct profd *d = arg;
+	int err = usnap__write(d->snap_fd, ev);
+
+	if (err)
+		log_debug("cannot write a snapshot of pid %u: %s", ev->pid, strerror(-err));
+}
+
 static int setup(struct profd *d)
 {
 	struct sampler_opts so = {
@@ -900,43 +847,46 @@ static int setup(struct profd *d)
 				      .bad_file = bad_file, .maps_read = maps_read };
 	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
+	const char *snap_path = NULL;
+	uint32_t snap_pid = 0;
 	char err_msg[256] = "";
 	sigset_t mask;
 	int err;
 
 	uname(&d->uts);
-	d->frames_buf = calloc(2 * PROFD_MAX_DEPTH, sizeof(*d->frames_buf));
-	d->fcache = calloc(FCACHE_SLOTS, sizeof(*d->fcache));
-	d->fcache_gen = 1;
-	if (!d->frames_buf || !d->fcache || profile__new(&d->window))
-		return log_err("out of memory"), -ENOMEM;
+	d->frames_buf = calloc(PROFD_MAX_DEPTH, sizeof(*d->frames_buf));
+	if (!d->frames_buf || profile__new(&d->window))
+		return log_err(-ENOMEM, "out of memory");
 
 	mkdir_parent(d->o.state_dir);
 	err = take_lock(d);
 	if (err)
 		return err;
 	err = store__open(&to, &d->store);
-	if (err) {
-		log_err("cannot open state directory %s: %s; check that it is writable by profd (or pick one with --state-dir)",
-			d->o.state_dir, strerror(-err));
-		return err;
-	}
-	if (symbolizer__new(&yo, &d->sym) || cgroups__new(NULL, &d->cg))
-		return log_err("out of memory"), -ENOMEM;
+	if (err)
+		return log_err(err, "cannot open state directory %s: %s; check that it is "
+			       "writable by profd (or pick one with --state-dir)", d->o.state_dir,
+			       strerror(-err));
+	if (symbolizer__new(&yo, &d->sym) || cgroups__new(NULL, &d->cg) ||
+	    window__new(d->window, &(struct window_syms){ sym_user, sym_kernel, d->sym }, &d->win))
+		return log_err(-ENOMEM, "out of memory");
 
 	/* tp_btf programs and CO-RE relocations cannot load without the kernel's BTF. */
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		log_err("no kernel BTF at /sys/kernel/btf/vmlinux (%s): profd needs a kernel built with "
-			"CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
-		return -ENOENT;
-	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return log_err(-ENOENT, "no kernel BTF at /sys/kernel/btf/vmlinux (%s): profd "
+			       "needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+			       strerror(errno));
 	/* Loading and verifying the programs can outlast TimeoutStartSec on a busy host. */
 	notify_send("EXTEND_TIMEOUT_USEC=60000000");
 	/* DWARF unwinding */
-	so.unwind = (struct tables_opts){ .enabled = d->o.unwind != UNWIND_FP, .max_bytes = d->o.unwind_memory,
-					  .max_pids = d->o.max_pids, .snapshot_pid = tables_check_pid() };
+	if (d->o.unwind_snapshots[0])
+		options_snapshots(d->o.unwind_snapshots, &snap_pid, &snap_path);
+	so.unwind = (struct tables_opts){ .enabled = d->o.unwind != UNWIND_FP,
+					  .max_bytes = d->o.unwind_memory, .max_pids = d->o.max_pids,
+					  .snapshot_pid = snap_pid };
 	err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
-	if (err && so.unwind.enabled && d->o.unwind == UNWIND_AUTO && err != -EPERM && err != -EACCES) {
+	if (err && so.unwind.enabled && d->o.unwind == UNWIND_AUTO && err != -EPERM &&
+	    err != -EACCES) {
 		char why[sizeof(err_msg)];
 
 		/* Warn only when the fallback runs: a start-up failure stays one line. */
@@ -944,20 +894,19 @@ static int setup(struct profd *d)
 		so.unwind.enabled = 0;
 		err = sampler__open(&so, &d->sampler, err_msg, sizeof(err_msg));
 		if (!err)
-			log_warn("DWARF unwinding unavailable (%s); walking user stacks by frame pointers", why);
+			log_warn("DWARF unwinding unavailable (%s); walking user stacks by frame "
+				 "pointers", why);
 	}
-	if (err) {
-		log_err("%s", err_msg);
-		return err;
-	}
+	if (err)
+		return log_err(err, "%s", err_msg);
 	if (sampler__offcpu(d->sampler) < 0)
-		log_warn("off-CPU profiling unavailable (%s): the kernel needs tp_btf and task storage; "
-			 "on-CPU profiles only", strerror(-sampler__offcpu(d->sampler)));
+		log_warn("off-CPU profiling unavailable (%s): the kernel needs tp_btf and task "
+			 "storage; on-CPU profiles only", strerror(-sampler__offcpu(d->sampler)));
 	/* Without exec/exit events short-lived processes go unnamed; the rest still is. */
 	err = events__open(d->sym, &d->events);
 	if (err)
-		log_warn("process exec/exit events unavailable (%s): processes that live less than a drain "
-			 "interval may show unnamed frames", strerror(-err));
+		log_warn("process exec/exit events unavailable (%s): processes that live less than "
+			 "a drain interval may show unnamed frames", strerror(-err));
 	if (window_begin(d))
 		return -ENOMEM;
 
@@ -971,28 +920,37 @@ static int setup(struct profd *d)
 	d->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	ev.data.ptr = &d->sigfd;
 	if (d->epfd < 0 || d->sigfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->sigfd, &ev))
-		return log_err("cannot set up the event loop: %s", strerror(errno)), -errno;
+		return log_err(-errno, "cannot set up the event loop: %s", strerror(errno));
 	if ((err = timer_open(d->epfd, d->o.drain_interval_ns, &d->drain_tfd)) ||
 	    (err = timer_open(d->epfd, d->o.flush_interval_ns, &d->flush_tfd)))
-		return log_err("cannot create timers: %s", strerror(-err)), err;
+		return log_err(err, "cannot create timers: %s", strerror(-err));
 	d->req_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	ev.data.ptr = &d->req_tfd;
 	if (d->req_tfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->req_tfd, &ev))
-		return log_err("cannot create timers: %s", strerror(errno)), -errno;
+		return log_err(-errno, "cannot create timers: %s", strerror(errno));
 	ev.data.ptr = &d->events;
 	if (d->events && epoll_ctl(d->epfd, EPOLL_CTL_ADD, events__fd(d->events), &ev))
-		return log_err("cannot watch process events: %s", strerror(errno)), -errno;
+		return log_err(-errno, "cannot watch process events: %s", strerror(errno));
 	/* DWARF unwinding: the walker's load requests arrive on a ring buffer. */
 	if (so.unwind.enabled) {
 		so.unwind.exit_events = d->events != NULL;
 		err = tables__new(sampler__skel(d->sampler), &so.unwind, &d->tables);
 		ev.data.ptr = d->tables;
 		if (err || epoll_ctl(d->epfd, EPOLL_CTL_ADD, tables__fd(d->tables), &ev))
-			return log_err("cannot set up DWARF unwind tables: %s", strerror(err ? -err : errno)),
-			       err ? err : -errno;
+			return log_err(err ? err : -errno, "cannot set up DWARF unwind tables: %s",
+				       strerror(err ? -err : errno));
 		if (d->events) {
 			tables__on_reread(d->tables, reread_to_events, d->events);
 			tables__exec_delay(d->tables, events__exec_delay_ns(d->events));
+		}
+		if (snap_pid) {
+			d->snap_fd = open(snap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND |
+					  O_CLOEXEC, 0644);
+			if (d->snap_fd < 0)
+				return log_err(-errno, "cannot create %s: %s", snap_path,
+					       strerror(errno));
+			tables__on_snapshot(d->tables, snapshot_write, d);
+			log_info("snapshots of pid %u go to %s", snap_pid, snap_path);
 		}
 	}
 
@@ -1006,17 +964,16 @@ static int setup(struct profd *d)
 
 	mkdir_parent(d->o.socket);
 	if (socket_in_use(d->o.socket))
-		return log_err("another process is listening on %s; stop it or pick another path with --socket",
-			       d->o.socket), -EADDRINUSE;
+		return log_err(-EADDRINUSE, "another process is listening on %s; stop it or pick "
+			       "another path with --socket", d->o.socket);
 	err = server__open(d->o.socket, d->epfd, handle, d, &d->server);
-	if (err) {
-		log_err("cannot listen on %s: %s; pick another path with --socket", d->o.socket, strerror(-err));
-		return err;
-	}
+	if (err)
+		return log_err(err, "cannot listen on %s: %s; pick another path with --socket",
+			       d->o.socket, strerror(-err));
 	if ((err = socket_group(d, d->o.socket_group)))
 		return err;
 	if ((err = watchdog_open(d)))
-		return log_err("cannot create the watchdog timer: %s", strerror(-err)), err;
+		return log_err(err, "cannot create the watchdog timer: %s", strerror(-err));
 	return 0;
 }
 
@@ -1026,6 +983,8 @@ static void teardown(struct profd *d)
 	if (d->wd_tfd >= 0)
 		close(d->wd_tfd);
 	tables__free(d->tables);
+	if (d->snap_fd >= 0)
+		close(d->snap_fd);
 	pyprocs__free(d->py);
 	sampler__free(d->sampler);
 	store__close(d->store);
@@ -1034,7 +993,7 @@ static void teardown(struct profd *d)
 	cgroups__free(d->cg);
 	profile__free(d->window);
 	free(d->frames_buf);
-	free(d->fcache);
+	window__free(d->win);
 	if (d->epfd > 0)
 		close(d->epfd);
 	pidlock__free(d->lock);
@@ -1110,8 +1069,8 @@ static int loop(struct profd *d)
 
 int main(int argc, char **argv)
 {
-	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1, .req_tfd = -1,
-			   .argc = argc, .argv = argv };
+	struct profd d = { .epfd = -1, .sigfd = -1, .drain_tfd = -1, .flush_tfd = -1, .wd_tfd = -1,
+			   .req_tfd = -1, .snap_fd = -1, .argc = argc, .argv = argv };
 	int err;
 
 	/*

@@ -64,6 +64,9 @@ static const struct opt_def defs[] = {
 	{ "unwind", K_UNWIND, F(unwind), 0, 0, 0, "fp|dwarf|auto", "user stack unwinding" },
 	{ "unwind-memory", K_SIZE, F(unwind_memory), 1 << 20, 1ULL << 34, 0, "SIZE",
 	  "kernel memory for DWARF unwind tables" },
+	{ "unwind-snapshots", K_STR, F(unwind_snapshots), 0, 0, FLAG_ONLY, "PID:FILE",
+	  "test mode: append the DWARF walker's snapshots of PID's samples to FILE "
+	  "(tests/tools/unwind_check)" },
 	{ "offcpu", K_BOOL, F(offcpu), 0, 0, 0, "yes|no", "record where threads block (off-CPU time)" },
 	{ "offcpu-min", K_DUR, F(offcpu_min_ns), 0, SEC, 0, "DUR",
 	  "shorter blocks and run-queue waits are not counted" },
@@ -235,6 +238,9 @@ static int set_value(struct profd_opts *o, const struct opt_def *d, const char *
 			return -EINVAL;
 		if (field(o, d) == o->offcpu_cgroups && options_each_cgroup(val, NULL, NULL, why, len))
 			return -EINVAL;
+		if (field(o, d) == o->unwind_snapshots && *val &&
+		    options_snapshots(val, NULL, NULL))
+			return snprintf(why, len, "expected PID:FILE"), -EINVAL;
 		strcpy(field(o, d), val);
 		return 0;
 	case K_UINT:
@@ -627,4 +633,20 @@ void options_diff(const struct profd_opts *a, const struct profd_opts *b, option
 		if (strcmp(va, vb))
 			fn(defs[i].key, va, vb, !!(defs[i].flags & LIVE), arg);
 	}
+}
+
+int options_snapshots(const char *s, uint32_t *pid, const char **path)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end != ':' || !end[1] || !v || v > UINT32_MAX)
+		return -EINVAL;
+	if (pid)
+		*pid = (uint32_t)v;
+	if (path)
+		*path = end + 1;
+	return 0;
 }

@@ -44,6 +44,7 @@ struct profd_opts {
 	uint64_t cache_memory;   /* one budget for the symbolizer's caches */
 	int zstd_level;
 	int rollup;
+	char unwind_snapshots[4096]; /* test mode "PID:FILE"; "" : off */
 };
 
 void options_defaults(struct profd_opts *o);
@@ -65,6 +66,13 @@ int options_parse(struct profd_opts *o, int argc, char **argv);
 int options_each_pid(const char *list, int (*fn)(uint32_t pid, void *arg), void *arg, char *why, size_t len);
 int options_each_cgroup(const char *list, int (*fn)(uint64_t id, unsigned level, void *arg), void *arg,
 			char *why, size_t len);
+
+/*
+ * --unwind-snapshots "PID:FILE": the walker's snapshots of PID's samples go
+ * to FILE (lib/usnap), for tests/tools/unwind_check. Sets *pid and *path
+ * (inside s); -EINVAL when malformed. path may be NULL to only check.
+ */
+int options_snapshots(const char *s, uint32_t *pid, const char **path);
 
 /* Every setting that has a config key, with its value as the config file would spell it. */
 typedef void (*options_fn)(const char *key, const char *value, void *arg);

@@ -19,6 +19,7 @@
 #include "profd.h"
 #include "profile.h"
 #include "pyinterp.h"
+#include "pyline.h"
 #include "pyprocs.h"
 #include "pystack.h"
 #include "symbolizer.h"
@@ -42,17 +43,21 @@ struct seen {
 struct name_slot {
 	uint64_t id;
 	uint32_t firstlineno;
+	uint16_t lt_len;
+	uint8_t lt_310;
 	char *text; /* "qualname (file)" */
 	char *file;
+	uint8_t *lt; /* the start of the line table */
 };
 
 struct pyprocs {
 	struct profd_bpf *skel;
 	struct pyinterp *pi;
-	int procs_fd, syms_fd;
+	int procs_fd, syms_fd, files_fd;
 	struct seen *seen;
 	struct name_slot *names;
 	uint64_t written, write_errors, sym_misses;
+	uint64_t epochs; /* py_procs values written: each one's epoch */
 };
 
 void pyprocs__configure(struct profd_bpf *skel)
@@ -79,6 +84,7 @@ int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out)
 	p->skel = skel;
 	p->procs_fd = bpf_map__fd(skel->maps.py_procs);
 	p->syms_fd = bpf_map__fd(skel->maps.py_syms);
+	p->files_fd = bpf_map__fd(skel->maps.py_files);
 	p->seen = calloc(SEEN_SLOTS, sizeof(*p->seen));
 	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
 	err = pyinterp__new(0, &p->pi);
@@ -97,6 +103,7 @@ void pyprocs__free(struct pyprocs *p)
 	for (size_t i = 0; p->names && i < NAME_SLOTS; i++) {
 		free(p->names[i].text);
 		free(p->names[i].file);
+		free(p->names[i].lt);
 	}
 	free(p->names);
 	free(p->seen);
@@ -120,6 +127,8 @@ static int64_t mono_ns(void)
 void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps)
 {
 	struct seen *sl = seen_slot(p, pid);
+	struct profd_pyfile_key fkey;
+	struct profd_pyfile pf;
 	struct profd_pyproc pp;
 	char root[64];
 	int fd;
@@ -132,10 +141,14 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 	if (pyinterp__find(p->pi, fd, maps, &pp) == 0) {
 		sl->found = 1;
 		pp.start_code = start_code;
+		pp.epoch = ++p->epochs;
 		if (bpf_map_update_elem(p->procs_fd, &pid, &pp, BPF_ANY))
 			p->write_errors++;
 		else
 			p->written++;
+		/* The next process of this interpreter is read from its first sample on, before we look. */
+		if (pyinterp__template(p->pi, &fkey, &pf) == 0 && bpf_map_update_elem(p->files_fd, &fkey, &pf, BPF_ANY))
+			p->write_errors++;
 	} else {
 		/* exec into something else: the old entry must not be read by the new image. */
 		bpf_map_delete_elem(p->procs_fd, &pid);
@@ -216,16 +229,23 @@ static const struct name_slot *py_name(struct pyprocs *p, uint64_t id)
 	pystack__frame_text(name, file, text, sizeof(text));
 	free(n->text);
 	free(n->file);
+	free(n->lt);
 	n->text = strdup(text);
 	n->file = strdup(file);
+	n->lt_len = s.lt_len < PROFD_PY_LT_MAX ? s.lt_len : PROFD_PY_LT_MAX;
+	n->lt = malloc(n->lt_len ? n->lt_len : 1);
+	n->lt_310 = !!(s.flags & PROFD_PYSYM_F_LT_310);
 	n->id = id;
 	n->firstlineno = s.firstlineno;
-	if (!n->text || !n->file) {
+	if (!n->text || !n->file || !n->lt) {
 		free(n->text);
 		free(n->file);
+		free(n->lt);
 		n->text = n->file = NULL;
+		n->lt = NULL;
 		return NULL;
 	}
+	memcpy(n->lt, s.lt, n->lt_len);
 	return n;
 }
 
@@ -233,10 +253,17 @@ static int py_frame_id(struct pyprocs *p, struct profile *w, uint64_t ip, uint32
 {
 	const struct name_slot *n = py_name(p, ip & PROFD_PY_ID_MASK);
 	struct pf_frame f = { .kind = PF_FRAME_PY };
+	uint64_t lasti = ip >> PROFD_PY_LASTI_SHIFT & PROFD_PY_LASTI_MASK;
+	uint32_t line = 0;
 	int err;
 
-	if (n)
-		f.offset = n->firstlineno;
+	/* offset: the first line, and the line being run above it (0: not known). */
+	if (n) {
+		if (lasti && pyline__line(n->lt_310 ? PYLINE_310 : PYLINE_311, n->lt, n->lt_len,
+					  (int32_t)n->firstlineno, (int64_t)lasti - 2, &line))
+			line = 0;
+		f.offset = PF_PY_OFFSET(n->firstlineno, line);
+	}
 	err = profile__intern_str(w, n ? n->text : "[unknown python]", &f.name);
 	if (!err)
 		err = profile__intern_str(w, n ? n->file : "", &f.module);
@@ -292,6 +319,7 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		[PROFD_PYCNT_TRUNCATED] = "python_truncated",
 		[PROFD_PYCNT_THREAD_CACHED] = "python_thread_cached",
 		[PROFD_PYCNT_CODE_CACHED] = "python_code_cached",
+		[PROFD_PYCNT_ADOPTED] = "python_adopted",
 	};
 	struct pyinterp_stats st;
 
@@ -318,12 +346,16 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 
 		for (size_t i = 0; i < NAME_SLOTS; i++)
 			if (p->names[i].text)
-				bytes += strlen(p->names[i].text) + strlen(p->names[i].file) + 2;
+				bytes += strlen(p->names[i].text) + strlen(p->names[i].file) + 2 + p->names[i].lt_len;
 		fprintf(f, "python_daemon_bytes\t%" PRIu64 "\n", bytes);
 	}
 	fprintf(f, "python_kernel_map_bytes\t%" PRIu64 "\n",
 		(uint64_t)bpf_map__max_entries(p->skel->maps.py_syms) * (sizeof(struct profd_pysym) + 8 + 16) +
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_procs) * (sizeof(struct profd_pyproc) + 4 + 16) +
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_threads) * (24 + 4 + 16) +
-			(uint64_t)bpf_map__value_size(p->skel->maps.py_scratch) * 2 * libbpf_num_possible_cpus());
+			(uint64_t)bpf_map__max_entries(p->skel->maps.py_files) *
+				(sizeof(struct profd_pyfile) + sizeof(struct profd_pyfile_key) + 16) +
+			(uint64_t)bpf_map__value_size(p->skel->maps.py_scratch) * 2 * libbpf_num_possible_cpus() +
+			(uint64_t)bpf_map__max_entries(p->skel->maps.py_code_syms) *
+				bpf_map__value_size(p->skel->maps.py_code_syms) * libbpf_num_possible_cpus());
 }

@@ -7,10 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <sys/auxv.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -19,13 +17,13 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <libelf.h>
 
 #include "log.h"
-#include "lunwind.h"
 #include "procmaps.h"
+#include "rowalloc.h"
 #include "safeopen.h"
 #include "profd.skel.h"
+#include "tablebuild.h"
 #include "tables.h"
 #include "unwind_table.h"
 
@@ -154,10 +152,6 @@ struct tpid {
 	struct tmap *m;
 };
 
-struct extent {
-	uint32_t start, len;
-};
-
 struct qent {
 	uint32_t pid;            /* 0: served */
 	bool exec;               /* asked at exec: read again once ld.so mapped the libraries */
@@ -166,40 +160,6 @@ struct qent {
 	int64_t queued;
 	struct procmaps *pm;     /* the mappings as process events read them (a reference); NULL: read them */
 	uint64_t start_time, start_code; /* with pm, from the exec event; 0: read /proc/PID/stat */
-};
-
-/*
- * A table build handed to a worker. The worker sees only fd, size and the
- * results; f and path belong to the loop, which finishes the job when the
- * eventfd says it is done.
- */
-struct job {
-	struct job *next;
-	struct tfile *f;
-	char *path;
-	int fd;
-	uint64_t size;
-	struct unwind_table *ut;
-	int err;
-	int64_t ns;
-};
-
-struct builder;
-
-struct worker {
-	struct builder *b;
-	pthread_t th;
-	bool small_only;
-	bool started;
-};
-
-struct builder {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct job *todo, *done;
-	bool stop;
-	int efd;
-	struct worker w[NWORKERS];
 };
 
 struct tables {
@@ -211,13 +171,12 @@ struct tables {
 	int64_t armed;
 	bool poked;              /* the loop wrote the eventfd itself */
 	bool collected;          /* the last poll collected builds: their eventfd writes may be unread */
-	struct builder b;
+	struct tablebuild *b;
 	unsigned njobs;          /* builds queued, running or done but not collected */
 	struct profd_urow *rows; /* NULL: the rows array is mapped only while rows_write writes */
 	size_t rows_len;
 	uint32_t rows_cap;
-	struct extent *free;     /* free ranges of the rows array, sorted by start */
-	size_t nfree, free_cap;
+	struct rowalloc *ra;     /* which rows of the array are taken */
 	struct tfile **files;
 	size_t nfiles, files_cap;
 	bool changed;            /* some file's changed flag is set */
@@ -237,9 +196,6 @@ struct tables {
 	bool rescan;             /* some were lost: look for set refresh flags at the next gc */
 	int64_t exec_delay_ns;   /* exec events come this late (they wait for ld.so); 0: at once */
 	struct bpf_link *exit_link; /* the walker's exit hook: umaps entries go with their process */
-	/* Test mode (PROFD_UNWIND_CHECK): libunwind re-unwinds every snapshot. */
-	struct lunwind *lu;
-	FILE *check;
 	struct tables_stats st;
 };
 
@@ -275,172 +231,23 @@ void tables__configure(struct profd_bpf *skel, const struct tables_opts *o)
 static void poke(struct tables *t)
 {
 	uint64_t one = 1;
-	ssize_t r = write(t->b.efd, &one, sizeof(one));
+	ssize_t r = write(tablebuild__fd(t->b), &one, sizeof(one));
 
 	(void)r; /* fails only when the counter is full: readable anyway */
 	t->poked = true;
 }
 
-/* --- builders --- */
-
-/* The smallest waiting job this worker may take, unlinked; NULL: none. */
-static struct job *job_take(struct builder *b, bool small_only)
-{
-	struct job **best = NULL, *j;
-
-	for (struct job **p = &b->todo; *p; p = &(*p)->next)
-		if ((!small_only || (*p)->size <= SMALL_FILE_BYTES) && (!best || (*p)->size < (*best)->size))
-			best = p;
-	if (!best)
-		return NULL;
-	j = *best;
-	*best = j->next;
-	return j;
-}
-
-static void *worker_main(void *arg)
-{
-	struct worker *w = arg;
-	struct builder *b = w->b;
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&b->mu);
-	while (!b->stop) {
-		struct job *j = job_take(b, w->small_only);
-		int64_t t0;
-		ssize_t r;
-
-		if (!j) {
-			pthread_cond_wait(&b->cv, &b->mu);
-			continue;
-		}
-		pthread_mutex_unlock(&b->mu);
-		t0 = now_ns();
-		j->err = unwind_table__open_fd(j->fd, &j->ut);
-		j->ns = now_ns() - t0;
-		close(j->fd);
-		j->fd = -1;
-		pthread_mutex_lock(&b->mu);
-		j->next = b->done;
-		b->done = j;
-		r = write(b->efd, &one, sizeof(one));
-		(void)r;
-	}
-	pthread_mutex_unlock(&b->mu);
-	return NULL;
-}
-
-static void job_free(struct job *j)
-{
-	if (j->fd >= 0)
-		close(j->fd);
-	unwind_table__free(j->ut);
-	free(j->path);
-	free(j);
-}
-
-static int builder_start(struct builder *b)
-{
-	int err;
-
-	b->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (b->efd < 0)
-		return -errno;
-	/* Before any thread: libelf's one-time set-up is not for concurrent callers. */
-	elf_version(EV_CURRENT);
-	for (int i = 0; i < NWORKERS; i++) {
-		b->w[i] = (struct worker){ .b = b, .small_only = i == 0 };
-		err = pthread_create(&b->w[i].th, NULL, worker_main, &b->w[i]);
-		if (err)
-			return -err;
-		b->w[i].started = true;
-	}
-	return 0;
-}
-
-static void builder_stop(struct builder *b)
-{
-	struct job *j;
-
-	pthread_mutex_lock(&b->mu);
-	b->stop = true;
-	pthread_cond_broadcast(&b->cv);
-	pthread_mutex_unlock(&b->mu);
-	for (int i = 0; i < NWORKERS; i++)
-		if (b->w[i].started)
-			pthread_join(b->w[i].th, NULL);
-	while ((j = b->todo)) {
-		b->todo = j->next;
-		job_free(j);
-	}
-	while ((j = b->done)) {
-		b->done = j->next;
-		job_free(j);
-	}
-	if (b->efd >= 0)
-		close(b->efd);
-}
-
-/* --- rows array allocator: first fit over sorted free ranges --- */
-
-static int extent_insert(struct tables *t, size_t at, struct extent e)
-{
-	if (t->nfree == t->free_cap) {
-		size_t cap = t->free_cap ? t->free_cap * 2 : 64;
-		struct extent *f = realloc(t->free, cap * sizeof(*f));
-
-		if (!f)
-			return -ENOMEM;
-		t->free = f;
-		t->free_cap = cap;
-	}
-	memmove(&t->free[at + 1], &t->free[at], (t->nfree - at) * sizeof(*t->free));
-	t->free[at] = e;
-	t->nfree++;
-	return 0;
-}
+/* --- rows array allocator --- */
 
 static int rows_alloc(struct tables *t, uint32_t n, uint32_t *first)
 {
-	for (size_t i = 0; i < t->nfree; i++) {
-		if (t->free[i].len < n)
-			continue;
-		*first = t->free[i].start;
-		t->free[i].start += n;
-		t->free[i].len -= n;
-		if (!t->free[i].len) {
-			memmove(&t->free[i], &t->free[i + 1], (t->nfree - i - 1) * sizeof(*t->free));
-			t->nfree--;
-		}
-		t->st.rows_used += n;
-		return 0;
-	}
-	return -ENOSPC;
+	return rowalloc__alloc(t->ra, n, first);
 }
 
 static void rows_release(struct tables *t, uint32_t first, uint32_t n)
 {
-	size_t i = 0;
-
-	while (i < t->nfree && t->free[i].start < first)
-		i++;
-	t->st.rows_used -= n;
-	if (i > 0 && t->free[i - 1].start + t->free[i - 1].len == first) {
-		t->free[i - 1].len += n;
-		if (i < t->nfree && first + n == t->free[i].start) {
-			t->free[i - 1].len += t->free[i].len;
-			memmove(&t->free[i], &t->free[i + 1], (t->nfree - i - 1) * sizeof(*t->free));
-			t->nfree--;
-		}
-		return;
-	}
-	if (i < t->nfree && first + n == t->free[i].start) {
-		t->free[i].start = first;
-		t->free[i].len += n;
-		return;
-	}
 	/* Out of memory here only leaks the range until restart. */
-	extent_insert(t, i, (struct extent){ first, n });
+	rowalloc__release(t->ra, first, n);
 }
 
 /* --- process entries --- */
@@ -713,34 +520,30 @@ static struct tfile *vdso_file(struct tables *t)
 	return f;
 }
 
-static void job_finish(struct tables *t, struct job *j)
+static void job_finish(struct tables *t, const struct tablebuild_done *j)
 {
+	struct tfile *f = j->arg;
+
 	t->st.build_us_total += j->ns / 1000;
 	if (j->err)
 		log_debug("no unwind table for %s: %s", j->path ? j->path : "?", strerror(-j->err));
-	j->f->job = false;
-	file_built(t, j->f, j->ut, j->err);
+	f->job = false;
+	file_built(t, f, j->ut, j->err);
 	if (!j->err)
-		log_debug("unwind table of %s: %zu rows, %s", j->path ? j->path : "?", unwind_table__nrows(j->f->ut),
-			  j->f->count ? "loaded" : "no room");
-	j->ut = NULL;
-	job_free(j);
+		log_debug("unwind table of %s: %zu rows, %s", j->path ? j->path : "?",
+			  unwind_table__nrows(f->ut), f->count ? "loaded" : "no room");
 }
 
 /* Finished builds: their tables go into the kernel, then the processes mapping them are rewritten. */
 static void collect(struct tables *t)
 {
-	struct job *j, *next;
+	struct tablebuild_done j;
 
-	pthread_mutex_lock(&t->b.mu);
-	j = t->b.done;
-	t->b.done = NULL;
-	pthread_mutex_unlock(&t->b.mu);
-	t->collected = j != NULL;
-	for (; j; j = next) {
-		next = j->next;
+	t->collected = false;
+	while (tablebuild__take(t->b, &j)) {
+		t->collected = true;
 		t->njobs--;
-		job_finish(t, j);
+		job_finish(t, &j);
 	}
 }
 
@@ -750,36 +553,32 @@ static void collect(struct tables *t)
  */
 static int job_submit(struct tables *t, struct tfile *f, int fd, const char *path)
 {
-	struct job *j = calloc(1, sizeof(*j));
+	struct tablebuild_done j = { .arg = f, .path = path };
+	uint64_t size = 0;
 	struct stat sb;
+	int err;
 
-	if (!j) {
-		close(fd);
-		return -ENOMEM;
-	}
-	*j = (struct job){ .f = f, .fd = fd, .path = strdup(path) };
 	if (!fstat(fd, &sb)) {
-		j->size = (uint64_t)sb.st_size;
+		size = (uint64_t)sb.st_size;
 		f->st_dev = sb.st_dev;
 		f->st_ino = sb.st_ino;
 		f->st_size = (uint64_t)sb.st_size;
 		f->st_mtim = sb.st_mtim;
 	}
-	f->job = true;
-	if (j->size && j->size <= INLINE_FILE_BYTES) {
+	if (size && size <= INLINE_FILE_BYTES) {
 		int64_t t0 = now_ns();
 
-		j->err = unwind_table__open_fd(fd, &j->ut);
-		j->ns = now_ns() - t0;
-		job_finish(t, j);
+		j.err = unwind_table__open_fd(fd, &j.ut);
+		j.ns = now_ns() - t0;
+		close(fd);
+		job_finish(t, &j);
 		return 0;
 	}
+	err = tablebuild__submit(t->b, fd, size, path, f);
+	if (err)
+		return err;
+	f->job = true;
 	t->njobs++;
-	pthread_mutex_lock(&t->b.mu);
-	j->next = t->b.todo;
-	t->b.todo = j;
-	pthread_cond_broadcast(&t->b.cv);
-	pthread_mutex_unlock(&t->b.mu);
 	return 0;
 }
 
@@ -1361,63 +1160,6 @@ static int on_event(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-/*
- * One line per snapshot: "<kernel frames> <libunwind frames> <agreeing> <pid>
- * dwarf|fp | kernel pcs | libunwind pcs | sample time (CLOCK_MONOTONIC ns)";
- * fp: some table the walk needed was not loaded yet (the process is new, a
- * file is being built, ld.so just mapped a library), so frame pointers
- * stood in. Frames agree when both walks have the same pc at the same
- * depth; the test sums agreeing over max(kernel, libunwind).
- */
-static void check_snapshot(const struct profd_uevent *ev, void *arg)
-{
-	struct tables *t = arg;
-	uint64_t ips[PROFD_MAX_DEPTH];
-	struct procmaps *pm = NULL;
-	size_t n = 0, nk = ev->nframes > PROFD_MAX_DEPTH ? PROFD_MAX_DEPTH : ev->nframes, agree = 0;
-	int err;
-
-	err = procmaps__read("/proc", ev->pid, &pm);
-	if (!err)
-		err = lunwind__unwind(t->lu, ev->pid, pm, (const uint64_t *)ev->regs, ev->stack,
-				      ev->stack_len > PROFD_SNAP_STACK ? PROFD_SNAP_STACK : ev->stack_len,
-				      ips, PROFD_MAX_DEPTH, &n);
-	procmaps__free(pm);
-	if (err) {
-		log_debug("libunwind check of pid %u: %s", ev->pid, strerror(-err));
-		return;
-	}
-	for (size_t i = 0; i < nk && i < n; i++)
-		agree += ev->frames[i] == ips[i];
-	fprintf(t->check, "%zu %zu %zu %u %s |", nk, n, agree, ev->pid,
-		ev->flags & PROFD_SNAP_F_TABLES ? "dwarf" : "fp");
-	for (size_t i = 0; i < nk; i++)
-		fprintf(t->check, " %" PRIx64, (uint64_t)ev->frames[i]);
-	fprintf(t->check, " |");
-	for (size_t i = 0; i < n; i++)
-		fprintf(t->check, " %" PRIx64, ips[i]);
-	fprintf(t->check, " | %" PRIu64 "\n", (uint64_t)ev->time_ns);
-	fflush(t->check);
-}
-
-static int check_open(struct tables *t)
-{
-	const char *e = getenv("PROFD_UNWIND_CHECK"), *path = e ? strchr(e, ' ') : NULL;
-	int err;
-
-	if (!path || !path[1])
-		return -EINVAL;
-	t->check = fopen(path + 1, "we");
-	if (!t->check)
-		return -errno;
-	err = lunwind__new(&t->lu);
-	if (err)
-		return err;
-	tables__on_snapshot(t, check_snapshot, t);
-	log_info("unwind check: snapshots of pid %u, libunwind results to %s", t->o.snapshot_pid, path + 1);
-	return 0;
-}
-
 int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tables **out)
 {
 	struct tables *t = calloc(1, sizeof(*t));
@@ -1429,9 +1171,7 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		return -ENOMEM;
 	t->skel = skel;
 	t->o = *o;
-	t->epfd = t->tfd = t->b.efd = t->proc_fd = -1;
-	pthread_mutex_init(&t->b.mu, NULL);
-	pthread_cond_init(&t->b.cv, NULL);
+	t->epfd = t->tfd = t->proc_fd = -1;
 	t->umaps_fd = bpf_map__fd(skel->maps.umaps);
 	t->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->proc_fd < 0) {
@@ -1454,7 +1194,7 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 	}
 	munmap(t->rows, (size_t)page);
 	t->rows = NULL;
-	err = extent_insert(t, 0, (struct extent){ 0, t->rows_cap });
+	err = rowalloc__new(t->rows_cap, &t->ra);
 	if (err)
 		goto fail;
 	t->rb = ring_buffer__new(bpf_map__fd(skel->maps.uevents), on_event, t, NULL);
@@ -1462,22 +1202,17 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		err = -errno;
 		goto fail;
 	}
-	err = builder_start(&t->b);
+	err = tablebuild__new(NWORKERS, SMALL_FILE_BYTES, &t->b);
 	if (err)
 		goto fail;
 	t->epfd = epoll_create1(EPOLL_CLOEXEC);
 	t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (t->epfd < 0 || t->tfd < 0 ||
 	    epoll_ctl(t->epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(t->rb), &ev) ||
-	    epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->b.efd, &ev) ||
+	    epoll_ctl(t->epfd, EPOLL_CTL_ADD, tablebuild__fd(t->b), &ev) ||
 	    epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->tfd, &ev)) {
 		err = -errno;
 		goto fail;
-	}
-	if (o->snapshot_pid) {
-		err = check_open(t);
-		if (err)
-			goto fail;
 	}
 	err = map_files_probe(t->proc_fd);
 	if (err == -EPERM || err == -EACCES) {
@@ -1505,18 +1240,13 @@ void tables__free(struct tables *t)
 	if (!t)
 		return;
 	/* Workers first: their jobs point at files freed below. */
-	builder_stop(&t->b);
+	tablebuild__free(t->b);
 	bpf_link__destroy(t->exit_link);
-	pthread_mutex_destroy(&t->b.mu);
-	pthread_cond_destroy(&t->b.cv);
 	ring_buffer__free(t->rb);
 	if (t->epfd >= 0)
 		close(t->epfd);
 	if (t->tfd >= 0)
 		close(t->tfd);
-	lunwind__free(t->lu);
-	if (t->check)
-		fclose(t->check);
 	while (t->npids)
 		pid_forget(t, &t->pids[t->npids - 1]);
 	if (t->rows)
@@ -1530,7 +1260,7 @@ void tables__free(struct tables *t)
 	free(t->files);
 	free(t->pids);
 	free(t->queue);
-	free(t->free);
+	rowalloc__free(t->ra);
 	free(t->um);
 	free(t);
 }
@@ -1553,7 +1283,8 @@ int tables__poll(struct tables *t)
 	 * the lock collect takes, so a build collected last time may have
 	 * left a write behind.
 	 */
-	if ((t->njobs || t->poked || t->collected) && read(t->b.efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	if ((t->njobs || t->poked || t->collected) &&
+	    read(tablebuild__fd(t->b), &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return -errno;
 	t->poked = false;
 	if (t->armed && t0 >= t->armed && read(t->tfd, &v, sizeof(v)) > 0)
@@ -1703,6 +1434,7 @@ void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg)
 void tables__stats(const struct tables *t, struct tables_stats *st)
 {
 	*st = t->st;
+	st->rows_used = rowalloc__used(t->ra);
 	st->builds_pending = t->njobs;
 	st->rows_unused = 0;
 	for (size_t i = 0; i < t->nfiles; i++)
@@ -1753,12 +1485,4 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_turn_max_ms\t%.1f\n", st.turn_ns_max / 1e6);
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], st.bpf[i]);
-}
-
-uint32_t tables_check_pid(void)
-{
-	const char *e = getenv("PROFD_UNWIND_CHECK");
-	unsigned pid;
-
-	return e && sscanf(e, "%u", &pid) == 1 ? pid : 0;
 }

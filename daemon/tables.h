@@ -117,19 +117,12 @@ void tables__on_reread(struct tables *t, tables_reread_fn fn, void *arg);
  */
 void tables__exec_delay(struct tables *t, uint64_t ns);
 
+/* Test mode (snapshot_pid): each snapshot of that process's samples, as the walker sent it. */
 typedef void (*tables_snapshot_fn)(const struct profd_uevent *ev, void *arg);
 void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg);
 
 void tables__stats(const struct tables *t, struct tables_stats *st);
 /* `profctl status` lines (name TAB value); t NULL: frame pointers only. */
 void tables__print_status(const struct tables *t, FILE *f);
-
-/*
- * Test mode: PROFD_UNWIND_CHECK="PID FILE" in the environment makes the
- * walker send snapshots (registers, 16 KB of stack, its frames) of PID's
- * samples; each is unwound again by libunwind (lib/lunwind) and one line
- * per snapshot goes to FILE. Returns PID, or 0 when the mode is off.
- */
-uint32_t tables_check_pid(void);
 
 #endif

@@ -326,7 +326,7 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 
 		pbuf__uint(&msg, 1, l + 1);
 		pbuf__uint(&msg, 2, m);
-		/* A Python frame's offset is its function's first line, no address. */
+		/* A Python frame's offset holds lines, no address. */
 		pbuf__uint(&msg, 3, fr->kind == PF_FRAME_PY ? 0 : (m ? map_base(&e, m) : 0) + fr->offset);
 		if (fr->name) {
 			char *key = NULL;
@@ -342,6 +342,9 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 			if (err)
 				goto out;
 			pbuf__uint(&sub, 1, fid);
+			/* Line.line: the line being run, where the frame knows it. */
+			if (fr->kind == PF_FRAME_PY && PF_PY_LINE(fr->offset))
+				pbuf__uint(&sub, 2, PF_PY_LINE(fr->offset));
 			pbuf__msg(&msg, 4, &sub);
 		}
 		pbuf__msg(&out, 4, &msg);
@@ -364,7 +367,7 @@ int pprof__write_opts(const struct query *q, const struct profile *src,
 		pbuf__uint(&msg, 3, name);
 		pbuf__uint(&msg, 4, file);
 		if (fr->kind == PF_FRAME_PY)
-			pbuf__uint(&msg, 5, fr->offset); /* start_line */
+			pbuf__uint(&msg, 5, PF_PY_FIRST(fr->offset)); /* start_line */
 		pbuf__msg(&out, 5, &msg);
 	}
 	/* string_table (6), complete only now */

@@ -630,9 +630,9 @@ static int map_stack(struct profile *dst, const struct profile *src, uint32_t si
 			if ((err = map_str(dst, src, src->frames[f].name, &nf.name)) ||
 			    (err = map_str(dst, src, src->frames[f].module, &nf.module)))
 				return err;
-			/* A Python frame's offset is its function's first line, not a pc: it stays. */
-			if ((flags & PF_MERGE_BY_FUNCTION) && nf.name && nf.kind != PF_FRAME_PY)
-				nf.offset = 0;
+			/* A Python frame keeps its function's first line, not the line being run. */
+			if ((flags & PF_MERGE_BY_FUNCTION) && nf.name)
+				nf.offset = nf.kind == PF_FRAME_PY ? PF_PY_FIRST(nf.offset) : 0;
 			err = profile__frame_add(dst, &nf, &mc->fmap[f]);
 			if (err)
 				return err;

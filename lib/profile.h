@@ -11,8 +11,13 @@ enum pf_frame_kind {
 	PF_FRAME_USER = 0,   /* native code in a file mapping */
 	PF_FRAME_KERNEL = 1, /* kernel or kernel module */
 	PF_FRAME_JIT = 2,    /* named from a perf map */
-	PF_FRAME_PY = 3,     /* a CPython function: name "qualname (file)", module its file, offset its first line */
+	PF_FRAME_PY = 3,     /* a CPython function: name "qualname (file)", module its file, offset PF_PY_OFFSET() */
 };
+
+/* A Python frame's offset: its function's first line, and the line being run (0: not known). */
+#define PF_PY_OFFSET(first, line) ((uint64_t)(uint32_t)(first) | (uint64_t)(uint32_t)(line) << 32)
+#define PF_PY_FIRST(offset) ((uint32_t)(offset))
+#define PF_PY_LINE(offset) ((uint32_t)((offset) >> 32))
 
 enum pf_sample_kind {
 	PF_KIND_CPU = 0,    /* value: samples */

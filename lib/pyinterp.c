@@ -9,6 +9,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <sys/sysmacros.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,10 @@ struct pyinterp {
 	struct file_ent *files;
 	uint32_t nfiles, cap, clock;
 	struct pyinterp_stats st;
+	/* The last pyinterp__find's file and answer, before its bias. */
+	const struct file_ent *last;
+	uint64_t last_bias;
+	struct profd_pyproc last_pp;
 };
 
 int pyinterp__new(uint32_t files, struct pyinterp **out)
@@ -335,11 +340,43 @@ int pyinterp__find(struct pyinterp *p, int root_fd, const struct procmaps *maps,
 		out->version = f->f.version;
 		out->o = *pyoffsets__find(f->f.version);
 		p->st.found++;
+		p->last = f;
+		p->last_bias = bias;
+		p->last_pp = *out;
 		return 0;
 	}
+	p->last = NULL;
 	if (result == -EPROTONOSUPPORT)
 		p->st.unsupported++;
 	return result;
+}
+
+int pyinterp__template(const struct pyinterp *p, struct profd_pyfile_key *key, struct profd_pyfile *tmpl)
+{
+	const struct file_ent *f = p->last;
+
+	if (!f)
+		return -ENOENT;
+	if (f->nloads > PROFD_PY_LOADS)
+		return -ENOSPC;
+	memset(key, 0, sizeof(*key));
+	memset(tmpl, 0, sizeof(*tmpl));
+	key->dev = (uint64_t)major(f->dev) << 20 | minor(f->dev);
+	key->ino = f->inode;
+	tmpl->tmpl = p->last_pp;
+	tmpl->tmpl.runtime -= p->last_bias;
+	tmpl->tmpl.code_type -= p->last_bias;
+	if (tmpl->tmpl.eval_lo) {
+		tmpl->tmpl.eval_lo -= p->last_bias;
+		tmpl->tmpl.eval_hi -= p->last_bias;
+	}
+	for (uint32_t i = 0; i < f->nloads; i++) {
+		tmpl->loads[i].offset = f->loads[i].offset;
+		tmpl->loads[i].vaddr = f->loads[i].vaddr;
+		tmpl->loads[i].filesz = f->loads[i].filesz;
+	}
+	tmpl->nloads = f->nloads;
+	return 0;
 }
 
 void pyinterp__stats(const struct pyinterp *p, struct pyinterp_stats *out)

@@ -29,6 +29,15 @@ void pyinterp__free(struct pyinterp *p);
 int pyinterp__find(struct pyinterp *p, int root_fd, const struct procmaps *maps, struct profd_pyproc *out);
 
 /*
+ * After a pyinterp__find that returned 0: the file it found, as the BPF
+ * walker keys it (the kernel's device number and the inode), and what
+ * out holds before the mapping's bias (ELF addresses) with the file's
+ * PT_LOAD segments. -ENOSPC when the file has more segments than a
+ * template holds, -ENOENT when nothing was found.
+ */
+int pyinterp__template(const struct pyinterp *p, struct profd_pyfile_key *key, struct profd_pyfile *tmpl);
+
+/*
  * Probes one ELF file open at fd (path: the name it was mapped as; 3.10
  * has no Py_Version, its version comes from the name). The symbol
  * addresses are ELF virtual addresses. Returns as pyinterp__find.

@@ -1,9 +1,9 @@
 #!/bin/bash
 # Time from exec to the first sample unwound with tables. A program is
 # stopped just before its exec; profd starts in test mode for its pid
-# (PROFD_UNWIND_CHECK: every sample of it is a snapshot with its time and
-# the walker's frames); then it is
-# let go. Reported per run: the first sample after exec, and the first
+# (--unwind-snapshots: every sample of it is a snapshot with its time and
+# the walker's frames, which tests/tools/unwind_check writes out); then it
+# is let go. Reported per run: the first sample after exec, and the first
 # whose walk is complete: every table it needed was loaded (snapshot flag
 # "dwarf") and it reached main (>= 6 frames: main;loop above libc's qsort;
 # frame pointers stop at compare or in qsort). Each run copies the
@@ -19,8 +19,8 @@ LLVM=0
 RUNS=${1:-10}
 LIBLLVM=$(ls /usr/lib/x86_64-linux-gnu/libLLVM-1[0-9].so.1 2>/dev/null | head -1)
 T=$(mktemp -d /tmp/profd-ulat.XXXXXX)
-PD= BG=
-trap 'kill $PD $BG 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+PD= BG= CK=
+trap 'kill $PD $BG $CK 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 
 for i in $(seq "$RUNS"); do
 	cp "$BUILD/testprogs/qsort_nofp" "$T/qsort_$i"
@@ -31,7 +31,9 @@ os.execv(sys.argv[1], sys.argv[1:])' "$T/qsort_$i" 0.3 >"$T/exec.$i" &
 	P=$!
 	until [ "$(cut -d' ' -f3 /proc/$P/stat 2>/dev/null)" = T ]; do sleep 0.01; done
 	rm -rf "$T/s"
-	PROFD_UNWIND_CHECK="$P $T/check.$i" "$BUILD/profd" --state-dir "$T/s" --socket "$T/sock" \
+	"$BUILD/tests/tools/unwind_check" "$P" "$T/snaps.$i" "$T/check.$i" 2>>"$T/log.check" &
+	CK=$!
+	"$BUILD/profd" --state-dir "$T/s" --socket "$T/sock" --unwind-snapshots "$P:$T/snaps.$i" \
 		--unwind dwarf ${PROFD_ARGS:-} >"$T/log" 2>&1 &
 	PD=$!
 	for _ in $(seq 600); do [ -S "$T/sock" ] && break; sleep 0.1; done
@@ -47,6 +49,8 @@ while time.time() < end: pass' "$LIBLLVM" &
 	fi
 	kill -CONT $P
 	wait $P
+	wait $CK
+	CK=
 	[ -n "$BG" ] && wait $BG
 	BG=
 	kill -TERM $PD

@@ -1,9 +1,10 @@
 #!/bin/bash
 # Python frames read in BPF, on every CPython of the machine at once (the
 # pyenv builds with a shared libpython, Debian's with libpython linked in):
-# a 50/30/20 split, the caller chain, Class.method names, threads, a thread
-# blocked off-CPU, code objects freed and reused, a C extension under its
-# Python caller, and a 300 ms script.
+# a 50/30/20 split, the caller chain, Class.method names, the line being
+# run in pprof, threads, a thread blocked off-CPU, code objects freed and
+# reused, a C extension under its Python caller, and a 300 ms script, also
+# while profd is stopped.
 source "$(dirname "$0")/lib.sh"
 
 PY=$ROOT/tests/testprogs/python
@@ -66,15 +67,27 @@ for l in $LABELS; do
 	for p in ${THR[$l]} ${CHURN[$l]} ${CEXT[$l]} ${AIO[$l]}; do wait $p || fail "$l: pid $p exited $?"; done
 done
 # Phase 3: a 300 ms script per interpreter, one at a time.
-for l in $LABELS; do
-	"${INTERP[$l]}" -c '
+SHORT_SRC='
 import time
 def short_lived():
     end = time.monotonic() + 0.3
     while time.monotonic() < end:
         pass
-short_lived()' & SHORT[$l]=$!
+short_lived()'
+for l in $LABELS; do
+	"${INTERP[$l]}" -c "$SHORT_SRC" & SHORT[$l]=$!
 	wait ${SHORT[$l]} || fail "$l: python -c exited $?"
+done
+# Phase 4: the same while profd's loop does nothing at all (stopped): the walker
+# makes the process known itself from the interpreter file it has seen before.
+declare -A STOPPED=()
+on_exit "kill -CONT $PROFD_PID"
+for l in $LABELS; do
+	kill -STOP "$PROFD_PID"
+	"${INTERP[$l]}" -c "$SHORT_SRC" & STOPPED[$l]=$!
+	wait ${STOPPED[$l]}; rc=$?
+	kill -CONT "$PROFD_PID"
+	[ $rc -eq 0 ] || fail "$l: python -c with profd stopped exited $rc"
 done
 profctl flush >/dev/null || fail "profctl flush exited $?"
 
@@ -107,14 +120,25 @@ for l in $LABELS; do
 	check "$l split: thirty $b % (30 +- 5)" within "$b" 30 5
 	check "$l split: twenty $c % (20 +- 5)" within "$c" 20 5
 
-	# pprof: the function's file and first line (the line being run is not carried: 0).
+	# pprof: the function's file and first line, and the line being run.
 	if command -v go >/dev/null; then
 		profctl dump --pid ${SPLIT[$l]} --since 5m --no-flush --format pprof -o "$f.pb.gz" &&
-			go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1 || fail "$l split: pprof export or go tool pprof failed"
-		line=$(grep -n '^def fifty' "$PY/split.py" | cut -d: -f1)
-		grep -qE "fifty \(split\.py\) $PY/split\.py:[0-9]+ s=$line\$" "$f.raw" &&
-			ok "$l split: pprof has fifty with its file and first line $line" ||
-			fail "$l split: pprof lacks fifty with $PY/split.py and s=$line: $(grep fifty "$f.raw" | head -1)"
+			go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1 &&
+			go tool pprof -lines -top -nodecount=100000 -sample_index=samples "$f.pb.gz" >"$f.lines" 2>&1 ||
+			fail "$l split: pprof export or go tool pprof failed"
+		first=$(grep -n '^def fifty' "$PY/split.py" | cut -d: -f1)
+		call=$(grep -n '^    burn(50000)$' "$PY/split.py" | cut -d: -f1)
+		grep -qE "fifty \(split\.py\) $PY/split\.py:$call s=$first\$" "$f.raw" &&
+			ok "$l split: pprof has fifty with its file, first line $first and the line of its call $call" ||
+			fail "$l split: pprof lacks fifty at $PY/split.py:$call s=$first: $(grep fifty "$f.raw" | head -1)"
+		# burn's samples by the line it ran (cum of each line's node): the loop's statement is the hot one.
+		hot=$(grep -n '^        x = (x + 7) & 1023$' "$PY/split.py" | cut -d: -f1)
+		awk -v f="burn (split.py) $PY/split.py:" '{ i = index($0, f) } i { n = substr($0, i + length(f)) + 0; c[n] += $4; t += $4 }
+			END { for (n in c) if (c[n] > best) { best = c[n]; bl = n } printf "%d %.1f %d\n", bl, t ? 100 * c[bl] / t : 0, t }' \
+			"$f.lines" >"$f.hot"
+		read -r bl bs bt <"$f.hot"
+		check "$l split: the line burn ran most is $bl, the hot statement's $hot ($bs % of $bt samples)" [ "$bl" = "$hot" ]
+		check "$l split: $bs % of burn's samples on line $hot (>= 60)" atleast "$bs" 60
 	fi
 
 	f=$T/threads.$l
@@ -147,6 +171,34 @@ for l in $LABELS; do
 	check "$l churn: $good samples in generated functions (>= 20)" atleast "$good" 20
 	check "$l churn: $bad samples name a generated function under the wrong caller (0)" [ "$bad" -eq 0 ]
 	echo "   $(cat "$T/churn.$l.out") compiled"
+	# g: one name, file and first line, another line table each round. Under run_gJ
+	# its lines are 2 and 3-6 + 10 J; a line read with another round's table is not.
+	if command -v go >/dev/null; then
+		profctl dump --pid ${CHURN[$l]} --since 5m --no-flush --format pprof -o "$f.pb.gz" &&
+			go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1 || fail "$l churn: pprof export or go tool pprof failed"
+		awk '/^Samples:/ { sec = 1; next } /^Locations/ { sec = 2; next } /^Mappings/ { sec = 3; next }
+			sec == 1 && $1 ~ /^[0-9]+$/ && index($0, ":") { ns++; v[ns] = $1; ids[ns] = substr($0, index($0, ":") + 1) }
+			sec == 2 && $1 ~ /^[0-9]+:$/ { id = $1 + 0
+				if (match($0, /g [(]churn_gen[.]py[)] churn_gen[.]py:[0-9]+ /)) {
+					t = substr($0, RSTART, RLENGTH); sub(/.*:/, "", t); gl[id] = t + 0
+				} else if (match($0, /run_g[0-2] [(]churn[.]py[)]/)) gc[id] = substr($0, RSTART + 5, 1) + 0
+				else if ($0 ~ / [(][^)]*[.]py[)] /) py[id] = 1 }
+			END { for (i = 1; i <= ns; i++) {
+				n = split(ids[i], a, " "); line = -1; j = -1
+				for (k = 1; k <= n; k++) {
+					if (line < 0) { if (a[k] in gl) line = gl[a[k]]; continue }
+					if (a[k] in gc) { j = gc[a[k]]; break }
+					if (a[k] in py) break
+				}
+				if (line < 0) continue
+				off = line - 10 * j
+				if (j >= 0 && (line == 2 || (off >= 3 && off <= 6))) good += v[i]
+				else { bad += v[i]; print "wrong line: g line " line " under run_g" j > "/dev/stderr" }
+			} print good + 0, bad + 0 }' "$f.raw" >"$f.lines"
+		read -r good bad <"$f.lines"
+		check "$l churn: $good samples in g on a line of its own round's table (>= 20)" atleast "$good" 20
+		check "$l churn: $bad samples in g on a line of another round's table (0)" [ "$bad" -eq 0 ]
+	fi
 
 	f=$T/cext.$l
 	dump_pid cpu ${CEXT[$l]} >"$f"
@@ -174,6 +226,16 @@ for l in $LABELS; do
 	check "$l short script: $n samples while it ran its code (>= 20)" atleast "$n" 20
 	s=$(share ';short_lived [(]<string>[)]' "$f")
 	check "$l short script: $s % of them named short_lived (>= 90)" atleast "$s" 90
+	# profd stopped: the process is gone before its mappings are read, so its native
+	# frames cannot tell start-up from the script; its Python frames can.
+	f=$T/stopped.$l
+	dump_pid cpu ${STOPPED[$l]} >"$f"
+	n=$(total "$f")
+	py=$(ctotal '[(]<string>[)]|\[unknown python\]' "$f")
+	named=$(ctotal ';short_lived [(]<string>[)]' "$f")
+	s=$(cshare '[(]<string>[)]|\[unknown python\]' ';short_lived [(]<string>[)]' "$f")
+	check "$l short script, profd stopped: $named of its $n samples named short_lived (>= 20)" atleast "$named" 20
+	check "$l short script, profd stopped: $s % of the $py with a Python frame in short_lived (>= 85)" atleast "$s" 85
 done
 profctl status | grep '^python_' | tr '\t' ' ' | paste -sd' '
 # What a failure looked at, kept beside the log.

@@ -1,9 +1,11 @@
 #!/bin/bash
 # The kernel walker against libunwind on the same snapshots: in test mode
-# (PROFD_UNWIND_CHECK="PID FILE") the BPF program sends, with each sample of
-# PID, the registers, 16 KB of stack and its own frames; profd unwinds the
-# copy again with libunwind (unw_init_remote over the copy and the ELF files)
-# and writes both. Frames agree when both have the same pc at the same depth.
+# (--unwind-snapshots PID:FILE) the BPF program sends, with each sample of
+# PID, the registers, 16 KB of stack and its own frames, and profd appends
+# them to FILE; tests/tools/unwind_check follows the file while PID runs,
+# unwinds each copy again with libunwind (unw_init_remote over the copy and
+# the ELF files) and writes both. Frames agree when both have the same pc at
+# the same depth. profd itself does not link libunwind.
 source "$(dirname "$0")/lib.sh"
 
 # 8 s: profd attaches a second or two after the program starts, and the
@@ -11,8 +13,14 @@ source "$(dirname "$0")/lib.sh"
 for prog in qsort_nofp phases_nofp; do
 	"$TP/$prog" 8 >/dev/null &
 	PID=$!
-	PROFD_UNWIND_CHECK="$PID $T/check.$prog" start_profd
+	"$BUILD/tests/tools/unwind_check" "$PID" "$T/snaps.$prog" "$T/check.$prog" \
+		2>"$T/ucheck.$prog" &
+	CK=$!
+	on_exit "kill $CK"
+	start_profd --unwind-snapshots "$PID:$T/snaps.$prog"
 	wait $PID
+	check "unwind_check reads every snapshot and exits 0 ($prog)" wait $CK
+	cat "$T/ucheck.$prog"
 	check "profd exits 0 on SIGTERM ($prog)" stop_profd
 	rm -rf "$STATE"
 	# Snapshots taken before the tables they needed were loaded (field 5 "fp":

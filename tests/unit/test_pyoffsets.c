@@ -38,15 +38,24 @@ static const struct field fields[] = {
 	{ F(is_tstate_head), { IS "tstate_head", IS "threads.head", IS "threads.head", IS "threads.head" } },
 	{ F(ts_next), { TS "next", TS "next", TS "next", TS "next" } },
 	{ F(ts_thread_id), { TS "thread_id", TS "thread_id", TS "thread_id", TS "thread_id" } },
+	{ F(ts_interp), { TS "interp", TS "interp", TS "interp", TS "interp" } },
 	{ F(ts_frame), { TS "frame", TS "cframe", TS "cframe", TS "current_frame" } },
 	{ F(cf_current_frame), { NULL, "&((_PyCFrame *)0)->current_frame", "&((_PyCFrame *)0)->current_frame", NULL } },
 	{ F(fr_previous), { FO "f_back", IF "previous", IF "previous", IF "previous" } },
 	{ F(fr_code), { FO "f_code", IF "f_code", IF "f_code", IF "f_executable" } },
 	{ F(fr_is_entry), { NULL, IF "is_entry", NULL, NULL } },
 	{ F(fr_owner), { NULL, NULL, IF "owner", IF "owner" } },
+	{ F(fr_instr), { FO "f_lasti", IF "prev_instr", IF "prev_instr", IF "instr_ptr" } },
 	{ F(co_name), { CO "co_name", CO "co_qualname", CO "co_qualname", CO "co_qualname" } },
 	{ F(co_filename), { CO "co_filename", CO "co_filename", CO "co_filename", CO "co_filename" } },
 	{ F(co_firstlineno), { CO "co_firstlineno", CO "co_firstlineno", CO "co_firstlineno", CO "co_firstlineno" } },
+	{ F(co_linetable), { CO "co_linetable", CO "co_linetable", CO "co_linetable", CO "co_linetable" } },
+	{ F(co_code), { NULL, CO "co_code_adaptive", CO "co_code_adaptive", CO "co_code_adaptive" } },
+	{ F(co_version), { NULL, NULL, CO "co_version", CO "co_version" } },
+	{ F(bytes_size), { "&((PyBytesObject *)0)->ob_base.ob_size", "&((PyBytesObject *)0)->ob_base.ob_size",
+			   "&((PyBytesObject *)0)->ob_base.ob_size", "&((PyBytesObject *)0)->ob_base.ob_size" } },
+	{ F(bytes_data), { "&((PyBytesObject *)0)->ob_sval", "&((PyBytesObject *)0)->ob_sval",
+			   "&((PyBytesObject *)0)->ob_sval", "&((PyBytesObject *)0)->ob_sval" } },
 	{ F(str_length), { "&((PyASCIIObject *)0)->length", "&((PyASCIIObject *)0)->length",
 			   "&((PyASCIIObject *)0)->length", "&((PyASCIIObject *)0)->length" } },
 	{ F(str_state), { "&((PyASCIIObject *)0)->state", "&((PyASCIIObject *)0)->state",
@@ -138,11 +147,17 @@ int main(void)
 		struct pyinterp_file pf;
 		int fd;
 
-		/* What the BPF reader reads must cover the offsets: 96 bytes of a frame, 160 of a code object. */
-		CHECK(o->fr_previous + 8 <= 96 && o->fr_code + 8 <= 96);
-		CHECK(o->fr_is_entry == PROFD_PY_NONE || o->fr_is_entry < 96);
-		CHECK(o->fr_owner == PROFD_PY_NONE || o->fr_owner < 96);
+		/* What the BPF reader reads must cover the offsets: 112 bytes of a frame, 160 of a code object. */
+		CHECK(o->fr_previous + 8 <= 112 && o->fr_code + 8 <= 112 && o->fr_instr + 8 <= 112);
+		CHECK(o->fr_is_entry == PROFD_PY_NONE || o->fr_is_entry < 112);
+		CHECK(o->fr_owner == PROFD_PY_NONE || o->fr_owner < 112);
 		CHECK(o->co_name + 8 <= 160 && o->co_filename + 8 <= 160 && o->co_firstlineno + 4 <= 160);
+		CHECK(o->co_linetable + 8 <= 160 && (o->co_version == PROFD_PY_NONE || o->co_version + 4 <= 160));
+		/* One read covers the thread state's fields: 256 bytes. */
+		CHECK(o->ts_thread_id + 8 <= 256 && o->ts_frame + 8 <= 256 && o->ts_interp + 8 <= 256);
+		CHECK(o->bytes_size + 8 <= 32 && o->bytes_data <= 32);
+		/* An instruction pointer for 3.11+, an instruction index before. */
+		CHECK(!!(o->flags & PROFD_PY_F_LASTI) == (version < 0x030b) && (o->co_code == PROFD_PY_NONE) == (version < 0x030b));
 		CHECK(o->str_utf8 + 8 <= 64 && o->str_state + 4 <= 64 && o->str_length + 8 <= 64);
 		if (!path) {
 			printf("note: no pyenv CPython 3.%u: its layout is not checked here\n", version & 0xff);

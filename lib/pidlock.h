@@ -1,6 +1,6 @@
 /* One profd per state directory: an flock'd file holding the owner's pid. */
-#ifndef PROFD_LOCK_H
-#define PROFD_LOCK_H
+#ifndef PROFD_PIDLOCK_H
+#define PROFD_PIDLOCK_H
 
 #include <sys/types.h>
 

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lock.h"
+#include "pidlock.h"
 #include "parse.h"
 
 #define PIDFILE "profd.pid"

@@ -1,0 +1,183 @@
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/types.h>
+
+#include "profd.h"
+#include "profile.h"
+#include "symbolizer.h"
+#include "window.h"
+
+#define FCACHE_SLOTS 16384
+#define KERNEL_PID UINT32_MAX /* above any pid_max */
+
+/* A slot whose gen is not the current one is empty. */
+struct fcache_slot {
+	uint64_t ip;
+	uint32_t pid; /* KERNEL_PID: a kernel frame */
+	uint32_t gen;
+	uint32_t id; /* frame id in the window */
+	uint32_t is_ret;
+};
+
+struct window {
+	struct profile *p;
+	struct window_syms syms;
+	struct fcache_slot *fcache;
+	uint32_t gen;
+	uint32_t frames[2 * PROFD_MAX_DEPTH];
+	struct window_stats st;
+};
+
+int window__new(struct profile *p, const struct window_syms *syms, struct window **out)
+{
+	struct window *w;
+
+	if (!p || !syms->user || !syms->kernel)
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->fcache = calloc(FCACHE_SLOTS, sizeof(*w->fcache));
+	if (!w->fcache) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->p = p;
+	w->syms = *syms;
+	w->gen = 1;
+	*out = w;
+	return 0;
+}
+
+void window__free(struct window *w)
+{
+	if (!w)
+		return;
+	free(w->fcache);
+	free(w);
+}
+
+void window__clear(struct window *w)
+{
+	if (++w->gen == 0) {
+		memset(w->fcache, 0, FCACHE_SLOTS * sizeof(*w->fcache));
+		w->gen = 1;
+	}
+}
+
+static int add_frame(struct window *w, const struct sym *y, uint32_t *id)
+{
+	struct pf_frame f = { .offset = y->offset };
+	int err;
+
+	f.kind = y->kind == SYM_KERNEL ? PF_FRAME_KERNEL :
+		 y->kind == SYM_JIT    ? PF_FRAME_JIT :
+					 PF_FRAME_USER;
+	err = profile__intern_str(w->p, y->name, &f.name);
+	if (!err)
+		err = profile__intern_str(w->p, y->module, &f.module);
+	if (!err)
+		err = profile__frame_add(w->p, &f, id);
+	return err;
+}
+
+static struct fcache_slot *fcache_slot(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret)
+{
+	uint64_t h = (ip ^ ((uint64_t)pid << 32 | is_ret)) * 0x9e3779b97f4a7c15ULL;
+
+	return &w->fcache[(h >> 40) & (FCACHE_SLOTS - 1)];
+}
+
+static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
+{
+	struct fcache_slot *c = fcache_slot(w, pid, ip, is_ret);
+	struct sym y;
+	int err;
+
+	if (c->gen == w->gen && c->ip == ip && c->pid == pid && c->is_ret == is_ret) {
+		w->st.frame_hits++;
+		*id = c->id;
+		return 0;
+	}
+	w->st.frame_misses++;
+	err = pid == KERNEL_PID ? w->syms.kernel(w->syms.arg, ip, &y) :
+				  w->syms.user(w->syms.arg, pid, ip, (int)is_ret, &y);
+	if (!err)
+		err = add_frame(w, &y, id);
+	if (!err)
+		*c = (struct fcache_slot){
+			.ip = ip, .pid = pid, .gen = w->gen, .id = *id, .is_ret = is_ret
+		};
+	return err;
+}
+
+int window__frame(struct window *w, uint32_t pid, uint64_t ip, int is_ret, uint32_t *id)
+{
+	return frame_id(w, pid, ip, is_ret != 0, id);
+}
+
+/*
+ * A sched_switch stack starts in the tracing glue that ran the BPF program
+ * (bpf_prog_*, bpf_trace_run*, __traceiter_*), not where the thread waited:
+ * how many leaf frames to leave out. Which glue frames appear depends on
+ * the kernel, so they are matched by name.
+ */
+static uint32_t glue_frames(struct window *w, const __u64 *kstack, uint32_t n)
+{
+	struct sym y;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (w->syms.kernel(w->syms.arg, kstack[i], &y) || !y.name ||
+		    (strncmp(y.name, "bpf_", 4) && strncmp(y.name, "__bpf_", 6) &&
+		     strncmp(y.name, "__traceiter_", 12)))
+			break;
+	return i;
+}
+
+int window__add(struct window *w, const struct window_sample *s)
+{
+	struct pf_sample ps = { .pid = s->pid, .tid = s->tid, .kind = s->kind, .value = s->value };
+	uint32_t nuser = s->user_ids ? s->nuser_ids : s->nustack, n = 0, kskip = 0;
+	int err;
+
+	if (nuser > PROFD_MAX_DEPTH || s->nkstack > PROFD_MAX_DEPTH)
+		return -E2BIG;
+	if (s->kind != PF_KIND_CPU) {
+		kskip = glue_frames(w, s->kstack, s->nkstack);
+		w->st.glue_frames += kskip;
+	}
+	if (s->user_ids) {
+		memcpy(w->frames, s->user_ids, nuser * sizeof(*w->frames));
+		n = nuser;
+	} else {
+		for (uint32_t i = s->nustack; i-- > 0;) {
+			err = frame_id(w, s->pid, s->ustack[i], i > 0, &w->frames[n++]);
+			if (err)
+				return err;
+		}
+	}
+	for (uint32_t i = s->nkstack; i-- > kskip;) {
+		err = frame_id(w, KERNEL_PID, s->kstack[i], 0, &w->frames[n++]);
+		if (err)
+			return err;
+	}
+	err = profile__stack_add(w->p, w->frames, n, &ps.stack);
+	if (!err)
+		err = profile__intern(w->p, s->comm, s->comm_len, &ps.comm);
+	if (!err)
+		err = profile__intern(w->p, s->thread, s->thread_len, &ps.thread);
+	if (!err)
+		err = profile__intern_str(w->p, s->cgroup ? s->cgroup : "", &ps.cgroup);
+	if (!err)
+		err = profile__add(w->p, &ps);
+	return err;
+}
+
+void window__stats(const struct window *w, struct window_stats *st)
+{
+	*st = w->st;
+}

@@ -1,0 +1,75 @@
+/*
+ * Sampled stacks into a window (lib/profile). Each frame is named by a
+ * symbolizer the caller hands in as callbacks (lib/symbolizer in profd, a
+ * fake in tests) and interned once per drain: a drain meets the same frames
+ * again and again (every stack of a thread shares its outer frames), and
+ * naming and interning each occurrence was the largest part of profd's own
+ * CPU time. The frame cache is direct-mapped by (pid, address, leaf or not)
+ * and holds until window__clear: a process may exec between two drains, and
+ * a new window numbers its frames anew. Off-CPU stacks lose the tracing glue
+ * at their kernel leaf.
+ */
+#ifndef PROFD_WINDOW_H
+#define PROFD_WINDOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+struct profile;
+struct sym;
+struct window;
+
+/* The symbolizer: 0 with *out filled (unnamed frames included), or -errno. */
+struct window_syms {
+	int (*user)(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out);
+	int (*kernel)(void *arg, uint64_t ip, struct sym *out);
+	void *arg;
+};
+
+struct window_sample {
+	uint32_t pid, tid;
+	uint32_t kind; /* enum pf_sample_kind */
+	uint64_t value;
+	const char *comm; /* comm_len bytes, not NUL-terminated */
+	size_t comm_len;
+	const char *thread;
+	size_t thread_len;
+	const char *cgroup;  /* NUL-terminated; NULL: none */
+	const __u64 *ustack; /* leaf first, as the kernel reports them */
+	uint32_t nustack;
+	const uint32_t *user_ids; /* set: the user frames are these window frames, root first */
+	uint32_t nuser_ids;
+	const __u64 *kstack; /* leaf first */
+	uint32_t nkstack;
+};
+
+struct window_stats {
+	uint64_t frame_hits, frame_misses; /* frames found in the cache, and named and interned */
+	uint64_t glue_frames;              /* tracing glue left out of off-CPU stacks */
+};
+
+/* Samples go into p, which the caller owns, resets and writes out. */
+int window__new(struct profile *p, const struct window_syms *syms, struct window **out);
+void window__free(struct window *w);
+
+/* Forgets every cached frame: a new drain, or p reset (frame ids restart). */
+void window__clear(struct window *w);
+
+/*
+ * One user frame of pid (is_ret: not the leaf) as a frame of p: from the
+ * cache, or named and interned.
+ */
+int window__frame(struct window *w, uint32_t pid, uint64_t ip, int is_ret, uint32_t *id);
+
+/*
+ * Adds one sample: its stack is the user frames, root first, then the kernel
+ * frames from the entry to the leaf (PROFD_MAX_DEPTH of each at most). 0 or
+ * -errno (-E2BIG for a longer stack).
+ */
+int window__add(struct window *w, const struct window_sample *s);
+
+void window__stats(const struct window *w, struct window_stats *st);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * window: stacks into a window through a fake symbolizer that names each
+ * address after itself and counts its calls: frame order, the frame cache,
+ * off-CPU glue frames, frames given as ids, errors.
+ */
+#include "profile.h"
+#include "symbolizer.h"
+#include "window.h"
+#include "profd.h"
+#include "t.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+/* The fake: user frames are "u<pid>_<ip>" (+ "r" when not the leaf) in "/bin/p<pid>". */
+struct fake {
+	unsigned user_calls, kernel_calls;
+	uint64_t fail_ip;       /* naming this address fails with -ENOMEM */
+	char name[64], module[64];
+	const char *glue[8];    /* kernel names by address 0xf0 + i */
+};
+
+static int fake_user(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out)
+{
+	struct fake *f = arg;
+
+	f->user_calls++;
+	if (ip == f->fail_ip)
+		return -ENOMEM;
+	snprintf(f->name, sizeof(f->name), "u%u_%llx%s", pid, (unsigned long long)ip,
+		 is_ret ? "r" : "");
+	snprintf(f->module, sizeof(f->module), "/bin/p%u", pid);
+	*out = (struct sym){ .name = f->name, .module = f->module, .offset = ip - 0x1000,
+			     .kind = ip >= 0x9000 ? SYM_JIT : SYM_USER };
+	return 0;
+}
+
+static int fake_kernel(void *arg, uint64_t ip, struct sym *out)
+{
+	struct fake *f = arg;
+
+	f->kernel_calls++;
+	if (ip == f->fail_ip)
+		return -ENOMEM;
+	if (ip >= 0xf0 && ip < 0xf8 && f->glue[ip - 0xf0])
+		snprintf(f->name, sizeof(f->name), "%s", f->glue[ip - 0xf0]);
+	else
+		snprintf(f->name, sizeof(f->name), "k_%llx", (unsigned long long)ip);
+	*out = (struct sym){ .name = f->name, .module = "", .offset = ip, .kind = SYM_KERNEL };
+	return 0;
+}
+
+/* The names of sample i's stack, root first, joined by ';'. */
+static const char *stack_of(const struct profile *p, size_t i)
+{
+	static char buf[1024];
+	const struct pf_sample *s = profile__sample(p, i);
+	const uint32_t *fr;
+	uint32_t n = 0;
+	size_t len = 0;
+
+	buf[0] = 0;
+	if (!s)
+		return "(none)";
+	fr = profile__stack(p, s->stack, &n);
+	for (uint32_t k = 0; k < n && len < sizeof(buf) - 1; k++)
+		len += snprintf(buf + len, sizeof(buf) - len, "%s%s", k ? ";" : "",
+				profile__str(p, profile__frame(p, fr[k])->name));
+	return buf;
+}
+
+static struct window *setup(struct profile **p, struct fake *f)
+{
+	struct window_syms syms = { .user = fake_user, .kernel = fake_kernel, .arg = f };
+	struct window *w = NULL;
+
+	*p = NULL;
+	if (profile__new(p))
+		return NULL;
+	CHECK_EQ_INT(window__new(*p, &syms, &w), 0);
+	return w;
+}
+
+static void test_stack(void)
+{
+	struct fake f = { 0 };
+	struct profile *p;
+	struct window *w = setup(&p, &f);
+	const __u64 us[] = { 0x1010, 0x1020, 0x9030 }, ks[] = { 0xa1, 0xa2 };
+	struct window_sample s = { .pid = 7, .tid = 8, .kind = PF_KIND_CPU, .value = 3,
+				   .comm = "prog____", .comm_len = 4, .thread = "worker",
+				   .thread_len = 6, .cgroup = "/a/b", .ustack = us, .nustack = 3,
+				   .kstack = ks, .nkstack = 2 };
+	const struct pf_sample *ps;
+	const struct pf_frame *fr;
+	const uint32_t *ids;
+	uint32_t n = 0;
+
+	if (!w)
+		return;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(profile__nsamples(p), 1);
+	/* Root first: the outermost user frame; the leaf alone is not a return address. */
+	CHECK_EQ_STR(stack_of(p, 0), "u7_9030r;u7_1020r;u7_1010;k_a2;k_a1");
+	ps = profile__sample(p, 0);
+	CHECK_EQ_INT(ps->pid, 7);
+	CHECK_EQ_INT(ps->tid, 8);
+	CHECK_EQ_INT(ps->value, 3);
+	CHECK_EQ_INT(ps->kind, PF_KIND_CPU);
+	CHECK_EQ_STR(profile__str(p, ps->comm), "prog");
+	CHECK_EQ_STR(profile__str(p, ps->thread), "worker");
+	CHECK_EQ_STR(profile__str(p, ps->cgroup), "/a/b");
+	ids = profile__stack(p, ps->stack, &n);
+	CHECK_EQ_INT(n, 5);
+	fr = profile__frame(p, ids[0]);
+	CHECK_EQ_INT(fr->kind, PF_FRAME_JIT);
+	CHECK_EQ_INT(fr->offset, 0x8030);
+	CHECK_EQ_STR(profile__str(p, fr->module), "/bin/p7");
+	CHECK_EQ_INT(profile__frame(p, ids[2])->kind, PF_FRAME_USER);
+	CHECK_EQ_INT(profile__frame(p, ids[4])->kind, PF_FRAME_KERNEL);
+	CHECK_EQ_INT(profile__frame(p, ids[4])->offset, 0xa1);
+
+	/* No cgroup, no stacks. */
+	s = (struct window_sample){ .pid = 9, .kind = PF_KIND_CPU, .value = 1, .comm = "x",
+				    .comm_len = 1 };
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_STR(stack_of(p, 1), "");
+	CHECK_EQ_STR(profile__str(p, profile__sample(p, 1)->cgroup), "");
+	window__free(w);
+	profile__free(p);
+}
+
+static void test_cache(void)
+{
+	struct fake f = { 0 };
+	struct profile *p;
+	struct window *w = setup(&p, &f);
+	const __u64 a[] = { 0x1010, 0x1020 }, b[] = { 0x1011, 0x1020 }, k[] = { 0xa1 };
+	struct window_sample s = { .pid = 7, .kind = PF_KIND_CPU, .value = 1, .comm = "c",
+				   .comm_len = 1, .ustack = a, .nustack = 2, .kstack = k,
+				   .nkstack = 1 };
+	struct window_stats st;
+	uint32_t id1 = 0, id2 = 0;
+
+	if (!w)
+		return;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.user_calls, 2);
+	CHECK_EQ_INT(f.kernel_calls, 1);
+	/* Same outer frame and kernel frame: only the new leaf is named. */
+	s.ustack = b;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.user_calls, 3);
+	CHECK_EQ_INT(f.kernel_calls, 1);
+	/* Another process: its own frames; the kernel's are shared. */
+	s.pid = 8;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.user_calls, 5);
+	CHECK_EQ_INT(f.kernel_calls, 1);
+	CHECK_EQ_STR(stack_of(p, 2), "u8_1020r;u8_1011;k_a1");
+	/* The same address as leaf and as a return address are two frames. */
+	CHECK_EQ_INT(window__frame(w, 8, 0x1011, 1, &id1), 0);
+	CHECK_EQ_INT(f.user_calls, 6);
+	CHECK_EQ_INT(window__frame(w, 8, 0x1011, 1, &id2), 0);
+	CHECK_EQ_INT(f.user_calls, 6);
+	CHECK_EQ_INT(id1, id2);
+	CHECK_EQ_STR(profile__str(p, profile__frame(p, id1)->name), "u8_1011r");
+	window__stats(w, &st);
+	CHECK_EQ_INT(st.frame_misses, 7);
+	CHECK_EQ_INT(st.frame_hits, 4);
+	/* A new drain names everything again (the process may have exec'd). */
+	window__clear(w);
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.user_calls, 8);
+	CHECK_EQ_INT(f.kernel_calls, 2);
+	/* A window reset renumbers frames: after clear, ids are those of the new window. */
+	profile__reset(p);
+	window__clear(w);
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(profile__nsamples(p), 1);
+	CHECK_EQ_STR(stack_of(p, 0), "u8_1020r;u8_1011;k_a1");
+	window__free(w);
+	profile__free(p);
+}
+
+static void test_glue(void)
+{
+	struct fake f = { .glue = { "bpf_prog_abc_offcpu", "__bpf_trace_sched_switch",
+				    "__traceiter_sched_switch", "schedule" } };
+	struct profile *p;
+	struct window *w = setup(&p, &f);
+	/* Leaf first: three glue frames, then schedule and a caller. */
+	const __u64 k[] = { 0xf0, 0xf1, 0xf2, 0xf3, 0xa5 }, kg[] = { 0xf0, 0xf1 };
+	struct window_sample s = { .pid = 7, .kind = PF_KIND_OFFCPU, .value = 1000, .comm = "c",
+				   .comm_len = 1, .kstack = k, .nkstack = 5 };
+	struct window_stats st;
+
+	if (!w)
+		return;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_STR(stack_of(p, 0), "k_a5;schedule");
+	s.kind = PF_KIND_RUNQ;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_STR(stack_of(p, 1), "k_a5;schedule");
+	/* On-CPU stacks keep every frame: a BPF program on the CPU is real work. */
+	s.kind = PF_KIND_CPU;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_STR(stack_of(p, 2), "k_a5;schedule;__traceiter_sched_switch;"
+				     "__bpf_trace_sched_switch;bpf_prog_abc_offcpu");
+	/* All glue: the stack is left empty, not an error. */
+	s.kind = PF_KIND_OFFCPU;
+	s.kstack = kg;
+	s.nkstack = 2;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_STR(stack_of(p, 3), "");
+	window__stats(w, &st);
+	CHECK_EQ_INT(st.glue_frames, 8);
+	/* A glue frame that cannot be named ends the glue there. */
+	f.fail_ip = 0xf1;
+	s.kstack = k;
+	s.nkstack = 5;
+	window__clear(w);
+	CHECK_EQ_INT(window__add(w, &s), -ENOMEM);
+	window__free(w);
+	profile__free(p);
+}
+
+static void test_ids_and_errors(void)
+{
+	struct fake f = { 0 };
+	struct profile *p;
+	struct window *w = setup(&p, &f);
+	const __u64 us[] = { 0x1010, 0x1bad }, ks[] = { 0xa1 }, deep[PROFD_MAX_DEPTH + 1] = { 0 };
+	struct window_sample s = { .pid = 7, .kind = PF_KIND_CPU, .value = 1, .comm = "c",
+				   .comm_len = 1, .kstack = ks, .nkstack = 1 };
+	uint32_t ids[2];
+
+	if (!w)
+		return;
+	/* User frames named elsewhere (Python) come as ids, root first; kernel frames follow. */
+	CHECK_EQ_INT(window__frame(w, 7, 0x2000, 1, &ids[0]), 0);
+	CHECK_EQ_INT(window__frame(w, 7, 0x2010, 0, &ids[1]), 0);
+	s.user_ids = ids;
+	s.nuser_ids = 2;
+	s.ustack = us;
+	s.nustack = 2;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_STR(stack_of(p, 0), "u7_2000r;u7_2010;k_a1");
+	CHECK_EQ_INT(f.user_calls, 2);
+	/* A frame that cannot be named fails the sample, and nothing is added. */
+	s.user_ids = NULL;
+	f.fail_ip = 0x1bad;
+	CHECK_EQ_INT(window__add(w, &s), -ENOMEM);
+	CHECK_EQ_INT(profile__nsamples(p), 1);
+	s.ustack = deep;
+	s.nustack = PROFD_MAX_DEPTH + 1;
+	CHECK_EQ_INT(window__add(w, &s), -E2BIG);
+	CHECK_EQ_INT(profile__nsamples(p), 1);
+	window__free(w);
+	profile__free(p);
+}
+
+int main(void)
+{
+	struct window_syms none = { 0 };
+	struct profile *p = NULL;
+	struct window *w = NULL;
+
+	CHECK_EQ_INT(profile__new(&p), 0);
+	CHECK_EQ_INT(window__new(p, &none, &w), -EINVAL);
+	profile__free(p);
+	test_stack();
+	test_cache();
+	test_glue();
+	test_ids_and_errors();
+	T_DONE();
+}
