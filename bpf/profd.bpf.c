@@ -103,46 +103,24 @@ static __always_inline int same_stack(const struct profd_stack *a, const struct 
 	return 1;
 }
 
+static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 slot,
+					    __u32 *flags);
+static __always_inline __u64 intern_stack(void *smap, struct profd_stack *s, int user, __u32 *ok);
+
 /* Returns the stack id (0 when the stack could not be stored; the reason is counted). */
 static __always_inline __u64 store_stack(void *ctx, void *stack_map, __u32 slot, int user,
 					 __u32 *flags)
 {
-	struct profd_stack *buf, *old;
-	__u64 id;
-	long n;
-	int err;
+	struct profd_stack *buf;
+	__u32 ok = 1;
 
 	buf = bpf_map_lookup_elem(&scratch, &slot);
 	if (!buf)
 		return 0;
-	n = user ? py_user_stack(ctx, buf->ips, 0) : bpf_get_stack(ctx, buf->ips, sizeof(buf->ips), 0);
-	if (n < 0)
-		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
-	/* Zero frames is normal: a sample in user mode has no kernel stack. */
-	if (n <= 0)
+	/* Zero frames is normal: a kernel thread has no user stack. */
+	if (!capture(ctx, buf, user, slot, flags))
 		return 0;
-	buf->len = n / sizeof(__u64);
-	buf->pad = 0;
-	if (buf->len >= PROFD_MAX_DEPTH) {
-		count(PROFD_CNT_TRUNCATED);
-		*flags |= user ? PROFD_F_USTACK_TRUNC : PROFD_F_KSTACK_TRUNC;
-	}
-	id = (stack_hash(buf, buf->len) & ~1ULL) | (user ? 0 : 1);
-	if (id <= 1)
-		id = 2 | (user ? 0 : 1);
-
-	err = bpf_map_update_elem(stack_map, &id, buf, BPF_NOEXIST);
-	if (err == 0)
-		return id;
-	if (err != -17 /* EEXIST */) {
-		count(PROFD_CNT_STACKS_FULL);
-		return 0;
-	}
-	old = bpf_map_lookup_elem(stack_map, &id);
-	if (old && same_stack(old, buf))
-		return id;
-	count(PROFD_CNT_HASH_CLASH);
-	return 0;
+	return intern_stack(stack_map, buf, user, &ok);
 }
 
 static __always_inline int add_count(void *cmap, const struct profd_key *key, __u64 value)
@@ -166,7 +144,7 @@ static __always_inline int add_count(void *cmap, const struct profd_key *key, __
 	return 0;
 }
 
-static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot)
+static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot, int kernel)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -189,7 +167,8 @@ static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot
 	bpf_get_current_comm(key.thread, sizeof(key.thread));
 	BPF_CORE_READ_STR_INTO(&key.comm, task, group_leader, comm);
 
-	key.kstack = store_stack(ctx, smap, slot, 0, &key.flags);
+	if (kernel)
+		key.kstack = store_stack(ctx, smap, slot, 0, &key.flags);
 	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD))
 		key.ustack = store_stack(ctx, smap, slot, 1, &key.flags);
 
@@ -216,7 +195,11 @@ int on_cpu(struct bpf_perf_event_data *ctx)
 	}
 	if (cost_tgid && pid_tgid >> 32 == cost_tgid)
 		t0 = bpf_ktime_get_ns();
-	r = record(ctx, PROFD_KIND_CPU, 1, 0);
+	/*
+	 * A sample taken in user mode has no kernel stack: no call to find that
+	 * out. A full-width load of cs: the verifier refuses a narrowed one.
+	 */
+	r = record(ctx, PROFD_KIND_CPU, 1, 0, (*(volatile __u64 *)&ctx->regs.cs & 3) == 0);
 	if (t0) {
 		__sync_fetch_and_add(&cost_ns, bpf_ktime_get_ns() - t0);
 		__sync_fetch_and_add(&cost_samples, 1);
@@ -246,6 +229,23 @@ const volatile __u32 offcpu_filter = 0;
 const volatile __u32 offcpu_cgroup_levels = 0;
 /* Record 1 in N switch-outs of each thread, its time multiplied by N. */
 const volatile __u32 offcpu_sample = 1;
+/*
+ * Switch-outs per second per CPU recorded exactly (0: no limit). A CPU that
+ * switched faster in its last rate window (one jiffy) records a random 1 in
+ * N of its switch-outs in this one, N = its rate / this limit rounded up,
+ * each with its time multiplied by N: a same-CPU pipe ping-pong switches
+ * several hundred thousand times a second, and even a reused stack costs
+ * about 120 ns per switch.
+ */
+const volatile __u32 offcpu_max_rate = 0;
+/* A longer window (an idle CPU, no tick) tells nothing of the rate now: exact again. */
+#define OFFCPU_RATE_GAP_NS 50000000ULL
+/*
+ * Past 1 in 4 the hook costs little less (what every switch pays stays),
+ * while a long wait behind another task's time slice, when recorded,
+ * weighs N times: the estimate's spread grows with N - 1.
+ */
+#define OFFCPU_MAX_EVERY 4
 
 /*
  * Short waits in the same place are summed in the thread's own storage and
@@ -294,6 +294,7 @@ struct offcpu_place {
 	__u64 reuse_ns;         /* how long these stacks may be reused: grows while captures find them unchanged */
 	__u64 uhash, khash;     /* stack_hash of ustk and kstk, to see whether a capture changed them */
 	__u64 ubp, uret;        /* user rbp at capture and the word at rbp + 8: the caller check of a grown interval */
+	__u64 chk_ns;           /* when uret was last found unchanged (or captured) */
 	struct profd_stack ustk;
 	struct profd_stack kstk;
 };
@@ -309,10 +310,27 @@ struct offcpu_task {
 	__u32 kind;  /* of the pending wait */
 	__u32 skip;  /* offcpu_sample: switch-outs to let pass before the next recorded one */
 	__u32 skip_init;
-	__u32 pad;
+	__u32 weight; /* offcpu_max_rate: the pending wait counts this many times (0 or 1: once) */
 	struct profd_key key; /* labels, refreshed at every capture; stacks and kind set at switch-in */
 	struct offcpu_place place[2]; /* [0]: blocked, [1]: run queue */
 };
+
+/* Switch-outs of one CPU in the current rate window, and how they are sampled. */
+struct offcpu_cpu {
+	__u64 win;   /* window: jiffies (bpf_ktime_get_coarse_ns is not for tracing programs) */
+	__u64 start; /* bpf_ktime_get_ns() at its first switch-out */
+	__u32 n;     /* switch-outs seen in window win */
+	__u32 every; /* record 1 in this many in window win (0 or 1: all) */
+	__u32 skip;  /* switch-outs to let pass before the next recorded one */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_cpu);
+} offcpu_cpus SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -322,9 +340,11 @@ struct {
 } offcpu_tasks SEC(".maps");
 
 /* Returns the frame count stored in s (0: none; errors are counted). */
-static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 *flags)
+/* slot: the Python walker's scratch, one per hook that can interrupt another. */
+static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 slot,
+				     __u32 *flags)
 {
-	long n = user ? py_user_stack(ctx, s->ips, 1) : bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
+	long n = user ? py_user_stack(ctx, s->ips, slot) : bpf_get_stack(ctx, s->ips, sizeof(s->ips), 0);
 
 	if (n < 0)
 		count(user ? PROFD_CNT_USTACK_ERR : PROFD_CNT_KSTACK_ERR);
@@ -467,6 +487,54 @@ static __always_inline __u64 clock_once(__u64 *now)
 	return *now;
 }
 
+/*
+ * offcpu_max_rate: 0 when this switch-out is let pass, else the weight of
+ * its wait. Gaps between recorded switch-outs are N-1, N or N+1 at random
+ * (as for offcpu_sample), so every switch-out of a pattern is recorded with
+ * probability 1/N and N x the recorded time estimates the total without
+ * bias. The rate of a window sets the next one's N: a switch's own length
+ * never decides whether it is recorded.
+ */
+static __always_inline __u32 cpu_weight(void)
+{
+	struct offcpu_cpu *c;
+	__u64 w, now, d, cap;
+	__u32 zero = 0;
+
+	if (!offcpu_max_rate)
+		return 1;
+	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
+	if (!c)
+		return 1;
+	w = bpf_jiffies64();
+	if (w != c->win) {
+		/* One clock read per window: switches per second = n / d. */
+		now = bpf_ktime_get_ns();
+		d = now - c->start;
+		cap = d * offcpu_max_rate; /* switch-outs allowed in d, x 1e9 */
+		c->every = d && d < OFFCPU_RATE_GAP_NS && c->n * 1000000000ULL > cap ?
+				   (c->n * 1000000000ULL + cap - 1) / cap : 1;
+		if (c->every > OFFCPU_MAX_EVERY)
+			c->every = OFFCPU_MAX_EVERY;
+		c->win = w;
+		c->start = now;
+		c->n = 0;
+		if (c->every > 1) {
+			c->skip = bpf_get_prandom_u32() % c->every;
+			count(PROFD_CNT_OFFCPU_RATE_WINDOWS);
+		}
+	}
+	c->n++;
+	if (c->every <= 1)
+		return 1;
+	if (c->skip) {
+		c->skip--;
+		return 0;
+	}
+	c->skip = c->every - 2 + bpf_get_prandom_u32() % 3;
+	return c->every;
+}
+
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev,
 				       unsigned int prev_state, __u64 *clock)
 {
@@ -474,7 +542,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	struct offcpu_task *t;
 	struct pt_regs *regs;
 	__u64 upc = 0, usp = 0, ubp = 0, uh, kh, now;
-	__u32 flags = 0, kind;
+	__u32 flags = 0, kind, weight;
 	int kthread;
 
 	/* The idle task never waits; a dead task never comes back. */
@@ -484,11 +552,15 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		return;
 	if (offcpu_filter && !selected(prev))
 		return;
+	weight = cpu_weight();
+	if (!weight)
+		return;
 	t = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t) {
 		count(PROFD_CNT_OFFCPU_NO_STATE);
 		return;
 	}
+	t->weight = weight;
 
 	if (offcpu_sample > 1) {
 		/*
@@ -523,9 +595,15 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		ubp = regs->bp;
 	}
 	t->kind = kind;
+	/*
+	 * The caller check reads user memory (about 40 ns): once per base
+	 * interval is enough, the same trust a place gets before it grows.
+	 */
 	if (offcpu_stack_interval_ns && pl->cap_ns && now - pl->cap_ns < pl->reuse_ns &&
-	    upc == pl->upc && usp == pl->usp && (pl->reuse_ns <= offcpu_stack_interval_ns ||
-						  (ubp == pl->ubp && user_word(ubp + 8) == pl->uret))) {
+	    upc == pl->upc && usp == pl->usp &&
+	    (pl->reuse_ns <= offcpu_stack_interval_ns ||
+	     (ubp == pl->ubp && (now - pl->chk_ns < offcpu_stack_interval_ns ||
+				 (user_word(ubp + 8) == pl->uret && (pl->chk_ns = now)))))) {
 		t->ts = now;
 		return;
 	}
@@ -535,9 +613,9 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	flush_pending(t, pl, kind);
 	pl->ids_ok = 0;
 	/* prev is current here: its kernel stack is ours, its user registers are in pt_regs. */
-	capture(ctx, &pl->kstk, 0, &flags);
+	capture(ctx, &pl->kstk, 0, 1, &flags);
 	if (!kthread)
-		capture(ctx, &pl->ustk, 1, &flags);
+		capture(ctx, &pl->ustk, 1, 1, &flags);
 	else
 		pl->ustk.len = 0;
 	uh = stack_hash(&pl->ustk, pl->ustk.len);
@@ -566,6 +644,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	pl->uret = kthread ? 0 : user_word(ubp + 8);
 	pl->flags = flags;
 	pl->cap_ns = now;
+	pl->chk_ns = now;
 	pl->upc = upc;
 	pl->usp = usp;
 	t->key.pid = prev->tgid;
@@ -598,6 +677,8 @@ static __always_inline void switch_in(struct task_struct *next, __u64 *clock)
 	}
 	if (offcpu_sample > 1)
 		delta *= offcpu_sample;
+	if (t->weight > 1)
+		delta *= t->weight;
 	pl = &t->place[t->kind == PROFD_KIND_RUNQ];
 	delta += pl->pending;
 	if (delta < OFFCPU_BATCH_NS && pl->ids_ok && pl->ids_gen == gv) {

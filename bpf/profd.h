@@ -58,6 +58,7 @@ enum profd_counter {
 	PROFD_CNT_OFFCPU_NO_STATE, /* no per-task state (allocation failed): a block not timed */
 	PROFD_CNT_OFFCPU_SHORT,    /* blocks or waits below the minimum, not counted */
 	PROFD_CNT_OFFCPU_CAPTURED, /* switch-outs that walked the stacks (the others reused them or were not sampled) */
+	PROFD_CNT_OFFCPU_RATE_WINDOWS, /* per-CPU windows in which switch-outs were sampled (rate over the budget) */
 	PROFD_CNT_MAX,
 };
 

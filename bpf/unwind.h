@@ -60,18 +60,34 @@ static __always_inline void ucount(enum profd_ucounter c)
 	__sync_fetch_and_add(&ucounters[c], 1);
 }
 
+struct uw_frames {
+	__u64 fp, dwarf, early;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uw_frames);
+} uw_frames SEC(".maps");
+
 struct uw_state {
 	struct profd_umaps *um; /* NULL: no tables for this process (yet) */
 	__u64 *ips;
 	__u64 pc, sp, bp;
 	__u32 n;
 	__u32 exact;            /* pc is not a return address (leaf, or after a signal frame) */
-	__u32 stop;
 	__u32 pid;
 	__u32 early;            /* a frame was walked without its table because it was not loaded yet */
 	__u64 wake;             /* a first request: 0, or BPF_RB_NO_WAKEUP for a process its exec event will bring */
 	__u32 borrowed;         /* um is the parent's: forked, not exec'd */
 	__u32 max;              /* frames to walk at most (room left for Python frames) */
+	/*
+	 * Frames by kind on this CPU (uw_frames), added to ucounters once per
+	 * walk: a shared counter per frame bounces between CPUs, and counts in
+	 * this struct would keep the verifier from pruning the frame loop.
+	 */
+	struct uw_frames *fc;
 };
 
 static __always_inline void uevent_small(__u32 type, __u32 pid, __u64 wake)
@@ -219,10 +235,10 @@ static long uw_step(__u64 index, void *arg)
 				kind = PROFD_UR_CFA(row->kind);
 		} else if (m && m->first == PROFD_UMAP_PENDING) {
 			s->early = 1;
-			ucount(PROFD_UCNT_FRAMES_EARLY);
+			s->fc->early++;
 		} else if (!m && s->pc > 4096 && s->pc < 0x800000000000ULL) {
 			s->early = 1;
-			ucount(PROFD_UCNT_FRAMES_EARLY);
+			s->fc->early++;
 			/* Borrowed: this process's own request is out already. */
 			if (!s->um->refresh && !s->borrowed) {
 				/* Racy on purpose: a duplicate request costs user space one maps read. */
@@ -244,7 +260,7 @@ static long uw_step(__u64 index, void *arg)
 		s->sp = bp + 16;
 		s->pc = ra;
 		s->exact = 0;
-		ucount(PROFD_UCNT_FRAMES_FP);
+		s->fc->fp++;
 		return ra == 0;
 	case PROFD_UR_CFA_RSP:
 		cfa = sp + row->cfa_off;
@@ -264,7 +280,7 @@ static long uw_step(__u64 index, void *arg)
 		if (uw_read(&s->bp, sp + 120) || uw_read(&s->sp, sp + 160) || uw_read(&s->pc, sp + 168))
 			return 1;
 		s->exact = 1;
-		ucount(PROFD_UCNT_FRAMES_DWARF);
+		s->fc->dwarf++;
 		return s->pc == 0;
 	case PROFD_UR_CFA_END:
 		return 1;
@@ -288,7 +304,7 @@ static long uw_step(__u64 index, void *arg)
 	s->sp = cfa;
 	s->pc = ra;
 	s->exact = 0;
-	ucount(PROFD_UCNT_FRAMES_DWARF);
+	s->fc->dwarf++;
 	return ra == 0;
 }
 
@@ -406,6 +422,17 @@ int BPF_PROG(uw_exit, struct task_struct *p)
 	return 0;
 }
 
+static __always_inline void uw_add_frames(struct uw_frames *f)
+{
+	if (f->fp)
+		__sync_fetch_and_add(&ucounters[PROFD_UCNT_FRAMES_FP], f->fp);
+	if (f->dwarf)
+		__sync_fetch_and_add(&ucounters[PROFD_UCNT_FRAMES_DWARF], f->dwarf);
+	if (f->early)
+		__sync_fetch_and_add(&ucounters[PROFD_UCNT_FRAMES_EARLY], f->early);
+	f->fp = f->dwarf = f->early = 0;
+}
+
 /* Walks the current task's user stack into ips; returns the number of frames. */
 static __always_inline long unwind_user(__u64 *ips, __u32 max)
 {
@@ -413,8 +440,10 @@ static __always_inline long unwind_user(__u64 *ips, __u32 max)
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct uw_state s = {};
+	__u32 zero = 0;
 
-	if (!regs)
+	s.fc = bpf_map_lookup_elem(&uw_frames, &zero);
+	if (!regs || !s.fc)
 		return 0;
 	s.pid = pid_tgid >> 32;
 	s.um = uw_umaps(&s, task);
@@ -429,6 +458,7 @@ static __always_inline long unwind_user(__u64 *ips, __u32 max)
 	if (s.um)
 		ucount(PROFD_UCNT_WALKS);
 	bpf_loop(PROFD_MAX_DEPTH, uw_step, &s, 0);
+	uw_add_frames(s.fc);
 	if (snapshot_tgid && s.pid == snapshot_tgid) {
 		struct pt_regs r;
 

@@ -102,6 +102,7 @@ static const char *const counter_names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_OFFCPU_NO_STATE] = "lost_offcpu_no_task_state",
 	[PROFD_CNT_OFFCPU_SHORT] = "offcpu_below_minimum",
 	[PROFD_CNT_OFFCPU_CAPTURED] = "offcpu_stacks_captured",
+	[PROFD_CNT_OFFCPU_RATE_WINDOWS] = "offcpu_sampled_windows",
 };
 
 static int sym_user(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out)
@@ -832,6 +833,7 @@ static int setup(struct profd *d)
 		.offcpu_pids = d->o.offcpu_pids,
 		.offcpu_cgroups = d->o.offcpu_cgroups,
 		.offcpu_sample = d->o.offcpu_sample,
+		.offcpu_max_rate = d->o.offcpu_max_rate,
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_file_bytes = d->o.symbol_cache,
 				      .max_pids = d->o.max_pids, .cache_memory = d->o.cache_memory,

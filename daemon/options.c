@@ -78,6 +78,8 @@ static const struct opt_def defs[] = {
 	  "record off-CPU time in these cgroup v2 paths and below only (as profctl --cgroup spells them)" },
 	{ "offcpu-sample", K_UINT, F(offcpu_sample), 1, 1000000, 0, "N",
 	  "record 1 in N switch-outs of each thread, its time x N (1: every one)" },
+	{ "offcpu-max-rate", K_UINT, F(offcpu_max_rate), 0, 100000000, 0, "N",
+	  "a CPU switching more often per second samples its switch-outs, weighted (0: never)" },
 	{ "counts-entries", K_UINT, F(counts_entries), 64, 1 << 24, 0, "N",
 	  "kernel counts map entries per generation" },
 	{ "stacks-entries", K_UINT, F(stacks_entries), 64, 1 << 22, 0, "N",

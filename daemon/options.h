@@ -34,6 +34,7 @@ struct profd_opts {
 	char offcpu_pids[1024];     /* "PID,..." : off-CPU of these processes only; "" : all */
 	char offcpu_cgroups[4096];  /* "PATH,..." : of these cgroups and below only; "" : all */
 	uint32_t offcpu_sample;     /* record 1 in N switch-outs of each thread */
+	uint32_t offcpu_max_rate;   /* switch-outs per second per CPU recorded exactly (0: all) */
 	int log_level;
 	uint32_t counts_entries;
 	uint32_t stacks_entries;

@@ -593,16 +593,70 @@ static int parse_section(const struct sec *s, struct rows_vec *rv, struct unwind
 	return 0;
 }
 
-static int cmp_raw(const void *a, const void *b)
+/*
+ * The rows' order as one integer: pc; at one pc a closing NONE row first,
+ * so the function starting there wins; then the FDE's order (below 2^31:
+ * every FDE pushes a row, and a table holds at most 2 * MAX_ROWS of them).
+ */
+static inline uint64_t raw_key(const struct raw_row *x)
 {
-	const struct raw_row *x = a, *y = b;
+	return (uint64_t)x->r.pc << 32 | (uint64_t)(PROFD_UR_CFA(x->r.kind) != PROFD_UR_CFA_NONE) << 31 |
+	       x->order;
+}
 
-	if (x->r.pc != y->r.pc)
-		return x->r.pc < y->r.pc ? -1 : 1;
-	/* At one pc: a closing NONE row first, so the function starting there wins. */
-	if ((PROFD_UR_CFA(x->r.kind) == PROFD_UR_CFA_NONE) != (PROFD_UR_CFA(y->r.kind) == PROFD_UR_CFA_NONE))
-		return PROFD_UR_CFA(x->r.kind) == PROFD_UR_CFA_NONE ? -1 : 1;
-	return x->order < y->order ? -1 : x->order > y->order;
+/*
+ * Stable (rows of one FDE at one pc keep their order: the last one holds).
+ * FDEs come mostly in address order (cc1: 7,316 descents in 489,187 rows),
+ * so a merge of two halves already in order is skipped, and the key and
+ * 12-byte copies are inline: qsort's generic merge called memcpy and the
+ * comparator for every move, half the build time of a large binary.
+ */
+static int sort_rows(struct rows_vec *rv)
+{
+	struct raw_row *a = rv->v, *tmp;
+	size_t n = rv->n, i, wmax;
+
+	for (i = 1; i < n && raw_key(&a[i - 1]) <= raw_key(&a[i]); i++)
+		;
+	if (i >= n)
+		return 0;
+	/* Insertion sort of blocks of 16, then merges of blocks 16, 32, ... wide. */
+	for (size_t lo = 0; lo < n; lo += 16) {
+		size_t hi = lo + 16 < n ? lo + 16 : n;
+
+		for (size_t j = lo + 1; j < hi; j++) {
+			struct raw_row x = a[j];
+			uint64_t k = raw_key(&x);
+			size_t m = j;
+
+			for (; m > lo && raw_key(&a[m - 1]) > k; m--)
+				a[m] = a[m - 1];
+			a[m] = x;
+		}
+	}
+	if (n <= 16)
+		return 0;
+	/* The left block of a merge is copied out: the widest is below n rows (qsort's took n). */
+	for (wmax = 16; wmax * 2 < n; wmax *= 2)
+		;
+	tmp = malloc(wmax * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	for (size_t w = 16; w < n; w *= 2) {
+		for (size_t lo = 0; lo + w < n; lo += 2 * w) {
+			size_t mid = lo + w, hi = lo + 2 * w < n ? lo + 2 * w : n, p = 0, q = mid, o = lo;
+
+			if (raw_key(&a[mid - 1]) <= raw_key(&a[mid]))
+				continue;
+			memcpy(tmp, a + lo, w * sizeof(*a));
+			while (p < w && q < hi)
+				a[o++] = raw_key(&tmp[p]) <= raw_key(&a[q]) ? tmp[p++] : a[q++];
+			while (p < w)
+				a[o++] = tmp[p++];
+		}
+	}
+	free(tmp);
+	return 0;
 }
 
 static bool same_rule(const struct profd_urow *a, const struct profd_urow *b)
@@ -612,12 +666,13 @@ static bool same_rule(const struct profd_urow *a, const struct profd_urow *b)
 
 static int finish(struct unwind_table *t, struct rows_vec *rv)
 {
-	size_t n = 0;
-
 	struct profd_urow *out;
+	size_t n = 0;
+	int err;
 
-	if (rv->n)
-		qsort(rv->v, rv->n, sizeof(*rv->v), cmp_raw);
+	err = sort_rows(rv);
+	if (err)
+		return err;
 	/*
 	 * Compacted in place, into the front of the same buffer: row n is
 	 * written at byte 8n, below raw row i >= n at byte 12i, after that one

@@ -2,7 +2,10 @@
 # Cost of off-CPU profiling: a pipe ping-pong (two threads, one byte, every
 # round trip blocks and wakes each thread once) timed under profd without the
 # sched_switch hook (--no-offcpu), with it capturing stacks at every switch
-# (--offcpu-stack-interval 0), with the default stack reuse (1ms), recording
+# (--offcpu-stack-interval 0), with the default stack reuse (1ms), the
+# same with a switch-rate limit (offcpu-rate20k: --offcpu-max-rate 20000;
+# the pinned ping-pong is over it, so its CPU samples its switch-outs),
+# recording
 # 1 in 10 switch-outs (--offcpu-sample 10) and with an in-kernel selection
 # that leaves the ping-pong out (--offcpu-pids 1: what unselected threads
 # pay), plus no profd at all. Conditions rotate round by round so drift hits
@@ -55,6 +58,7 @@ start() {
 	oncpu) args=--no-offcpu ;;
 	offcpu-full) args="--offcpu-stack-interval 0" ;;
 	offcpu) args= ;;
+	offcpu-rate20k) args="--offcpu-max-rate 20000" ;;
 	offcpu-sample10) args="--offcpu-sample 10" ;;
 	offcpu-unselected) args="--offcpu-pids 1" ;;
 	esac
@@ -74,7 +78,7 @@ prog_stats() { bpftool -j prog show id "$1" | python3 -c '
 import json, sys
 p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; }
 
-CONDS=(alone oncpu offcpu-full offcpu offcpu-sample10 offcpu-unselected)
+CONDS=(alone oncpu offcpu-full offcpu offcpu-rate20k offcpu-sample10 offcpu-unselected)
 [ $QUICK = 1 ] && CONDS=(oncpu offcpu)
 : >"$W/rt"
 : >"$W/hook"
@@ -141,7 +145,7 @@ done
 echo
 echo "| condition | hook run time per context switch, ns: median (min-max) | switches per run |"
 echo "|---|---|---|"
-for c in offcpu-full offcpu offcpu-sample10 offcpu-unselected; do
+for c in offcpu-full offcpu offcpu-rate20k offcpu-sample10 offcpu-unselected; do
 	grep -q "^$c " "$W/hook" || continue
 	v=$(awk -v c=$c '$1 == c { print $2 }' "$W/hook")
 	cnt=$(awk -v c=$c '$1 == c { print $3 }' "$W/hook" | med)

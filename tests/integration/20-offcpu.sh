@@ -152,6 +152,23 @@ check "selection: an unselected process has no off-CPU or run-queue time ($(off 
 	test "$(off $OTHER offcpu)" -eq 0 -a "$(off $OTHER runq)" -eq 0 -a "$(off $OTHER cpu)" -gt 0
 check "profd exits 0 on SIGTERM" stop_profd
 
+# --offcpu-max-rate: the ping-pong's CPU switches far more often than 1,000
+# times a second, so its switch-outs are sampled (1 in up to 4) and weighted:
+# the wall still adds up (loose bounds: a few long waits on a loaded CPU
+# weigh 4 times; unweighted it would be about half).
+rm -rf "$STATE"
+start_profd --offcpu-max-rate 1000
+"$TP/pingpong" 2 same >"$T/pps.out" &
+PPS=$!
+wait $PPS || fail "pingpong exited $?"
+elapsed=$(awk '$1 == "seconds" { printf "%.0f", $2 * 1e6 }' "$T/pps.out")
+got=$(profctl dump --pid $PPS --since 2m --type wall | awk '{ s += $NF } END { print s + 0 }')
+r=$(ratio "$got" "$((2 * elapsed))")
+check "--offcpu-max-rate 1000: pingpong wall $got us = $r x 2 x elapsed $elapsed us (0.75..1.25)" between "$r" 0.75 1.25
+w=$(profctl status | awk '$1 == "offcpu_sampled_windows" { print $2 }')
+check "--offcpu-max-rate 1000: switch-outs sampled in ${w:-0} rate windows (> 0)" test "${w:-0}" -gt 0
+check "profd exits 0 on SIGTERM" stop_profd
+
 # --no-offcpu: the hook is not attached and no off-CPU time is recorded.
 rm -rf "$STATE"
 start_profd --no-offcpu

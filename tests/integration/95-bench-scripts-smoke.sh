@@ -30,6 +30,16 @@ cap=$(awk -F'|' 'NF == 4 && $2 == " offcpu " { split($3, a, " "); print a[1] }' 
 check "offcpu_cost: stack captures per switch-out ($cap) between 0 and 1" \
 	awk -v c="${cap:-x}" 'BEGIN { exit !(c ~ /^[0-9.]+$/ && c > 0 && c <= 1) }' 
 
+bench "execload --quick" "$T/execload.log" env BENCH_OUT="$T/execload" bash "$ROOT/tests/bench/execload.sh" --quick
+grep -E '^\|' "$T/execload.log" | sed 's/^/    /'
+check "execload: exec rates (busy, quiet) and BPF time per sample of profd and bpftrace measured" \
+	awk -F= '$1 !~ /cpu_pct$/ && $2 + 0 > 0 { n++ } END { exit !(n == 4) }' "$T/execload/execload.env"
+
+bench "pipe_cost --quick" "$T/pipe.log" env BENCH_OUT="$T/pipe" bash "$ROOT/tests/bench/pipe_cost.sh" --quick
+grep -E '^\|' "$T/pipe.log" | sed 's/^/    /'
+check "pipe_cost: round trips timed with no profd, --no-offcpu and the defaults" \
+	awk -F= '$1 ~ /_us$/ && $2 + 0 > 0 { n++ } END { exit !(n == 3) }' "$T/pipe/pipe_cost.env"
+
 bench "unwind_bench 1 s" "$T/unwind.log" bash "$ROOT/tests/bench/unwind_bench.sh" 1
 grep -E 'ns/sample' "$T/unwind.log" | sed 's/^/    /'
 check "unwind_bench: DWARF walks of the frame-pointer-less build timed" \

@@ -99,7 +99,19 @@ start_profd() {
 	# Loading and verifying the BPF programs took over 10 s at load 20 on 2
 	# CPUs; the unit allows 90 s (TimeoutStartSec=).
 	for _ in $(seq 1 600); do
-		[ -S "$SOCK" ] && return 0
+		if [ -S "$SOCK" ]; then
+			# The default unwinder falls back to frame pointers when the
+			# DWARF walker does not load (the verifier's instruction limit):
+			# every test on the defaults would then measure the wrong one.
+			if grep -q 'DWARF unwinding unavailable' "$T/profd.log"; then
+				fail "profd fell back to frame pointers: $(grep -m1 'DWARF unwinding unavailable' "$T/profd.log")"
+			fi
+			# The same for the off-CPU hook: E2BIG is the verifier's instruction limit.
+			if grep -qE 'off-CPU profiling unavailable \((Argument list too long|Permission denied)\)' "$T/profd.log"; then
+				fail "the off-CPU hook did not load: $(grep -m1 'off-CPU profiling unavailable' "$T/profd.log")"
+			fi
+			return 0
+		fi
 		kill -0 "$PROFD_PID" 2>/dev/null || break
 		sleep 0.1
 	done

@@ -7,7 +7,10 @@
  *           direct switches between them (the worst case for a switch hook)
  *     free: the scheduler places them (default)
  *
- * Prints "round_trips N", "seconds S" and "ns_per_round_trip X".
+ * Prints "round_trips N", "seconds S" and "ns_per_round_trip X", then per
+ * thread (ping: the main thread, pong) "thread NAME RUN_NS RUNQ_NS LIFE_NS":
+ * the kernel's account of its time on a CPU and waiting for one
+ * (schedstat) over its life, to check an off-CPU profile against.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 static int ab[2], ba[2];
+static long long pong_run, pong_delay, pong_life;
 
 static long long now_ns(void)
 {
@@ -29,14 +33,30 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The calling thread's schedstat: time on a CPU and waiting for one, ns (-1: unknown). */
+static void schedstat(long long *run, long long *delay)
+{
+	FILE *f = fopen("/proc/thread-self/schedstat", "re");
+
+	*run = *delay = -1;
+	if (f) {
+		if (fscanf(f, "%lld %lld", run, delay) != 2)
+			*run = *delay = -1;
+		fclose(f);
+	}
+}
+
 static void *pong(void *arg)
 {
+	long long t0 = now_ns();
 	char c;
 
 	while (read(ab[0], &c, 1) == 1)
 		if (write(ba[1], &c, 1) != 1)
 			break;
 	close(ba[1]);
+	schedstat(&pong_run, &pong_delay);
+	pong_life = now_ns() - t0;
 	return NULL;
 }
 
@@ -44,7 +64,7 @@ int main(int argc, char **argv)
 {
 	double secs;
 	char *end, c = 'x';
-	long long t0, t, n = 0;
+	long long t0, t, n = 0, start = now_ns(), run, delay;
 	pthread_t t_pong;
 
 	if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "same") && strcmp(argv[2], "free"))) {
@@ -82,7 +102,10 @@ int main(int argc, char **argv)
 	} while (t - t0 < secs * 1e9);
 	close(ab[1]);
 	pthread_join(t_pong, NULL);
+	schedstat(&run, &delay);
 	printf("round_trips %lld\nseconds %.3f\nns_per_round_trip %.1f\n", n, (t - t0) / 1e9,
 	       (double)(t - t0) / n);
+	printf("thread ping %lld %lld %lld\nthread pong %lld %lld %lld\n", run, delay, now_ns() - start,
+	       pong_run, pong_delay, pong_life);
 	return 0;
 }

@@ -1,0 +1,131 @@
+#!/bin/bash
+# profd beside bpftrace and perf on a host that keeps starting processes:
+# benchwork on every CPU (frame pointers) plus a loop of gcc compiles and
+# Python runs through pyenv's shell shim, as on a CI runner. Conditions
+# rotate round by round (profd with its defaults, bpftrace
+# `profile:hz:99 { @[ustack, kstack, comm] = count(); }`, perf record -F 99
+# -a -g), each for SECS seconds after a warm-up. Per condition: the
+# profiler's CPU (user + system of its process), BPF run time per sample
+# (bpf_stats, on only while measuring), peak RSS, and the exec rate of that
+# interval (sched_process_exec events counted by perf stat). LOOPS exec
+# loops run side by side (2: about 150 execs/s on the 2-CPU VM). Then,
+# profd alone for SECS on a quiet exec rate (benchwork plus a loop of
+# `sleep 0.1`, about 10 execs/s), after the same warm-up.
+# Usage: execload.sh [--quick]   (ROUNDS=N SECS=S WARM=S LOOPS=N override)
+source "$(dirname "$0")/bench-lib.sh"
+need bpftrace
+need perf
+need gcc
+
+if [ "$QUICK" = 1 ]; then ROUNDS=${ROUNDS:-1} SECS=${SECS:-3} WARM=${WARM:-2} CONDS=(profd bpftrace)
+else ROUNDS=${ROUNDS:-3} SECS=${SECS:-20} WARM=${WARM:-15} CONDS=(profd bpftrace perf); fi
+LOOPS=${LOOPS:-2}
+PY=$(command -v python3)
+[ -x /root/.pyenv/shims/python3 ] && PY=/root/.pyenv/shims/python3
+log "execload: $ROUNDS rounds x ${#CONDS[@]} conditions x ${SECS}s; benchwork x $NCPU; gcc -c and $PY -c pass in $LOOPS loops"
+
+printf 'int f(int x) { return x * 3 + 1; }\nint main(void) { return f(2); }\n' >"$W/small.c"
+bg "$TP/benchwork" "$NCPU" 100000000000 >/dev/null
+LOOP_PIDS=()
+for l in $(seq 1 "$LOOPS"); do
+	bg bash -c "while :; do gcc -O1 -c '$W/small.c' -o '$W/small$l.o'; '$PY' -c pass; done" >/dev/null 2>&1
+	LOOP_PIDS+=("$BG")
+done
+sleep 2
+
+old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; bench_cleanup' EXIT
+# prog_of PID NAME-REGEX: the id of a BPF program the process holds.
+prog_of() {
+	local f i
+	for f in /proc/"$1"/fdinfo/*; do
+		i=$(awk '$1 == "prog_id:" { print $2 }' "$f" 2>/dev/null)
+		[ -n "$i" ] && bpftool prog show id "$i" 2>/dev/null | grep -qE " name ($2) " && { echo "$i"; return; }
+	done
+}
+prog_ns() { bpftool -j prog show id "$1" | python3 -c '
+import json, sys
+p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; }
+
+# measure COND: one row of $W/rows for process P (BPF program prog, if set) over SECS.
+measure() {
+	local a b c0 c1 t0 t1 execs hwm ns
+	sysctl -qw kernel.bpf_stats_enabled=1
+	[ -n "$prog" ] && a=($(prog_ns "$prog"))
+	c0=$(proc_cpu_ms "$P")
+	t0=$(date +%s.%N)
+	execs=$(perf stat -a -x, -e sched:sched_process_exec sleep "$SECS" 2>&1 | awk -F, '/sched_process_exec/ { print $1 }')
+	t1=$(date +%s.%N)
+	c1=$(proc_cpu_ms "$P")
+	[ -n "$prog" ] && b=($(prog_ns "$prog"))
+	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+	hwm=$(proc_kb "$P" VmHWM)
+	stop "$P"
+	ns=-
+	[ -n "$prog" ] && [ $((b[1] - a[1])) -gt 0 ] && ns=$(((b[0] - a[0]) / (b[1] - a[1])))
+	row=$(awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v e="${execs:-0}" -v ns="$ns" -v h="${hwm:-0}" -v c="$1" \
+		'BEGIN { printf "%s %.3f %s %.1f %.0f", c, 100 * (c1 - c0) / 1000 / (t1 - t0), ns, e / (t1 - t0), h / 1024 }')
+	echo "$row" >>"$W/rows"
+}
+
+: >"$W/rows"
+for r in $(seq 1 "$ROUNDS"); do
+	n=${#CONDS[@]}
+	for k in $(seq 0 $((n - 1))); do
+		c=${CONDS[$(((k + r - 1) % n))]}
+		prog=
+		case $c in
+		profd) profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' ;;
+		bpftrace) bpftrace_start "$W/bt.log"; P=$BT_PID re='99|profile_hz_99' ;;
+		perf) perf_start "$W/perf.data"; P=$PERF_PID re= ;;
+		esac
+		sleep "$WARM"
+		if [ -n "$re" ]; then
+			for _ in $(seq 1 60); do prog=$(prog_of "$P" "$re"); [ -n "$prog" ] && break; sleep 0.5; done
+			[ -n "$prog" ] || { echo "round $r $c: no BPF program found" >&2; exit 1; }
+		fi
+		measure "$c"
+		log "round $r: $row (condition, CPU %, BPF ns/sample, execs/s, peak RSS MB)"
+	done
+done
+
+# The quiet exec rate: profd alone, the exec loops replaced by one of sleep 0.1.
+for p in "${LOOP_PIDS[@]}"; do stop "$p" TERM; done
+bg bash -c 'while :; do sleep 0.1; done'
+for r in $(seq 1 "$ROUNDS"); do
+	profd_start "$W/pd" --config /dev/null; P=$PROFD_PID prog=
+	sleep "$WARM"
+	measure profd-10
+	log "quiet round $r: $row"
+done
+
+# col COND FIELD: "median min max n" of a column of the rows; fmt MEDIAN MIN MAX N DIGITS.
+col() { awk -v c="$1" -v k="$2" '$1 == c && $k != "-" { print $k }' "$W/rows" | stats; }
+fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") print "-"; else printf "%." d "f (%." d "f-%." d "f)", m, lo, hi }'; }
+{
+	echo "Machine: $(machine_line); load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
+	echo "$ROUNDS rounds x ${SECS} s per condition, rotated; benchwork on $NCPU CPUs plus gcc -c and \`$PY -c pass\` in a loop. Median (min-max)."
+	echo
+	echo "| profiler | CPU, % of a core | BPF time per sample, ns | execs/s in the interval | peak RSS, MB |"
+	echo "|---|---|---|---|---|"
+	for c in "${CONDS[@]}" profd-10; do
+		name=$c; [ $c = profd-10 ] && name="profd, quiet exec rate"
+		echo "| $name | $(fmt $(col $c 2) 3) | $(fmt $(col $c 3) 0) | $(fmt $(col $c 4) 0) | $(fmt $(col $c 5) 0) |"
+	done
+} >"$BENCH_OUT/execload.md"
+cat "$BENCH_OUT/execload.md"
+pm=$(col profd 3 | cut -d' ' -f1) bm=$(col bpftrace 3 | cut -d' ' -f1)
+{ echo "profd_cpu_pct=$(col profd 2 | cut -d' ' -f1)"; echo "profd_ns=$pm"; echo "bpftrace_ns=$bm"
+  echo "execs_per_s=$(col profd 4 | cut -d' ' -f1)"
+  echo "profd_quiet_cpu_pct=$(col profd-10 2 | cut -d' ' -f1)"
+  echo "quiet_execs_per_s=$(col profd-10 4 | cut -d' ' -f1)"; } >"$BENCH_OUT/execload.env"
+if [ "$QUICK" = 0 ]; then
+	echo "goal: profd <= 1 % of a core at about 150 execs/s ($(col profd 4 | cut -d' ' -f1)/s here): $(col profd 2 | cut -d' ' -f1) %, $(goal "$(col profd 2 | cut -d' ' -f1)" "<=" 1)"
+	echo "goal: profd <= 0.3 % at about 10 execs/s ($(col profd-10 4 | cut -d' ' -f1)/s here): $(col profd-10 2 | cut -d' ' -f1) %, $(goal "$(col profd-10 2 | cut -d' ' -f1)" "<=" 0.3)"
+	echo "goal: BPF time per sample <= 1.25x bpftrace's: $pm / $bm ns = $(awk -v a="$pm" -v b="$bm" 'BEGIN { printf "%.2f", a / b }')x, $(goal "$(awk -v a="$pm" -v b="$bm" 'BEGIN { print a / b }')" "<=" 1.25)"
+fi
+if [ "$QUICK" = 1 ]; then
+	check_q "exec rate measured ($(col profd 4 | cut -d' ' -f1)/s > 0)" fcmp "$(col profd 4 | cut -d' ' -f1)" ">" 0
+	check_q "profd BPF time per sample measured ($pm ns) and bpftrace's ($bm ns)" fcmp "${pm:-0}" ">" 0
+fi
+bench_done

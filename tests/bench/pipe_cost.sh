@@ -1,0 +1,95 @@
+#!/bin/bash
+# What off-CPU profiling costs a switch-heavy load: `perf bench sched pipe`
+# pinned to one CPU (two processes ping-pong one word over pipes, every
+# round trip two context switches on that CPU), timed with no profd, under
+# profd --no-offcpu and under profd's defaults (plus the profd option sets
+# in PIPE_EXTRA, ";"-separated). Conditions rotate round by round so drift
+# on a shared machine hits all alike; medians and spread of µs per round
+# trip, and the load average before and after.
+# Usage: pipe_cost.sh [--quick] [ROUNDS [LOOPS]]; --quick (inside make test):
+# 1 round of 20000 round trips, no goal check.
+source "$(dirname "$0")/bench-lib.sh"
+[ $QUICK = 1 ] && shift
+ROUNDS=${1:-7}
+LOOPS=${2:-200000}
+[ $QUICK = 1 ] && ROUNDS=1 LOOPS=20000
+need perf
+need taskset
+CPU=$((NCPU - 1))
+
+conds=(alone oncpu default)
+declare -A args=([alone]=- [oncpu]=--no-offcpu [default]=)
+IFS=';' read -r -a extra <<<"${PIPE_EXTRA:-}"
+for e in "${extra[@]}"; do
+	[ -n "$e" ] || continue
+	conds+=("$e")
+	args[$e]=$e
+done
+
+# One round trip in µs (perf bench prints "N usecs/op").
+pipe() { taskset -c "$CPU" perf bench sched pipe -l "$LOOPS" 2>&1 | awk '$2 == "usecs/op" { print $1 }'; }
+
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+log "pipe_cost: $ROUNDS rounds of $LOOPS round trips on CPU $CPU, conditions: ${conds[*]}"
+for r in $(seq 1 "$ROUNDS"); do
+	n=${#conds[@]}
+	for i in $(seq 0 $((n - 1))); do
+		c=${conds[$(((i + r) % n))]}
+		PROFD_PID=
+		if [ "${args[$c]}" != - ]; then
+			rm -rf "$W/p"
+			# shellcheck disable=SC2086
+			profd_start "$W/p" --config /dev/null ${args[$c]}
+		fi
+		sleep 1 # past start-up (tables of running processes); the same pause without profd
+		v=$(pipe)
+		# taskset fails while the CPU is offline (a hotplug test on a shared machine): one more try.
+		[ -n "$v" ] || { sleep 5; v=$(pipe); }
+		[ -n "$v" ] || { echo "perf bench sched pipe printed no usecs/op twice" >&2; exit 1; }
+		echo "$v" >>"$W/$(echo "$c" | tr -c 'A-Za-z0-9\n' _).us"
+		[ -n "$PROFD_PID" ] && stop "$PROFD_PID"
+	done
+done
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+f() { echo "$W/$(echo "$1" | tr -c 'A-Za-z0-9\n' _).us"; }
+# paired COND BASE: per-round ratio COND / BASE - 1 in per cent (rounds pair runs seconds apart), "median min max n".
+paired() { paste "$(f "$1")" "$(f "$2")" | awk '{ printf "%.2f\n", 100 * ($1 / $2 - 1) }' | stats; }
+{
+	echo "$(machine_line); load average $LOAD0 before, $LOAD1 after (other work on the machine counts)."
+	echo "\`taskset -c $CPU perf bench sched pipe -l $LOOPS\`, $ROUNDS interleaved rounds; median (min-max) of the"
+	echo "round trip, and of the per-round difference against the run without profd and the run under \`--no-offcpu\`"
+	echo "of the same round."
+	echo
+	echo "| condition | µs per round trip | vs no profd, per round | vs \`--no-offcpu\`, per round |"
+	echo "|---|---|---|---|"
+	for c in "${conds[@]}"; do
+		read -r m lo hi _ < <(stats <"$(f "$c")")
+		name=$c; [ "$c" = alone ] && name="no profd"; [ "$c" = oncpu ] && name="\`--no-offcpu\`"
+		[ "$c" = default ] && name="defaults (off-CPU on)"
+		case $c in -*) name="\`$c\`" ;; esac
+		read -r am alo ahi _ < <(paired "$c" alone)
+		read -r om olo ohi _ < <(paired "$c" oncpu)
+		awk -v n="$name" -v m="$m" -v lo="$lo" -v hi="$hi" -v am="$am" -v alo="$alo" -v ahi="$ahi" \
+			-v om="$om" -v olo="$olo" -v ohi="$ohi" 'BEGIN {
+			printf "| %s | %.3f (%.3f-%.3f) | %+.1f %% (%+.1f..%+.1f) | %+.1f %% (%+.1f..%+.1f) |\n",
+				n, m, lo, hi, am, alo, ahi, om, olo, ohi }'
+	done
+} >"$BENCH_OUT/pipe_cost.md"
+read -r def _ _ _ < <(stats <"$(f default)")
+read -r base_alone _ _ _ < <(stats <"$(f alone)")
+read -r base_on _ _ _ < <(stats <"$(f oncpu)")
+read -r pa _ _ _ < <(paired default alone)
+read -r po _ _ _ < <(paired default oncpu)
+{
+	echo "alone_us=$base_alone"
+	echo "oncpu_us=$base_on"
+	echo "default_us=$def"
+	echo "default_vs_alone_pct=$pa"
+	echo "default_vs_oncpu_pct=$po"
+} >"$BENCH_OUT/pipe_cost.env"
+cat "$BENCH_OUT/pipe_cost.md"
+if [ $QUICK = 0 ]; then
+	echo "goal: the off-CPU hook on by default costs <= 5 % on this ping-pong: $po % against --no-offcpu (median per round), $(goal "$po" "<=" 5); against no profd $pa %" | tee -a "$BENCH_OUT/pipe_cost.md"
+fi
+bench_done
