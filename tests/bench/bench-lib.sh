@@ -65,9 +65,11 @@ pctl() { local dir=$1; shift; "$PROFCTL_BIN" --state-dir "$dir/state" --socket "
 status_val() { pctl "$1" status | awk -v k="$2" '$1 == k { print $2 }'; }
 
 # perf_start FILE [perf record options...]: system-wide perf record; sets PERF_PID.
+# -N: perf's build-id cache hard-links every binary it saw, which changes their
+# ctime, and profctl then leaves their build-ids out as possibly rebuilt.
 perf_start() {
 	local f=$1; shift
-	bg perf record -q -F 99 -a -g -o "$f" "$@" >"$f.log" 2>&1
+	bg perf record -q -N -F 99 -a -g -o "$f" "$@" >"$f.log" 2>&1
 	PERF_PID=$BG
 	sleep 1
 	kill -0 "$PERF_PID" 2>/dev/null || { echo "perf record failed: $(cat "$f.log")" >&2; exit 1; }

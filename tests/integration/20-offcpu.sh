@@ -157,7 +157,7 @@ check "profd exits 0 on SIGTERM" stop_profd
 # the wall still adds up (loose bounds: a few long waits on a loaded CPU
 # weigh 4 times; unweighted it would be about half).
 rm -rf "$STATE"
-start_profd --offcpu-max-rate 1000
+start_profd --offcpu-min 0 --offcpu-max-rate 1000
 "$TP/pingpong" 2 same >"$T/pps.out" &
 PPS=$!
 wait $PPS || fail "pingpong exited $?"
