@@ -209,7 +209,7 @@ static void run_due(struct events *e)
 			im.start_time = in.start_time;
 			im.start_code = in.start_code;
 		}
-		/* Binary and ld.so only: the libraries are not mapped yet. Same delay: the queue stays in due order. */
+		/* Binary and ld.so only: the libraries are not mapped yet. */
 		if (capture(e, &im, NULL, NULL) == 2 && tries + 1 < RECAPTURE_TRIES)
 			procreg__due_at(e->reg, pid, now + RECAPTURE_DELAY_NS, tries + 1);
 	}
