@@ -181,19 +181,8 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 
 static void arm(struct events *e)
 {
-	struct itimerspec its = {};
-	int64_t due;
-
 	/* Re-captures called off (exit, a re-read on the walker's request) wake nobody. */
-	due = procreg__due_first(e->reg);
-	if (due == e->armed_ns)
-		return;
-	its.it_value.tv_sec = due / 1000000000;
-	its.it_value.tv_nsec = due % 1000000000;
-	if (due && !its.it_value.tv_sec && !its.it_value.tv_nsec)
-		its.it_value.tv_nsec = 1;
-	if (!timerfd_settime(e->tfd, TFD_TIMER_ABSTIME, &its, NULL))
-		e->armed_ns = due;
+	clock__timer_arm(e->tfd, procreg__due_first(e->reg), &e->armed_ns);
 }
 
 static void run_due(struct events *e)
@@ -209,7 +198,7 @@ static void run_due(struct events *e)
 			im.start_time = in.start_time;
 			im.start_code = in.start_code;
 		}
-		/* Binary and ld.so only: the libraries are not mapped yet. Same delay: the queue stays in due order. */
+		/* Binary and ld.so only: the libraries are not mapped yet. */
 		if (capture(e, &im, NULL, NULL) == 2 && tries + 1 < RECAPTURE_TRIES)
 			procreg__due_at(e->reg, pid, now + RECAPTURE_DELAY_NS, tries + 1);
 	}
@@ -441,12 +430,8 @@ int events__fd(const struct events *e)
 
 void events__dispatch(struct events *e)
 {
-	uint64_t ticks;
-
 	/* Read only when due: most wake-ups are the ring buffer's, and every system call counts per exec. */
-	if (e->armed_ns && clock__mono_ns() >= e->armed_ns &&
-	    read(e->tfd, &ticks, sizeof(ticks)) > 0)
-		e->armed_ns = 0;
+	clock__timer_take(e->tfd, clock__mono_ns(), &e->armed_ns);
 	ring_buffer__consume(e->rb);
 	run_due(e);
 }

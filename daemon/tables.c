@@ -1090,7 +1090,6 @@ static void reread(struct tables *t, uint32_t pid, struct tpid *p, bool asked)
 static void run_due(struct tables *t)
 {
 	int64_t now = clock__mono_ns(), next = 0;
-	struct itimerspec its = { 0 };
 
 	for (size_t i = 0; i < t->npids; i++) {
 		struct tpid *p = &t->pids[i];
@@ -1110,12 +1109,7 @@ static void run_due(struct tables *t)
 		if (waits(t, &t->queue[i], now) && (!next || due < next))
 			next = due;
 	}
-	if (next == t->armed)
-		return;
-	its.it_value.tv_sec = next / 1000000000;
-	its.it_value.tv_nsec = next % 1000000000;
-	if (!timerfd_settime(t->tfd, TFD_TIMER_ABSTIME, &its, NULL))
-		t->armed = next;
+	clock__timer_arm(t->tfd, next, &t->armed);
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -1300,8 +1294,7 @@ int tables__poll(struct tables *t)
 	    read(tablebuild__fd(t->b), &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return -errno;
 	t->poked = false;
-	if (t->armed && t0 >= t->armed && read(t->tfd, &v, sizeof(v)) > 0)
-		t->armed = 0;
+	clock__timer_take(t->tfd, t0, &t->armed);
 	n = ring_buffer__consume(t->rb);
 	collect(t);
 	run_due(t);

@@ -362,6 +362,7 @@ void procreg__drain_end(struct procreg *r, void (*forget)(uint32_t pid, void *ar
 int procreg__due_at(struct procreg *r, uint32_t pid, int64_t due_ns, uint32_t tries)
 {
 	struct rec *x = find(r, pid);
+	uint32_t i;
 
 	if (!x)
 		return -ENOENT;
@@ -369,7 +370,15 @@ int procreg__due_at(struct procreg *r, uint32_t pid, int64_t due_ns, uint32_t tr
 		r->st.due_dropped++;
 		return -ENOSPC;
 	}
-	r->dq[(r->dq_head + r->dq_len++) % MAX_DUE] = (struct due){ pid, x->gen, tries, due_ns };
+	/* Behind every look due no later: most come in order, and the walk back ends at once. */
+	for (i = r->dq_len++; i > 0; i--) {
+		struct due *prev = &r->dq[(r->dq_head + i - 1) % MAX_DUE];
+
+		if (prev->due_ns <= due_ns)
+			break;
+		r->dq[(r->dq_head + i) % MAX_DUE] = *prev;
+	}
+	r->dq[(r->dq_head + i) % MAX_DUE] = (struct due){ pid, x->gen, tries, due_ns };
 	return 0;
 }
 

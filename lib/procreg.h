@@ -93,8 +93,9 @@ void procreg__drain_end(struct procreg *r, void (*forget)(uint32_t pid, void *ar
 
 /*
  * Looks again at pid at due_ns (CLOCK_MONOTONIC), the tries-th time.
- * Dues are kept in the order given (callers use one delay). A look whose
- * process exec'd again, exited or was forgotten meanwhile is not returned.
+ * Dues come out in time order (those due at once in the order given),
+ * whatever delay each caller uses. A look whose process exec'd again,
+ * exited or was forgotten meanwhile is not returned. -ENOSPC: too many wait.
  */
 int procreg__due_at(struct procreg *r, uint32_t pid, int64_t due_ns, uint32_t tries);
 /* When the first look is due; 0: none. */

@@ -170,6 +170,78 @@ static void test_due(void)
 	procreg__free(r);
 }
 
+/* Looks planned with different delays come out by due time, ties in the order given. */
+static void test_due_order(void)
+{
+	static const struct { uint32_t pid; int64_t due; } in[] = {
+		{ 50, 300 }, { 51, 100 }, { 52, 200 }, { 53, 100 }, { 54, 50 }, { 55, 400 },
+	};
+	/* 52 is cancelled; 56 is queued at 120 after 54 was taken. */
+	static const uint32_t want[] = { 54, 51, 53, 56, 50, 55 };
+	struct procreg *r = NULL;
+	uint32_t got[8], pid, tries, n = 0;
+
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
+	if (!r)
+		return;
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		procreg__exec(r, in[i].pid, 1, 1, NULL);
+		CHECK_EQ_INT(procreg__due_at(r, in[i].pid, in[i].due, (uint32_t)i), 0);
+	}
+	CHECK(procreg__due_first(r) == 50);
+	procreg__due_cancel(r, 52);
+	CHECK_EQ_INT(procreg__due_pop(r, 99, &pid, &tries), 1);
+	got[n++] = pid;
+	CHECK(tries == 4);
+	CHECK_EQ_INT(procreg__due_pop(r, 99, &pid, &tries), 0);
+	procreg__exec(r, 56, 1, 1, NULL);
+	CHECK_EQ_INT(procreg__due_at(r, 56, 120, 6), 0);
+	while (n < 8 && procreg__due_pop(r, 1000, &pid, &tries))
+		got[n++] = pid;
+	CHECK_EQ_INT((int)n, 6);
+	for (uint32_t i = 0; i < n && i < 6; i++)
+		CHECK(got[i] == want[i]);
+	procreg__free(r);
+}
+
+/* Around the ring's end: more than fit are refused, and order holds where the ring wraps. */
+static void test_due_wrap(void)
+{
+	struct procreg *r = NULL;
+	uint32_t pid, tries, n = 0, refused = 0;
+	int64_t last = -1;
+	bool ordered = true;
+
+#define DUE_OF(p) ((p) % 2 ? 1000 + (int64_t)(p) : (int64_t)(p))
+
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
+	if (!r)
+		return;
+	for (uint32_t p = 1; p <= 8000; p++) {
+		procreg__exec(r, p, 1, 1, NULL);
+		/* Half of them early: each walks back over the late ones. */
+		refused += procreg__due_at(r, p, DUE_OF(p), 0) == -ENOSPC;
+		if (p == 3000) {
+			while (n < 2000 && procreg__due_pop(r, 1 << 30, &pid, &tries)) {
+				ordered &= DUE_OF(pid) >= last;
+				last = DUE_OF(pid);
+				n++;
+			}
+			last = -1;
+		}
+	}
+	CHECK_EQ_INT((int)refused, 8000 - 2000 - 4096);
+	while (procreg__due_pop(r, 1 << 30, &pid, &tries)) {
+		ordered &= DUE_OF(pid) >= last;
+		last = DUE_OF(pid);
+		n++;
+	}
+	CHECK(ordered);
+	CHECK_EQ_INT((int)(n + refused), 8000);
+#undef DUE_OF
+	procreg__free(r);
+}
+
 static void test_bound(void)
 {
 	struct procreg *r = NULL;
@@ -232,6 +304,8 @@ int main(void)
 	test_records();
 	test_exits();
 	test_due();
+	test_due_order();
+	test_due_wrap();
 	test_bound();
 	T_DONE();
 }
