@@ -34,16 +34,20 @@ still_listed() {
 	missing=$(comm -23 "$T/before" "$T/after" | wc -l)
 	check "$1: every window listed before is still listed ($missing of $(wc -l <"$T/before") missing)" test "$missing" -eq 0
 }
-# faulty_flushes WHAT: two timer flushes and two asked for fail, are counted, and sampling goes on.
+# faulty_flushes WHAT: flushes that cannot be written are counted, and sampling goes on.
+# A "full" file system still has the slack of the open segment's last page:
+# a window or two of a few hundred bytes may land there (and are kept), so
+# asked-for flushes go on, 1.2 s apart, until one fails, at most six.
 faulty_flushes() {
-	local e0 e1 s1 s2
+	local e0 e1 s1 s2 i
 	e0=$(stat_of window_write_errors)
-	sleep 1.2
-	profctl flush >/dev/null 2>&1
-	sleep 1.2
-	profctl flush >/dev/null 2>&1
-	e1=$(stat_of window_write_errors)
-	check "$1: failed windows counted ($e0 -> $e1)" test "${e1:-0}" -gt "${e0:-0}"
+	for i in 1 2 3 4 5 6; do
+		sleep 1.2
+		profctl flush >/dev/null 2>&1
+		e1=$(stat_of window_write_errors)
+		[ "${e1:-0}" -gt "${e0:-0}" ] && break
+	done
+	check "$1: failed windows counted ($e0 -> $e1 after $i flushes)" test "${e1:-0}" -gt "${e0:-0}"
 	check "$1: profd still runs" kill -0 "$PROFD_PID"
 	s1=$(stat_of samples)
 	sleep 1.5
