@@ -1,8 +1,9 @@
 /*
  * Fixed-work CPU job for the benchmarks: THREADS threads each run ROUNDS
  * rounds; a round calls bw_a, bw_b, bw_c and bw_d with 4:3:2:1 units of work
- * and bw_sys, which makes cheap system calls (kernel frames). The work does
- * not depend on time, so the wall time measures how much a profiler slows it.
+ * and bw_sys, which makes cheap system calls (kernel frames; how many varies
+ * from round to round, see there). The work does not depend on time, so the
+ * wall time measures how much a profiler slows it.
  * Usage: benchwork THREADS ROUNDS; prints "wall_ns N" and "cpu_ns N".
  */
 #include <pthread.h>
@@ -42,9 +43,17 @@ WORK(bw_b, 3)
 WORK(bw_c, 2)
 WORK(bw_d, 1)
 
+/*
+ * 200 to 600 calls, 400 on average, drawn from the thread's own state: the
+ * total work stays fixed for given arguments, but a round's length varies,
+ * so a sampler's fixed period cannot stay in step with the rounds (in step,
+ * its samples would all land in the same functions for seconds at a time).
+ */
 __attribute__((noinline)) unsigned long bw_sys(unsigned long x)
 {
-	for (int i = 0; i < 400; i++)
+	int n = 200 + (int)((x >> 33) % 401);
+
+	for (int i = 0; i < n; i++)
 		x += syscall(SYS_getppid);
 	return x;
 }
