@@ -44,14 +44,14 @@ WORK(bw_c, 2)
 WORK(bw_d, 1)
 
 /*
- * 200 to 600 calls, 400 on average, drawn from the thread's own state: the
+ * 0 to 2000 calls, 1000 on average, drawn from the thread's own state: the
  * total work stays fixed for given arguments, but a round's length varies,
  * so a sampler's fixed period cannot stay in step with the rounds (in step,
  * its samples would all land in the same functions for seconds at a time).
  */
 __attribute__((noinline)) unsigned long bw_sys(unsigned long x)
 {
-	int n = 200 + (int)((x >> 33) % 401);
+	int n = (int)((x >> 33) % 2001);
 
 	for (int i = 0; i < n; i++)
 		x += syscall(SYS_getppid);
