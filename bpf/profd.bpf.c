@@ -289,7 +289,7 @@ struct offcpu_place {
 	__u32 ids_gen;
 	__u32 ids_ok;
 	__u32 flags;            /* PROFD_F_*_TRUNC of this capture */
-	__u32 pad;
+	__u32 ready;            /* 0: a capture was due and did not run: the stacks are stale */
 	__u64 pending;          /* ns waited here, not yet added to the counts map (see OFFCPU_BATCH_NS) */
 	__u64 reuse_ns;         /* how long these stacks may be reused: grows while captures find them unchanged */
 	__u64 uhash, khash;     /* stack_hash of ustk and kstk, to see whether a capture changed them */
@@ -338,6 +338,14 @@ struct {
 	__type(key, int);
 	__type(value, struct offcpu_task);
 } offcpu_tasks SEC(".maps");
+
+/* [0]: off_cpu_capture, set by user space after load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} offcpu_progs SEC(".maps");
 
 /* Returns the frame count stored in s (0: none; errors are counted). */
 /* slot: the Python walker's scratch, one per hook that can interrupt another. */
@@ -535,14 +543,71 @@ static __always_inline __u32 cpu_weight(void)
 	return c->every;
 }
 
+/*
+ * py_user_stack for the capture program, a tp_btf program: it gets no
+ * private stack, so its frames down any call chain share 512 bytes. There
+ * the native walker's frame (pt_regs, unwind state) and the Python walk's
+ * frames must not sit on one chain: the native walk runs first, with room
+ * for every frame, in a call of its own; the Python frames then take the
+ * place of its outermost ones, the same frames a walk with less room
+ * would have left out.
+ */
+static __noinline long offcpu_native(void *ctx, __u64 *ips)
+{
+	return user_stack(ctx, ips, PROFD_MAX_DEPTH * sizeof(__u64));
+}
+
+/* Returns the frame count with the Python frames after the first n native ones. */
+static __noinline __u64 offcpu_py_append(__u64 *ips, __u64 n)
+{
+	struct py_ctx w = {};
+	__u32 np = py_frames(&w, 1);
+
+	if (!np || !w.sc)
+		return n;
+	if (np > PROFD_PY_MAX_DEPTH)
+		np = PROFD_PY_MAX_DEPTH;
+	if (n > PROFD_MAX_DEPTH - np)
+		n = PROFD_MAX_DEPTH - np;
+	w.ips = ips;
+	w.n = n;
+	w.np = np;
+	bpf_loop(PROFD_PY_MAX_DEPTH, py_append_step, &w, 0);
+	return w.n;
+}
+
+/* Both stacks of the current task into pl; returns their PROFD_F_*_TRUNC flags. */
+static __always_inline __u32 capture_place(void *ctx, struct offcpu_place *pl, int kthread)
+{
+	__u32 flags = 0;
+	long n;
+
+	/* prev is current here: its kernel stack is ours, its user registers are in pt_regs. */
+	capture(ctx, &pl->kstk, 0, 1, &flags);
+	pl->ustk.len = 0;
+	if (kthread)
+		return flags;
+	n = offcpu_native(ctx, pl->ustk.ips);
+	if (n < 0)
+		count(PROFD_CNT_USTACK_ERR);
+	if (n <= 0)
+		return flags;
+	pl->ustk.len = offcpu_py_append(pl->ustk.ips, n / sizeof(__u64));
+	if (pl->ustk.len >= PROFD_MAX_DEPTH) {
+		count(PROFD_CNT_TRUNCATED);
+		flags |= PROFD_F_USTACK_TRUNC;
+	}
+	return flags;
+}
+
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev,
 				       unsigned int prev_state, __u64 *clock)
 {
 	struct offcpu_place *pl;
 	struct offcpu_task *t;
 	struct pt_regs *regs;
-	__u64 upc = 0, usp = 0, ubp = 0, uh, kh, now;
-	__u32 flags = 0, kind, weight;
+	__u64 upc = 0, usp = 0, ubp = 0, now;
+	__u32 kind, weight;
 	int kthread;
 
 	/* The idle task never waits; a dead task never comes back. */
@@ -607,53 +672,13 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		t->ts = now;
 		return;
 	}
-	/* Counted here, not on reuse: a shared counter bumped at every switch costs about 250 ns on this VM. */
-	count(PROFD_CNT_OFFCPU_CAPTURED);
 	/* Time summed under the old stacks goes to them before they are replaced. */
 	flush_pending(t, pl, kind);
 	pl->ids_ok = 0;
-	/* prev is current here: its kernel stack is ours, its user registers are in pt_regs. */
-	capture(ctx, &pl->kstk, 0, 1, &flags);
-	if (!kthread)
-		capture(ctx, &pl->ustk, 1, 1, &flags);
-	else
-		pl->ustk.len = 0;
-	uh = stack_hash(&pl->ustk, pl->ustk.len);
-	kh = stack_hash(&pl->kstk, pl->kstk.len);
-	/*
-	 * A place whose recaptures keep finding the same stacks is trusted for
-	 * longer: a thread blocking every few ms in its event loop would
-	 * otherwise walk both stacks (about 5 us) at nearly every switch. Any
-	 * change, or a different pc or sp, drops it back to the base interval.
-	 * Past the base interval a reuse also needs the same rbp and the same
-	 * word above it: with frame pointers, the return address of the
-	 * innermost frame that keeps one, so two callers reaching one pc at one
-	 * sp (a shared wait function) are told apart without walking (one
-	 * 8-byte user read, about 40 ns, instead of about 5 us). Code without
-	 * frame pointers keeps only the pc and sp check there.
-	 */
-	if (pl->cap_ns && upc == pl->upc && usp == pl->usp && uh == pl->uhash && kh == pl->khash &&
-	    flags == pl->flags)
-		pl->reuse_ns = pl->reuse_ns * 2 < offcpu_stack_interval_ns * OFFCPU_REUSE_GROWTH ?
-				       pl->reuse_ns * 2 : offcpu_stack_interval_ns * OFFCPU_REUSE_GROWTH;
-	else
-		pl->reuse_ns = offcpu_stack_interval_ns;
-	pl->uhash = uh;
-	pl->khash = kh;
-	pl->ubp = ubp;
-	pl->uret = kthread ? 0 : user_word(ubp + 8);
-	pl->flags = flags;
-	pl->cap_ns = now;
-	pl->chk_ns = now;
-	pl->upc = upc;
-	pl->usp = usp;
-	t->key.pid = prev->tgid;
-	t->key.tid = prev->pid;
-	t->key.cgroup_id = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(t->key.thread, sizeof(t->key.thread));
-	BPF_CORE_READ_STR_INTO(&t->key.comm, prev, group_leader, comm);
-	/* After the capture: the hook's own run time is not time away. */
-	t->ts = bpf_ktime_get_ns();
+	pl->ready = 0;
+	t->ts = now;
+	bpf_tail_call(ctx, &offcpu_progs, 0);
+	/* Not loaded: the waits of this place are dropped (and counted) until a capture runs. */
 }
 
 static __always_inline void switch_in(struct task_struct *next, __u64 *clock)
@@ -680,6 +705,10 @@ static __always_inline void switch_in(struct task_struct *next, __u64 *clock)
 	if (t->weight > 1)
 		delta *= t->weight;
 	pl = &t->place[t->kind == PROFD_KIND_RUNQ];
+	if (!pl->ready) {
+		count(PROFD_CNT_OFFCPU_NO_STATE);
+		return;
+	}
 	delta += pl->pending;
 	if (delta < OFFCPU_BATCH_NS && pl->ids_ok && pl->ids_gen == gv) {
 		pl->pending = delta;
@@ -687,6 +716,82 @@ static __always_inline void switch_in(struct task_struct *next, __u64 *clock)
 	}
 	pl->pending = 0;
 	add_place(t, pl, t->kind, gv, delta);
+}
+
+/*
+ * The stack capture of a switch-out, tail-called by off_cpu when a place's
+ * stacks are due (never at a reuse). A program of its own: a tp_btf
+ * program gets no private stack, its frames down a call chain share 512
+ * bytes, and the walkers' frames fit beside this frame only, not beside
+ * the switch hook's as well.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(off_cpu_capture, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	struct offcpu_place *pl;
+	struct offcpu_task *t;
+	struct pt_regs *regs;
+	__u64 upc = 0, usp = 0, ubp = 0, uh, kh;
+	__u32 flags, same;
+	int kthread;
+
+	t = bpf_task_storage_get(&offcpu_tasks, prev, 0, 0);
+	if (!t)
+		return 0;
+	pl = &t->place[t->kind == PROFD_KIND_RUNQ];
+	kthread = prev->flags & PF_KTHREAD;
+	if (!kthread) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+		upc = regs->ip;
+		usp = regs->sp;
+		ubp = regs->bp;
+	}
+	/*
+	 * Stored before the walk, and compared first: little stays live across
+	 * the walkers' calls, whose frames share the 512 bytes with this one.
+	 */
+	same = pl->cap_ns && upc == pl->upc && usp == pl->usp;
+	pl->upc = upc;
+	pl->usp = usp;
+	pl->ubp = ubp;
+	pl->cap_ns = t->ts;
+	pl->chk_ns = t->ts;
+	/* Counted here, not on reuse: a shared counter bumped at every switch costs about 250 ns on this VM. */
+	count(PROFD_CNT_OFFCPU_CAPTURED);
+	flags = capture_place(ctx, pl, kthread);
+	uh = stack_hash(&pl->ustk, pl->ustk.len);
+	kh = stack_hash(&pl->kstk, pl->kstk.len);
+	/*
+	 * A place whose recaptures keep finding the same stacks is trusted for
+	 * longer: a thread blocking every few ms in its event loop would
+	 * otherwise walk both stacks (about 5 us) at nearly every switch. Any
+	 * change, or a different pc or sp, drops it back to the base interval.
+	 * Past the base interval a reuse also needs the same rbp and the same
+	 * word above it: with frame pointers, the return address of the
+	 * innermost frame that keeps one, so two callers reaching one pc at one
+	 * sp (a shared wait function) are told apart without walking (one
+	 * 8-byte user read, about 40 ns, instead of about 5 us). Code without
+	 * frame pointers keeps only the pc and sp check there.
+	 */
+	if (same && uh == pl->uhash && kh == pl->khash && flags == pl->flags)
+		pl->reuse_ns = pl->reuse_ns * 2 < offcpu_stack_interval_ns * OFFCPU_REUSE_GROWTH ?
+				       pl->reuse_ns * 2 : offcpu_stack_interval_ns * OFFCPU_REUSE_GROWTH;
+	else
+		pl->reuse_ns = offcpu_stack_interval_ns;
+	pl->uhash = uh;
+	pl->khash = kh;
+	pl->uret = kthread ? 0 : user_word(pl->ubp + 8);
+	pl->flags = flags;
+	t->key.pid = prev->tgid;
+	t->key.tid = prev->pid;
+	t->key.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(t->key.thread, sizeof(t->key.thread));
+	BPF_CORE_READ_STR_INTO(&t->key.comm, prev, group_leader, comm);
+	pl->ready = 1;
+	/* After the capture: the hook's own run time is not time away. */
+	t->ts = bpf_ktime_get_ns();
+	return 0;
 }
 
 SEC("tp_btf/sched_switch")

@@ -280,6 +280,8 @@ static int load_object(struct sampler *s, bool offcpu, const struct offcpu_sel *
 	bpf_map__set_max_entries(s->skel->maps.offcpu_pids, f->npids ? f->npids : 1);
 	bpf_map__set_max_entries(s->skel->maps.offcpu_cgroups, f->ncgroups ? f->ncgroups : 1);
 	bpf_program__set_autoload(s->skel->progs.off_cpu, offcpu);
+	bpf_program__set_autoload(s->skel->progs.off_cpu_capture, offcpu);
+	bpf_map__set_autocreate(s->skel->maps.offcpu_progs, offcpu);
 	bpf_program__set_autoload(s->skel->progs.offcpu_exit, offcpu);
 	bpf_map__set_autocreate(s->skel->maps.offcpu_tasks, offcpu);
 	bpf_map__set_autocreate(s->skel->maps.offcpu_pids, offcpu);
@@ -289,6 +291,14 @@ static int load_object(struct sampler *s, bool offcpu, const struct offcpu_sel *
 	ret = profd_bpf__load(s->skel);
 	if (!ret && offcpu)
 		ret = offcpu_sel_fill(s, f);
+	if (!ret && offcpu) {
+		/* The stack capture, tail-called by the switch hook. */
+		uint32_t zero = 0;
+		int fd = bpf_program__fd(s->skel->progs.off_cpu_capture);
+
+		ret = bpf_map__update_elem(s->skel->maps.offcpu_progs, &zero, sizeof(zero), &fd,
+					   sizeof(fd), BPF_ANY);
+	}
 	if (ret) {
 		ret = ret < 0 ? ret : -errno;
 		profd_bpf__destroy(s->skel);
