@@ -284,19 +284,33 @@ struct {
  * place within one generation adds its count without touching the stacks map.
  */
 struct offcpu_place {
-	__u64 cap_ns, upc, usp; /* when and from where the stacks were captured; cap_ns 0: never */
+	__u64 cap_ns;           /* when the stacks were captured */
 	__u64 uid, kid;         /* ids of ustk and kstk when ids_ok, interned in generation ids_gen */
-	__u32 ids_gen;
-	__u32 ids_ok;
-	__u32 flags;            /* PROFD_F_*_TRUNC of this capture */
-	__u32 ready;            /* 0: a capture was due and did not run: the stacks are stale */
-	__u64 pending;          /* ns waited here, not yet added to the counts map (see OFFCPU_BATCH_NS) */
 	__u64 reuse_ns;         /* how long these stacks may be reused: grows while captures find them unchanged */
 	__u64 uhash, khash;     /* stack_hash of ustk and kstk, to see whether a capture changed them */
-	__u64 ubp, uret;        /* user rbp at capture and the word at rbp + 8: the caller check of a grown interval */
-	__u64 chk_ns;           /* when uret was last found unchanged (or captured) */
+	__u64 uret;             /* the word at ubp + 8 at capture: the caller check of a grown interval */
+	__u32 flags;            /* PROFD_F_*_TRUNC of this capture */
+	__u32 pad;
 	struct profd_stack ustk;
 	struct profd_stack kstk;
+};
+
+/*
+ * What a switch reads and writes of a place, apart from the rest: the two
+ * places' share and the thread's own fields fill two cache lines, where the
+ * 2 KB places put each on lines of its own (a cache miss each on a loaded
+ * host, where the hook's own instructions cost less).
+ */
+struct offcpu_hot {
+	__u64 until;         /* the stacks are reused before this time (capture + reuse interval) */
+	__u64 chk_ns;        /* when the caller was last found unchanged (or captured) */
+	__u64 upc, usp, ubp; /* user registers at capture */
+	__u64 pending;       /* ns waited here, not yet added to the counts map (see OFFCPU_BATCH_NS) */
+	__u32 ids_gen;
+	__u8 ids_ok;
+	__u8 ready;          /* 0: never captured, or a capture was due and did not run */
+	__u8 grown;          /* the reuse interval grew past the base: check the caller */
+	__u8 pad;
 };
 
 /*
@@ -308,11 +322,12 @@ struct offcpu_place {
 struct offcpu_task {
 	__u64 ts;    /* switch-out time; 0: nothing pending */
 	__u32 kind;  /* of the pending wait */
+	__u32 weight; /* offcpu_max_rate: the pending wait counts this many times (0 or 1: once) */
+	struct offcpu_hot hot[2];     /* [0]: blocked, [1]: run queue */
 	__u32 skip;  /* offcpu_sample: switch-outs to let pass before the next recorded one */
 	__u32 skip_init;
-	__u32 weight; /* offcpu_max_rate: the pending wait counts this many times (0 or 1: once) */
 	struct profd_key key; /* labels, refreshed at every capture; stacks and kind set at switch-in */
-	struct offcpu_place place[2]; /* [0]: blocked, [1]: run queue */
+	struct offcpu_place place[2]; /* as hot[] */
 };
 
 /* Switch-outs of one CPU in the current rate window, and how they are sampled. */
@@ -438,10 +453,11 @@ static __always_inline int selected(struct task_struct *prev)
  * Adds value ns to the counts of place pl (kind) in generation gv, interning
  * its stacks there first unless their ids are already from gv.
  */
-static __always_inline void add_place(struct offcpu_task *t, struct offcpu_place *pl, __u32 kind,
-				      __u32 gv, __u64 value)
+static __always_inline void add_place(struct offcpu_task *t, __u32 kind, __u32 gv, __u64 value)
 {
-	__u32 g = gv & 1, ok = 1;
+	__u32 g = gv & 1, ok = 1, k = kind == PROFD_KIND_RUNQ;
+	struct offcpu_place *pl = &t->place[k];
+	struct offcpu_hot *h = &t->hot[k];
 	void *cmap, *smap;
 
 	cmap = bpf_map_lookup_elem(&counts, &g);
@@ -454,7 +470,7 @@ static __always_inline void add_place(struct offcpu_task *t, struct offcpu_place
 	 * the drain has waited for running programs: ids interned while gen
 	 * read gv are still there while it reads gv.
 	 */
-	if (!pl->ids_ok || pl->ids_gen != gv) {
+	if (!h->ids_ok || h->ids_gen != gv) {
 		smap = bpf_map_lookup_elem(&stacks, &g);
 		if (!smap) {
 			count(PROFD_CNT_NO_MAP);
@@ -462,8 +478,8 @@ static __always_inline void add_place(struct offcpu_task *t, struct offcpu_place
 		}
 		pl->uid = intern_stack(smap, &pl->ustk, 1, &ok);
 		pl->kid = intern_stack(smap, &pl->kstk, 0, &ok);
-		pl->ids_gen = gv;
-		pl->ids_ok = ok; /* a stack that could not be stored is tried again next time */
+		h->ids_gen = gv;
+		h->ids_ok = ok; /* a stack that could not be stored is tried again next time */
 	}
 	t->key.ustack = pl->uid;
 	t->key.kstack = pl->kid;
@@ -473,14 +489,15 @@ static __always_inline void add_place(struct offcpu_task *t, struct offcpu_place
 }
 
 /* Pending time of both places into the counts: before their stacks change, at exit. */
-static __always_inline void flush_pending(struct offcpu_task *t, struct offcpu_place *pl, __u32 kind)
+static __always_inline void flush_pending(struct offcpu_task *t, __u32 kind)
 {
-	__u64 v = pl->pending;
+	struct offcpu_hot *h = &t->hot[kind == PROFD_KIND_RUNQ];
+	__u64 v = h->pending;
 
 	if (!v)
 		return;
-	pl->pending = 0;
-	add_place(t, pl, kind, *(volatile __u32 *)&gen, v);
+	h->pending = 0;
+	add_place(t, kind, *(volatile __u32 *)&gen, v);
 }
 
 /*
@@ -603,7 +620,7 @@ static __always_inline __u32 capture_place(void *ctx, struct offcpu_place *pl, i
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev,
 				       unsigned int prev_state, __u64 *clock)
 {
-	struct offcpu_place *pl;
+	struct offcpu_hot *h;
 	struct offcpu_task *t;
 	struct pt_regs *regs;
 	__u64 upc = 0, usp = 0, ubp = 0, now;
@@ -650,7 +667,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	now = clock_once(clock);
 	/* A preempted task stays runnable whatever its state said (see __trace_sched_switch_state). */
 	kind = preempt || prev_state == TASK_RUNNING ? PROFD_KIND_RUNQ : PROFD_KIND_OFFCPU;
-	pl = &t->place[kind == PROFD_KIND_RUNQ];
+	h = &t->hot[kind == PROFD_KIND_RUNQ];
 	kthread = prev->flags & PF_KTHREAD;
 	if (!kthread) {
 		/* A BTF pointer: plain loads, not two bpf_probe_read_kernel calls (about 50 ns). */
@@ -664,18 +681,18 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	 * The caller check reads user memory (about 40 ns): once per base
 	 * interval is enough, the same trust a place gets before it grows.
 	 */
-	if (offcpu_stack_interval_ns && pl->cap_ns && now - pl->cap_ns < pl->reuse_ns &&
-	    upc == pl->upc && usp == pl->usp &&
-	    (pl->reuse_ns <= offcpu_stack_interval_ns ||
-	     (ubp == pl->ubp && (now - pl->chk_ns < offcpu_stack_interval_ns ||
-				 (user_word(ubp + 8) == pl->uret && (pl->chk_ns = now)))))) {
+	if (offcpu_stack_interval_ns && h->ready && now < h->until && upc == h->upc && usp == h->usp &&
+	    (!h->grown ||
+	     (ubp == h->ubp && (now - h->chk_ns < offcpu_stack_interval_ns ||
+				(user_word(ubp + 8) == t->place[kind == PROFD_KIND_RUNQ].uret &&
+				 (h->chk_ns = now)))))) {
 		t->ts = now;
 		return;
 	}
 	/* Time summed under the old stacks goes to them before they are replaced. */
-	flush_pending(t, pl, kind);
-	pl->ids_ok = 0;
-	pl->ready = 0;
+	flush_pending(t, kind);
+	h->ids_ok = 0;
+	h->ready = 0;
 	t->ts = now;
 	bpf_tail_call(ctx, &offcpu_progs, 0);
 	/* Not loaded: the waits of this place are dropped (and counted) until a capture runs. */
@@ -684,7 +701,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 static __always_inline void switch_in(struct task_struct *next, __u64 *clock)
 {
 	__u32 gv = *(volatile __u32 *)&gen;
-	struct offcpu_place *pl;
+	struct offcpu_hot *h;
 	struct offcpu_task *t;
 	__u64 delta;
 
@@ -704,18 +721,18 @@ static __always_inline void switch_in(struct task_struct *next, __u64 *clock)
 		delta *= offcpu_sample;
 	if (t->weight > 1)
 		delta *= t->weight;
-	pl = &t->place[t->kind == PROFD_KIND_RUNQ];
-	if (!pl->ready) {
+	h = &t->hot[t->kind == PROFD_KIND_RUNQ];
+	if (!h->ready) {
 		count(PROFD_CNT_OFFCPU_NO_STATE);
 		return;
 	}
-	delta += pl->pending;
-	if (delta < OFFCPU_BATCH_NS && pl->ids_ok && pl->ids_gen == gv) {
-		pl->pending = delta;
+	delta += h->pending;
+	if (delta < OFFCPU_BATCH_NS && h->ids_ok && h->ids_gen == gv) {
+		h->pending = delta;
 		return;
 	}
-	pl->pending = 0;
-	add_place(t, pl, t->kind, gv, delta);
+	h->pending = 0;
+	add_place(t, t->kind, gv, delta);
 }
 
 /*
@@ -731,15 +748,18 @@ int BPF_PROG(off_cpu_capture, bool preempt, struct task_struct *prev, struct tas
 {
 	struct offcpu_place *pl;
 	struct offcpu_task *t;
+	struct offcpu_hot *h;
 	struct pt_regs *regs;
 	__u64 upc = 0, usp = 0, ubp = 0, uh, kh;
-	__u32 flags, same;
+	__u32 flags, same, k;
 	int kthread;
 
 	t = bpf_task_storage_get(&offcpu_tasks, prev, 0, 0);
 	if (!t)
 		return 0;
-	pl = &t->place[t->kind == PROFD_KIND_RUNQ];
+	k = t->kind == PROFD_KIND_RUNQ;
+	pl = &t->place[k];
+	h = &t->hot[k];
 	kthread = prev->flags & PF_KTHREAD;
 	if (!kthread) {
 		regs = (struct pt_regs *)bpf_task_pt_regs(prev);
@@ -751,12 +771,12 @@ int BPF_PROG(off_cpu_capture, bool preempt, struct task_struct *prev, struct tas
 	 * Stored before the walk, and compared first: little stays live across
 	 * the walkers' calls, whose frames share the 512 bytes with this one.
 	 */
-	same = pl->cap_ns && upc == pl->upc && usp == pl->usp;
-	pl->upc = upc;
-	pl->usp = usp;
-	pl->ubp = ubp;
+	same = pl->cap_ns && upc == h->upc && usp == h->usp;
+	h->upc = upc;
+	h->usp = usp;
+	h->ubp = ubp;
 	pl->cap_ns = t->ts;
-	pl->chk_ns = t->ts;
+	h->chk_ns = t->ts;
 	/* Counted here, not on reuse: a shared counter bumped at every switch costs about 250 ns on this VM. */
 	count(PROFD_CNT_OFFCPU_CAPTURED);
 	flags = capture_place(ctx, pl, kthread);
@@ -781,14 +801,16 @@ int BPF_PROG(off_cpu_capture, bool preempt, struct task_struct *prev, struct tas
 		pl->reuse_ns = offcpu_stack_interval_ns;
 	pl->uhash = uh;
 	pl->khash = kh;
-	pl->uret = kthread ? 0 : user_word(pl->ubp + 8);
+	pl->uret = kthread ? 0 : user_word(h->ubp + 8);
 	pl->flags = flags;
+	h->until = pl->cap_ns + pl->reuse_ns;
+	h->grown = pl->reuse_ns > offcpu_stack_interval_ns;
 	t->key.pid = prev->tgid;
 	t->key.tid = prev->pid;
 	t->key.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(t->key.thread, sizeof(t->key.thread));
 	BPF_CORE_READ_STR_INTO(&t->key.comm, prev, group_leader, comm);
-	pl->ready = 1;
+	h->ready = 1;
 	/* After the capture: the hook's own run time is not time away. */
 	t->ts = bpf_ktime_get_ns();
 	return 0;
@@ -819,7 +841,7 @@ int BPF_PROG(offcpu_exit, struct task_struct *p)
 	t = bpf_task_storage_get(&offcpu_tasks, bpf_get_current_task_btf(), 0, 0);
 	if (!t)
 		return 0;
-	flush_pending(t, &t->place[0], PROFD_KIND_OFFCPU);
-	flush_pending(t, &t->place[1], PROFD_KIND_RUNQ);
+	flush_pending(t, PROFD_KIND_OFFCPU);
+	flush_pending(t, PROFD_KIND_RUNQ);
 	return 0;
 }
