@@ -501,58 +501,14 @@ static __always_inline void flush_pending(struct offcpu_task *t, __u32 kind)
 }
 
 /*
- * This CPU's scheduler clock against bpf_ktime_get_ns(), taken at most
- * OFFCPU_CLK_SYNC_NS of scheduler time ago.
+ * The switch's time, read once for both halves and only by a half that
+ * needs it: threads outside the selection, without state, or let pass by
+ * --offcpu-sample cost no clock read (about 40 ns on a VM).
  */
-struct offcpu_clk {
-	__u64 ct;  /* rq_clock_task at the last sync */
-	__u64 off; /* bpf_ktime_get_ns() - ct then */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct offcpu_clk);
-} offcpu_clks SEC(".maps");
-
-/*
- * rq_clock_task and the monotonic clock part only by the IRQ and steal
- * time the scheduler leaves out, and each CPU's by its own: synced this
- * often, a wait measured across CPUs or across a sync is off by at most the
- * IRQ and steal time of a millisecond.
- */
-#define OFFCPU_CLK_SYNC_NS 1000000ULL
-
-/*
- * The switch's time, taken once for both halves and only by a half that
- * needs it. The scheduler has just stamped it: pick_next_task set next's
- * se.exec_start to rq_clock_task, and the dequeue or put of prev set
- * prev's (next is the idle task when a CPU goes idle). One load against
- * bpf_ktime_get_ns(), which costs 20-60 ns a call on this VM (kvm-clock):
- * the hook's largest single cost after the task storage lookups.
- */
-static __always_inline __u64 clock_once(__u64 *now, struct task_struct *prev,
-					struct task_struct *next)
+static __always_inline __u64 clock_once(__u64 *now)
 {
-	struct offcpu_clk *c;
-	__u32 zero = 0;
-	__u64 ct;
-
-	if (*now)
-		return *now;
-	ct = next->pid ? next->se.exec_start : prev->se.exec_start;
-	c = bpf_map_lookup_elem(&offcpu_clks, &zero);
-	if (!c || !ct) {
+	if (!*now)
 		*now = bpf_ktime_get_ns();
-		return *now;
-	}
-	/* Unsigned: a stamp older than the last sync (none was taken this time) syncs too. */
-	if (ct - c->ct > OFFCPU_CLK_SYNC_NS) {
-		c->off = bpf_ktime_get_ns() - ct;
-		c->ct = ct;
-	}
-	*now = ct + c->off;
 	return *now;
 }
 
@@ -662,7 +618,7 @@ static __always_inline __u32 capture_place(void *ctx, struct offcpu_place *pl, i
 }
 
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev,
-				       struct task_struct *next, unsigned int prev_state, __u64 *clock)
+				       unsigned int prev_state, __u64 *clock)
 {
 	struct offcpu_hot *h;
 	struct offcpu_task *t;
@@ -708,7 +664,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		}
 		t->skip = offcpu_sample - 2 + bpf_get_prandom_u32() % 3;
 	}
-	now = clock_once(clock, prev, next);
+	now = clock_once(clock);
 	/* A preempted task stays runnable whatever its state said (see __trace_sched_switch_state). */
 	kind = preempt || prev_state == TASK_RUNNING ? PROFD_KIND_RUNQ : PROFD_KIND_OFFCPU;
 	h = &t->hot[kind == PROFD_KIND_RUNQ];
@@ -742,8 +698,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	/* Not loaded: the waits of this place are dropped (and counted) until a capture runs. */
 }
 
-static __always_inline void switch_in(struct task_struct *prev, struct task_struct *next,
-				      __u64 *clock)
+static __always_inline void switch_in(struct task_struct *next, __u64 *clock)
 {
 	__u32 gv = *(volatile __u32 *)&gen;
 	struct offcpu_hot *h;
@@ -756,7 +711,7 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 	t = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
 	if (!t || !t->ts)
 		return;
-	delta = clock_once(clock, prev, next) - t->ts;
+	delta = clock_once(clock) - t->ts;
 	t->ts = 0;
 	if (delta < offcpu_min_ns) {
 		count(PROFD_CNT_OFFCPU_SHORT);
@@ -865,11 +820,11 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(off_cpu, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	/* One time for both halves: the switch is one instant. */
+	/* One clock read for both (about 40 ns each on a VM): the switch is one instant. */
 	__u64 now = 0;
 
-	switch_in(prev, next, &now);
-	switch_out(ctx, preempt, prev, next, prev_state, &now);
+	switch_in(next, &now);
+	switch_out(ctx, preempt, prev, prev_state, &now);
 	return 0;
 }
 
