@@ -57,15 +57,21 @@ __u64 py_syms_adds = 0;
  * code object carries co_version, drawn from a counter of its interpreter
  * that only grows (and stops at 0), so the address, the version and the
  * interpreter together name one code object for the life of the process
- * image: a hit reads nothing more. Before 3.12 a hit reads the name, file
- * and line table objects and compares their bytes with the entry's name
- * in py_syms; what it saves is the hash and the insert.
+ * image: a hit reads nothing more. Before 3.12 a hit reads the name and
+ * line table objects (the file's once a walk) and checks that each still
+ * holds the bytes the id was made from. CPython caches a str's and a bytes
+ * object's hash in the object (-1 until computed) and never changes it:
+ * when the entry kept that hash, a hit reads the object's first 32 bytes
+ * and compares the 64-bit hash (a different text at the same address
+ * would need the same keyed SipHash); when it did not, the bytes are
+ * compared with the ones kept in py_code_syms.
  *
  * The id is looked up in py_syms again after PY_SYMS_RECHECK new names:
  * an LRU entry that went is named again.
  */
 struct py_code {
 	__u64 code, name, file, lt, id, checked, epoch, interp;
+	__s64 name_hash, file_hash, lt_hash; /* CPython's own, from the objects named (-1: none) */
 	__u32 version, firstlineno;
 	__u32 used, pad; /* the walk that last used it: the older of a set's two goes first */
 };
@@ -125,12 +131,14 @@ struct py_scratch {
 	 * code object once; frames of one file read the file name once.
 	 */
 	__u64 last_code, last_id, last_file;
+	__s64 last_file_hash;
+	__s64 name_hash, lt_hash; /* the hashes of the name and line table being named */
 	__u32 file_flags;
 	__u32 pid;
 	__u32 cached; /* frames of this walk named from codes[] */
 	__u32 kind;   /* which program's scratch this is: 0 on-CPU, 1 off-CPU */
 	__u32 walk;   /* walks on this CPU so far: codes[].used */
-	__u32 pad4;
+	__u32 sym_key;
 	__u64 interp; /* the walked thread's interpreter */
 	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
 	__u64 fbuf_str; /* the file string whose header and text fbuf holds, read in this walk */
@@ -333,35 +341,109 @@ static __always_inline int py_lt_is(const struct profd_pyoffs *o, __u8 *buf, __u
 	return 1;
 }
 
+/* A str's or bytes object's cached hash in a read of its start; -1 when the layout has none. */
+static __always_inline __s64 py_hash_at(const __u8 *buf, __u16 off)
+{
+	return off == PROFD_PY_NONE ? -1 : *(const __s64 *)(buf + (off & 31));
+}
+
+/* 1 when the object at addr carries the hash want (not -1); reads its first 32 bytes into buf. */
+static __always_inline int py_hash_is(__u8 *buf, __u64 addr, __u16 off, __s64 want)
+{
+	return !bpf_probe_read_user(buf, 32, (void *)addr) && py_hash_at(buf, off) == want;
+}
+
+#define PY_PART_FILE 1
+#define PY_PART_NAME 2
+#define PY_PART_LT 4
+
 /*
- * 1 when the code object cached in slot i, at its cached addresses, still
- * holds the name its id names. A global function, checked once on its own.
+ * 1 when the objects of the code object cached in slot i that parts
+ * names (its file and name strings, its line table), read in full, hold
+ * the bytes its id was made from; the entry then keeps each object's
+ * hash if CPython has computed it since. A global function: the verifier
+ * walks its loops once, not once per path through the caller.
+ */
+__noinline int py_code_bytes_same(const struct profd_pyproc *pp, struct py_scratch *sc, __u32 i, __u32 parts)
+{
+	const struct profd_pysym *sym;
+
+	if (!pp || !sc)
+		return 0;
+	/*
+	 * The key in the scratch and the slot found again from it: few values
+	 * live across calls, so few spilled, and the sched_switch program's
+	 * stack is near its limit.
+	 */
+	sc->sym_key = (sc->kind & 1) * PY_CODE_SLOTS + (i & (PY_CODE_SLOTS - 1));
+	sym = bpf_map_lookup_elem(&py_code_syms, &sc->sym_key);
+	if (!sym)
+		return 0;
+	/* fbuf holds the file string: py_code_same read it. */
+	if (parts & PY_PART_FILE) {
+		if (!py_str_is(&pp->o, sc->fbuf, sym->file, sym->file_len))
+			return 0;
+		sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file_hash = py_hash_at(sc->fbuf, pp->o.str_hash);
+	}
+	if (parts & PY_PART_NAME) {
+		if (py_str_read(sc->nbuf, sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].name) ||
+		    !py_str_is(&pp->o, sc->nbuf, sym->name, sym->name_len))
+			return 0;
+		sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].name_hash = py_hash_at(sc->nbuf, pp->o.str_hash);
+	}
+	if (parts & PY_PART_LT) {
+		if (!py_lt_is(&pp->o, sc->lbuf, sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].lt, sym))
+			return 0;
+		sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].lt_hash = py_hash_at(sc->lbuf, pp->o.bytes_hash);
+	}
+	return 1;
+}
+
+/*
+ * Whether the code object cached in slot i, at its cached addresses,
+ * still holds the name its id names, by the hashes the entry kept: -1
+ * when it does not, else the PY_PART_* objects that had no hash kept, to
+ * be compared by their bytes (py_code_bytes_same). A global function,
+ * checked once on its own.
  */
 __noinline int py_code_same(const struct profd_pyproc *pp, struct py_scratch *sc, __u32 i)
 {
 	const struct profd_pyoffs *o;
-	const struct profd_pysym *sym;
-	const struct py_code *c;
-	__u32 k;
+	struct py_code *c;
+	int parts = 0;
 
 	if (!pp || !sc)
-		return 0;
+		return -1;
 	o = &pp->o;
-	i &= PY_CODE_SLOTS - 1;
-	c = &sc->codes[i];
-	k = (sc->kind & 1) * PY_CODE_SLOTS + i;
-	sym = bpf_map_lookup_elem(&py_code_syms, &k);
-	if (!sym)
-		return 0;
+	c = &sc->codes[i & (PY_CODE_SLOTS - 1)];
 	/* The frames of one file share its string: read once a walk. */
 	if (c->file != sc->fbuf_str) {
 		sc->fbuf_str = 0;
 		if (!py_str_read(sc->fbuf, c->file))
 			sc->fbuf_str = c->file;
 	}
-	return c->file == sc->fbuf_str && py_str_is(o, sc->fbuf, sym->file, sym->file_len) &&
-	       !py_str_read(sc->nbuf, c->name) && py_str_is(o, sc->nbuf, sym->name, sym->name_len) &&
-	       py_lt_is(o, sc->lbuf, c->lt, sym);
+	if (c->file != sc->fbuf_str)
+		return -1;
+	if (c->file_hash == -1)
+		parts |= PY_PART_FILE;
+	else if (py_hash_at(sc->fbuf, o->str_hash) != c->file_hash)
+		return -1;
+	if (c->name_hash == -1)
+		parts |= PY_PART_NAME;
+	else if (!py_hash_is(sc->nbuf, c->name, o->str_hash, c->name_hash))
+		return -1;
+	if (c->lt_hash == -1)
+		parts |= PY_PART_LT;
+	else if (!py_hash_is(sc->lbuf, c->lt, o->bytes_hash, c->lt_hash))
+		return -1;
+	return parts;
+}
+
+static __always_inline int py_code_known(const struct profd_pyproc *pp, struct py_scratch *sc, __u32 slot)
+{
+	int parts = py_code_same(pp, sc, slot);
+
+	return !parts || (parts > 0 && py_code_bytes_same(pp, sc, slot, parts));
 }
 
 /*
@@ -402,7 +484,7 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	    c->firstlineno == first) {
 		id = c->id;
 		/* Version 0: the counter ran out (or there is none), and 0 names nothing. */
-		if (version ? c->version == version && c->interp == sc->interp : py_code_same(pp, sc, slot)) {
+		if (version ? c->version == version && c->interp == sc->interp : py_code_known(pp, sc, slot)) {
 			if (py_syms_adds - c->checked > PY_SYMS_RECHECK) {
 				if (!bpf_map_lookup_elem(&py_syms, &id))
 					goto read;
@@ -427,6 +509,8 @@ read:
 		s->file_len = m;
 		sc->file_flags = flags;
 		sc->last_file = file;
+		/* A text kept raw is named again once it has its UTF-8 form: no hash to hit on. */
+		sc->last_file_hash = flags & PROFD_PYSYM_F_FILE_RAW ? -1 : py_hash_at(sc->str, o->str_hash);
 	}
 	flags = 0;
 	__builtin_memset(s->name, 0, sizeof(s->name));
@@ -440,6 +524,7 @@ read:
 		return 0;
 	}
 	s->name_len = n;
+	sc->name_hash = flags & PROFD_PYSYM_F_NAME_RAW ? -1 : py_hash_at(sc->str, o->str_hash);
 	s->flags = flags | sc->file_flags | (pp->version < 0x030b ? PROFD_PYSYM_F_LT_310 : 0);
 	n = py_lt(o, sc->str, lt, s);
 	if (n < 0) {
@@ -447,6 +532,7 @@ read:
 		return 0;
 	}
 	s->lt_len = n;
+	sc->lt_hash = py_hash_at(sc->str, o->bytes_hash);
 	id = py_sym_hash(s) & PROFD_PY_ID_MASK;
 	if (!id)
 		id = 1;
@@ -486,6 +572,9 @@ named:
 	c->version = version;
 	c->firstlineno = first;
 	c->checked = py_syms_adds;
+	c->name_hash = sc->name_hash;
+	c->file_hash = sc->last_file_hash;
+	c->lt_hash = sc->lt_hash;
 	if (!version) {
 		__u32 k = (sc->kind & 1) * PY_CODE_SLOTS + slot;
 		struct profd_pysym *kept = bpf_map_lookup_elem(&py_code_syms, &k);

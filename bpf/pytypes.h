@@ -41,7 +41,9 @@ struct profd_pyoffs {
 	__u16 str_ascii_data;   /* sizeof(PyASCIIObject): where a compact ASCII string's bytes start */
 	__u16 str_utf8;         /* PyCompactUnicodeObject.utf8 (utf8_length is the word before) */
 	__u16 flags;            /* PROFD_PY_F_* */
-	__u16 pad[3];
+	__u16 str_hash;         /* PyASCIIObject.hash: the text's hash once computed, else -1 */
+	__u16 bytes_hash;       /* PyBytesObject.ob_shash: the same for bytes */
+	__u16 pad;
 };
 
 /* Value of the py_procs map, by tgid: one CPython process the walker may read. */

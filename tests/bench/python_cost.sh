@@ -49,6 +49,9 @@ costs() {
 	echo "$ns $n $py" >"$T/snap$2"
 }
 
+# The measured process is started with a life far longer than the measurement and killed
+# after it: at load 25-30 profd's start (BPF load, unwind tables) took most of a 10 s life,
+# and the process was gone before the second status read (runs of 0 samples).
 # measure CMD...: prints "ns_per_sample samples user_frames_per_sample python_walk_ns_per_sample"
 # for CMD's process, then with BASE_BUILD the base build's "ns samples walk".
 measure() {
@@ -107,13 +110,13 @@ for py in "${PYS[@]}"; do
 	for f in py nat walk bpy bnat bwalk; do : >"$T/$f"; done
 	frames=0
 	for r in $(seq "$RUNS"); do
-		read -r ns n fr pw bns bn bpw <<<"$(measure "$py" tests/testprogs/python/deep.py "$DEPTH" $((SECS + 4)))"
+		read -r ns n fr pw bns bn bpw <<<"$(measure "$py" tests/testprogs/python/deep.py "$DEPTH" $((SECS + 60)))"
 		echo "$py run $r: $ns ns/sample over $n samples ($pw in the Python walk), $fr user frames${bn:+; base $bns ($bpw) over $bn}" >&2
 		[ "$n" -gt 0 ] && echo "$ns" >>"$T/py" && echo "$pw" >>"$T/walk"
 		[ "${bn:-0}" -gt 0 ] && echo "$bns" >>"$T/bpy" && echo "$bpw" >>"$T/bwalk"
 		frames=${fr%.*}
 		# deep's own frames: nest x N, spin, main and libc's three start frames.
-		read -r ns n fr pw bns bn bpw <<<"$(measure "$BUILD/testprogs/deep" $((frames - 5)) $((SECS + 4)))"
+		read -r ns n fr pw bns bn bpw <<<"$(measure "$BUILD/testprogs/deep" $((frames - 5)) $((SECS + 60)))"
 		echo "native deep $((frames - 5)) run $r: $ns ns/sample over $n samples, $fr user frames${bn:+; base $bns over $bn}" >&2
 		[ "$n" -gt 0 ] && echo "$ns" >>"$T/nat"
 		[ "${bn:-0}" -gt 0 ] && echo "$bns" >>"$T/bnat"

@@ -47,6 +47,14 @@ cshare() { awk -F'\t' -v c="$1" -v p="$2" '$1 ~ c { t += $2; if ($1 ~ p) s += $2
 ctotal() { awk -F'\t' -v c="$1" '$1 ~ c { t += $2 } END { print t + 0 }' "$2"; }
 total() { awk -F'\t' '{ t += $2 } END { print t + 0 }' "$1"; }
 atleast() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+# Drops the interpreter's own start-up: lines whose outermost Python frame is a frozen
+# module's (importlib's bootstrap, site and the .pth lines it runs), which a sample
+# taken before the process's native frames can be unwound shows without
+# Py_InitializeFromConfig under it.
+no_startup() {
+	awk -F'\t' '{ n = split($1, fr, ";"); for (i = 2; i <= n; i++) if (fr[i] ~ / [(][^;]*[)]$/ && fr[i] !~ /_\[k\]$/) break
+		if (i <= n && fr[i] ~ / [(]<frozen [^)]*[)]$/) next; print }'
+}
 
 # Phase 1: the split, every interpreter in parallel.
 declare -A SPLIT=()
@@ -103,7 +111,7 @@ for l in $LABELS; do
 	check "$l split: enough samples ($n >= 200)" atleast "$n" 200
 	# The interpreter's own start-up and exit (before and after any Python runs) are left
 	# out: a fixed amount of CPU, a larger part of the samples on a loaded machine.
-	awk -F'\t' '$1 !~ /pymain_init|Py_InitializeFromConfig|Py_FinalizeEx|;_dl_|;dl_main/' "$f" >"$f.run"
+	awk -F'\t' '$1 !~ /pymain_init|Py_InitializeFromConfig|Py_FinalizeEx|;_dl_|;dl_main/' "$f" | no_startup >"$f.run"
 	n=$(total "$f.run")
 	s=$(share '[(]split[.]py[)]' "$f.run")
 	check "$l split: $s % of the $n samples outside start-up and exit carry a Python frame (>= 90)" atleast "$s" 90
@@ -157,13 +165,14 @@ for l in $LABELS; do
 
 	f=$T/churn.$l
 	dump_pid cpu ${CHURN[$l]} >"$f"
-	# The Python frame before f_N must be run_mod{N % 3}.
+	# The Python frame before f_N must be run_mod{N % 3}, before k_N run_k{N % 3}.
 	awk -F'\t' '{ n = split($1, fr, ";"); prev = "";
 		for (i = 1; i <= n; i++) {
 			if (fr[i] !~ / [(][^;]*[)]$/ || fr[i] ~ /_\[k\]$/) continue
-			if (match(fr[i], /^f_[0-9]+ [(]churn_gen[.]py[)]$/)) {
+			if (match(fr[i], /^[fk]_[0-9]+ [(]churn_gen[.]py[)]$/)) {
 				k = substr(fr[i], 3) + 0
-				if (prev == "run_mod" (k % 3) " (churn.py)") good += $2; else { bad += $2; print "misnamed: " $1 > "/dev/stderr" }
+				caller = (substr(fr[i], 1, 1) == "f" ? "run_mod" : "run_k") (k % 3) " (churn.py)"
+				if (prev == caller) good += $2; else { bad += $2; print "misnamed: " $1 > "/dev/stderr" }
 			}
 			prev = fr[i]
 		} } END { print good + 0, bad + 0 }' "$f" >"$f.check"
@@ -229,7 +238,7 @@ for l in $LABELS; do
 	# profd stopped: the process is gone before its mappings are read, so its native
 	# frames cannot tell start-up from the script; its Python frames can.
 	f=$T/stopped.$l
-	dump_pid cpu ${STOPPED[$l]} >"$f"
+	dump_pid cpu ${STOPPED[$l]} | no_startup >"$f"
 	n=$(total "$f")
 	py=$(ctotal '[(]<string>[)]|\[unknown python\]' "$f")
 	named=$(ctotal ';short_lived [(]<string>[)]' "$f")

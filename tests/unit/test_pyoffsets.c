@@ -62,6 +62,10 @@ static const struct field fields[] = {
 			  "&((PyASCIIObject *)0)->state", "&((PyASCIIObject *)0)->state" } },
 	{ F(str_ascii_data), { "sizeof(PyASCIIObject)", "sizeof(PyASCIIObject)", "sizeof(PyASCIIObject)",
 			       "sizeof(PyASCIIObject)" } },
+	{ F(str_hash), { "&((PyASCIIObject *)0)->hash", "&((PyASCIIObject *)0)->hash", "&((PyASCIIObject *)0)->hash",
+			 "&((PyASCIIObject *)0)->hash" } },
+	{ F(bytes_hash), { "&((PyBytesObject *)0)->ob_shash", "&((PyBytesObject *)0)->ob_shash",
+			   "&((PyBytesObject *)0)->ob_shash", "&((PyBytesObject *)0)->ob_shash" } },
 	{ F(str_utf8), { "&((PyCompactUnicodeObject *)0)->utf8", "&((PyCompactUnicodeObject *)0)->utf8",
 			 "&((PyCompactUnicodeObject *)0)->utf8", "&((PyCompactUnicodeObject *)0)->utf8" } },
 };
@@ -155,7 +159,9 @@ int main(void)
 		CHECK(o->co_linetable + 8 <= 160 && (o->co_version == PROFD_PY_NONE || o->co_version + 4 <= 160));
 		/* One read covers the thread state's fields: 256 bytes. */
 		CHECK(o->ts_thread_id + 8 <= 256 && o->ts_frame + 8 <= 256 && o->ts_interp + 8 <= 256);
-		CHECK(o->bytes_size + 8 <= 32 && o->bytes_data <= 32);
+		CHECK(o->bytes_size + 8 <= 32 && o->bytes_data <= 32 && o->bytes_hash + 8 <= 32);
+		/* A name's hash is checked from the first 32 bytes of its str object. */
+		CHECK(o->str_hash + 8 <= 32 && o->str_length + 8 <= 32);
 		/* An instruction pointer for 3.11+, an instruction index before. */
 		CHECK(!!(o->flags & PROFD_PY_F_LASTI) == (version < 0x030b) && (o->co_code == PROFD_PY_NONE) == (version < 0x030b));
 		CHECK(o->str_utf8 + 8 <= 64 && o->str_state + 4 <= 64 && o->str_length + 8 <= 64);

@@ -6,11 +6,23 @@
 # whose body starts 10 * J lines lower (another line table), called from
 # run_gJ: under run_gJ its lines are 2 (the def) and 3-6 + 10 * J, and a
 # line read with another one's table is 10 or 20 lines off.
+# Then three functions k_N in a row, compiled alike but each with a name of
+# its own, called from run_k{N % 3}: on some interpreters each gets the
+# last one's code object, name string, file string and line table
+# addresses, so only the contents tell them apart.
 import sys
 import time
 
 SRC = """
 def f_{n}():
+    x = 0
+    for i in range(3000):
+        x += i
+    return x
+"""
+
+KSRC = """
+def {name}():
     x = 0
     for i in range(3000):
         x += i
@@ -50,7 +62,20 @@ def run_g2(f):
     f()
 
 
+def run_k0(f):
+    f()
+
+
+def run_k1(f):
+    f()
+
+
+def run_k2(f):
+    f()
+
+
 CALLERS = (run_mod0, run_mod1, run_mod2)
+KCALLERS = (run_k0, run_k1, run_k2)
 GCALLERS = (run_g0, run_g1, run_g2)
 
 
@@ -77,6 +102,16 @@ def churn(secs):
                 GCALLERS[j](f)
             ns.clear()
             del ns, f
+        for j in range(3):
+            name = "k_%07d" % (3 * n + j)
+            ns = {}
+            exec(compile(KSRC.format(name=name), "churn_gen.py", "exec"), ns)
+            f = ns[name]
+            t = time.monotonic() + 0.001
+            while time.monotonic() < t:
+                KCALLERS[j](f)
+            ns.clear()
+            del ns, f, name
         n += 1
     print("functions", n)
 
