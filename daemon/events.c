@@ -35,6 +35,8 @@
 #define RECAPTURE_TRIES 4
 /* How often bpf/events.bpf.c looks whether ld.so is done (PROFD_PEV_EXEC_POLLS times at most). */
 #define EXEC_POLL_NS (1000000LL)
+/* The registry's looks planned here: the unwind tables plan and call off their own. */
+#define LOOK PROCREG_LOOK_CAPTURE
 /*
  * Paths of files seen in /proc reads, by (dev, inode): an exec event lists
  * the new image's mappings without paths. Direct-mapped: a collision only
@@ -57,6 +59,7 @@ struct events {
 	/*
 	 * Every process seen (exec, fork, a first sample), its exit, and its
 	 * re-captures after exec, in due order (the delay is constant: FIFO).
+	 * The symbolizer's and the unwind tables' state hang off its records.
 	 */
 	struct procreg *reg;
 
@@ -182,7 +185,7 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 static void arm(struct events *e)
 {
 	/* Re-captures called off (exit, a re-read on the walker's request) wake nobody. */
-	clock__timer_arm(e->tfd, procreg__due_first(e->reg), &e->armed_ns);
+	clock__timer_arm(e->tfd, procreg__due_first(e->reg, LOOK), &e->armed_ns);
 }
 
 static void run_due(struct events *e)
@@ -191,7 +194,7 @@ static void run_due(struct events *e)
 	struct procreg_info in;
 	uint32_t pid, tries;
 
-	while (procreg__due_pop(e->reg, now, &pid, &tries)) {
+	while (procreg__due_pop(e->reg, LOOK, now, &pid, &tries)) {
 		struct events_image im = { pid, 0, 0, 0, NULL };
 
 		if (!procreg__info(e->reg, pid, &in)) {
@@ -200,7 +203,7 @@ static void run_due(struct events *e)
 		}
 		/* Binary and ld.so only: the libraries are not mapped yet. */
 		if (capture(e, &im, NULL, NULL) == 2 && tries + 1 < RECAPTURE_TRIES)
-			procreg__due_at(e->reg, pid, now + RECAPTURE_DELAY_NS, tries + 1);
+			procreg__due_at(e->reg, LOOK, pid, now + RECAPTURE_DELAY_NS, tries + 1);
 	}
 	arm(e);
 }
@@ -231,10 +234,10 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 
 	/*
 	 * Samples taken before the exec resolve against the new image from
-	 * here on: the price of one table per pid. A new record: an exit of
-	 * an old process under the pid does not forget this one.
+	 * here on: the price of one table per pid. A new record (what hung
+	 * off the old one goes): an exit of an old process under the pid does
+	 * not forget this one.
 	 */
-	symbolizer__forget_pid(e->sym, pid);
 	procreg__exec(e->reg, pid, im.start_time, im.start_code, &rids);
 	listed = x ? event_maps(e, x) : NULL;
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
@@ -259,7 +262,7 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	    (e->delay_max_ns || clock__mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
 		return;
 	if (n >= 2)
-		procreg__due_at(e->reg, pid, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS, 0);
+		procreg__due_at(e->reg, LOOK, pid, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS, 0);
 }
 
 /*
@@ -273,7 +276,6 @@ static void on_fork(struct events *e, const struct profd_pev *ev)
 	struct procreg_ids rids = reg_ids(&ids);
 
 	e->st.forks++;
-	symbolizer__forget_pid(e->sym, ev->pid);
 	procreg__fork(e->reg, ev->ppid, ev->pid, ev->start_boottime_ns / e->ns_per_tick, &rids);
 }
 
@@ -304,13 +306,6 @@ static void inherit(struct events *e, const struct procreg_info *in)
 	procmaps__free(maps);
 }
 
-static void forget(uint32_t pid, void *arg)
-{
-	struct events *e = arg;
-
-	symbolizer__forget_pid(e->sym, pid);
-}
-
 static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
 {
 	symbolizer__exited(e->sym, pid);
@@ -321,7 +316,6 @@ static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
 	 * many exits waiting, it is forgotten now.
 	 */
 	if (procreg__exit(e->reg, pid) == -ENOSPC) {
-		forget(pid, e);
 		procreg__forget(e->reg, pid);
 		e->st.forgotten++;
 	}
@@ -358,7 +352,7 @@ static int open_bpf(struct events *e, uint64_t poll_ns)
 	return err;
 }
 
-int events__open(struct symbolizer *sym, struct events **out)
+int events__open(struct symbolizer *sym, struct procreg *reg, struct events **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct events *e = calloc(1, sizeof(*e));
@@ -368,10 +362,11 @@ int events__open(struct symbolizer *sym, struct events **out)
 	if (!e)
 		return -ENOMEM;
 	e->sym = sym;
+	e->reg = reg;
 	e->epfd = e->tfd = -1;
 	e->ns_per_tick = 1000000000 / (uint64_t)(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
 	e->paths = calloc(PATH_SLOTS, sizeof(*e->paths));
-	if (!e->paths || procreg__new(0, 0, &e->reg)) {
+	if (!e->paths) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -419,7 +414,6 @@ void events__free(struct events *e)
 	for (size_t i = 0; e->paths && i < PATH_SLOTS; i++)
 		free(e->paths[i].path);
 	free(e->paths);
-	procreg__free(e->reg);
 	free(e);
 }
 
@@ -451,7 +445,7 @@ void events__drain_begin(struct events *e)
 
 void events__drain_end(struct events *e)
 {
-	procreg__drain_end(e->reg, forget, e);
+	procreg__drain_end(e->reg, NULL, NULL);
 }
 
 void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint64_t start_code)
@@ -460,7 +454,7 @@ void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint
 
 	/* With libraries found, the planned re-capture would find the same: it need not wake us. */
 	if (capture(e, &im, NULL, NULL) > 2)
-		procreg__due_cancel(e->reg, pid);
+		procreg__due_cancel(e->reg, LOOK, pid);
 	arm(e);
 }
 
@@ -495,11 +489,6 @@ void events__on_exit(struct events *e, events_exit_fn fn, void *arg)
 {
 	e->exit_fn = fn;
 	e->exit_arg = arg;
-}
-
-const struct procreg *events__registry(const struct events *e)
-{
-	return e->reg;
 }
 
 void events__stats(const struct events *e, struct events_stats *out)

@@ -34,8 +34,12 @@ struct events_stats {
 	uint64_t pending_dropped;      /* re-captures not queued: too many execs at once */
 };
 
-/* Errors: -EPERM (no privilege), -ENOENT/-EOPNOTSUPP (kernel lacks tp_btf). */
-int events__open(struct symbolizer *sym, struct events **out);
+/*
+ * The events write reg (the symbolizer's registry too). Errors: -EPERM (no
+ * privilege), -ENOENT/-EOPNOTSUPP (kernel lacks tp_btf).
+ */
+struct procreg;
+int events__open(struct symbolizer *sym, struct procreg *reg, struct events **out);
 void events__free(struct events *e);
 
 /* Readable when events or a due re-capture wait; then call events__dispatch. */
@@ -79,9 +83,6 @@ uint64_t events__exec_delay_ns(const struct events *e);
 typedef void (*events_exit_fn)(uint32_t pid, uint64_t time_ns, void *arg);
 void events__on_exit(struct events *e, events_exit_fn fn, void *arg);
 
-/* The process registry the events write: read it, do not write it. */
-struct procreg;
-const struct procreg *events__registry(const struct events *e);
 void events__stats(const struct events *e, struct events_stats *out);
 /* `profctl status` lines (name TAB value); e NULL: events unavailable. */
 void events__print_status(const struct events *e, FILE *f);

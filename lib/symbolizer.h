@@ -5,7 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct filecache;
 struct procmaps;
+struct procreg;
 struct symbolizer;
 
 struct symbolizer_opts {
@@ -31,6 +33,13 @@ struct symbolizer_opts {
 	void *bad_file_arg;
 	/* Called at each read of /proc/PID/maps (NULL: not told); arg is bad_file_arg. */
 	void (*maps_read)(void *arg, uint32_t pid);
+	/*
+	 * The process registry what is kept per process hangs off (it must
+	 * outlive the symbolizer); NULL: one of its own.
+	 */
+	struct procreg *registry;
+	/* The file cache the parsed symbols hang off (it must outlive the symbolizer); NULL: its own. */
+	struct filecache *files;
 };
 
 enum sym_kind { SYM_USER = 0, SYM_KERNEL = 1, SYM_JIT = 2 };
