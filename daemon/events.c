@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "events.h"
 #include "log.h"
 #include "events.skel.h"
+#include "filenames.h"
 #include "pevent.h"
 #include "procmaps.h"
 #include "procreg.h"
@@ -37,23 +39,15 @@
 #define EXEC_POLL_NS (1000000LL)
 /* The registry's looks planned here: the unwind tables plan and call off their own. */
 #define LOOK PROCREG_LOOK_CAPTURE
-/*
- * Paths of files seen in /proc reads, by (dev, inode): an exec event lists
- * the new image's mappings without paths. Direct-mapped: a collision only
- * costs a read of /proc.
- */
-#define PATH_SLOTS 1024
-
-struct path_ent {
-	uint64_t dev, ino;
-	char *path;
-};
+/* Paths of files seen in /proc reads: an exec event lists mappings without them. */
+#define MAX_PATHS 1024
 
 struct events {
 	struct events_bpf *skel;
 	struct ring_buffer *rb;
 	struct symbolizer *sym;
 	int epfd, tfd;
+	int proc_fd;             /* /proc: the identity of processes older than profd */
 	int64_t armed_ns; /* when tfd fires; 0: disarmed */
 
 	/*
@@ -63,7 +57,7 @@ struct events {
 	 */
 	struct procreg *reg;
 
-	struct path_ent *paths;
+	struct filenames *paths;
 	struct events_stats st;
 	uint64_t delay_max_ns;   /* exec events come at most this long after the exec */
 	uint64_t ns_per_tick;    /* /proc's clock ticks (USER_HZ) */
@@ -72,31 +66,6 @@ struct events {
 	events_exit_fn exit_fn;
 	void *maps_arg, *exit_arg;
 };
-
-static struct path_ent *path_slot(struct events *e, uint64_t dev, uint64_t ino)
-{
-	return &e->paths[((dev * 0x9e3779b97f4a7c15ULL) ^ (ino * 0xc2b2ae3d27d4eb4fULL)) >> 54 & (PATH_SLOTS - 1)];
-}
-
-static void paths_learn(struct events *e, const struct procmaps *pm)
-{
-	for (size_t i = 0; i < procmaps__count(pm); i++) {
-		const struct procmap *m = procmaps__get(pm, i);
-		struct path_ent *pe;
-		char *copy;
-
-		/* A path with a newline came from PROCMAP_QUERY raw; a deleted file is read from /proc. */
-		if ((m->flags & (PROCMAP_ANON | PROCMAP_DELETED)) || !m->path || strchr(m->path, '\n'))
-			continue;
-		pe = path_slot(e, m->dev, m->inode);
-		if (pe->path && pe->dev == m->dev && pe->ino == m->inode && !strcmp(pe->path, m->path))
-			continue;
-		if (!(copy = strdup(m->path)))
-			return;
-		free(pe->path);
-		*pe = (struct path_ent){ m->dev, m->inode, copy };
-	}
-}
 
 /*
  * The exec event's list of mappings, named from the paths seen before;
@@ -113,7 +82,6 @@ static struct procmaps *event_maps(struct events *e, const struct profd_pev_exec
 	for (uint32_t i = 0; i < n; i++) {
 		const struct profd_pev_map *k = &x->maps[i];
 		struct procmap *m = &list[i];
-		struct path_ent *pe;
 
 		*m = (struct procmap){ .start = k->start, .end = k->end, .offset = k->offset, .inode = k->ino,
 				       .dev = makedev(k->dev >> 20, k->dev & 0xfffff) };
@@ -123,11 +91,8 @@ static struct procmaps *event_maps(struct events *e, const struct profd_pev_exec
 		} else if (k->flags & PROFD_PEV_MAP_ANON) {
 			m->path = NULL;
 			m->inode = m->dev = 0;
-		} else {
-			pe = path_slot(e, m->dev, m->inode);
-			if (!pe->path || pe->dev != m->dev || pe->ino != m->inode)
-				return NULL;
-			m->path = pe->path;
+		} else if (!(m->path = filenames__get(e->paths, m->dev, m->inode))) {
+			return NULL;
 		}
 	}
 	if (procmaps__from(list, n, &pm))
@@ -150,7 +115,7 @@ static int count_files(const struct procmaps *m)
  * after it. Returns the executable file mappings found, -1 when the
  * process is gone.
  */
-static int capture(struct events *e, struct events_image *im, const struct symbolizer_ids *ids,
+static int capture(struct events *e, struct events_image *im, const struct procreg_ids *ids,
 		   struct procmaps *given)
 {
 	int err = symbolizer__capture_maps(e->sym, im->pid, ids, given), n;
@@ -173,7 +138,7 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 		return 0;
 	}
 	if (!given && im->maps)
-		paths_learn(e, im->maps);
+		filenames__learn(e->paths, im->maps);
 	n = count_files(im->maps);
 	if (e->maps_fn)
 		e->maps_fn(im, e->maps_arg);
@@ -208,27 +173,20 @@ static void run_due(struct events *e)
 	arm(e);
 }
 
-static struct symbolizer_ids event_ids(const struct profd_pev *ev)
+static struct procreg_ids event_ids(const struct profd_pev *ev)
 {
-	return (struct symbolizer_ids){
+	return (struct procreg_ids){
 		ev->uid, ev->nspid,
 		{ ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff),
 		  ev->root_ino }
 	};
 }
 
-static struct procreg_ids reg_ids(const struct symbolizer_ids *ids)
-{
-	return (struct procreg_ids){ ids->uid, ids->nspid,
-				     { ids->root[0], ids->root[1], ids->root[2] } };
-}
-
 static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
 {
 	struct procmaps *listed;
 	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
-	struct symbolizer_ids ids = event_ids(ev);
-	struct procreg_ids rids = reg_ids(&ids);
+	struct procreg_ids ids = event_ids(ev);
 	uint32_t pid = ev->pid;
 	int n;
 
@@ -238,7 +196,7 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	 * off the old one goes): an exit of an old process under the pid does
 	 * not forget this one.
 	 */
-	procreg__exec(e->reg, pid, im.start_time, im.start_code, &rids);
+	procreg__exec(e->reg, pid, im.start_time, im.start_code, &ids);
 	listed = x ? event_maps(e, x) : NULL;
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
 		/* Exited before ld.so was done: named from the list or not at all; the tables want nothing (exec -1). */
@@ -272,11 +230,10 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
  */
 static void on_fork(struct events *e, const struct profd_pev *ev)
 {
-	struct symbolizer_ids ids = event_ids(ev);
-	struct procreg_ids rids = reg_ids(&ids);
+	struct procreg_ids ids = event_ids(ev);
 
 	e->st.forks++;
-	procreg__fork(e->reg, ev->ppid, ev->pid, ev->start_boottime_ns / e->ns_per_tick, &rids);
+	procreg__fork(e->reg, ev->ppid, ev->pid, ev->start_boottime_ns / e->ns_per_tick, &ids);
 }
 
 /*
@@ -287,8 +244,6 @@ static void on_fork(struct events *e, const struct profd_pev *ev)
 static void inherit(struct events *e, const struct procreg_info *in)
 {
 	struct events_image im = { .pid = in->ppid, .exec = -1 };
-	struct symbolizer_ids ids = { in->ids.uid, in->ids.nspid,
-				      { in->ids.root[0], in->ids.root[1], in->ids.root[2] } };
 	struct procmaps *maps = NULL;
 
 	if (procreg__inherit(e->reg, in->pid) == -ENOENT) {
@@ -298,7 +253,7 @@ static void inherit(struct events *e, const struct procreg_info *in)
 		e->st.fork_parents_read++;
 	}
 	if (procreg__maps(e->reg, in->pid, &maps) == 0 &&
-	    symbolizer__fork(e->sym, in->ppid, in->pid, in->have_ids ? &ids : NULL, maps) == 0) {
+	    symbolizer__fork(e->sym, in->ppid, in->pid, in->have_ids ? &in->ids : NULL, maps) == 0) {
 		e->st.forks_named++;
 		if (in->exited)
 			symbolizer__exited(e->sym, in->pid);
@@ -352,7 +307,8 @@ static int open_bpf(struct events *e, uint64_t poll_ns)
 	return err;
 }
 
-int events__open(struct symbolizer *sym, struct procreg *reg, struct events **out)
+int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *fc,
+		 struct events **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct events *e = calloc(1, sizeof(*e));
@@ -364,9 +320,9 @@ int events__open(struct symbolizer *sym, struct procreg *reg, struct events **ou
 	e->sym = sym;
 	e->reg = reg;
 	e->epfd = e->tfd = -1;
+	e->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	e->ns_per_tick = 1000000000 / (uint64_t)(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
-	e->paths = calloc(PATH_SLOTS, sizeof(*e->paths));
-	if (!e->paths) {
+	if (filenames__new(fc, MAX_PATHS, &e->paths)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -411,9 +367,9 @@ void events__free(struct events *e)
 		close(e->epfd);
 	if (e->tfd >= 0)
 		close(e->tfd);
-	for (size_t i = 0; e->paths && i < PATH_SLOTS; i++)
-		free(e->paths[i].path);
-	free(e->paths);
+	if (e->proc_fd >= 0)
+		close(e->proc_fd);
+	filenames__free(e->paths);
 	free(e);
 }
 
@@ -465,6 +421,7 @@ void events__seen(struct events *e, uint32_t pid)
 
 	switch (procreg__seen(e->reg, pid)) {
 	case 1:
+		procreg__identify(e->reg, e->proc_fd, pid);
 		capture(e, &im, NULL, NULL);
 		break;
 	case 2:

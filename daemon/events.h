@@ -35,11 +35,14 @@ struct events_stats {
 };
 
 /*
- * The events write reg (the symbolizer's registry too). Errors: -EPERM (no
+ * The events write reg (the symbolizer's registry too); the paths of files
+ * they learn hang off fc. Errors: -EPERM (no
  * privilege), -ENOENT/-EOPNOTSUPP (kernel lacks tp_btf).
  */
+struct filecache;
 struct procreg;
-int events__open(struct symbolizer *sym, struct procreg *reg, struct events **out);
+int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *fc,
+		 struct events **out);
 void events__free(struct events *e);
 
 /* Readable when events or a due re-capture wait; then call events__dispatch. */

@@ -904,7 +904,7 @@ static int setup(struct profd *d)
 		log_warn("off-CPU profiling unavailable (%s): the kernel needs tp_btf and task "
 			 "storage; on-CPU profiles only", strerror(-sampler__offcpu(d->sampler)));
 	/* Without exec/exit events short-lived processes go unnamed; the rest still is. */
-	err = events__open(d->sym, d->reg, &d->events);
+	err = events__open(d->sym, d->reg, d->files, &d->events);
 	if (err)
 		log_warn("process exec/exit events unavailable (%s): processes that live less than "
 			 "a drain interval may show unnamed frames", strerror(-err));

@@ -186,7 +186,7 @@ struct tables {
 	struct profd_urow *rows; /* NULL: the rows array is mapped only while rows_write writes */
 	size_t rows_len;
 	uint32_t rows_cap;
-	struct rowalloc *ra;     /* which rows of the array are taken */
+	struct rowalloc *ra;     /* rows taken; a failed release leaks its rows */
 	struct tfile **files;
 	size_t nfiles, files_cap;
 	bool changed;            /* some file's changed flag is set */
@@ -236,19 +236,6 @@ static void poke(struct tables *t)
 
 	(void)r; /* fails only when the counter is full: readable anyway */
 	t->poked = true;
-}
-
-/* --- rows array allocator --- */
-
-static int rows_alloc(struct tables *t, uint32_t n, uint32_t *first)
-{
-	return rowalloc__alloc(t->ra, n, first);
-}
-
-static void rows_release(struct tables *t, uint32_t first, uint32_t n)
-{
-	/* Out of memory here only leaks the range until restart. */
-	rowalloc__release(t->ra, first, n);
 }
 
 /* --- process entries --- */
@@ -320,7 +307,7 @@ static void write_changed(struct tables *t)
 static void file_unload(struct tables *t, struct tfile *f)
 {
 	if (f->count) {
-		rows_release(t, f->first, f->count);
+		rowalloc__release(t->ra, f->first, f->count);
 		f->count = 0;
 		f->changed = true;
 		t->changed = true;
@@ -355,7 +342,7 @@ static void make_room(struct tables *t, uint32_t n)
 {
 	uint32_t first;
 
-	while (rows_alloc(t, n, &first)) {
+	while (rowalloc__alloc(t->ra, n, &first)) {
 		size_t victim = SIZE_MAX;
 
 		for (size_t i = 0; i < t->nfiles; i++)
@@ -377,7 +364,7 @@ static void make_room(struct tables *t, uint32_t n)
 		t->files[victim]->no_room = true;
 		t->st.displaced++;
 	}
-	rows_release(t, first, n);
+	rowalloc__release(t->ra, first, n);
 	/* The walker must stop using displaced rows before they are overwritten. */
 	write_changed(t);
 }
@@ -406,10 +393,10 @@ static int rows_reserve(struct tables *t, uint32_t n, uint32_t *first)
 {
 	if (n > t->rows_cap)
 		return -E2BIG;
-	if (!rows_alloc(t, n, first))
+	if (!rowalloc__alloc(t->ra, n, first))
 		return 0;
 	make_room(t, n);
-	return rows_alloc(t, n, first);
+	return rowalloc__alloc(t->ra, n, first);
 }
 
 /*
@@ -423,7 +410,7 @@ static bool file_upload(struct tables *t, struct tfile *f)
 	uint32_t first;
 
 	if (f->reserved && f->reserved != n) {
-		rows_release(t, f->first, f->reserved); /* the file changed since: sized anew */
+		rowalloc__release(t->ra, f->first, f->reserved); /* the file changed since: sized anew */
 		f->reserved = 0;
 	}
 	if (f->count || !n)
@@ -435,7 +422,7 @@ static bool file_upload(struct tables *t, struct tfile *f)
 	f->reserved = 0;
 	/* Written through a shared mapping: the rows are visible to the walker before umaps points at them. */
 	if (rows_write(t, first, unwind_table__rows(f->ut), n)) {
-		rows_release(t, first, n);
+		rowalloc__release(t->ra, first, n);
 		goto over;
 	}
 	f->first = first;
@@ -482,7 +469,7 @@ static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool
 static void file_built(struct tables *t, struct tfile *f, struct unwind_table *ut, int err)
 {
 	if (err && f->reserved) {
-		rows_release(t, f->first, f->reserved);
+		rowalloc__release(t->ra, f->first, f->reserved);
 		f->reserved = 0;
 	}
 	if (f->state == TF_FAILED)
@@ -786,7 +773,7 @@ static void file_reload(struct tables *t, struct tfile *f)
 		t->st.build_us_total += (clock__mono_ns() - t0) / 1000;
 		file_built(t, f, ut, err);
 	} else if (job_submit(t, f, fd, path)) {
-		rows_release(t, first, n);
+		rowalloc__release(t->ra, first, n);
 		f->reserved = 0;
 	}
 }
@@ -819,34 +806,6 @@ static void file_put(struct tfile *f)
 
 /* --- processes --- */
 
-/* Fields 22 (starttime) and 26 (startcode) of /proc/PID/stat. */
-static int proc_stat(uint32_t pid, uint64_t *out, uint64_t *start_code)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long v, sc;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	/* The name may hold spaces and parentheses: fields restart after the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu "
-			 "%*u %*d %*u %llu", &v, &sc) != 2)
-		return -EINVAL;
-	*out = v;
-	if (start_code)
-		*start_code = sc;
-	return 0;
-}
-
 static struct tpid *pid_find(const struct tables *t, uint32_t pid)
 {
 	return procreg__data(t->reg, pid, t->slot);
@@ -877,11 +836,7 @@ static void pid_drop(struct tables *t, struct tpid *p)
 	procreg__detach(t->reg, pid, t->slot);
 }
 
-/*
- * The registry forgot the process or a new image starts under its pid:
- * its umaps entry stays until the exec's load rewrites it (or the walker's
- * exit hook drops it).
- */
+/* Forgotten, or a new image under the pid: its umaps entry stays until the next load. */
 static void tpid_dropped(uint32_t pid, void *data, void *arg)
 {
 	(void)pid;
@@ -940,7 +895,7 @@ static int pid_load(struct tables *t, const struct qent *e)
 	 * whose mappings replace these (only a lost event leaves the pair
 	 * wrong, until the walker meets a pc outside them and asks).
 	 */
-	err = pm && st ? 0 : proc_stat(pid, &st, &sc);
+	err = pm && st ? 0 : procreg__read_stat(t->proc_fd, pid, &st, &sc);
 	if (!err && !pm) {
 		t->st.maps_reads++;
 		log_debug("read /proc/%u/maps for unwind tables", pid);
@@ -1419,7 +1374,7 @@ static int gc_one(uint32_t pid, void *data, void *arg)
 	struct tpid *p = data;
 	uint64_t st;
 
-	if (g->scan && (proc_stat(pid, &st, NULL) || st != p->start_time)) {
+	if (g->scan && (procreg__read_stat(t->proc_fd, pid, &st, NULL) || st != p->start_time)) {
 		pid_forget(t, p);
 		return 0;
 	}

@@ -123,11 +123,9 @@ typedef void (*tables_snapshot_fn)(const struct profd_uevent *ev, void *arg);
 void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg);
 
 /*
- * The process registry and the file cache, before the first poll (both
- * outlive the tables): what the tables keep per process hangs off its
- * records, their planned re-reads are its looks, and a forked child's first
- * request takes its parent's snapshot from it; each file's table hangs off
- * the file cache's entry the symbols share.
+ * Before the first poll (both outlive the tables): per process state hangs
+ * off the registry's records (a forked child takes its parent's snapshot),
+ * each file's table off the file cache's entry the symbols share.
  */
 struct filecache;
 struct procreg;

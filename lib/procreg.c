@@ -1,7 +1,10 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "procmaps.h"
 #include "procreg.h"
@@ -535,4 +538,42 @@ void procreg__stats(const struct procreg *r, struct procreg_stats *out)
 	*out = r->st;
 	out->records = r->n;
 	out->maps_bytes = r->maps_bytes;
+}
+
+int procreg__read_stat(int proc_fd, uint32_t pid, uint64_t *start_time, uint64_t *start_code)
+{
+	char path[32], buf[1024], *p;
+	unsigned long long v, sc;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%u/stat", pid);
+	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -EIO : -ESRCH;
+	buf[n] = 0;
+	/* The name may hold spaces and parentheses: fields restart after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			 "%*d %*d %*d %llu %*u %*d %*u %llu", &v, &sc) != 2)
+		return -EINVAL;
+	*start_time = v;
+	if (start_code)
+		*start_code = sc;
+	return 0;
+}
+
+int procreg__identify(struct procreg *r, int proc_fd, uint32_t pid)
+{
+	struct rec *x = find(r, pid);
+
+	if (!x)
+		return -ENOENT;
+	if (x->in.start_time)
+		return 0;
+	return procreg__read_stat(proc_fd, pid, &x->in.start_time, &x->in.start_code);
 }

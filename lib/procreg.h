@@ -142,4 +142,17 @@ int procreg__each(struct procreg *r, int slot, procreg_each_fn fn, void *arg);
 
 void procreg__stats(const struct procreg *r, struct procreg_stats *out);
 
+/*
+ * Start time (field 22, clock ticks after boot) and the image's start_code
+ * (field 26; NULL: not asked) from /proc/PID/stat, proc_fd being /proc.
+ * 0 or -errno (-ENOENT: gone, -EINVAL: not a stat line).
+ */
+int procreg__read_stat(int proc_fd, uint32_t pid, uint64_t *start_time, uint64_t *start_code);
+/*
+ * A record made at a first sample or by a reader (a process older than
+ * profd, or events not attached) has no identity: read it from /proc once.
+ * 0, -ENOENT (no record), or read_stat's errors.
+ */
+int procreg__identify(struct procreg *r, int proc_fd, uint32_t pid);
+
 #endif

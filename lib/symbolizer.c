@@ -581,10 +581,10 @@ void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
 		pid_remove(s, p);
 }
 
-static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct symbolizer_ids *ids);
+static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct procreg_ids *ids);
 
 int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid,
-		     const struct symbolizer_ids *ids, struct procmaps *maps)
+		     const struct procreg_ids *ids, struct procmaps *maps)
 {
 	struct pid_ent *p;
 	int err;
@@ -1049,7 +1049,7 @@ static int read_status(struct symbolizer *s, uint32_t pid, uint32_t *uid, uint32
  * What reading the perf map needs once /proc forgot the process, asked for
  * while it runs: its root, its pid in its own namespace and its real uid.
  */
-static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct symbolizer_ids *ids)
+static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct procreg_ids *ids)
 {
 	uint32_t uid, nspid;
 
@@ -1363,12 +1363,12 @@ found:
 	return 0;
 }
 
-int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids)
+int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct procreg_ids *ids)
 {
 	return symbolizer__capture_maps(s, pid, ids, NULL);
 }
 
-int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids,
+int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct procreg_ids *ids,
 			     struct procmaps *maps)
 {
 	uint64_t misses = s->st.pid_misses;

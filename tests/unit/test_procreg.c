@@ -4,6 +4,11 @@
 #include "t.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static struct procmaps *maps_of(uint64_t start, const char *path)
 {
@@ -407,8 +412,65 @@ static void test_slots(void)
 }
 
 
+/* Identity from /proc/PID/stat, a name with spaces and parentheses included. */
+static void test_identity(void)
+{
+	char dir[] = "/tmp/procreg-test.XXXXXX", path[128];
+	struct procreg *r = NULL;
+	struct procreg_info in;
+	uint64_t st = 0, sc = 0;
+	int fd = -1, proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/123", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/123/stat", dir);
+	f = fopen(path, "w");
+	if (f) {
+		fputs("123 (a) b (c) S 1 123 123 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
+		      "987654 1000 10 18446744073709551615 4194304 4200000 1 2 3\n", f);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/124", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/124/stat", dir);
+	f = fopen(path, "w");
+	if (f) {
+		fputs("124 (truncated\n", f);
+		fclose(f);
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK_EQ_INT(procreg__read_stat(fd, 123, &st, &sc), 0);
+	CHECK(st == 987654 && sc == 4194304);
+	CHECK_EQ_INT(procreg__read_stat(fd, 124, &st, &sc), -EINVAL);
+	CHECK_EQ_INT(procreg__read_stat(fd, 125, &st, NULL), -ENOENT);
+	/* A record made at a first sample takes it once; one with an identity keeps its own. */
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
+	if (r) {
+		CHECK_EQ_INT(procreg__identify(r, fd, 123), -ENOENT);
+		procreg__seen(r, 123);
+		CHECK_EQ_INT(procreg__identify(r, fd, 123), 0);
+		CHECK_EQ_INT(procreg__info(r, 123, &in), 0);
+		CHECK(in.start_time == 987654 && in.start_code == 4194304);
+		procreg__exec(r, 124, 55, 66, NULL);
+		CHECK_EQ_INT(procreg__identify(r, fd, 124), 0);
+		CHECK_EQ_INT(procreg__info(r, 124, &in), 0);
+		CHECK(in.start_time == 55);
+		procreg__free(r);
+	}
+	/* The real one: this process started after boot. */
+	CHECK_EQ_INT(procreg__read_stat(proc, (uint32_t)getpid(), &st, &sc), 0);
+	CHECK(st > 0 && sc > 0);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	CHECK_EQ_INT(system(path), 0);
+	close(fd);
+	close(proc);
+}
+
 int main(void)
 {
+	test_identity();
 	test_slots();
 	test_maps_budget();
 	test_records();
