@@ -281,7 +281,6 @@ static int write_if_changed(uint32_t pid, void *data, void *arg)
 {
 	struct tpid *p = data;
 
-	(void)pid;
 	for (unsigned k = 0; k < p->n; k++) {
 		if (p->m[k].f && p->m[k].f->changed) {
 			pid_write(arg, p);
@@ -839,7 +838,6 @@ static void pid_drop(struct tables *t, struct tpid *p)
 /* Forgotten, or a new image under the pid: its umaps entry stays until the next load. */
 static void tpid_dropped(uint32_t pid, void *data, void *arg)
 {
-	(void)pid;
 	tpid_free(arg, data);
 }
 
@@ -1251,7 +1249,6 @@ fail:
 
 static int forget_one(uint32_t pid, void *data, void *arg)
 {
-	(void)pid;
 	pid_forget(arg, data);
 	return 0;
 }
@@ -1467,11 +1464,15 @@ void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg)
 
 int tables__use_registry(struct tables *t, struct procreg *reg, struct filecache *fc)
 {
+	int slot = procreg__slot(reg, tpid_dropped, t), fslot = filecache__slot(fc, NULL, NULL);
+
+	if (slot < 0 || fslot < 0)
+		return -ENOSPC;
 	t->reg = reg;
 	t->fc = fc;
-	t->slot = procreg__slot(reg, tpid_dropped, t);
-	t->fslot = filecache__slot(fc, NULL, NULL);
-	return t->slot < 0 ? t->slot : t->fslot < 0 ? t->fslot : 0;
+	t->slot = slot;
+	t->fslot = fslot;
+	return 0;
 }
 
 void tables__stats(const struct tables *t, struct tables_stats *st)
