@@ -253,7 +253,7 @@ static void inherit(struct events *e, const struct procreg_info *in)
 		e->st.fork_parents_read++;
 	}
 	if (procreg__maps(e->reg, in->pid, &maps) == 0 &&
-	    symbolizer__fork(e->sym, in->ppid, in->pid, in->have_ids ? &in->ids : NULL, maps) == 0) {
+	    !symbolizer__fork(e->sym, in->ppid, in->pid, in->have_ids ? &in->ids : 0, maps)) {
 		e->st.forks_named++;
 		if (in->exited)
 			symbolizer__exited(e->sym, in->pid);

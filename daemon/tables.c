@@ -409,7 +409,7 @@ static bool file_upload(struct tables *t, struct tfile *f)
 	uint32_t first;
 
 	if (f->reserved && f->reserved != n) {
-		rowalloc__release(t->ra, f->first, f->reserved); /* the file changed since: sized anew */
+		rowalloc__release(t->ra, f->first, f->reserved); /* the file changed: sized anew */
 		f->reserved = 0;
 	}
 	if (f->count || !n)
@@ -723,12 +723,12 @@ static int open_for_reload(uint32_t pid, void *data, void *arg)
 	const struct tpid *p = data;
 	struct reload_open *ro = arg;
 
-	for (unsigned k = 0; k < p->n; k++) {
+	for (const struct tmap *m = p->m; m < p->m + p->n; m++) {
 		struct stat sb;
 		int fd;
 
-		if (p->m[k].f != ro->f ||
-		    (fd = open_mapped(pid, p->m[k].start, p->m[k].end, ro->f->ino, ro->path, ro->len)) < 0)
+		if (m->f != ro->f || (fd = open_mapped(pid, m->start, m->end, m->f->ino, ro->path,
+						       ro->len)) < 0)
 			continue;
 		if (!fstat(fd, &sb) && sb.st_dev == ro->f->st_dev && sb.st_ino == ro->f->st_ino)
 			return fd + 1;
@@ -1378,7 +1378,7 @@ static int gc_one(uint32_t pid, void *data, void *arg)
 	if (g->lost && (p->due || g->now - p->last_load < p->wait)) {
 		t->rescan = true;
 	} else if (g->lost && refresh_asked(t, pid)) {
-		/* The walker asked but its event was lost (ring buffer full): it will not ask again. */
+		/* The walker asked, the event was lost (ring buffer full): it asks no more. */
 		enqueue(t, &(struct qent){ .pid = pid, .hot = true }, true);
 	}
 	return 0;

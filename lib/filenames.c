@@ -87,7 +87,8 @@ void filenames__learn(struct filenames *n, const struct procmaps *pm)
 		const struct procmap *m = procmaps__get(pm, i);
 
 		/* A path with a newline came from PROCMAP_QUERY raw. */
-		if (!(m->flags & (PROCMAP_ANON | PROCMAP_DELETED)) && m->path && !strchr(m->path, '\n'))
+		if (!(m->flags & (PROCMAP_ANON | PROCMAP_DELETED)) && m->path &&
+		    !strchr(m->path, '\n'))
 			learn_one(n, m);
 	}
 }

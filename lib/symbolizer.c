@@ -1,7 +1,8 @@
 /*
  * Symbolizer: process mappings (per pid, LRU, hanging off the process
- * registry's record) -> ELF file (per dev/inode, LRU) -> symbol. Everything read here is untrusted; failures leave the
- * frame unnamed ([module+0xOFF]) and are counted, never logged.
+ * registry's record) -> ELF file (per dev/inode, LRU, hanging off the file
+ * cache's entry) -> symbol. Everything read here is untrusted; failures
+ * leave the frame unnamed ([module+0xOFF]) and are counted, never logged.
  */
 #include "clock.h"
 #include "symbolizer.h"

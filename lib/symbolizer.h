@@ -39,7 +39,7 @@ struct symbolizer_opts {
 	 * outlive the symbolizer); NULL: one of its own.
 	 */
 	struct procreg *registry;
-	/* The file cache the parsed symbols hang off (it must outlive the symbolizer); NULL: its own. */
+	/* The file cache the symbols hang off (it must outlive the symbolizer); NULL: its own. */
 	struct filecache *files;
 };
 

@@ -149,7 +149,9 @@ share() {
 		} END { print n + 0, t + 0 }' "$folded"
 }
 # share_ok N T MIN FRACTION: at least MIN samples in all, and N of them at least FRACTION of T.
-share_ok() { awk -v n="$1" -v t="$2" -v m="$3" -v s="$4" 'BEGIN { exit !(t >= m && n >= s * t) }'; }
+share_ok() {
+	awk -v n="$1" -v t="$2" -v m="$3" -v s="$4" 'BEGIN { exit !(t >= m && n >= s * t) }'
+}
 
 done_test() {
 	echo "$CHECKS checks, $FAILS failed"

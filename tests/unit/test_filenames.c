@@ -9,7 +9,8 @@
 /* Flags come from the path as /proc/PID/maps shows it (" (deleted)"). */
 static void learn(struct filenames *n, uint64_t dev, uint64_t ino, const char *path)
 {
-	struct procmap m = { .start = 0x1000, .end = 0x2000, .dev = dev, .inode = ino, .path = path };
+	struct procmap m = { .start = 0x1000, .end = 0x2000, .dev = dev, .inode = ino,
+			     .path = path };
 	struct procmaps *pm = NULL;
 
 	CHECK_EQ_INT(procmaps__from(&m, 1, &pm), 0);

@@ -172,7 +172,7 @@ static void test_due(void)
 	procreg__due_at(r, 0, 42, 500, 0);
 	procreg__due_cancel(r, 0, 42);
 	CHECK(procreg__due_first(r, 0) == 0);
-	/* Each kind of look is planned and called off on its own: a cancel of one leaves the other. */
+	/* Each kind of look is planned and called off on its own: a cancel leaves the other. */
 	procreg__exec(r, 70, 1, 1, NULL);
 	CHECK_EQ_INT(procreg__due_at(r, PROCREG_LOOK_CAPTURE, 70, 5, 0), 0);
 	CHECK_EQ_INT(procreg__due_at(r, PROCREG_LOOK_TABLES, 70, 100, 0), 0);

@@ -881,6 +881,7 @@ static void test_shared_registry(void)
 	struct procreg *reg = NULL;
 	struct filecache *fc = NULL;
 	struct symbolizer *s = NULL;
+	struct symbolizer_opts o;
 	struct symbolizer_stats st;
 	struct procreg_stats rs;
 	uint32_t pid = (uint32_t)getpid();
@@ -891,7 +892,8 @@ static void test_shared_registry(void)
 	CHECK_EQ_INT(filecache__new(&fc), 0);
 	if (!reg || !fc)
 		return;
-	CHECK_EQ_INT(symbolizer__new(&(struct symbolizer_opts){ .registry = reg, .files = fc }, &s), 0);
+	o = (struct symbolizer_opts){ .registry = reg, .files = fc };
+	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
 	if (!s)
 		return;
 	CHECK_EQ_INT(symbolizer__user(s, pid, ip, 0, &r), 0);
