@@ -225,34 +225,30 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 
 /*
  * The child has its parent's image until it execs or maps more: its record
- * shares the parent's snapshot. Nothing more is done until a sample of the
- * child comes (most children exec first, or are never sampled).
+ * shares the parent's snapshot. A parent not read yet (older than profd) is
+ * read now, once, while it surely runs: a drain late under load finds it
+ * gone. Nothing more is done until a sample of the child comes.
  */
 static void on_fork(struct events *e, const struct profd_pev *ev)
 {
+	struct events_image im = { .pid = ev->ppid, .exec = -1 };
 	struct procreg_ids ids = event_ids(ev);
 
 	e->st.forks++;
-	procreg__fork(e->reg, ev->ppid, ev->pid, ev->start_boottime_ns / e->ns_per_tick, &ids);
+	if (procreg__fork(e->reg, ev->ppid, ev->pid, ev->start_boottime_ns / e->ns_per_tick,
+			  &ids) != -ENOENT)
+		return;
+	procreg__seen(e->reg, ev->ppid);
+	if (!capture(e, &im, NULL, NULL) && !procreg__inherit(e->reg, ev->pid))
+		e->st.fork_parents_read++;
 }
 
-/*
- * The first sample of a forked child, which may be gone already: named from
- * its parent's snapshot, read now from a parent not seen before (it forks,
- * so it most often still runs).
- */
+/* The first sample of a forked child (it may be gone): named from its parent's snapshot. */
 static void inherit(struct events *e, const struct procreg_info *in)
 {
-	struct events_image im = { .pid = in->ppid, .exec = -1 };
 	struct procmaps *maps = NULL;
 
-	if (procreg__inherit(e->reg, in->pid) == -ENOENT) {
-		procreg__seen(e->reg, in->ppid);
-		if (capture(e, &im, NULL, NULL) || procreg__inherit(e->reg, in->pid))
-			return;
-		e->st.fork_parents_read++;
-	}
-	if (procreg__maps(e->reg, in->pid, &maps) == 0 &&
+	if (!procreg__inherit(e->reg, in->pid) && !procreg__maps(e->reg, in->pid, &maps) &&
 	    !symbolizer__fork(e->sym, in->ppid, in->pid, in->have_ids ? &in->ids : 0, maps)) {
 		e->st.forks_named++;
 		if (in->exited)

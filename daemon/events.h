@@ -26,7 +26,7 @@ struct events_stats {
 	uint64_t forks_seen;           /* processes forked, from the BPF program */
 	uint64_t forks;                /* fork events read */
 	uint64_t forks_named;          /* forked children sampled, named by the parent's snapshot */
-	uint64_t fork_parents_read;    /* of them, those whose parent was read from /proc first */
+	uint64_t fork_parents_read;    /* forks whose parent was read at the fork (not read before) */
 	uint64_t captures;             /* processes captured (exec, re-capture, first sight) */
 	uint64_t captures_listed;      /* of them, from the exec event's list of mappings: no read of /proc */
 	uint64_t capture_gone;         /* captures that found the process gone */
