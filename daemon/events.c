@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "events.h"
 #include "log.h"
 #include "events.skel.h"
+#include "filenames.h"
 #include "pevent.h"
 #include "procmaps.h"
 #include "procreg.h"
@@ -35,32 +37,27 @@
 #define RECAPTURE_TRIES 4
 /* How often bpf/events.bpf.c looks whether ld.so is done (PROFD_PEV_EXEC_POLLS times at most). */
 #define EXEC_POLL_NS (1000000LL)
-/*
- * Paths of files seen in /proc reads, by (dev, inode): an exec event lists
- * the new image's mappings without paths. Direct-mapped: a collision only
- * costs a read of /proc.
- */
-#define PATH_SLOTS 1024
-
-struct path_ent {
-	uint64_t dev, ino;
-	char *path;
-};
+/* The registry's looks planned here: the unwind tables plan and call off their own. */
+#define LOOK PROCREG_LOOK_CAPTURE
+/* Paths of files seen in /proc reads: an exec event lists mappings without them. */
+#define MAX_PATHS 1024
 
 struct events {
 	struct events_bpf *skel;
 	struct ring_buffer *rb;
 	struct symbolizer *sym;
 	int epfd, tfd;
+	int proc_fd;             /* /proc: the identity of processes older than profd */
 	int64_t armed_ns; /* when tfd fires; 0: disarmed */
 
 	/*
 	 * Every process seen (exec, fork, a first sample), its exit, and its
 	 * re-captures after exec, in due order (the delay is constant: FIFO).
+	 * The symbolizer's and the unwind tables' state hang off its records.
 	 */
 	struct procreg *reg;
 
-	struct path_ent *paths;
+	struct filenames *paths;
 	struct events_stats st;
 	uint64_t delay_max_ns;   /* exec events come at most this long after the exec */
 	uint64_t ns_per_tick;    /* /proc's clock ticks (USER_HZ) */
@@ -69,31 +66,6 @@ struct events {
 	events_exit_fn exit_fn;
 	void *maps_arg, *exit_arg;
 };
-
-static struct path_ent *path_slot(struct events *e, uint64_t dev, uint64_t ino)
-{
-	return &e->paths[((dev * 0x9e3779b97f4a7c15ULL) ^ (ino * 0xc2b2ae3d27d4eb4fULL)) >> 54 & (PATH_SLOTS - 1)];
-}
-
-static void paths_learn(struct events *e, const struct procmaps *pm)
-{
-	for (size_t i = 0; i < procmaps__count(pm); i++) {
-		const struct procmap *m = procmaps__get(pm, i);
-		struct path_ent *pe;
-		char *copy;
-
-		/* A path with a newline came from PROCMAP_QUERY raw; a deleted file is read from /proc. */
-		if ((m->flags & (PROCMAP_ANON | PROCMAP_DELETED)) || !m->path || strchr(m->path, '\n'))
-			continue;
-		pe = path_slot(e, m->dev, m->inode);
-		if (pe->path && pe->dev == m->dev && pe->ino == m->inode && !strcmp(pe->path, m->path))
-			continue;
-		if (!(copy = strdup(m->path)))
-			return;
-		free(pe->path);
-		*pe = (struct path_ent){ m->dev, m->inode, copy };
-	}
-}
 
 /*
  * The exec event's list of mappings, named from the paths seen before;
@@ -110,7 +82,6 @@ static struct procmaps *event_maps(struct events *e, const struct profd_pev_exec
 	for (uint32_t i = 0; i < n; i++) {
 		const struct profd_pev_map *k = &x->maps[i];
 		struct procmap *m = &list[i];
-		struct path_ent *pe;
 
 		*m = (struct procmap){ .start = k->start, .end = k->end, .offset = k->offset, .inode = k->ino,
 				       .dev = makedev(k->dev >> 20, k->dev & 0xfffff) };
@@ -120,11 +91,8 @@ static struct procmaps *event_maps(struct events *e, const struct profd_pev_exec
 		} else if (k->flags & PROFD_PEV_MAP_ANON) {
 			m->path = NULL;
 			m->inode = m->dev = 0;
-		} else {
-			pe = path_slot(e, m->dev, m->inode);
-			if (!pe->path || pe->dev != m->dev || pe->ino != m->inode)
-				return NULL;
-			m->path = pe->path;
+		} else if (!(m->path = filenames__get(e->paths, m->dev, m->inode))) {
+			return NULL;
 		}
 	}
 	if (procmaps__from(list, n, &pm))
@@ -147,7 +115,7 @@ static int count_files(const struct procmaps *m)
  * after it. Returns the executable file mappings found, -1 when the
  * process is gone.
  */
-static int capture(struct events *e, struct events_image *im, const struct symbolizer_ids *ids,
+static int capture(struct events *e, struct events_image *im, const struct procreg_ids *ids,
 		   struct procmaps *given)
 {
 	int err = symbolizer__capture_maps(e->sym, im->pid, ids, given), n;
@@ -170,7 +138,7 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 		return 0;
 	}
 	if (!given && im->maps)
-		paths_learn(e, im->maps);
+		filenames__learn(e->paths, im->maps);
 	n = count_files(im->maps);
 	if (e->maps_fn)
 		e->maps_fn(im, e->maps_arg);
@@ -182,7 +150,7 @@ static int capture(struct events *e, struct events_image *im, const struct symbo
 static void arm(struct events *e)
 {
 	/* Re-captures called off (exit, a re-read on the walker's request) wake nobody. */
-	clock__timer_arm(e->tfd, procreg__due_first(e->reg), &e->armed_ns);
+	clock__timer_arm(e->tfd, procreg__due_first(e->reg, LOOK), &e->armed_ns);
 }
 
 static void run_due(struct events *e)
@@ -191,7 +159,7 @@ static void run_due(struct events *e)
 	struct procreg_info in;
 	uint32_t pid, tries;
 
-	while (procreg__due_pop(e->reg, now, &pid, &tries)) {
+	while (procreg__due_pop(e->reg, LOOK, now, &pid, &tries)) {
 		struct events_image im = { pid, 0, 0, 0, NULL };
 
 		if (!procreg__info(e->reg, pid, &in)) {
@@ -200,42 +168,35 @@ static void run_due(struct events *e)
 		}
 		/* Binary and ld.so only: the libraries are not mapped yet. */
 		if (capture(e, &im, NULL, NULL) == 2 && tries + 1 < RECAPTURE_TRIES)
-			procreg__due_at(e->reg, pid, now + RECAPTURE_DELAY_NS, tries + 1);
+			procreg__due_at(e->reg, LOOK, pid, now + RECAPTURE_DELAY_NS, tries + 1);
 	}
 	arm(e);
 }
 
-static struct symbolizer_ids event_ids(const struct profd_pev *ev)
+static struct procreg_ids event_ids(const struct profd_pev *ev)
 {
-	return (struct symbolizer_ids){
+	return (struct procreg_ids){
 		ev->uid, ev->nspid,
 		{ ev->root_mnt_id, makedev(ev->root_dev >> 20, ev->root_dev & 0xfffff),
 		  ev->root_ino }
 	};
 }
 
-static struct procreg_ids reg_ids(const struct symbolizer_ids *ids)
-{
-	return (struct procreg_ids){ ids->uid, ids->nspid,
-				     { ids->root[0], ids->root[1], ids->root[2] } };
-}
-
 static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
 {
 	struct procmaps *listed;
 	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
-	struct symbolizer_ids ids = event_ids(ev);
-	struct procreg_ids rids = reg_ids(&ids);
+	struct procreg_ids ids = event_ids(ev);
 	uint32_t pid = ev->pid;
 	int n;
 
 	/*
 	 * Samples taken before the exec resolve against the new image from
-	 * here on: the price of one table per pid. A new record: an exit of
-	 * an old process under the pid does not forget this one.
+	 * here on: the price of one table per pid. A new record (what hung
+	 * off the old one goes): an exit of an old process under the pid does
+	 * not forget this one.
 	 */
-	symbolizer__forget_pid(e->sym, pid);
-	procreg__exec(e->reg, pid, im.start_time, im.start_code, &rids);
+	procreg__exec(e->reg, pid, im.start_time, im.start_code, &ids);
 	listed = x ? event_maps(e, x) : NULL;
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
 		/* Exited before ld.so was done: named from the list or not at all; the tables want nothing (exec -1). */
@@ -259,56 +220,41 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	    (e->delay_max_ns || clock__mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
 		return;
 	if (n >= 2)
-		procreg__due_at(e->reg, pid, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS, 0);
+		procreg__due_at(e->reg, LOOK, pid, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS, 0);
 }
 
 /*
  * The child has its parent's image until it execs or maps more: its record
- * shares the parent's snapshot. Nothing more is done until a sample of the
- * child comes (most children exec first, or are never sampled).
+ * shares the parent's snapshot. A parent not read yet (older than profd) is
+ * read now, once, while it surely runs: a drain late under load finds it
+ * gone. Nothing more is done until a sample of the child comes.
  */
 static void on_fork(struct events *e, const struct profd_pev *ev)
 {
-	struct symbolizer_ids ids = event_ids(ev);
-	struct procreg_ids rids = reg_ids(&ids);
+	struct events_image im = { .pid = ev->ppid, .exec = -1 };
+	struct procreg_ids ids = event_ids(ev);
 
 	e->st.forks++;
-	symbolizer__forget_pid(e->sym, ev->pid);
-	procreg__fork(e->reg, ev->ppid, ev->pid, ev->start_boottime_ns / e->ns_per_tick, &rids);
+	if (procreg__fork(e->reg, ev->ppid, ev->pid, ev->start_boottime_ns / e->ns_per_tick,
+			  &ids) != -ENOENT)
+		return;
+	procreg__seen(e->reg, ev->ppid);
+	if (!capture(e, &im, NULL, NULL) && !procreg__inherit(e->reg, ev->pid))
+		e->st.fork_parents_read++;
 }
 
-/*
- * The first sample of a forked child, which may be gone already: named from
- * its parent's snapshot, read now from a parent not seen before (it forks,
- * so it most often still runs).
- */
+/* The first sample of a forked child (it may be gone): named from its parent's snapshot. */
 static void inherit(struct events *e, const struct procreg_info *in)
 {
-	struct events_image im = { .pid = in->ppid, .exec = -1 };
-	struct symbolizer_ids ids = { in->ids.uid, in->ids.nspid,
-				      { in->ids.root[0], in->ids.root[1], in->ids.root[2] } };
 	struct procmaps *maps = NULL;
 
-	if (procreg__inherit(e->reg, in->pid) == -ENOENT) {
-		procreg__seen(e->reg, in->ppid);
-		if (capture(e, &im, NULL, NULL) || procreg__inherit(e->reg, in->pid))
-			return;
-		e->st.fork_parents_read++;
-	}
-	if (procreg__maps(e->reg, in->pid, &maps) == 0 &&
-	    symbolizer__fork(e->sym, in->ppid, in->pid, in->have_ids ? &ids : NULL, maps) == 0) {
+	if (!procreg__inherit(e->reg, in->pid) && !procreg__maps(e->reg, in->pid, &maps) &&
+	    !symbolizer__fork(e->sym, in->ppid, in->pid, in->have_ids ? &in->ids : 0, maps)) {
 		e->st.forks_named++;
 		if (in->exited)
 			symbolizer__exited(e->sym, in->pid);
 	}
 	procmaps__free(maps);
-}
-
-static void forget(uint32_t pid, void *arg)
-{
-	struct events *e = arg;
-
-	symbolizer__forget_pid(e->sym, pid);
 }
 
 static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
@@ -321,7 +267,6 @@ static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
 	 * many exits waiting, it is forgotten now.
 	 */
 	if (procreg__exit(e->reg, pid) == -ENOSPC) {
-		forget(pid, e);
 		procreg__forget(e->reg, pid);
 		e->st.forgotten++;
 	}
@@ -358,7 +303,8 @@ static int open_bpf(struct events *e, uint64_t poll_ns)
 	return err;
 }
 
-int events__open(struct symbolizer *sym, struct events **out)
+int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *fc,
+		 struct events **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct events *e = calloc(1, sizeof(*e));
@@ -368,10 +314,11 @@ int events__open(struct symbolizer *sym, struct events **out)
 	if (!e)
 		return -ENOMEM;
 	e->sym = sym;
+	e->reg = reg;
 	e->epfd = e->tfd = -1;
+	e->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	e->ns_per_tick = 1000000000 / (uint64_t)(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
-	e->paths = calloc(PATH_SLOTS, sizeof(*e->paths));
-	if (!e->paths || procreg__new(0, 0, &e->reg)) {
+	if (filenames__new(fc, MAX_PATHS, &e->paths)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -416,10 +363,9 @@ void events__free(struct events *e)
 		close(e->epfd);
 	if (e->tfd >= 0)
 		close(e->tfd);
-	for (size_t i = 0; e->paths && i < PATH_SLOTS; i++)
-		free(e->paths[i].path);
-	free(e->paths);
-	procreg__free(e->reg);
+	if (e->proc_fd >= 0)
+		close(e->proc_fd);
+	filenames__free(e->paths);
 	free(e);
 }
 
@@ -451,7 +397,7 @@ void events__drain_begin(struct events *e)
 
 void events__drain_end(struct events *e)
 {
-	procreg__drain_end(e->reg, forget, e);
+	procreg__drain_end(e->reg, NULL, NULL);
 }
 
 void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint64_t start_code)
@@ -460,7 +406,7 @@ void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint
 
 	/* With libraries found, the planned re-capture would find the same: it need not wake us. */
 	if (capture(e, &im, NULL, NULL) > 2)
-		procreg__due_cancel(e->reg, pid);
+		procreg__due_cancel(e->reg, LOOK, pid);
 	arm(e);
 }
 
@@ -471,6 +417,7 @@ void events__seen(struct events *e, uint32_t pid)
 
 	switch (procreg__seen(e->reg, pid)) {
 	case 1:
+		procreg__identify(e->reg, e->proc_fd, pid);
 		capture(e, &im, NULL, NULL);
 		break;
 	case 2:
@@ -495,11 +442,6 @@ void events__on_exit(struct events *e, events_exit_fn fn, void *arg)
 {
 	e->exit_fn = fn;
 	e->exit_arg = arg;
-}
-
-const struct procreg *events__registry(const struct events *e)
-{
-	return e->reg;
 }
 
 void events__stats(const struct events *e, struct events_stats *out)

@@ -26,7 +26,7 @@ struct events_stats {
 	uint64_t forks_seen;           /* processes forked, from the BPF program */
 	uint64_t forks;                /* fork events read */
 	uint64_t forks_named;          /* forked children sampled, named by the parent's snapshot */
-	uint64_t fork_parents_read;    /* of them, those whose parent was read from /proc first */
+	uint64_t fork_parents_read;    /* forks whose parent was read at the fork (not read before) */
 	uint64_t captures;             /* processes captured (exec, re-capture, first sight) */
 	uint64_t captures_listed;      /* of them, from the exec event's list of mappings: no read of /proc */
 	uint64_t capture_gone;         /* captures that found the process gone */
@@ -34,8 +34,15 @@ struct events_stats {
 	uint64_t pending_dropped;      /* re-captures not queued: too many execs at once */
 };
 
-/* Errors: -EPERM (no privilege), -ENOENT/-EOPNOTSUPP (kernel lacks tp_btf). */
-int events__open(struct symbolizer *sym, struct events **out);
+/*
+ * The events write reg (the symbolizer's registry too); the paths of files
+ * they learn hang off fc. Errors: -EPERM (no
+ * privilege), -ENOENT/-EOPNOTSUPP (kernel lacks tp_btf).
+ */
+struct filecache;
+struct procreg;
+int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *fc,
+		 struct events **out);
 void events__free(struct events *e);
 
 /* Readable when events or a due re-capture wait; then call events__dispatch. */
@@ -79,9 +86,6 @@ uint64_t events__exec_delay_ns(const struct events *e);
 typedef void (*events_exit_fn)(uint32_t pid, uint64_t time_ns, void *arg);
 void events__on_exit(struct events *e, events_exit_fn fn, void *arg);
 
-/* The process registry the events write: read it, do not write it. */
-struct procreg;
-const struct procreg *events__registry(const struct events *e);
 void events__stats(const struct events *e, struct events_stats *out);
 /* `profctl status` lines (name TAB value); e NULL: events unavailable. */
 void events__print_status(const struct events *e, FILE *f);

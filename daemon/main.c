@@ -32,6 +32,8 @@
 #include "sampler.h"
 #include "server.h"
 #include "store.h"
+#include "filecache.h"
+#include "procreg.h"
 #include "symbolizer.h"
 #include "tables.h"
 #include "textesc.h"
@@ -47,6 +49,8 @@
 struct profd {
 	struct profd_opts o;
 	struct sampler *sampler;
+	struct procreg *reg; /* every process known: names and unwind tables hang off it */
+	struct filecache *files; /* every file read: symbols and unwind tables hang off it */
 	struct symbolizer *sym;
 	struct cgroups *cg;
 	struct store *store;
@@ -860,6 +864,10 @@ static int setup(struct profd *d)
 		return log_err(err, "cannot open state directory %s: %s; check that it is "
 			       "writable by profd (or pick one with --state-dir)", d->o.state_dir,
 			       strerror(-err));
+	if (procreg__new(0, 0, &d->reg) || filecache__new(&d->files))
+		return log_err(-ENOMEM, "out of memory");
+	yo.registry = d->reg;
+	yo.files = d->files;
 	if (symbolizer__new(&yo, &d->sym) || cgroups__new(NULL, &d->cg) ||
 	    window__new(d->window, &(struct window_syms){ sym_user, sym_kernel, d->sym }, &d->win))
 		return log_err(-ENOMEM, "out of memory");
@@ -896,7 +904,7 @@ static int setup(struct profd *d)
 		log_warn("off-CPU profiling unavailable (%s): the kernel needs tp_btf and task "
 			 "storage; on-CPU profiles only", strerror(-sampler__offcpu(d->sampler)));
 	/* Without exec/exit events short-lived processes go unnamed; the rest still is. */
-	err = events__open(d->sym, &d->events);
+	err = events__open(d->sym, d->reg, d->files, &d->events);
 	if (err)
 		log_warn("process exec/exit events unavailable (%s): processes that live less than "
 			 "a drain interval may show unnamed frames", strerror(-err));
@@ -928,6 +936,8 @@ static int setup(struct profd *d)
 	if (so.unwind.enabled) {
 		so.unwind.exit_events = d->events != NULL;
 		err = tables__new(sampler__skel(d->sampler), &so.unwind, &d->tables);
+		if (!err)
+			err = tables__use_registry(d->tables, d->reg, d->files);
 		ev.data.ptr = d->tables;
 		if (err || epoll_ctl(d->epfd, EPOLL_CTL_ADD, tables__fd(d->tables), &ev))
 			return log_err(err ? err : -errno, "cannot set up DWARF unwind tables: %s",
@@ -935,7 +945,6 @@ static int setup(struct profd *d)
 		if (d->events) {
 			tables__on_reread(d->tables, reread_to_events, d->events);
 			tables__exec_delay(d->tables, events__exec_delay_ns(d->events));
-			tables__use_registry(d->tables, events__registry(d->events));
 		}
 		if (snap_pid) {
 			d->snap_fd = open(snap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND |
@@ -984,6 +993,8 @@ static void teardown(struct profd *d)
 	store__close(d->store);
 	events__free(d->events);
 	symbolizer__free(d->sym);
+	procreg__free(d->reg);
+	filecache__free(d->files);
 	cgroups__free(d->cg);
 	profile__free(d->window);
 	free(d->frames_buf);

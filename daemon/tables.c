@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 
 #include "clock.h"
+#include "filecache.h"
 #include "log.h"
 #include "procmaps.h"
 #include "procreg.h"
@@ -99,6 +100,8 @@
  * placeholders only catches what a lost event missed: this often.
  */
 #define BACKSTOP_NS (10 * 1000000000LL)
+/* The registry's looks planned here: process events plan and call off their own. */
+#define LOOK PROCREG_LOOK_TABLES
 
 enum tfile_state {
 	TF_BUILDING, /* a worker builds the table */
@@ -142,12 +145,13 @@ struct tmap {
 	struct tfile *f;         /* NULL: anonymous, or no file (yet) */
 };
 
+/* What the tables keep of a process, hanging off its registry record. */
 struct tpid {
 	uint32_t pid;
 	uint64_t start_time;     /* /proc/PID/stat field 22: tells pid reuse apart */
 	uint64_t start_code;
 	int64_t last_load;
-	int64_t due;             /* read again at this time; 0: not planned */
+	int64_t due;             /* read again at this time (a registry look); 0: not planned */
 	unsigned loads, retries;
 	unsigned n;
 	int64_t wait;            /* the least time between reads the walker asks for (REFRESH_MIN_NS doubling) */
@@ -166,7 +170,10 @@ struct qent {
 
 struct tables {
 	struct profd_bpf *skel;
-	const struct procreg *reg; /* process events' records; NULL: none */
+	struct procreg *reg;     /* every process known; ours hang off its records in slot */
+	int slot;
+	struct filecache *fc;    /* files by (dev, inode): ours hang off its entries in fslot */
+	int fslot;
 	struct tables_opts o;
 	struct ring_buffer *rb;
 	int epfd;                /* what tables__fd returns: ring buffer, eventfd, timer */
@@ -179,12 +186,11 @@ struct tables {
 	struct profd_urow *rows; /* NULL: the rows array is mapped only while rows_write writes */
 	size_t rows_len;
 	uint32_t rows_cap;
-	struct rowalloc *ra;     /* which rows of the array are taken */
+	struct rowalloc *ra;     /* rows taken; a failed release leaks its rows */
 	struct tfile **files;
 	size_t nfiles, files_cap;
 	bool changed;            /* some file's changed flag is set */
-	struct tpid *pids;
-	size_t npids, pids_cap;
+	size_t npids;
 	int umaps_fd;
 	int proc_fd;             /* /proc, for reading mappings */
 	int64_t backstop_at;     /* the last liveness scan (tables__gc) */
@@ -232,19 +238,6 @@ static void poke(struct tables *t)
 	t->poked = true;
 }
 
-/* --- rows array allocator --- */
-
-static int rows_alloc(struct tables *t, uint32_t n, uint32_t *first)
-{
-	return rowalloc__alloc(t->ra, n, first);
-}
-
-static void rows_release(struct tables *t, uint32_t first, uint32_t n)
-{
-	/* Out of memory here only leaks the range until restart. */
-	rowalloc__release(t->ra, first, n);
-}
-
 /* --- process entries --- */
 
 static bool same_maps(const struct tmap *a, unsigned na, const struct tmap *b, unsigned nb)
@@ -284,22 +277,26 @@ static int pid_write(struct tables *t, const struct tpid *p)
 	return bpf_map_update_elem(t->umaps_fd, &p->pid, um, BPF_ANY) ? -errno : 0;
 }
 
+static int write_if_changed(uint32_t pid, void *data, void *arg)
+{
+	struct tpid *p = data;
+
+	for (unsigned k = 0; k < p->n; k++) {
+		if (p->m[k].f && p->m[k].f->changed) {
+			pid_write(arg, p);
+			break;
+		}
+	}
+	return 0;
+}
+
 /* Rewrites the entries of the processes that map a file loaded or unloaded since. */
 static void write_changed(struct tables *t)
 {
 	if (!t->changed)
 		return;
 	t->changed = false;
-	for (size_t i = 0; i < t->npids; i++) {
-		struct tpid *p = &t->pids[i];
-
-		for (unsigned k = 0; k < p->n; k++) {
-			if (p->m[k].f && p->m[k].f->changed) {
-				pid_write(t, p);
-				break;
-			}
-		}
-	}
+	procreg__each(t->reg, t->slot, write_if_changed, t);
 	for (size_t i = 0; i < t->nfiles; i++)
 		t->files[i]->changed = false;
 }
@@ -309,7 +306,7 @@ static void write_changed(struct tables *t)
 static void file_unload(struct tables *t, struct tfile *f)
 {
 	if (f->count) {
-		rows_release(t, f->first, f->count);
+		rowalloc__release(t->ra, f->first, f->count);
 		f->count = 0;
 		f->changed = true;
 		t->changed = true;
@@ -323,6 +320,8 @@ static void file_free(struct tables *t, size_t i)
 	struct tfile *f = t->files[i];
 
 	file_unload(t, f);
+	if (!f->vdso)
+		filecache__set(t->fc, f->dev, f->ino, t->fslot, NULL);
 	if (f->state == TF_FAILED)
 		t->st.files_failed--;
 	unwind_table__free(f->ut);
@@ -342,7 +341,7 @@ static void make_room(struct tables *t, uint32_t n)
 {
 	uint32_t first;
 
-	while (rows_alloc(t, n, &first)) {
+	while (rowalloc__alloc(t->ra, n, &first)) {
 		size_t victim = SIZE_MAX;
 
 		for (size_t i = 0; i < t->nfiles; i++)
@@ -364,7 +363,7 @@ static void make_room(struct tables *t, uint32_t n)
 		t->files[victim]->no_room = true;
 		t->st.displaced++;
 	}
-	rows_release(t, first, n);
+	rowalloc__release(t->ra, first, n);
 	/* The walker must stop using displaced rows before they are overwritten. */
 	write_changed(t);
 }
@@ -393,10 +392,10 @@ static int rows_reserve(struct tables *t, uint32_t n, uint32_t *first)
 {
 	if (n > t->rows_cap)
 		return -E2BIG;
-	if (!rows_alloc(t, n, first))
+	if (!rowalloc__alloc(t->ra, n, first))
 		return 0;
 	make_room(t, n);
-	return rows_alloc(t, n, first);
+	return rowalloc__alloc(t->ra, n, first);
 }
 
 /*
@@ -410,7 +409,7 @@ static bool file_upload(struct tables *t, struct tfile *f)
 	uint32_t first;
 
 	if (f->reserved && f->reserved != n) {
-		rows_release(t, f->first, f->reserved); /* the file changed since: sized anew */
+		rowalloc__release(t->ra, f->first, f->reserved); /* the file changed: sized anew */
 		f->reserved = 0;
 	}
 	if (f->count || !n)
@@ -422,7 +421,7 @@ static bool file_upload(struct tables *t, struct tfile *f)
 	f->reserved = 0;
 	/* Written through a shared mapping: the rows are visible to the walker before umaps points at them. */
 	if (rows_write(t, first, unwind_table__rows(f->ut), n)) {
-		rows_release(t, first, n);
+		rowalloc__release(t->ra, first, n);
 		goto over;
 	}
 	f->first = first;
@@ -455,8 +454,10 @@ static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool
 		t->files_cap = cap;
 	}
 	f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f || (!vdso && filecache__set(t->fc, dev, ino, t->fslot, f))) {
+		free(f);
 		return NULL;
+	}
 	*f = (struct tfile){ .dev = dev, .ino = ino, .vdso = vdso,
 			     .unused_since = clock__mono_ns() };
 	t->files[t->nfiles++] = f;
@@ -467,7 +468,7 @@ static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool
 static void file_built(struct tables *t, struct tfile *f, struct unwind_table *ut, int err)
 {
 	if (err && f->reserved) {
-		rows_release(t, f->first, f->reserved);
+		rowalloc__release(t->ra, f->first, f->reserved);
 		f->reserved = 0;
 	}
 	if (f->state == TF_FAILED)
@@ -673,15 +674,17 @@ static struct tfile *file_get(struct tables *t, uint32_t pid, const struct procm
 	struct tfile *f;
 	int fd;
 
-	for (size_t i = 0; i < t->nfiles; i++) {
-		f = t->files[i];
-		if (f->vdso || f->dev != m->dev || f->ino != m->inode)
-			continue;
+	f = filecache__get(t->fc, m->dev, m->inode, t->fslot);
+	if (f) {
 		if (f->users || f->job || file_same(f, pid, m))
 			return f;
-		file_free(t, i);
-		t->st.evictions++;
-		break;
+		for (size_t i = 0; i < t->nfiles; i++) {
+			if (t->files[i] == f) {
+				file_free(t, i);
+				t->st.evictions++;
+				break;
+			}
+		}
 	}
 	if (t->njobs >= MAX_JOBS) {
 		*retry = true;
@@ -708,6 +711,32 @@ static struct tfile *file_get(struct tables *t, uint32_t pid, const struct procm
 	return f;
 }
 
+struct reload_open {
+	const struct tfile *f;
+	char *path;
+	size_t len;
+};
+
+/* The file of a mapping of pid, checked to be the one f was built from: its descriptor + 1. */
+static int open_for_reload(uint32_t pid, void *data, void *arg)
+{
+	const struct tpid *p = data;
+	struct reload_open *ro = arg;
+
+	for (const struct tmap *m = p->m; m < p->m + p->n; m++) {
+		struct stat sb;
+		int fd;
+
+		if (m->f != ro->f || (fd = open_mapped(pid, m->start, m->end, m->f->ino, ro->path,
+						       ro->len)) < 0)
+			continue;
+		if (!fstat(fd, &sb) && sb.st_dev == ro->f->st_dev && sb.st_ino == ro->f->st_ino)
+			return fd + 1;
+		close(fd);
+	}
+	return 0;
+}
+
 /*
  * A table that found no room, or was displaced, in use still: when room can
  * be made for it, keep that room and build the table again from the file
@@ -721,19 +750,11 @@ static void file_reload(struct tables *t, struct tfile *f)
 
 	if (!n || n > t->rows_cap || f->job || f->count || f->state != TF_BUILT || (t->njobs >= MAX_JOBS && !f->vdso))
 		return;
-	for (size_t i = 0; i < t->npids && fd < 0 && !f->vdso; i++) {
-		const struct tpid *p = &t->pids[i];
+	if (!f->vdso) {
+		struct reload_open ro = { f, path, sizeof(path) };
 
-		for (unsigned k = 0; k < p->n && fd < 0; k++) {
-			struct stat sb;
-
-			if (p->m[k].f != f || (fd = open_mapped(p->pid, p->m[k].start, p->m[k].end, f->ino, path, sizeof(path))) < 0)
-				continue;
-			if (fstat(fd, &sb) || sb.st_dev != f->st_dev || sb.st_ino != f->st_ino) {
-				close(fd);
-				fd = -ENOENT;
-			}
-		}
+		fd = procreg__each(t->reg, t->slot, open_for_reload, &ro);
+		fd = fd > 0 ? fd - 1 : -ENOENT;
 	}
 	if ((fd < 0 && !f->vdso) || rows_reserve(t, n, &first)) {
 		if (fd >= 0)
@@ -751,7 +772,7 @@ static void file_reload(struct tables *t, struct tfile *f)
 		t->st.build_us_total += (clock__mono_ns() - t0) / 1000;
 		file_built(t, f, ut, err);
 	} else if (job_submit(t, f, fd, path)) {
-		rows_release(t, first, n);
+		rowalloc__release(t->ra, first, n);
 		f->reserved = 0;
 	}
 }
@@ -784,40 +805,9 @@ static void file_put(struct tfile *f)
 
 /* --- processes --- */
 
-/* Fields 22 (starttime) and 26 (startcode) of /proc/PID/stat. */
-static int proc_stat(uint32_t pid, uint64_t *out, uint64_t *start_code)
+static struct tpid *pid_find(const struct tables *t, uint32_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long v, sc;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	/* The name may hold spaces and parentheses: fields restart after the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu "
-			 "%*u %*d %*u %llu", &v, &sc) != 2)
-		return -EINVAL;
-	*out = v;
-	if (start_code)
-		*start_code = sc;
-	return 0;
-}
-
-static struct tpid *pid_find(struct tables *t, uint32_t pid)
-{
-	for (size_t i = 0; i < t->npids; i++)
-		if (t->pids[i].pid == pid)
-			return &t->pids[i];
-	return NULL;
+	return procreg__data(t->reg, pid, t->slot);
 }
 
 static void maps_put(struct tmap *m, unsigned n)
@@ -827,12 +817,35 @@ static void maps_put(struct tmap *m, unsigned n)
 	free(m);
 }
 
+static void tpid_free(struct tables *t, struct tpid *p)
+{
+	maps_put(p->m, p->n);
+	free(p);
+	t->st.pids = --t->npids;
+}
+
 /* The process's state here; its umaps entry stays. */
 static void pid_drop(struct tables *t, struct tpid *p)
 {
-	maps_put(p->m, p->n);
-	*p = t->pids[--t->npids];
-	t->st.pids = t->npids;
+	uint32_t pid = p->pid;
+
+	if (p->due)
+		procreg__due_cancel(t->reg, LOOK, pid);
+	tpid_free(t, p);
+	procreg__detach(t->reg, pid, t->slot);
+}
+
+/* Forgotten, or a new image under the pid: its umaps entry stays until the next load. */
+static void tpid_dropped(uint32_t pid, void *data, void *arg)
+{
+	tpid_free(arg, data);
+}
+
+/* Read again at at (the registry's look); not planned when its queue is full. */
+static void plan(struct tables *t, struct tpid *p, int64_t at)
+{
+	if (!procreg__due_at(t->reg, LOOK, p->pid, at, 0))
+		p->due = at;
 }
 
 static void pid_forget(struct tables *t, struct tpid *p)
@@ -845,19 +858,11 @@ static struct tpid *pid_new(struct tables *t, uint32_t pid)
 {
 	struct tpid *p;
 
-	if (t->npids == t->pids_cap) {
-		size_t cap = t->pids_cap ? t->pids_cap * 2 : 64;
-		struct tpid *v = realloc(t->pids, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		t->pids = v;
-		t->pids_cap = cap;
-	}
-	p = &t->pids[t->npids++];
-	memset(p, 0, sizeof(*p));
+	if (procreg__touch(t->reg, pid) || !(p = calloc(1, sizeof(*p))))
+		return NULL;
 	p->pid = pid;
-	t->st.pids = t->npids;
+	procreg__set_data(t->reg, pid, t->slot, p);
+	t->st.pids = ++t->npids;
 	return p;
 }
 
@@ -888,7 +893,7 @@ static int pid_load(struct tables *t, const struct qent *e)
 	 * whose mappings replace these (only a lost event leaves the pair
 	 * wrong, until the walker meets a pc outside them and asks).
 	 */
-	err = pm && st ? 0 : proc_stat(pid, &st, &sc);
+	err = pm && st ? 0 : procreg__read_stat(t->proc_fd, pid, &st, &sc);
 	if (!err && !pm) {
 		t->st.maps_reads++;
 		log_debug("read /proc/%u/maps for unwind tables", pid);
@@ -929,12 +934,14 @@ static int pid_load(struct tables *t, const struct qent *e)
 	p->last_load = now;
 	p->loads = exec ? 1 : p->loads + 1;
 	p->retries = exec || !retry ? 0 : p->retries + 1;
+	if (p->due)
+		procreg__due_cancel(t->reg, LOOK, pid);
 	p->due = 0;
 	/* Given at exec: process events read the mappings again once ld.so mapped the libraries. */
 	if (exec && !e->pm)
-		p->due = now + EXEC_REREAD_NS;
+		plan(t, p, now + EXEC_REREAD_NS);
 	else if (retry && p->retries <= MAX_RETRIES)
-		p->due = now + REFRESH_MIN_NS;
+		plan(t, p, now + REFRESH_MIN_NS);
 	err = pid_write(t, p);
 	if (err) {
 		pid_forget(t, p);
@@ -1089,20 +1096,18 @@ static void reread(struct tables *t, uint32_t pid, struct tpid *p, bool asked)
 /* Queues the processes whose planned re-read is due; arms the timer for the next one. */
 static void run_due(struct tables *t)
 {
-	int64_t now = clock__mono_ns(), next = 0;
+	int64_t now = clock__mono_ns(), next;
+	uint32_t pid, tries;
 
-	for (size_t i = 0; i < t->npids; i++) {
-		struct tpid *p = &t->pids[i];
+	while (procreg__due_pop(t->reg, LOOK, now, &pid, &tries)) {
+		struct tpid *p = pid_find(t, pid);
 
-		if (!p->due)
-			continue;
-		if (p->due <= now) {
+		if (p && p->due && p->due <= now) {
 			p->due = 0;
-			reread(t, p->pid, p, false);
-		} else if (!next || p->due < next) {
-			next = p->due;
+			reread(t, pid, p, false);
 		}
 	}
+	next = procreg__due_first(t->reg, LOOK);
 	for (size_t i = 0; i < t->nqueue; i++) {
 		int64_t due = t->queue[i].queued + grace_ns(t);
 
@@ -1132,7 +1137,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		 * registry's snapshot of it serves, without a read of /proc
 		 * (the child may be gone before its turn).
 		 */
-		if (t->reg && !procreg__info(t->reg, ev->pid, &in) && in.ppid && in.start_time &&
+		if (!procreg__info(t->reg, ev->pid, &in) && in.ppid && in.start_time &&
 		    in.start_code && !procreg__maps(t->reg, ev->pid, &q.pm)) {
 			q.start_time = in.start_time;
 			q.start_code = in.start_code;
@@ -1154,7 +1159,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		/* Not for a young process: its first read often raced ld.so mapping its libraries. */
 		if (p && p->loads > 2 && clock__mono_ns() - p->last_load < p->wait) {
 			if (!p->due)
-				p->due = p->last_load + p->wait;
+				plan(t, p, p->last_load + p->wait);
 		} else {
 			reread(t, ev->pid, p, true);
 		}
@@ -1242,6 +1247,12 @@ fail:
 	return err;
 }
 
+static int forget_one(uint32_t pid, void *data, void *arg)
+{
+	pid_forget(arg, data);
+	return 0;
+}
+
 void tables__free(struct tables *t)
 {
 	if (!t)
@@ -1254,8 +1265,8 @@ void tables__free(struct tables *t)
 		close(t->epfd);
 	if (t->tfd >= 0)
 		close(t->tfd);
-	while (t->npids)
-		pid_forget(t, &t->pids[t->npids - 1]);
+	if (t->reg)
+		procreg__each(t->reg, t->slot, forget_one, t);
 	if (t->rows)
 		munmap(t->rows, t->rows_len);
 	while (t->nfiles)
@@ -1265,7 +1276,6 @@ void tables__free(struct tables *t)
 	if (t->proc_fd >= 0)
 		close(t->proc_fd);
 	free(t->files);
-	free(t->pids);
 	free(t->queue);
 	rowalloc__free(t->ra);
 	free(t->um);
@@ -1348,6 +1358,32 @@ static bool refresh_asked(struct tables *t, uint32_t pid)
 	return !bpf_map_lookup_elem(t->umaps_fd, &pid, um) && um->refresh;
 }
 
+struct gc_pass {
+	struct tables *t;
+	int64_t now;
+	bool scan, lost;
+};
+
+static int gc_one(uint32_t pid, void *data, void *arg)
+{
+	struct gc_pass *g = arg;
+	struct tables *t = g->t;
+	struct tpid *p = data;
+	uint64_t st;
+
+	if (g->scan && (procreg__read_stat(t->proc_fd, pid, &st, NULL) || st != p->start_time)) {
+		pid_forget(t, p);
+		return 0;
+	}
+	if (g->lost && (p->due || g->now - p->last_load < p->wait)) {
+		t->rescan = true;
+	} else if (g->lost && refresh_asked(t, pid)) {
+		/* The walker asked, the event was lost (ring buffer full): it asks no more. */
+		enqueue(t, &(struct qent){ .pid = pid, .hot = true }, true);
+	}
+	return 0;
+}
+
 void tables__gc(struct tables *t)
 {
 	int64_t now;
@@ -1370,21 +1406,10 @@ void tables__gc(struct tables *t)
 	scan = !t->o.exit_events || now - t->backstop_at >= BACKSTOP_NS;
 	if (scan)
 		t->backstop_at = now;
-	for (size_t i = 0; i < t->npids;) {
-		struct tpid *p = &t->pids[i];
-		uint64_t st;
+	if (scan || lost) {
+		struct gc_pass g = { t, now, scan, lost };
 
-		if (scan && (proc_stat(p->pid, &st, NULL) || st != p->start_time)) {
-			pid_forget(t, p); /* moves the last entry into slot i */
-			continue;
-		}
-		if (lost && (p->due || now - p->last_load < p->wait)) {
-			t->rescan = true;
-		} else if (lost && refresh_asked(t, p->pid)) {
-			/* The walker asked but its event was lost (ring buffer full): it will not ask again. */
-			enqueue(t, &(struct qent){ .pid = p->pid, .hot = true }, true);
-		}
-		i++;
+		procreg__each(t->reg, t->slot, gc_one, &g);
 	}
 	/* Placeholders whose request was lost (ring buffer full): the walker asks again. */
 	while (scan && !bpf_map_get_next_key(t->umaps_fd, prev, &next)) {
@@ -1437,9 +1462,17 @@ void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg)
 	t->snap_arg = arg;
 }
 
-void tables__use_registry(struct tables *t, const struct procreg *reg)
+int tables__use_registry(struct tables *t, struct procreg *reg, struct filecache *fc)
 {
+	int slot = procreg__slot(reg, tpid_dropped, t), fslot = filecache__slot(fc, NULL, NULL);
+
+	if (slot < 0 || fslot < 0)
+		return -ENOSPC;
 	t->reg = reg;
+	t->fc = fc;
+	t->slot = slot;
+	t->fslot = fslot;
+	return 0;
 }
 
 void tables__stats(const struct tables *t, struct tables_stats *st)

@@ -122,9 +122,14 @@ void tables__exec_delay(struct tables *t, uint64_t ns);
 typedef void (*tables_snapshot_fn)(const struct profd_uevent *ev, void *arg);
 void tables__on_snapshot(struct tables *t, tables_snapshot_fn fn, void *arg);
 
-/* The process registry: a forked child's first request takes its parent's snapshot from it. */
+/*
+ * Before the first poll (both outlive the tables): per process state hangs
+ * off the registry's records (a forked child takes its parent's snapshot),
+ * each file's table off the file cache's entry the symbols share.
+ */
+struct filecache;
 struct procreg;
-void tables__use_registry(struct tables *t, const struct procreg *reg);
+int tables__use_registry(struct tables *t, struct procreg *reg, struct filecache *fc);
 void tables__stats(const struct tables *t, struct tables_stats *st);
 /* `profctl status` lines (name TAB value); t NULL: frame pointers only. */
 void tables__print_status(const struct tables *t, FILE *f);

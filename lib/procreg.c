@@ -1,7 +1,10 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "procmaps.h"
 #include "procreg.h"
@@ -27,6 +30,13 @@ struct rec {
 	struct procmaps *maps; /* NULL: not known */
 	size_t maps_bytes;
 	bool sampled;          /* procreg__seen told of it */
+	bool told;             /* an event or a sample made it: procreg__detach leaves it */
+	void *data[PROCREG_SLOTS];
+};
+
+struct slot {
+	procreg_drop_fn drop;
+	void *arg;
 };
 
 struct pidgen {
@@ -36,6 +46,11 @@ struct pidgen {
 struct due {
 	uint32_t pid, gen, tries;
 	int64_t due_ns;
+};
+
+struct dueq {
+	struct due *dq;
+	uint32_t head, len;
 };
 
 struct procreg {
@@ -48,8 +63,9 @@ struct procreg {
 	struct pidgen *exits;
 	size_t nexits, exits_cap, exits_at_drain, exits_old;
 
-	struct due *dq;
-	uint32_t dq_head, dq_len;
+	struct dueq q[PROCREG_LOOKS];
+	struct slot slots[PROCREG_SLOTS];
+	int nslots;
 
 	struct procreg_stats st;
 };
@@ -110,6 +126,18 @@ static void maps_hold(struct procreg *r, struct rec *x, struct procmaps *m)
 	r->lru.next = &x->lru;
 }
 
+/* What hangs off the record goes with the image it was for. */
+static void drop_data(struct procreg *r, struct rec *x)
+{
+	for (int i = 0; i < r->nslots; i++) {
+		void *d = x->data[i];
+
+		x->data[i] = NULL;
+		if (d && r->slots[i].drop)
+			r->slots[i].drop(x->in.pid, d, r->slots[i].arg);
+	}
+}
+
 int procreg__new(size_t max, size_t maps_max, struct procreg **out)
 {
 	struct procreg *r = calloc(1, sizeof(*r));
@@ -121,8 +149,10 @@ int procreg__new(size_t max, size_t maps_max, struct procreg **out)
 	r->lru.prev = r->lru.next = &r->lru;
 	r->nb = MIN_BUCKETS;
 	r->b = calloc(r->nb, sizeof(*r->b));
-	r->dq = calloc(MAX_DUE, sizeof(*r->dq));
-	if (!r->b || !r->dq) {
+	for (int k = 0; k < PROCREG_LOOKS; k++)
+		if (!(r->q[k].dq = calloc(MAX_DUE, sizeof(*r->q[k].dq))))
+			r->nb = 0;
+	if (!r->b || !r->nb) {
 		procreg__free(r);
 		return -ENOMEM;
 	}
@@ -137,13 +167,15 @@ void procreg__free(struct procreg *r)
 	for (size_t i = 0; r->b && i < r->nb; i++) {
 		for (struct rec *x = r->b[i], *nx; x; x = nx) {
 			nx = x->next;
+			drop_data(r, x);
 			procmaps__free(x->maps);
 			free(x);
 		}
 	}
 	free(r->b);
 	free(r->exits);
-	free(r->dq);
+	for (int k = 0; k < PROCREG_LOOKS; k++)
+		free(r->q[k].dq);
 	free(r);
 }
 
@@ -187,6 +219,7 @@ static struct rec *get(struct procreg *r, uint32_t pid, bool reset, bool *made)
 		*made = true;
 	}
 	maps_drop(r, x);
+	drop_data(r, x);
 	struct rec *next = x->next;
 
 	memset(x, 0, sizeof(*x));
@@ -215,6 +248,7 @@ int procreg__exec(struct procreg *r, uint32_t pid, uint64_t start_time, uint64_t
 		return pid ? (r->n >= r->max ? -ENOSPC : -ENOMEM) : -EINVAL;
 	x->in.start_time = start_time;
 	x->in.start_code = start_code;
+	x->told = true;
 	set_ids(x, ids);
 	return 0;
 }
@@ -231,6 +265,7 @@ int procreg__fork(struct procreg *r, uint32_t ppid, uint32_t pid, uint64_t start
 		return r->n >= r->max ? -ENOSPC : -ENOMEM;
 	x->in.start_time = start_time;
 	x->in.ppid = ppid;
+	x->told = true;
 	set_ids(x, ids);
 	if (!p || !p->maps)
 		return -ENOENT;
@@ -263,8 +298,8 @@ int procreg__seen(struct procreg *r, uint32_t pid)
 	/* At the bound: not remembered, so seen as new again (a second look costs only a read). */
 	if (!(x = get(r, pid, false, &made)))
 		return 1;
-	ret = made ? 1 : x->sampled ? 0 : 2;
-	x->sampled = true;
+	ret = made || (!x->told && !x->sampled) ? 1 : x->sampled ? 0 : 2;
+	x->sampled = x->told = true;
 	return ret;
 }
 
@@ -307,18 +342,22 @@ void procreg__forget(struct procreg *r, uint32_t pid)
 		return;
 	*pp = x->next;
 	maps_drop(r, x);
+	drop_data(r, x);
 	free(x);
 	r->n--;
 }
 
 int procreg__exit(struct procreg *r, uint32_t pid)
 {
-	struct rec *x = find(r, pid);
+	bool made;
+	/* Made if not known: what hangs off it later (a late sample) goes with it. */
+	struct rec *x = pid ? get(r, pid, false, &made) : NULL;
 
-	procreg__due_cancel(r, pid);
+	for (int k = 0; k < PROCREG_LOOKS; k++)
+		procreg__due_cancel(r, k, pid);
 	/* The snapshot stays until forgotten: its children's samples may still be named from it. */
 	if (x)
-		x->in.exited = true;
+		x->in.exited = x->told = true;
 	if (r->nexits == r->exits_cap) {
 		size_t ncap = r->exits_cap ? r->exits_cap * 2 : 256;
 		struct pidgen *n = ncap <= MAX_EXITS ? realloc(r->exits, ncap * sizeof(*n)) : NULL;
@@ -359,68 +398,139 @@ void procreg__drain_end(struct procreg *r, void (*forget)(uint32_t pid, void *ar
 	r->exits_at_drain = 0;
 }
 
-int procreg__due_at(struct procreg *r, uint32_t pid, int64_t due_ns, uint32_t tries)
+int procreg__due_at(struct procreg *r, int look, uint32_t pid, int64_t due_ns, uint32_t tries)
 {
 	struct rec *x = find(r, pid);
+	struct dueq *q = &r->q[look];
 	uint32_t i;
 
 	if (!x)
 		return -ENOENT;
-	if (r->dq_len == MAX_DUE) {
+	if (q->len == MAX_DUE) {
 		r->st.due_dropped++;
 		return -ENOSPC;
 	}
 	/* Behind every look due no later: most come in order, and the walk back ends at once. */
-	for (i = r->dq_len++; i > 0; i--) {
-		struct due *prev = &r->dq[(r->dq_head + i - 1) % MAX_DUE];
+	for (i = q->len++; i > 0; i--) {
+		struct due *prev = &q->dq[(q->head + i - 1) % MAX_DUE];
 
 		if (prev->due_ns <= due_ns)
 			break;
-		r->dq[(r->dq_head + i) % MAX_DUE] = *prev;
+		q->dq[(q->head + i) % MAX_DUE] = *prev;
 	}
-	r->dq[(r->dq_head + i) % MAX_DUE] = (struct due){ pid, x->gen, tries, due_ns };
+	q->dq[(q->head + i) % MAX_DUE] = (struct due){ pid, x->gen, tries, due_ns };
 	return 0;
 }
 
 /* Whether the head look still stands: its process has the image it was queued for. */
-static bool head_live(const struct procreg *r)
+static bool head_live(const struct procreg *r, const struct dueq *q)
 {
-	const struct due *d = &r->dq[r->dq_head];
+	const struct due *d = &q->dq[q->head];
 	const struct rec *x = d->pid ? find(r, d->pid) : NULL;
 
 	return x && x->gen == d->gen && !x->in.exited;
 }
 
-int64_t procreg__due_first(struct procreg *r)
+int64_t procreg__due_first(struct procreg *r, int look)
 {
-	while (r->dq_len && !head_live(r)) {
-		r->dq_head = (r->dq_head + 1) % MAX_DUE;
-		r->dq_len--;
+	struct dueq *q = &r->q[look];
+
+	while (q->len && !head_live(r, q)) {
+		q->head = (q->head + 1) % MAX_DUE;
+		q->len--;
 	}
-	return r->dq_len ? r->dq[r->dq_head].due_ns : 0;
+	return q->len ? q->dq[q->head].due_ns : 0;
 }
 
-int procreg__due_pop(struct procreg *r, int64_t now_ns, uint32_t *pid, uint32_t *tries)
+int procreg__due_pop(struct procreg *r, int look, int64_t now_ns, uint32_t *pid, uint32_t *tries)
 {
-	int64_t first = procreg__due_first(r);
+	int64_t first = procreg__due_first(r, look);
+	struct dueq *q = &r->q[look];
 
 	if (!first || first > now_ns)
 		return 0;
-	*pid = r->dq[r->dq_head].pid;
-	*tries = r->dq[r->dq_head].tries;
-	r->dq_head = (r->dq_head + 1) % MAX_DUE;
-	r->dq_len--;
+	*pid = q->dq[q->head].pid;
+	*tries = q->dq[q->head].tries;
+	q->head = (q->head + 1) % MAX_DUE;
+	q->len--;
 	return 1;
 }
 
-void procreg__due_cancel(struct procreg *r, uint32_t pid)
+void procreg__due_cancel(struct procreg *r, int look, uint32_t pid)
 {
-	for (uint32_t i = 0; i < r->dq_len; i++) {
-		struct due *d = &r->dq[(r->dq_head + i) % MAX_DUE];
+	struct dueq *q = &r->q[look];
+
+	for (uint32_t i = 0; i < q->len; i++) {
+		struct due *d = &q->dq[(q->head + i) % MAX_DUE];
 
 		if (d->pid == pid)
 			d->pid = 0;
 	}
+}
+
+int procreg__slot(struct procreg *r, procreg_drop_fn drop, void *arg)
+{
+	if (r->nslots == PROCREG_SLOTS)
+		return -ENOSPC;
+	r->slots[r->nslots] = (struct slot){ drop, arg };
+	return r->nslots++;
+}
+
+int procreg__touch(struct procreg *r, uint32_t pid)
+{
+	bool made;
+
+	if (!pid)
+		return -EINVAL;
+	if (!get(r, pid, false, &made))
+		return r->n >= r->max ? -ENOSPC : -ENOMEM;
+	return 0;
+}
+
+void *procreg__data(const struct procreg *r, uint32_t pid, int slot)
+{
+	struct rec *x = find(r, pid);
+
+	return x ? x->data[slot] : NULL;
+}
+
+int procreg__set_data(struct procreg *r, uint32_t pid, int slot, void *data)
+{
+	struct rec *x = find(r, pid);
+
+	if (!x)
+		return -ENOENT;
+	x->data[slot] = data;
+	return 0;
+}
+
+void procreg__detach(struct procreg *r, uint32_t pid, int slot)
+{
+	struct rec *x = find(r, pid);
+
+	if (!x)
+		return;
+	x->data[slot] = NULL;
+	if (x->told || x->maps)
+		return;
+	for (int i = 0; i < r->nslots; i++)
+		if (x->data[i])
+			return;
+	procreg__forget(r, pid);
+}
+
+int procreg__each(struct procreg *r, int slot, procreg_each_fn fn, void *arg)
+{
+	for (size_t i = 0; i < r->nb; i++) {
+		for (struct rec *x = r->b[i], *nx; x; x = nx) {
+			int ret;
+
+			nx = x->next;
+			if (x->data[slot] && (ret = fn(x->in.pid, x->data[slot], arg)))
+				return ret;
+		}
+	}
+	return 0;
 }
 
 void procreg__stats(const struct procreg *r, struct procreg_stats *out)
@@ -428,4 +538,42 @@ void procreg__stats(const struct procreg *r, struct procreg_stats *out)
 	*out = r->st;
 	out->records = r->n;
 	out->maps_bytes = r->maps_bytes;
+}
+
+int procreg__read_stat(int proc_fd, uint32_t pid, uint64_t *start_time, uint64_t *start_code)
+{
+	char path[32], buf[1024], *p;
+	unsigned long long v, sc;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%u/stat", pid);
+	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -EIO : -ESRCH;
+	buf[n] = 0;
+	/* The name may hold spaces and parentheses: fields restart after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			 "%*d %*d %*d %llu %*u %*d %*u %llu", &v, &sc) != 2)
+		return -EINVAL;
+	*start_time = v;
+	if (start_code)
+		*start_code = sc;
+	return 0;
+}
+
+int procreg__identify(struct procreg *r, int proc_fd, uint32_t pid)
+{
+	struct rec *x = find(r, pid);
+
+	if (!x)
+		return -ENOENT;
+	if (x->in.start_time)
+		return 0;
+	return procreg__read_stat(proc_fd, pid, &x->in.start_time, &x->in.start_code);
 }

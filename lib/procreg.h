@@ -80,7 +80,8 @@ int procreg__info(const struct procreg *r, uint32_t pid, struct procreg_info *ou
 
 /*
  * The process exited: its looks are called off; its snapshot stays until
- * it is forgotten. -ENOSPC: too many exits wait, forget it now.
+ * it is forgotten (a record is made when not known, so that what a late
+ * sample hangs off it goes too). -ENOSPC: too many exits wait, forget it now.
  */
 int procreg__exit(struct procreg *r, uint32_t pid);
 void procreg__forget(struct procreg *r, uint32_t pid);
@@ -92,18 +93,66 @@ void procreg__drain_begin(struct procreg *r);
 void procreg__drain_end(struct procreg *r, void (*forget)(uint32_t pid, void *arg), void *arg);
 
 /*
- * Looks again at pid at due_ns (CLOCK_MONOTONIC), the tries-th time.
- * Dues come out in time order (those due at once in the order given),
+ * Looks again at pid at due_ns (CLOCK_MONOTONIC), the tries-th time, for
+ * one kind of look: each reader plans and calls off its own. Dues of a
+ * kind come out in time order (those due at once in the order given),
  * whatever delay each caller uses. A look whose process exec'd again,
  * exited or was forgotten meanwhile is not returned. -ENOSPC: too many wait.
  */
-int procreg__due_at(struct procreg *r, uint32_t pid, int64_t due_ns, uint32_t tries);
-/* When the first look is due; 0: none. */
-int64_t procreg__due_first(struct procreg *r);
-/* The first look due by now: 1 (pid, tries set), 0 none. */
-int procreg__due_pop(struct procreg *r, int64_t now_ns, uint32_t *pid, uint32_t *tries);
-void procreg__due_cancel(struct procreg *r, uint32_t pid);
+enum procreg_look {
+	PROCREG_LOOK_CAPTURE, /* mappings and files again once ld.so mapped the libraries */
+	PROCREG_LOOK_TABLES,  /* the unwind tables' read of the mappings */
+	PROCREG_LOOKS
+};
+int procreg__due_at(struct procreg *r, int look, uint32_t pid, int64_t due_ns, uint32_t tries);
+/* When the first look of that kind is due; 0: none. */
+int64_t procreg__due_first(struct procreg *r, int look);
+/* The first look of that kind due by now: 1 (pid, tries set), 0 none. */
+int procreg__due_pop(struct procreg *r, int look, int64_t now_ns, uint32_t *pid, uint32_t *tries);
+void procreg__due_cancel(struct procreg *r, int look, uint32_t pid);
+
+/*
+ * What a reader keeps per process (names, unwind tables) hangs off its
+ * record in a slot of its own: one lookup by pid, and it goes with the
+ * record (drop is called when the process is forgotten or starts over
+ * with a new image, exec or fork). At most PROCREG_SLOTS readers.
+ */
+#define PROCREG_SLOTS 4
+typedef void (*procreg_drop_fn)(uint32_t pid, void *data, void *arg);
+/* A slot for one reader: its number, or -ENOSPC. */
+int procreg__slot(struct procreg *r, procreg_drop_fn drop, void *arg);
+/* pid's record, made when not known (a reader met it first, no event told). */
+int procreg__touch(struct procreg *r, uint32_t pid);
+/* NULL: not known, or nothing in that slot. */
+void *procreg__data(const struct procreg *r, uint32_t pid, int slot);
+/* Set without drop for what was there. -ENOENT: no record. */
+int procreg__set_data(struct procreg *r, uint32_t pid, int slot, void *data);
+/*
+ * A reader lets go of pid (clears its slot, without a drop): a record
+ * nobody told of (no event, no sample) that holds nothing more is
+ * forgotten, so processes met only by readers stay within what they keep.
+ */
+void procreg__detach(struct procreg *r, uint32_t pid, int slot);
+/*
+ * fn for each record holding something in slot, until it returns non-zero
+ * (returned). fn may forget that record, no other.
+ */
+typedef int (*procreg_each_fn)(uint32_t pid, void *data, void *arg);
+int procreg__each(struct procreg *r, int slot, procreg_each_fn fn, void *arg);
 
 void procreg__stats(const struct procreg *r, struct procreg_stats *out);
+
+/*
+ * Start time (field 22, clock ticks after boot) and the image's start_code
+ * (field 26; NULL: not asked) from /proc/PID/stat, proc_fd being /proc.
+ * 0 or -errno (-ENOENT: gone, -EINVAL: not a stat line).
+ */
+int procreg__read_stat(int proc_fd, uint32_t pid, uint64_t *start_time, uint64_t *start_code);
+/*
+ * A record made at a first sample or by a reader (a process older than
+ * profd, or events not attached) has no identity: read it from /proc once.
+ * 0, -ENOENT (no record), or read_stat's errors.
+ */
+int procreg__identify(struct procreg *r, int proc_fd, uint32_t pid);
 
 #endif

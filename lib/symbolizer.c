@@ -1,15 +1,18 @@
 /*
- * Symbolizer: process mappings (per pid, LRU) -> ELF file (per dev/inode,
- * LRU) -> symbol. Everything read here is untrusted; failures leave the
- * frame unnamed ([module+0xOFF]) and are counted, never logged.
+ * Symbolizer: process mappings (per pid, LRU, hanging off the process
+ * registry's record) -> ELF file (per dev/inode, LRU, hanging off the file
+ * cache's entry) -> symbol. Everything read here is untrusted; failures
+ * leave the frame unnamed ([module+0xOFF]) and are counted, never logged.
  */
 #include "clock.h"
 #include "symbolizer.h"
 #include "demangle.h"
 #include "elfsym.h"
+#include "filecache.h"
 #include "kallsyms.h"
 #include "perfmap.h"
 #include "procmaps.h"
+#include "procreg.h"
 #include "safeopen.h"
 
 #include <errno.h>
@@ -77,7 +80,6 @@ struct lru {
 
 struct file_ent {
 	struct lru lru;
-	struct file_ent *hnext;
 	uint64_t dev, ino;
 	uint64_t id;          /* unique per load: keys the demangle cache */
 	struct elfsym *es;    /* NULL: negative entry */
@@ -87,7 +89,6 @@ struct file_ent {
 
 struct pid_ent {
 	struct lru lru;
-	struct pid_ent *hnext;
 	uint32_t pid;
 	uint32_t nspid;        /* pid inside its own namespace: names the perf map; 0 until read */
 	struct procmaps *maps; /* NULL when maps could not be read */
@@ -147,12 +148,16 @@ struct symbolizer {
 	struct file_ent none; /* what a refused mapping resolves to: no symbols */
 	bool no_query; /* the kernel cannot answer PROCMAP_QUERY: a miss re-reads maps */
 
-	struct file_ent **fbuckets;
-	size_t nfbuckets, nfiles;
+	struct filecache *fc; /* files by (dev, inode): ours hang off its entries in slot fslot */
+	bool own_fc;
+	int fslot;
+	size_t nfiles;
 	struct lru flru;
 
-	struct pid_ent **pbuckets;
-	size_t npbuckets, npids;
+	struct procreg *reg;  /* what is kept per process hangs off its record, in slot pslot */
+	bool own_reg;
+	int pslot;
+	size_t npids;
 	struct lru plru;
 	struct root *roots;
 
@@ -207,14 +212,9 @@ static size_t hash64(uint64_t x)
 	return (size_t)x;
 }
 
-static size_t buckets_for(size_t max)
-{
-	size_t n = 16;
-
-	while (n < max * 2 && n < (1u << 24))
-		n <<= 1;
-	return n;
-}
+static void pid_remove(struct symbolizer *s, struct pid_ent *p);
+static void file_remove(struct symbolizer *s, struct file_ent *f);
+static void pid_dropped(uint32_t pid, void *data, void *arg);
 
 int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 {
@@ -241,13 +241,22 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 		s->maps_read = o->maps_read;
 	}
 	s->kallsyms_path = strdup(o && o->kallsyms ? o->kallsyms : "/proc/kallsyms");
-	s->nfbuckets = buckets_for(s->max_files);
-	s->npbuckets = buckets_for(s->max_pids);
 	s->dm = calloc(DEMANGLE_SLOTS, sizeof(*s->dm));
-	s->fbuckets = calloc(s->nfbuckets, sizeof(*s->fbuckets));
-	s->pbuckets = calloc(s->npbuckets, sizeof(*s->pbuckets));
-	if (!s->kallsyms_path || !s->fbuckets || !s->pbuckets || !s->dm) {
+	if (!s->kallsyms_path || !s->dm) {
 		err = -ENOMEM;
+		goto out;
+	}
+	s->fc = o ? o->files : NULL;
+	s->reg = o ? o->registry : NULL;
+	s->own_fc = !s->fc;
+	s->own_reg = !s->reg;
+	if ((s->own_fc && (err = filecache__new(&s->fc))) ||
+	    (s->own_reg && (err = procreg__new(0, 0, &s->reg))))
+		goto out;
+	s->fslot = filecache__slot(s->fc, NULL, NULL);
+	s->pslot = procreg__slot(s->reg, pid_dropped, s);
+	if (s->fslot < 0 || s->pslot < 0) {
+		err = -ENOSPC;
 		goto out;
 	}
 	s->proc_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -358,6 +367,9 @@ static void file_ent_free(struct file_ent *f)
 
 static void pid_ent_free(struct symbolizer *s, struct pid_ent *p)
 {
+	lru_del(&p->lru);
+	s->npids--;
+	s->pid_bytes -= p->bytes;
 	root_unpin(s, p->root);
 	perfmap__free(p->pm);
 	procmaps__free(p->maps);
@@ -368,23 +380,17 @@ void symbolizer__free(struct symbolizer *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; s->fbuckets && i < s->nfbuckets; i++) {
-		for (struct file_ent *f = s->fbuckets[i], *n; f; f = n) {
-			n = f->hnext;
-			file_ent_free(f);
-		}
-	}
-	for (size_t i = 0; s->pbuckets && i < s->npbuckets; i++) {
-		for (struct pid_ent *p = s->pbuckets[i], *n; p; p = n) {
-			n = p->hnext;
-			pid_ent_free(s, p);
-		}
-	}
+	while (s->nfiles)
+		file_remove(s, container_of(s->flru.prev, struct file_ent, lru));
+	if (s->own_fc)
+		filecache__free(s->fc);
+	while (s->npids)
+		pid_remove(s, container_of(s->plru.prev, struct pid_ent, lru));
+	if (s->own_reg)
+		procreg__free(s->reg);
 	for (size_t i = 0; s->dm && i < DEMANGLE_SLOTS; i++)
 		free(s->dm[i].name);
 	free(s->dm);
-	free(s->fbuckets);
-	free(s->pbuckets);
 	kallsyms__free(s->ks);
 	free(s->kallsyms_path);
 	free(s->modbuf);
@@ -397,25 +403,25 @@ void symbolizer__free(struct symbolizer *s)
 
 /* ---- process mapping tables ---- */
 
-static struct pid_ent **pid_slot(struct symbolizer *s, uint32_t pid)
+static struct pid_ent *pid_find(const struct symbolizer *s, uint32_t pid)
 {
-	struct pid_ent **pp = &s->pbuckets[hash64(pid) & (s->npbuckets - 1)];
-
-	while (*pp && (*pp)->pid != pid)
-		pp = &(*pp)->hnext;
-	return pp;
+	return procreg__data(s->reg, pid, s->pslot);
 }
 
+/* Evicted here: the registry keeps the record only for what else hangs off it. */
 static void pid_remove(struct symbolizer *s, struct pid_ent *p)
 {
-	struct pid_ent **pp = pid_slot(s, p->pid);
+	uint32_t pid = p->pid;
 
-	if (*pp == p)
-		*pp = p->hnext;
-	lru_del(&p->lru);
-	s->npids--;
-	s->pid_bytes -= p->bytes;
 	pid_ent_free(s, p);
+	procreg__detach(s->reg, pid, s->pslot);
+}
+
+/* The registry forgot the process, or a new image starts under its pid. */
+static void pid_dropped(uint32_t pid, void *data, void *arg)
+{
+	(void)pid;
+	pid_ent_free(arg, data);
 }
 
 /* Its mappings or perf map changed: what it holds now. */
@@ -427,8 +433,6 @@ static void pid_account(struct symbolizer *s, struct pid_ent *p)
 	s->pid_bytes = s->pid_bytes - p->bytes + b;
 	p->bytes = b;
 }
-
-static void file_remove(struct symbolizer *s, struct file_ent *f);
 
 /*
  * Everything cached within one budget: the least recently used files go
@@ -525,7 +529,8 @@ static void pid_load_maps(struct symbolizer *s, struct pid_ent *p, struct procma
 /* given: mappings for a pid not known yet; NULL: read them. */
 static int pid_get_maps(struct symbolizer *s, uint32_t pid, struct procmaps *given, struct pid_ent **out)
 {
-	struct pid_ent **pp = pid_slot(s, pid), *p = *pp;
+	struct pid_ent *p = pid_find(s, pid);
+	int err;
 
 	if (p) {
 		s->st.pid_hits++;
@@ -538,14 +543,15 @@ static int pid_get_maps(struct symbolizer *s, uint32_t pid, struct procmaps *giv
 	if (s->npids >= s->max_pids) {
 		pid_remove(s, container_of(s->plru.prev, struct pid_ent, lru));
 		s->st.pid_evictions++;
-		pp = pid_slot(s, pid);
 	}
+	err = procreg__touch(s->reg, pid);
+	if (err)
+		return err == -ENOSPC ? -ENOMEM : err;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
-	p->hnext = NULL;
-	*pp = p;
+	procreg__set_data(s->reg, pid, s->pslot, p);
 	lru_push_front(&s->plru, &p->lru);
 	s->npids++;
 	pid_load_maps(s, p, given);
@@ -560,7 +566,7 @@ static int pid_get(struct symbolizer *s, uint32_t pid, struct pid_ent **out)
 
 void symbolizer__exited(struct symbolizer *s, uint32_t pid)
 {
-	struct pid_ent *p = *pid_slot(s, pid);
+	struct pid_ent *p = pid_find(s, pid);
 
 	if (p) {
 		pid_gone(p);
@@ -570,16 +576,16 @@ void symbolizer__exited(struct symbolizer *s, uint32_t pid)
 
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
 {
-	struct pid_ent *p = *pid_slot(s, pid);
+	struct pid_ent *p = pid_find(s, pid);
 
 	if (p)
 		pid_remove(s, p);
 }
 
-static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct symbolizer_ids *ids);
+static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct procreg_ids *ids);
 
 int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid,
-		     const struct symbolizer_ids *ids, struct procmaps *maps)
+		     const struct procreg_ids *ids, struct procmaps *maps)
 {
 	struct pid_ent *p;
 	int err;
@@ -598,21 +604,9 @@ int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid,
 
 /* ---- ELF files ---- */
 
-static struct file_ent **file_slot(struct symbolizer *s, uint64_t dev, uint64_t ino)
-{
-	struct file_ent **pp = &s->fbuckets[hash64(dev * 0x9e3779b97f4a7c15ULL ^ ino) & (s->nfbuckets - 1)];
-
-	while (*pp && ((*pp)->dev != dev || (*pp)->ino != ino))
-		pp = &(*pp)->hnext;
-	return pp;
-}
-
 static void file_remove(struct symbolizer *s, struct file_ent *f)
 {
-	struct file_ent **pp = file_slot(s, f->dev, f->ino);
-
-	if (*pp == f)
-		*pp = f->hnext;
+	filecache__set(s->fc, f->dev, f->ino, s->fslot, NULL);
 	lru_del(&f->lru);
 	s->nfiles--;
 	s->file_bytes -= f->bytes;
@@ -921,7 +915,7 @@ static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const 
 	/* The vdso has no inode; its size tells a 32-bit process's image from a 64-bit one. */
 	uint64_t dev = m->flags & PROCMAP_VDSO ? 0 : m->dev;
 	uint64_t ino = m->flags & PROCMAP_VDSO ? m->end - m->start : m->inode;
-	struct file_ent **pp = file_slot(s, dev, ino), *f = *pp;
+	struct file_ent *f = filecache__get(s->fc, dev, ino, s->fslot);
 	struct elfsym *es = NULL;
 	int64_t now;
 	int err;
@@ -942,22 +936,20 @@ static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const 
 		s->st.files_refused_pid++;
 		return &s->none;
 	}
-	pp = file_slot(s, dev, ino);
-	f = *pp;
+	f = filecache__get(s->fc, dev, ino, s->fslot);
 	if (!f) {
 		if (s->nfiles >= s->max_files) {
 			file_remove(s, container_of(s->flru.prev, struct file_ent, lru));
 			s->st.file_evictions++;
-			pp = file_slot(s, dev, ino);
 		}
 		f = calloc(1, sizeof(*f));
-		if (!f) {
+		if (!f || filecache__set(s->fc, dev, ino, s->fslot, f)) {
+			free(f);
 			elfsym__free(es);
 			return NULL;
 		}
 		f->dev = dev;
 		f->ino = ino;
-		*pp = f;
 		lru_push_front(&s->flru, &f->lru);
 		s->nfiles++;
 	} else {
@@ -1058,7 +1050,7 @@ static int read_status(struct symbolizer *s, uint32_t pid, uint32_t *uid, uint32
  * What reading the perf map needs once /proc forgot the process, asked for
  * while it runs: its root, its pid in its own namespace and its real uid.
  */
-static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct symbolizer_ids *ids)
+static void pid_pin(struct symbolizer *s, struct pid_ent *p, const struct procreg_ids *ids)
 {
 	uint32_t uid, nspid;
 
@@ -1256,7 +1248,7 @@ static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint6
 static const struct procmap *parent_miss(struct symbolizer *s, struct pid_ent *p, uint64_t addr,
 					 struct pid_ent **owner)
 {
-	struct pid_ent *pp = p->ppid ? *pid_slot(s, p->ppid) : NULL;
+	struct pid_ent *pp = p->ppid ? pid_find(s, p->ppid) : NULL;
 	const struct procmap *m = NULL;
 	bool maybe_jit;
 
@@ -1372,12 +1364,12 @@ found:
 	return 0;
 }
 
-int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids)
+int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct procreg_ids *ids)
 {
 	return symbolizer__capture_maps(s, pid, ids, NULL);
 }
 
-int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids,
+int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct procreg_ids *ids,
 			     struct procmaps *maps)
 {
 	uint64_t misses = s->st.pid_misses;
@@ -1405,7 +1397,7 @@ int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct sy
 
 int symbolizer__maps(struct symbolizer *s, uint32_t pid, struct procmaps **out)
 {
-	struct pid_ent *p = *pid_slot(s, pid);
+	struct pid_ent *p = pid_find(s, pid);
 
 	if (!p || !p->maps)
 		return -ENOENT;

@@ -5,7 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct filecache;
 struct procmaps;
+struct procreg;
+struct procreg_ids;
 struct symbolizer;
 
 struct symbolizer_opts {
@@ -31,6 +34,13 @@ struct symbolizer_opts {
 	void *bad_file_arg;
 	/* Called at each read of /proc/PID/maps (NULL: not told); arg is bad_file_arg. */
 	void (*maps_read)(void *arg, uint32_t pid);
+	/*
+	 * The process registry what is kept per process hangs off (it must
+	 * outlive the symbolizer); NULL: one of its own.
+	 */
+	struct procreg *registry;
+	/* The file cache the symbols hang off (it must outlive the symbolizer); NULL: its own. */
+	struct filecache *files;
 };
 
 enum sym_kind { SYM_USER = 0, SYM_KERNEL = 1, SYM_JIT = 2 };
@@ -86,23 +96,14 @@ int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
  * keeps its root directory open (one descriptor per distinct root, until
  * the last process using it is forgotten) and notes its uid, so that its
  * perf map can still be read, and its owner checked, after it exited.
- * ids: the real uid and namespace pid when the caller knows them (an exec
- * event carries them); NULL reads them from /proc/PID/status.
+ * ids: the real uid, namespace pid and root when the caller knows them (an
+ * exec event carries them; a root already pinned under that key is taken
+ * without looking at /proc); NULL reads them from /proc/PID/status.
  * Returns 0 or -errno (-ENOENT: the process is already gone).
  */
-struct symbolizer_ids {
-	uint32_t uid;
-	uint32_t nspid;   /* the pid in the process's own namespace */
-	/*
-	 * Its root directory as statx keys it (mount id, st_dev, inode), when
-	 * known; all 0: not. A root already pinned under that key is taken
-	 * without looking at /proc; any other is keyed from /proc as usual.
-	 */
-	uint64_t root[3];
-};
-int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids);
+int symbolizer__capture(struct symbolizer *s, uint32_t pid, const struct procreg_ids *ids);
 /* The same with mappings the caller has (a reference is kept): no read of /proc/PID/maps. */
-int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct symbolizer_ids *ids,
+int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct procreg_ids *ids,
 			     struct procmaps *maps);
 
 /*
@@ -113,7 +114,7 @@ int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct sy
  * asked of ppid.
  */
 int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid,
-		     const struct symbolizer_ids *ids, struct procmaps *maps);
+		     const struct procreg_ids *ids, struct procmaps *maps);
 
 /*
  * pid's mappings as last read (capture, first sight, a miss), shared rather

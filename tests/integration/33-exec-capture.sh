@@ -51,21 +51,20 @@ check "mappings from the exec event: $listed of $execs captures listed (>= 80%),
 	awk -v l="$listed" -v r="$((reads + own))" -v e="$execs" 'BEGIN { exit !(l >= 0.8 * e && r <= 0.2 * e) }'
 
 profctl dump --since 1m $(own_pids) >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
-cnt() { awk -v c="$1" -v pat="$2" '{ split($0, f, ";") } f[1] == c && (pat == "" || index($0, pat)) { n += $NF } END { print n + 0 }' "$T/folded"; }
-s_all=$(cnt sym_short "") s_spin=$(cnt sym_short ";short_spin")
-n_all=$(cnt spin_nolibc "") n_spin=$(cnt spin_nolibc ";start_c;nolibc_spin")
+read -r s_spin s_all < <(share "$T/folded" sym_short ";short_spin")
+read -r n_spin n_all < <(share "$T/folded" spin_nolibc ";start_c;nolibc_spin")
 echo "sym_short: $s_spin of $s_all samples through short_spin; spin_nolibc: $n_spin of $n_all through start_c;nolibc_spin"
 grep '^spin_nolibc;' "$T/folded" | sort -t' ' -k2 -nr | head -5
 # ld.so and execve take 5-10 % of a 30 ms process (see 31-short-jit).
 check "30 ms dynamic processes named: $s_spin of $s_all samples through short_spin (>= 80%)" \
-	awk -v n="$s_spin" -v t="$s_all" 'BEGIN { exit !(t >= 40 && n >= 0.8 * t) }'
+	share_ok "$s_spin" "$s_all" 40 0.8
 check "a program without libc named: $n_spin of $n_all samples through nolibc_spin (>= 85%)" \
-	awk -v n="$n_spin" -v t="$n_all" 'BEGIN { exit !(t >= 15 && n >= 0.85 * t) }'
-q_all=$(cnt quick_nolibc "") q_spin=$(cnt quick_nolibc ";start_c;nolibc_spin")
+	share_ok "$n_spin" "$n_all" 15 0.85
+read -r q_spin q_all < <(share "$T/folded" quick_nolibc ";start_c;nolibc_spin")
 echo "quick_nolibc: $q_spin of $q_all samples through start_c;nolibc_spin"
 grep '^quick_nolibc;' "$T/folded" | sort -t' ' -k2 -nr | head -4
 check "8 ms processes gone before their exec event named: $q_spin of $q_all samples through nolibc_spin (>= 80%)" \
-	awk -v n="$q_spin" -v t="$q_all" 'BEGIN { exit !(t >= 20 && n >= 0.8 * t) }'
+	share_ok "$q_spin" "$q_all" 20 0.8
 check "profd exits 0 on SIGTERM" stop_profd
 
 # A kernel without BPF timers or the task_vma iterator: each exec wakes
@@ -84,8 +83,8 @@ echo "without the wait: own processes $execs, captures $caps, $listed from a lis
 check "without the wait: every exec captured from /proc ($caps captures for $execs execs, none listed)" \
 	awk -v c="$caps" -v e="$execs" -v l="$listed" 'BEGIN { exit !(e >= 20 && c >= e && l == 0) }'
 profctl dump --since 1m $(own_pids) >"$T/folded" || fail "profctl dump exited $?"
-s_all=$(cnt sym_short "") s_spin=$(cnt sym_short ";short_spin")
+read -r s_spin s_all < <(share "$T/folded" sym_short ";short_spin")
 check "without the wait, 30 ms processes named: $s_spin of $s_all samples through short_spin (>= 80%)" \
-	awk -v n="$s_spin" -v t="$s_all" 'BEGIN { exit !(t >= 20 && n >= 0.8 * t) }'
+	share_ok "$s_spin" "$s_all" 20 0.8
 check "profd exits 0 on SIGTERM" stop_profd
 done_test

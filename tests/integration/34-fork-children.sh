@@ -9,16 +9,6 @@
 # binary and from that library.
 source "$(dirname "$0")/lib.sh"
 
-# share NAME PATTERN...: "n t" — samples of process NAME through any PATTERN, and all of them.
-share() {
-	local name=$1; shift
-	awk -v c="$name" -v pats="$*" 'BEGIN { np = split(pats, p, " ") }
-		{ split($0, f, ";") } f[1] == c {
-			t += $NF
-			for (i = 1; i <= np; i++) if (index($0, p[i])) { n += $NF; break }
-		} END { print n + 0, t + 0 }' "$T/folded"
-}
-
 "$TP/fork_children" fork 6 wait &
 PARENT=$!
 on_exit "kill $PARENT"
@@ -33,21 +23,21 @@ wait "$PARENT" "$PREFORK"
 sleep 2.5 # the last children's samples drained and flushed
 profctl dump --since 2m >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
 
-read -r n t < <(share fk_child ";child_burn")
+read -r n t < <(share "$T/folded" fk_child ";child_burn")
 echo "fk_child: $n of $t samples through child_burn"
 grep '^fk_child;' "$T/folded" | sort -t' ' -k2 -nr | head -4
 check "40 ms forked children named: $n of $t samples through child_burn (>= 90%)" \
-	awk -v n="$n" -v t="$t" 'BEGIN { exit !(t >= 30 && n >= 0.9 * t) }'
+	share_ok "$n" "$t" 30 0.9
 
-read -r n t < <(share pf_worker ";worker_own" ";plugin_spin")
-read -r own _ < <(share pf_worker ";worker_own")
-read -r lib _ < <(share pf_worker ";plugin_spin")
+read -r n t < <(share "$T/folded" pf_worker ";worker_own" ";plugin_spin")
+read -r own _ < <(share "$T/folded" pf_worker ";worker_own")
+read -r lib _ < <(share "$T/folded" pf_worker ";plugin_spin")
 echo "pf_worker: $n of $t samples through worker_own ($own) or plugin_spin ($lib)"
 grep '^pf_worker;' "$T/folded" | sort -t' ' -k2 -nr | head -4
 check "prefork workers named: $n of $t samples through their functions (>= 90%)" \
-	awk -v n="$n" -v t="$t" 'BEGIN { exit !(t >= 30 && n >= 0.9 * t) }'
+	share_ok "$n" "$t" 30 0.9
 check "prefork workers: the dlopen()ed library named ($lib of $t through plugin_spin, >= 30%)" \
-	awk -v n="$lib" -v t="$t" 'BEGIN { exit !(t > 0 && n >= 0.3 * t) }'
+	share_ok "$lib" "$t" 1 0.3
 # The DWARF tables of a child of an exec'd parent come from the registry, not /proc.
 inh=$(profctl status | awk '$1 == "unwind_maps_inherited" { print $2 }')
 [ -n "$inh" ] || echo "no DWARF tables (frame pointers only): their check does not apply"

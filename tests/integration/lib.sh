@@ -136,6 +136,22 @@ check() { # check DESCRIPTION CMD...
 }
 # within A B TOL: |A - B| <= TOL (floating point)
 within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
+# share FOLDED NAME [PATTERN...]: "n t" — samples of process NAME in a folded
+# profile through any PATTERN (a substring of the stack; none: every sample),
+# and all of that process's samples.
+share() {
+	local folded=$1 name=$2; shift 2
+	awk -v c="$name" -v pats="$*" 'BEGIN { np = split(pats, p, " ") }
+		{ split($0, f, ";") } f[1] == c {
+			t += $NF
+			if (!np) n += $NF
+			for (i = 1; i <= np; i++) if (index($0, p[i])) { n += $NF; break }
+		} END { print n + 0, t + 0 }' "$folded"
+}
+# share_ok N T MIN FRACTION: at least MIN samples in all, and N of them at least FRACTION of T.
+share_ok() {
+	awk -v n="$1" -v t="$2" -v m="$3" -v s="$4" 'BEGIN { exit !(t >= m && n >= s * t) }'
+}
 
 done_test() {
 	echo "$CHECKS checks, $FAILS failed"

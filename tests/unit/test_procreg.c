@@ -4,6 +4,11 @@
 #include "t.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static struct procmaps *maps_of(uint64_t start, const char *path)
 {
@@ -148,25 +153,41 @@ static void test_due(void)
 	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
 	if (!r)
 		return;
-	CHECK_EQ_INT(procreg__due_at(r, 40, 100, 0), -ENOENT);
+	CHECK_EQ_INT(procreg__due_at(r, 0, 40, 100, 0), -ENOENT);
 	procreg__exec(r, 40, 1, 1, NULL);
 	procreg__exec(r, 41, 1, 1, NULL);
 	procreg__exec(r, 42, 1, 1, NULL);
-	CHECK_EQ_INT(procreg__due_at(r, 40, 100, 0), 0);
-	CHECK_EQ_INT(procreg__due_at(r, 41, 200, 1), 0);
-	CHECK_EQ_INT(procreg__due_at(r, 42, 300, 2), 0);
-	CHECK(procreg__due_first(r) == 100);
-	CHECK_EQ_INT(procreg__due_pop(r, 99, &pid, &tries), 0);
-	CHECK_EQ_INT(procreg__due_pop(r, 100, &pid, &tries), 1);
+	CHECK_EQ_INT(procreg__due_at(r, 0, 40, 100, 0), 0);
+	CHECK_EQ_INT(procreg__due_at(r, 0, 41, 200, 1), 0);
+	CHECK_EQ_INT(procreg__due_at(r, 0, 42, 300, 2), 0);
+	CHECK(procreg__due_first(r, 0) == 100);
+	CHECK_EQ_INT(procreg__due_pop(r, 0, 99, &pid, &tries), 0);
+	CHECK_EQ_INT(procreg__due_pop(r, 0, 100, &pid, &tries), 1);
 	CHECK(pid == 40 && tries == 0);
 	/* Exited, or a new image since: its look is not returned. */
 	procreg__exit(r, 41);
 	procreg__exec(r, 42, 2, 2, NULL);
-	CHECK(procreg__due_first(r) == 0);
-	CHECK_EQ_INT(procreg__due_pop(r, 1000, &pid, &tries), 0);
-	procreg__due_at(r, 42, 500, 0);
-	procreg__due_cancel(r, 42);
-	CHECK(procreg__due_first(r) == 0);
+	CHECK(procreg__due_first(r, 0) == 0);
+	CHECK_EQ_INT(procreg__due_pop(r, 0, 1000, &pid, &tries), 0);
+	procreg__due_at(r, 0, 42, 500, 0);
+	procreg__due_cancel(r, 0, 42);
+	CHECK(procreg__due_first(r, 0) == 0);
+	/* Each kind of look is planned and called off on its own: a cancel leaves the other. */
+	procreg__exec(r, 70, 1, 1, NULL);
+	CHECK_EQ_INT(procreg__due_at(r, PROCREG_LOOK_CAPTURE, 70, 5, 0), 0);
+	CHECK_EQ_INT(procreg__due_at(r, PROCREG_LOOK_TABLES, 70, 100, 0), 0);
+	CHECK(procreg__due_first(r, PROCREG_LOOK_CAPTURE) == 5);
+	CHECK(procreg__due_first(r, PROCREG_LOOK_TABLES) == 100);
+	procreg__due_cancel(r, PROCREG_LOOK_TABLES, 70);
+	CHECK(procreg__due_first(r, PROCREG_LOOK_TABLES) == 0);
+	CHECK_EQ_INT(procreg__due_pop(r, PROCREG_LOOK_CAPTURE, 5, &pid, &tries), 1);
+	CHECK_EQ_INT(pid, 70);
+	/* An exit calls off every kind. */
+	procreg__due_at(r, PROCREG_LOOK_CAPTURE, 70, 10, 0);
+	procreg__due_at(r, PROCREG_LOOK_TABLES, 70, 10, 0);
+	procreg__exit(r, 70);
+	CHECK(procreg__due_first(r, PROCREG_LOOK_CAPTURE) == 0);
+	CHECK(procreg__due_first(r, PROCREG_LOOK_TABLES) == 0);
 	procreg__free(r);
 }
 
@@ -186,17 +207,17 @@ static void test_due_order(void)
 		return;
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
 		procreg__exec(r, in[i].pid, 1, 1, NULL);
-		CHECK_EQ_INT(procreg__due_at(r, in[i].pid, in[i].due, (uint32_t)i), 0);
+		CHECK_EQ_INT(procreg__due_at(r, 0, in[i].pid, in[i].due, (uint32_t)i), 0);
 	}
-	CHECK(procreg__due_first(r) == 50);
-	procreg__due_cancel(r, 52);
-	CHECK_EQ_INT(procreg__due_pop(r, 99, &pid, &tries), 1);
+	CHECK(procreg__due_first(r, 0) == 50);
+	procreg__due_cancel(r, 0, 52);
+	CHECK_EQ_INT(procreg__due_pop(r, 0, 99, &pid, &tries), 1);
 	got[n++] = pid;
 	CHECK(tries == 4);
-	CHECK_EQ_INT(procreg__due_pop(r, 99, &pid, &tries), 0);
+	CHECK_EQ_INT(procreg__due_pop(r, 0, 99, &pid, &tries), 0);
 	procreg__exec(r, 56, 1, 1, NULL);
-	CHECK_EQ_INT(procreg__due_at(r, 56, 120, 6), 0);
-	while (n < 8 && procreg__due_pop(r, 1000, &pid, &tries))
+	CHECK_EQ_INT(procreg__due_at(r, 0, 56, 120, 6), 0);
+	while (n < 8 && procreg__due_pop(r, 0, 1000, &pid, &tries))
 		got[n++] = pid;
 	CHECK_EQ_INT((int)n, 6);
 	for (uint32_t i = 0; i < n && i < 6; i++)
@@ -220,9 +241,9 @@ static void test_due_wrap(void)
 	for (uint32_t p = 1; p <= 8000; p++) {
 		procreg__exec(r, p, 1, 1, NULL);
 		/* Half of them early: each walks back over the late ones. */
-		refused += procreg__due_at(r, p, DUE_OF(p), 0) == -ENOSPC;
+		refused += procreg__due_at(r, 0, p, DUE_OF(p), 0) == -ENOSPC;
 		if (p == 3000) {
-			while (n < 2000 && procreg__due_pop(r, 1 << 30, &pid, &tries)) {
+			while (n < 2000 && procreg__due_pop(r, 0, 1 << 30, &pid, &tries)) {
 				ordered &= DUE_OF(pid) >= last;
 				last = DUE_OF(pid);
 				n++;
@@ -231,7 +252,7 @@ static void test_due_wrap(void)
 		}
 	}
 	CHECK_EQ_INT((int)refused, 8000 - 2000 - 4096);
-	while (procreg__due_pop(r, 1 << 30, &pid, &tries)) {
+	while (procreg__due_pop(r, 0, 1 << 30, &pid, &tries)) {
 		ordered &= DUE_OF(pid) >= last;
 		last = DUE_OF(pid);
 		n++;
@@ -298,8 +319,159 @@ static void test_maps_budget(void)
 	procreg__free(r);
 }
 
+static int drops;
+static uint32_t dropped_pid;
+
+static void on_drop(uint32_t pid, void *data, void *arg)
+{
+	(void)data;
+	(void)arg;
+	drops++;
+	dropped_pid = pid;
+}
+
+static int count_one(uint32_t pid, void *data, void *arg)
+{
+	(void)pid;
+	(void)data;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* An exit is forgotten at the end of the drain after the one that began after it. */
+static void two_drains(struct procreg *r)
+{
+	for (int i = 0; i < 2; i++) {
+		procreg__drain_begin(r);
+		procreg__drain_end(r, NULL, NULL);
+	}
+}
+
+/* Readers' state hangs off the record: it goes with the image it was for. */
+static void test_slots(void)
+{
+	struct procreg *r = NULL;
+	struct procreg_stats st;
+	int a = 1, b = 2, c = 3, n = 0, s1, s2;
+
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
+	if (!r)
+		return;
+	s1 = procreg__slot(r, on_drop, NULL);
+	s2 = procreg__slot(r, on_drop, NULL);
+	CHECK(s1 >= 0 && s2 >= 0 && s1 != s2);
+	CHECK_EQ_INT(procreg__set_data(r, 60, s1, &a), -ENOENT);
+	/* A reader meets a process no event told of. */
+	CHECK_EQ_INT(procreg__touch(r, 60), 0);
+	CHECK_EQ_INT(procreg__set_data(r, 60, s1, &a), 0);
+	CHECK_EQ_INT(procreg__set_data(r, 60, s2, &b), 0);
+	CHECK(procreg__data(r, 60, s1) == &a && procreg__data(r, 60, s2) == &b);
+	CHECK(procreg__data(r, 61, s1) == NULL);
+	/* Its first sample still captures it: only readers knew it. */
+	CHECK_EQ_INT(procreg__seen(r, 60), 1);
+	CHECK_EQ_INT(procreg__seen(r, 60), 0);
+	/* exec: a new image, what hung off the old one is dropped. */
+	drops = 0;
+	CHECK_EQ_INT(procreg__exec(r, 60, 5, 5, NULL), 0);
+	CHECK_EQ_INT(drops, 2);
+	CHECK(procreg__data(r, 60, s1) == NULL);
+	/* Released by a reader: kept while an event told of it, forgotten when nobody did. */
+	procreg__set_data(r, 60, s1, &a);
+	procreg__detach(r, 60, s1);
+	CHECK(procreg__data(r, 60, s1) == NULL);
+	CHECK_EQ_INT(procreg__touch(r, 62), 0);
+	procreg__set_data(r, 62, s1, &c);
+	procreg__set_data(r, 62, s2, &b);
+	procreg__detach(r, 62, s1); /* s2 still holds it */
+	procreg__stats(r, &st);
+	CHECK_EQ_INT(st.records, 2);
+	procreg__each(r, s2, count_one, &n);
+	CHECK_EQ_INT(n, 1);
+	procreg__detach(r, 62, s2);
+	procreg__stats(r, &st);
+	CHECK_EQ_INT(st.records, 1);
+	/* Forgotten after an exit, what hangs off it is dropped. */
+	CHECK_EQ_INT(procreg__touch(r, 63), 0);
+	procreg__set_data(r, 63, s2, &c);
+	CHECK_EQ_INT(procreg__exit(r, 63), 0);
+	drops = 0;
+	two_drains(r);
+	CHECK_EQ_INT(drops, 1);
+	CHECK_EQ_INT(dropped_pid, 63);
+	CHECK(procreg__data(r, 63, s2) == NULL);
+	/* An exit of a process not known makes a record, so a late reader's state goes too. */
+	CHECK_EQ_INT(procreg__exit(r, 64), 0);
+	procreg__set_data(r, 64, s1, &a);
+	drops = 0;
+	two_drains(r);
+	CHECK_EQ_INT(drops, 1);
+	while (procreg__slot(r, NULL, NULL) >= 0)
+		;
+	CHECK_EQ_INT(procreg__slot(r, NULL, NULL), -ENOSPC);
+	procreg__free(r);
+}
+
+
+/* Identity from /proc/PID/stat, a name with spaces and parentheses included. */
+static void test_identity(void)
+{
+	char dir[] = "/tmp/procreg-test.XXXXXX", path[128];
+	struct procreg *r = NULL;
+	struct procreg_info in;
+	uint64_t st = 0, sc = 0;
+	int fd = -1, proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/123", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/123/stat", dir);
+	f = fopen(path, "w");
+	if (f) {
+		fputs("123 (a) b (c) S 1 123 123 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
+		      "987654 1000 10 18446744073709551615 4194304 4200000 1 2 3\n", f);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/124", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/124/stat", dir);
+	f = fopen(path, "w");
+	if (f) {
+		fputs("124 (truncated\n", f);
+		fclose(f);
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK_EQ_INT(procreg__read_stat(fd, 123, &st, &sc), 0);
+	CHECK(st == 987654 && sc == 4194304);
+	CHECK_EQ_INT(procreg__read_stat(fd, 124, &st, &sc), -EINVAL);
+	CHECK_EQ_INT(procreg__read_stat(fd, 125, &st, NULL), -ENOENT);
+	/* A record made at a first sample takes it once; one with an identity keeps its own. */
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
+	if (r) {
+		CHECK_EQ_INT(procreg__identify(r, fd, 123), -ENOENT);
+		procreg__seen(r, 123);
+		CHECK_EQ_INT(procreg__identify(r, fd, 123), 0);
+		CHECK_EQ_INT(procreg__info(r, 123, &in), 0);
+		CHECK(in.start_time == 987654 && in.start_code == 4194304);
+		procreg__exec(r, 124, 55, 66, NULL);
+		CHECK_EQ_INT(procreg__identify(r, fd, 124), 0);
+		CHECK_EQ_INT(procreg__info(r, 124, &in), 0);
+		CHECK(in.start_time == 55);
+		procreg__free(r);
+	}
+	/* The real one: this process started after boot. */
+	CHECK_EQ_INT(procreg__read_stat(proc, (uint32_t)getpid(), &st, &sc), 0);
+	CHECK(st > 0 && sc > 0);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	CHECK_EQ_INT(system(path), 0);
+	close(fd);
+	close(proc);
+}
+
 int main(void)
 {
+	test_identity();
+	test_slots();
 	test_maps_budget();
 	test_records();
 	test_exits();

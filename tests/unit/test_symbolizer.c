@@ -1,6 +1,8 @@
 /* symbolizer: this process's own frames, dlopen'ed code, caches, kernel fixture, a deleted binary. */
 #include "demangle.h"
+#include "filecache.h"
 #include "procmaps.h"
+#include "procreg.h"
 #include "symbolizer.h"
 #include "t.h"
 
@@ -869,6 +871,61 @@ static void test_fork(void)
 		dlclose(h);
 }
 
+/*
+ * What is kept per process hangs off the registry's record and each file's
+ * symbols off the shared file cache: a new image under the pid drops the
+ * process's entry, and a record only the symbolizer knew goes with it.
+ */
+static void test_shared_registry(void)
+{
+	struct procreg *reg = NULL;
+	struct filecache *fc = NULL;
+	struct symbolizer *s = NULL;
+	struct symbolizer_opts o;
+	struct symbolizer_stats st;
+	struct procreg_stats rs;
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t ip = (uint64_t)(uintptr_t)test_target_fn;
+	struct sym r;
+
+	CHECK_EQ_INT(procreg__new(0, 0, &reg), 0);
+	CHECK_EQ_INT(filecache__new(&fc), 0);
+	if (!reg || !fc)
+		return;
+	o = (struct symbolizer_opts){ .registry = reg, .files = fc };
+	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(symbolizer__user(s, pid, ip, 0, &r), 0);
+	CHECK_EQ_STR(r.name, "test_target_fn");
+	procreg__stats(reg, &rs);
+	CHECK_EQ_INT(rs.records, 1); /* a reader met it first: the registry knows it */
+	CHECK(filecache__count(fc) >= 1);
+	symbolizer__stats(s, &st);
+	CHECK_EQ_INT(st.pids_cached, 1);
+	/* An exec under the pid: the old image's entry goes, the next frame reads the new one. */
+	CHECK_EQ_INT(procreg__exec(reg, pid, 1, 1, NULL), 0);
+	symbolizer__stats(s, &st);
+	CHECK_EQ_INT(st.pids_cached, 0);
+	CHECK_EQ_INT(symbolizer__user(s, pid, ip, 0, &r), 0);
+	CHECK_EQ_STR(r.name, "test_target_fn");
+	symbolizer__stats(s, &st);
+	CHECK_EQ_INT(st.maps_reads, 2);
+	/* Forgotten by the registry (after its exit): the entry goes with the record. */
+	procreg__forget(reg, pid);
+	symbolizer__stats(s, &st);
+	CHECK_EQ_INT(st.pids_cached, 0);
+	/* Known to the symbolizer only: evicting it forgets the record too. */
+	CHECK_EQ_INT(symbolizer__user(s, pid, ip, 0, &r), 0);
+	symbolizer__forget_pid(s, pid);
+	procreg__stats(reg, &rs);
+	CHECK_EQ_INT(rs.records, 0);
+	symbolizer__free(s);
+	CHECK_EQ_INT(filecache__count(fc), 0); /* its files leave the shared cache */
+	filecache__free(fc);
+	procreg__free(reg);
+}
+
 int main(void)
 {
 	char cmd[256];
@@ -886,6 +943,7 @@ int main(void)
 	test_debug_files();
 	test_capture();
 	test_fork();
+	test_shared_registry();
 	test_jit_after_exit();
 	test_vdso_after_exit();
 	test_bad_file();
