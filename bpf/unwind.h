@@ -81,6 +81,8 @@ struct uw_state {
 	__u64 wake;             /* a first request: 0, or BPF_RB_NO_WAKEUP for a process its exec event will bring */
 	__u32 borrowed;         /* um is the parent's: forked, not exec'd */
 	__u32 max;              /* frames to walk at most (room left for Python frames) */
+	__u32 last_map;         /* 1 + index in um of the last frame's mapping; 0: none */
+	__u32 pad;
 	/* Frames by kind, added to ucounters once per walk: a shared counter per frame bounces between CPUs. */
 	struct uw_frames fc;
 };
@@ -164,12 +166,21 @@ static long uw_msearch_step(__u64 index, void *arg)
 	return 0;
 }
 
-/* The mapping holding pc, or NULL. */
-static __always_inline struct profd_umap *uw_find_map(struct profd_umaps *um, __u64 pc)
+/*
+ * The mapping holding pc, or NULL; *last is 1 + the index of the mapping
+ * the previous frame was in (0: none). Most callers are in the same file
+ * as their callee: that mapping is tried before the search.
+ */
+static __always_inline struct profd_umap *uw_find_map(struct profd_umaps *um, __u64 pc, __u32 *last)
 {
 	struct uw_msearch s = { .um = um, .pc = pc, .lo = 0, .hi = um->n };
 	__u32 i;
 
+	if (*last) {
+		i = (*last - 1) & (PROFD_MAX_UMAPS - 1);
+		if (um->m[i].start <= pc && pc < um->m[i].end)
+			return &um->m[i];
+	}
 	if (s.hi > PROFD_MAX_UMAPS)
 		s.hi = PROFD_MAX_UMAPS;
 	bpf_loop(UW_MAP_STEPS, uw_msearch_step, &s, 0);
@@ -178,6 +189,7 @@ static __always_inline struct profd_umap *uw_find_map(struct profd_umaps *um, __
 	i = (s.lo - 1) & (PROFD_MAX_UMAPS - 1);
 	if (pc >= um->m[i].end)
 		return NULL;
+	*last = i + 1;
 	return &um->m[i];
 }
 
@@ -245,7 +257,7 @@ static long uw_step(__u64 index, void *arg)
 	s->n++;
 
 	if (w->um) {
-		m = uw_find_map(w->um, s->pc);
+		m = uw_find_map(w->um, s->pc, &s->last_map);
 		if (m && m->count) {
 			row = uw_find_row(m->first, m->count, s->pc - m->bias - (s->exact ? 0 : 1));
 			if (row)
