@@ -27,7 +27,7 @@ read -ra CONDS <<<"${CONDS:-$DEF_CONDS}"
 PROFD_B=${PROFD_B:-}
 if [ -n "$PROFD_B" ]; then
 	cp "$PROFD_B" "$W/bin/profd-b" || exit 1
-	CONDS+=(profd-b)
+	[[ " ${CONDS[*]} " == *" profd-b "* ]] || CONDS+=(profd-b)
 fi
 QUIET=${QUIET:-1}
 LOOPS=${LOOPS:-3}
