@@ -64,16 +64,15 @@ struct uw_frames {
 	__u64 fp, dwarf, early;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct uw_frames);
-} uw_frames SEC(".maps");
-
+/*
+ * A walk's scalars. They live in a per-CPU map, not on the BPF stack: the
+ * off-CPU program inlines this walker beside the Python one, and with the
+ * Python walker's calls its stack would pass the verifier's 512-byte
+ * bound. One entry per nesting level: a sample (NMI) can interrupt the
+ * off-CPU hook's walk on the same CPU. A map value holds no pointers:
+ * those stay on the stack (uw_ref).
+ */
 struct uw_state {
-	struct profd_umaps *um; /* NULL: no tables for this process (yet) */
-	__u64 *ips;
 	__u64 pc, sp, bp;
 	__u32 n;
 	__u32 exact;            /* pc is not a return address (leaf, or after a signal frame) */
@@ -82,12 +81,31 @@ struct uw_state {
 	__u64 wake;             /* a first request: 0, or BPF_RB_NO_WAKEUP for a process its exec event will bring */
 	__u32 borrowed;         /* um is the parent's: forked, not exec'd */
 	__u32 max;              /* frames to walk at most (room left for Python frames) */
-	/*
-	 * Frames by kind on this CPU (uw_frames), added to ucounters once per
-	 * walk: a shared counter per frame bounces between CPUs, and counts in
-	 * this struct would keep the verifier from pruning the frame loop.
-	 */
-	struct uw_frames *fc;
+	__u32 last_map;         /* 1 + index in um of the last frame's mapping; 0: none */
+	__u32 pad;
+	/* Frames by kind, added to ucounters once per walk: a shared counter per frame bounces between CPUs. */
+	struct uw_frames fc;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct uw_state);
+} uw_states SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} uw_nest SEC(".maps");
+
+/* What bpf_loop hands uw_step: its context must be on the stack. */
+struct uw_ref {
+	struct uw_state *s;
+	struct profd_umaps *um; /* NULL: no tables for this process (yet) */
+	__u64 *ips;
 };
 
 static __always_inline void uevent_small(__u32 type, __u32 pid, __u64 wake)
@@ -148,12 +166,21 @@ static long uw_msearch_step(__u64 index, void *arg)
 	return 0;
 }
 
-/* The mapping holding pc, or NULL. */
-static __always_inline struct profd_umap *uw_find_map(struct profd_umaps *um, __u64 pc)
+/*
+ * The mapping holding pc, or NULL; *last is 1 + the index of the mapping
+ * the previous frame was in (0: none). Most callers are in the same file
+ * as their callee: that mapping is tried before the search.
+ */
+static __always_inline struct profd_umap *uw_find_map(struct profd_umaps *um, __u64 pc, __u32 *last)
 {
 	struct uw_msearch s = { .um = um, .pc = pc, .lo = 0, .hi = um->n };
 	__u32 i;
 
+	if (*last) {
+		i = (*last - 1) & (PROFD_MAX_UMAPS - 1);
+		if (um->m[i].start <= pc && pc < um->m[i].end)
+			return &um->m[i];
+	}
 	if (s.hi > PROFD_MAX_UMAPS)
 		s.hi = PROFD_MAX_UMAPS;
 	bpf_loop(UW_MAP_STEPS, uw_msearch_step, &s, 0);
@@ -162,6 +189,7 @@ static __always_inline struct profd_umap *uw_find_map(struct profd_umaps *um, __
 	i = (s.lo - 1) & (PROFD_MAX_UMAPS - 1);
 	if (pc >= um->m[i].end)
 		return NULL;
+	*last = i + 1;
 	return &um->m[i];
 }
 
@@ -216,7 +244,8 @@ static __always_inline int uw_read(__u64 *dst, __u64 addr)
 
 static long uw_step(__u64 index, void *arg)
 {
-	struct uw_state *s = arg;
+	struct uw_ref *w = arg;
+	struct uw_state *s = w->s;
 	struct profd_umap *m = NULL;
 	struct profd_urow *row = NULL;
 	__u64 cfa, ra, bp = s->bp, sp = s->sp;
@@ -224,25 +253,25 @@ static long uw_step(__u64 index, void *arg)
 
 	if (s->n >= PROFD_MAX_DEPTH || s->n >= s->max)
 		return 1;
-	s->ips[s->n & 127] = s->pc; /* n < 127 checked above; the mask is for the verifier */
+	w->ips[s->n & 127] = s->pc; /* n < 127 checked above; the mask is for the verifier */
 	s->n++;
 
-	if (s->um) {
-		m = uw_find_map(s->um, s->pc);
+	if (w->um) {
+		m = uw_find_map(w->um, s->pc, &s->last_map);
 		if (m && m->count) {
 			row = uw_find_row(m->first, m->count, s->pc - m->bias - (s->exact ? 0 : 1));
 			if (row)
 				kind = PROFD_UR_CFA(row->kind);
 		} else if (m && m->first == PROFD_UMAP_PENDING) {
 			s->early = 1;
-			s->fc->early++;
+			s->fc.early++;
 		} else if (!m && s->pc > 4096 && s->pc < 0x800000000000ULL) {
 			s->early = 1;
-			s->fc->early++;
+			s->fc.early++;
 			/* Borrowed: this process's own request is out already. */
-			if (!s->um->refresh && !s->borrowed) {
+			if (!w->um->refresh && !s->borrowed) {
 				/* Racy on purpose: a duplicate request costs user space one maps read. */
-				s->um->refresh = 1;
+				w->um->refresh = 1;
 				uevent_small(PROFD_UEV_REFRESH, s->pid, 0);
 			}
 		}
@@ -260,7 +289,7 @@ static long uw_step(__u64 index, void *arg)
 		s->sp = bp + 16;
 		s->pc = ra;
 		s->exact = 0;
-		s->fc->fp++;
+		s->fc.fp++;
 		return ra == 0;
 	case PROFD_UR_CFA_RSP:
 		cfa = sp + row->cfa_off;
@@ -280,7 +309,7 @@ static long uw_step(__u64 index, void *arg)
 		if (uw_read(&s->bp, sp + 120) || uw_read(&s->sp, sp + 160) || uw_read(&s->pc, sp + 168))
 			return 1;
 		s->exact = 1;
-		s->fc->dwarf++;
+		s->fc.dwarf++;
 		return s->pc == 0;
 	case PROFD_UR_CFA_END:
 		return 1;
@@ -304,7 +333,7 @@ static long uw_step(__u64 index, void *arg)
 	s->sp = cfa;
 	s->pc = ra;
 	s->exact = 0;
-	s->fc->dwarf++;
+	s->fc.dwarf++;
 	return ra == 0;
 }
 
@@ -433,39 +462,57 @@ static __always_inline void uw_add_frames(struct uw_frames *f)
 	f->fp = f->dwarf = f->early = 0;
 }
 
-/* Walks the current task's user stack into ips; returns the number of frames. */
-static __always_inline long unwind_user(__u64 *ips, __u32 max)
+static __always_inline long unwind_walk(struct uw_state *s, __u64 *ips, __u32 max)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct uw_state s = {};
-	__u32 zero = 0;
+	struct uw_ref w = { .s = s, .ips = ips };
 
-	s.fc = bpf_map_lookup_elem(&uw_frames, &zero);
-	if (!regs || !s.fc)
+	__builtin_memset(s, 0, sizeof(*s));
+	if (!regs)
 		return 0;
-	s.pid = pid_tgid >> 32;
-	s.um = uw_umaps(&s, task);
-	s.ips = ips;
-	s.max = max;
-	s.pc = BPF_CORE_READ(regs, ip);
-	s.sp = BPF_CORE_READ(regs, sp);
-	s.bp = BPF_CORE_READ(regs, bp);
-	s.exact = 1;
-	if (s.pc == 0)
+	s->pid = pid_tgid >> 32;
+	w.um = uw_umaps(s, task);
+	s->max = max;
+	s->pc = BPF_CORE_READ(regs, ip);
+	s->sp = BPF_CORE_READ(regs, sp);
+	s->bp = BPF_CORE_READ(regs, bp);
+	s->exact = 1;
+	if (s->pc == 0)
 		return 0;
-	if (s.um)
+	if (w.um)
 		ucount(PROFD_UCNT_WALKS);
-	bpf_loop(PROFD_MAX_DEPTH, uw_step, &s, 0);
-	uw_add_frames(s.fc);
-	if (snapshot_tgid && s.pid == snapshot_tgid) {
-		struct pt_regs r;
+	bpf_loop(PROFD_MAX_DEPTH, uw_step, &w, 0);
+	uw_add_frames(&s->fc);
+	/* regs is a BTF pointer: read in place, not copied to the stack (168 bytes of its 512). */
+	if (snapshot_tgid && s->pid == snapshot_tgid)
+		uw_snapshot(regs, s->pid, (__u32)pid_tgid, ips, s->n,
+			    w.um && !s->early ? PROFD_SNAP_F_TABLES : 0);
+	return s->n;
+}
 
-		if (!bpf_probe_read_kernel(&r, sizeof(r), regs))
-			uw_snapshot(&r, s.pid, (__u32)pid_tgid, ips, s.n, s.um && !s.early ? PROFD_SNAP_F_TABLES : 0);
-	}
-	return s.n;
+/* Walks the current task's user stack into ips; returns the number of frames. */
+static __always_inline long unwind_user(__u64 *ips, __u32 max)
+{
+	struct uw_state *s;
+	__u32 zero = 0, k;
+	__u32 *nest;
+	long n;
+
+	nest = bpf_map_lookup_elem(&uw_nest, &zero);
+	if (!nest)
+		return 0;
+	k = *nest;
+	if (k > 1)
+		return 0;
+	s = bpf_map_lookup_elem(&uw_states, &k);
+	if (!s)
+		return 0;
+	*nest = k + 1;
+	n = unwind_walk(s, ips, max);
+	*nest = k;
+	return n;
 }
 
 /* Drop-in for bpf_get_stack(ctx, ips, size, BPF_F_USER_STACK): bytes written, or -errno. */

@@ -207,7 +207,7 @@ static void drain(struct profd *d)
 	 */
 	if (d->events)
 		events__drain_begin(d->events);
-	window__clear(d->win);
+	window__drain(d->win);
 	err = sampler__drain(d->sampler, on_entry, d);
 	if (d->events)
 		events__drain_end(d->events);

@@ -500,6 +500,119 @@ out:
 	return err;
 }
 
+/* PLT slots bound to a symbol; slots past this many are left unnamed (a corrupt count). */
+#define MAX_PLT_SLOTS (1u << 20)
+
+/*
+ * The PLT stubs by the name of what they jump to, "func@plt", as perf and
+ * objdump name them: no symbol table covers them, and in an interpreter a
+ * few per cent of samples land in them. Slot i of .plt.sec (IBT builds) or
+ * slot i + 1 of .plt (slot 0 is the resolver's) serves the i-th relocation
+ * of .rela.plt, whose symbol is in the table it links to (.dynsym).
+ */
+static int add_plt(struct elfsym *e, Elf *elf, size_t shnum, size_t shstrndx, uint16_t machine)
+{
+	Elf_Scn *scn = NULL, *rel = NULL, *dyn, *strscn;
+	GElf_Shdr sh, relsh = { 0 }, dynsh, strsh, plt = { 0 }, pltsec = { 0 };
+	Elf_Data *reld, *dynd, *strd;
+	uint64_t base, header, slot = 16, end;
+	size_t n;
+	int err = 0;
+
+	if (machine != EM_X86_64 && machine != EM_AARCH64)
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		if ((sh.sh_type == SHT_RELA || sh.sh_type == SHT_REL) &&
+		    (!strcmp(name, ".rela.plt") || !strcmp(name, ".rel.plt"))) {
+			rel = scn;
+			relsh = sh;
+		} else if (!strcmp(name, ".plt")) {
+			plt = sh;
+		} else if (!strcmp(name, ".plt.sec")) {
+			pltsec = sh;
+		}
+	}
+	if (!rel || !relsh.sh_entsize || relsh.sh_size > MAX_SECTION_BYTES || relsh.sh_link >= shnum)
+		return 0;
+	if (pltsec.sh_size) {
+		base = pltsec.sh_addr;
+		end = pltsec.sh_addr + pltsec.sh_size;
+		header = 0;
+	} else if (plt.sh_size) {
+		base = plt.sh_addr;
+		end = plt.sh_addr + plt.sh_size;
+		header = machine == EM_AARCH64 ? 32 : 16;
+	} else {
+		return 0;
+	}
+	if (end < base)
+		return 0;
+	dyn = elf_getscn(elf, relsh.sh_link);
+	if (!dyn || !gelf_getshdr(dyn, &dynsh) || dynsh.sh_type != SHT_DYNSYM || !dynsh.sh_entsize ||
+	    dynsh.sh_size > MAX_SECTION_BYTES || dynsh.sh_link >= shnum)
+		return 0;
+	strscn = elf_getscn(elf, dynsh.sh_link);
+	if (!strscn || !gelf_getshdr(strscn, &strsh) || strsh.sh_type != SHT_STRTAB ||
+	    strsh.sh_size > MAX_SECTION_BYTES)
+		return 0;
+	/* .dynsym and its names were read (and counted) for the symbols already; libelf keeps them. */
+	err = charge_read(e, relsh.sh_size);
+	if (err)
+		return err;
+	reld = elf_getdata(rel, NULL);
+	dynd = elf_getdata(dyn, NULL);
+	strd = elf_getdata(strscn, NULL);
+	if (!reld || !dynd || !strd || !reld->d_buf || !dynd->d_buf || !strd->d_buf)
+		return 0;
+	n = relsh.sh_size / relsh.sh_entsize;
+	if (n > MAX_PLT_SLOTS)
+		n = MAX_PLT_SLOTS;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t addr = base + header + i * slot, info;
+		char name[MAX_NAME_LEN + 5];
+		const char *sname;
+		GElf_Sym sym;
+		size_t avail, len;
+
+		if (addr < base || addr + slot > end)
+			break;
+		if (relsh.sh_type == SHT_RELA) {
+			GElf_Rela r;
+
+			if (!gelf_getrela(reld, (int)i, &r))
+				break;
+			info = r.r_info;
+		} else {
+			GElf_Rel r;
+
+			if (!gelf_getrel(reld, (int)i, &r))
+				break;
+			info = r.r_info;
+		}
+		/* An IRELATIVE slot has no symbol: it stays unnamed, but keeps its place. */
+		if (GELF_R_SYM(info) == 0 || !gelf_getsym(dynd, (int)GELF_R_SYM(info), &sym) ||
+		    sym.st_name >= strd->d_size)
+			continue;
+		sname = (const char *)strd->d_buf + sym.st_name;
+		avail = strd->d_size - sym.st_name;
+		len = strnlen(sname, avail < MAX_NAME_LEN ? avail : MAX_NAME_LEN);
+		if (len == 0 || len == avail)
+			continue;
+		memcpy(name, sname, len);
+		memcpy(name + len, "@plt", 5);
+		/* Local binding, sized: a real symbol at the same address keeps its name. */
+		err = add_sym(e, addr, addr + slot, false, name_prio(false, STB_LOCAL, name), name,
+			      len + 4, NULL, 0);
+		if (err)
+			break;
+	}
+	return err;
+}
+
 /* nested: the MiniDebugInfo image, which only contributes symbols. */
 static int parse_elf(struct elfsym *e, Elf *elf, bool nested)
 {
@@ -574,6 +687,12 @@ static int parse_elf(struct elfsym *e, Elf *elf, bool nested)
 				debugdata_sh = sh;
 			}
 		}
+	}
+	if (!nested && shstrndx != SHN_UNDEF) {
+		err = add_plt(e, elf, shnum, shstrndx, eh.e_machine);
+		if (err == -ENOMEM || err == -EFBIG)
+			goto out;
+		err = 0;
 	}
 	if (have_symtab)
 		e->full_symtab = true;

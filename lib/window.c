@@ -13,20 +13,28 @@
 #define FCACHE_SLOTS 16384
 #define KERNEL_PID UINT32_MAX /* above any pid_max */
 
-/* A slot whose gen is not the current one is empty. */
+#define SLOT_ID 1        /* id is the frame's id in the window */
+#define SLOT_GLUE_KNOWN 2 /* whether the frame is tracing glue is known: SLOT_GLUE */
+#define SLOT_GLUE 4
+#define SLOT_KEEP 8      /* a named kernel frame: valid for the whole window, not one drain */
+
+/* A slot written before the current drain (or window, SLOT_KEEP) began is empty. */
 struct fcache_slot {
 	uint64_t ip;
 	uint32_t pid; /* KERNEL_PID: a kernel frame */
 	uint32_t gen;
-	uint32_t id; /* frame id in the window */
-	uint32_t is_ret;
+	uint32_t id;
+	uint8_t is_ret;
+	uint8_t flags; /* SLOT_* */
 };
 
 struct window {
 	struct profile *p;
 	struct window_syms syms;
 	struct fcache_slot *fcache;
-	uint32_t gen;
+	uint32_t gen;       /* stamps slots; grows at every drain and window */
+	uint32_t drain_gen; /* gen when the current drain began */
+	uint32_t win_gen;   /* gen when the current window began */
 	uint32_t frames[2 * PROFD_MAX_DEPTH];
 	struct window_stats st;
 };
@@ -47,7 +55,7 @@ int window__new(struct profile *p, const struct window_syms *syms, struct window
 	}
 	w->p = p;
 	w->syms = *syms;
-	w->gen = 1;
+	w->gen = w->drain_gen = w->win_gen = 1;
 	*out = w;
 	return 0;
 }
@@ -60,12 +68,24 @@ void window__free(struct window *w)
 	free(w);
 }
 
-void window__clear(struct window *w)
+static void next_gen(struct window *w)
 {
 	if (++w->gen == 0) {
 		memset(w->fcache, 0, FCACHE_SLOTS * sizeof(*w->fcache));
-		w->gen = 1;
+		w->gen = w->win_gen = 1;
 	}
+	w->drain_gen = w->gen;
+}
+
+void window__clear(struct window *w)
+{
+	next_gen(w);
+	w->win_gen = w->gen;
+}
+
+void window__drain(struct window *w)
+{
+	next_gen(w);
 }
 
 static int add_frame(struct window *w, const struct sym *y, uint32_t *id)
@@ -91,26 +111,58 @@ static struct fcache_slot *fcache_slot(struct window *w, uint32_t pid, uint64_t 
 	return &w->fcache[(h >> 40) & (FCACHE_SLOTS - 1)];
 }
 
-static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
+/*
+ * The slot of this frame when it holds it, else NULL. A process may exec
+ * between two drains, so its frames are named again at each; the kernel's
+ * stay for the window. An unnamed kernel address (a BPF program loaded
+ * since kallsyms was read) is asked again at the next drain.
+ */
+static struct fcache_slot *fcache_find(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret)
 {
 	struct fcache_slot *c = fcache_slot(w, pid, ip, is_ret);
+
+	if (c->ip != ip || c->pid != pid || c->is_ret != is_ret)
+		return NULL;
+	if (c->gen < ((c->flags & SLOT_KEEP) ? w->win_gen : w->drain_gen) || c->gen > w->gen)
+		return NULL;
+	return c;
+}
+
+static void fcache_put(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, uint8_t flags,
+		       uint32_t id)
+{
+	struct fcache_slot *c = fcache_slot(w, pid, ip, is_ret);
+
+	*c = (struct fcache_slot){ .ip = ip, .pid = pid, .gen = w->gen, .id = id, .is_ret = (uint8_t)is_ret,
+				   .flags = flags };
+}
+
+static uint8_t keep_flag(uint32_t pid, const struct sym *y)
+{
+	return pid == KERNEL_PID && y->name ? SLOT_KEEP : 0;
+}
+
+static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
+{
+	struct fcache_slot *c = fcache_find(w, pid, ip, is_ret);
+	uint8_t flags = 0;
 	struct sym y;
 	int err;
 
-	if (c->gen == w->gen && c->ip == ip && c->pid == pid && c->is_ret == is_ret) {
+	if (c && (c->flags & SLOT_ID)) {
 		w->st.frame_hits++;
 		*id = c->id;
 		return 0;
 	}
+	if (c)
+		flags = c->flags & (SLOT_GLUE_KNOWN | SLOT_GLUE);
 	w->st.frame_misses++;
 	err = pid == KERNEL_PID ? w->syms.kernel(w->syms.arg, ip, &y) :
 				  w->syms.user(w->syms.arg, pid, ip, (int)is_ret, &y);
 	if (!err)
 		err = add_frame(w, &y, id);
 	if (!err)
-		*c = (struct fcache_slot){
-			.ip = ip, .pid = pid, .gen = w->gen, .id = *id, .is_ret = is_ret
-		};
+		fcache_put(w, pid, ip, is_ret, flags | SLOT_ID | keep_flag(pid, &y), *id);
 	return err;
 }
 
@@ -125,15 +177,36 @@ int window__frame(struct window *w, uint32_t pid, uint64_t ip, int is_ret, uint3
  * how many leaf frames to leave out. Which glue frames appear depends on
  * the kernel, so they are matched by name.
  */
+static bool is_glue(struct window *w, uint64_t ip)
+{
+	struct fcache_slot *c = fcache_find(w, KERNEL_PID, ip, 0);
+	uint32_t id;
+	bool glue;
+	struct sym y;
+
+	if (c && (c->flags & SLOT_GLUE_KNOWN))
+		return c->flags & SLOT_GLUE;
+	if (w->syms.kernel(w->syms.arg, ip, &y))
+		return false;
+	glue = y.name && (!strncmp(y.name, "bpf_", 4) || !strncmp(y.name, "__bpf_", 6) ||
+			  !strncmp(y.name, "__traceiter_", 12));
+	/*
+	 * Named once per window: every off-CPU stack starts with the same few.
+	 * The first frame past the glue is the stack's leaf: interned now.
+	 */
+	if (glue)
+		fcache_put(w, KERNEL_PID, ip, 0, SLOT_GLUE_KNOWN | SLOT_GLUE | keep_flag(KERNEL_PID, &y), 0);
+	else if (!add_frame(w, &y, &id))
+		fcache_put(w, KERNEL_PID, ip, 0, SLOT_GLUE_KNOWN | SLOT_ID | keep_flag(KERNEL_PID, &y), id);
+	return glue;
+}
+
 static uint32_t glue_frames(struct window *w, const __u64 *kstack, uint32_t n)
 {
-	struct sym y;
 	uint32_t i;
 
 	for (i = 0; i < n; i++)
-		if (w->syms.kernel(w->syms.arg, kstack[i], &y) || !y.name ||
-		    (strncmp(y.name, "bpf_", 4) && strncmp(y.name, "__bpf_", 6) &&
-		     strncmp(y.name, "__traceiter_", 12)))
+		if (!is_glue(w, kstack[i]))
 			break;
 	return i;
 }

@@ -4,10 +4,10 @@
  * fake in tests) and interned once per drain: a drain meets the same frames
  * again and again (every stack of a thread shares its outer frames), and
  * naming and interning each occurrence was the largest part of profd's own
- * CPU time. The frame cache is direct-mapped by (pid, address, leaf or not)
- * and holds until window__clear: a process may exec between two drains, and
- * a new window numbers its frames anew. Off-CPU stacks lose the tracing glue
- * at their kernel leaf.
+ * CPU time. The frame cache is direct-mapped by (pid, address, leaf or not);
+ * a process's frames hold until the next drain (it may exec in between),
+ * the kernel's until the window is reset (a new window numbers its frames
+ * anew). Off-CPU stacks lose the tracing glue at their kernel leaf.
  */
 #ifndef PROFD_WINDOW_H
 #define PROFD_WINDOW_H
@@ -54,8 +54,10 @@ struct window_stats {
 int window__new(struct profile *p, const struct window_syms *syms, struct window **out);
 void window__free(struct window *w);
 
-/* Forgets every cached frame: a new drain, or p reset (frame ids restart). */
+/* Forgets every cached frame: p was reset (frame ids restart). */
 void window__clear(struct window *w);
+/* A new drain: forgets the processes' frames (one may have exec'd), keeps the kernel's. */
+void window__drain(struct window *w);
 
 /*
  * One user frame of pid (is_ret: not the leaf) as a frame of p: from the

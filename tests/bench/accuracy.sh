@@ -76,14 +76,13 @@ awk '{ if (!($1 in c)) c[$1] = $3; print $3, c[$1] }' /proc/kallsyms >"$W/kalias
 # they compare as that. Python's callers are read from the interpreter, not
 # walked, and libpython has no frame pointers for perf -g to walk: the python
 # process's stacks count in self shares only.
-# perf names a PLT stub "callee@plt"; profd leaves it "[file+offset]":
-# both count as [unknown], so the same samples land in the same bucket.
+# Both name a PLT stub "callee@plt" and compare it as any function.
 shares() {
 	awk 'FILENAME != "-" && FNR == NR { alias[$1 "_[k]"] = $2 "_[k]"; next } {
 		v = $NF; line = $0; sub(/ [0-9]+$/, "", line)
 		k = split(line, f, ";"); tot += v
 		for (i = 2; i <= k; i++) {
-			name = f[i]; if (name ~ /^\[.*\]$/ || name ~ /@plt$/) name = "[unknown]"
+			name = f[i]; if (name ~ /^\[.*\]$/) name = "[unknown]"
 			else if (name ~ / \([^()]*\)$/) name = "_PyEval_EvalFrameDefault"
 			else if (name in alias) name = alias[name]
 			f[i] = name

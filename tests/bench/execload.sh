@@ -8,18 +8,29 @@
 # profiler's CPU (user + system of its process), BPF run time per sample
 # (bpf_stats, on only while measuring), peak RSS, and the exec rate of that
 # interval (sched_process_exec events counted by perf stat). LOOPS exec
-# loops run side by side (2: about 150 execs/s on the 2-CPU VM). Then,
-# profd alone for SECS on a quiet exec rate (benchwork plus a loop of
+# loops run side by side (3: about 150 execs/s on the 2-CPU VM when it is
+# otherwise idle; the rate reached is printed per round and in the table).
+# Then, profd alone for SECS on a quiet exec rate (benchwork plus a loop of
 # `sleep 0.1`, about 10 execs/s), after the same warm-up.
+# PROFD_B=PATH adds a condition "profd-b": that profd binary, in the same
+# rotation (before/after comparisons in one run). CONDS="profd bpftrace"
+# picks conditions; QUIET=0 skips the quiet rounds.
 # Usage: execload.sh [--quick]   (ROUNDS=N SECS=S WARM=S LOOPS=N override)
 source "$(dirname "$0")/bench-lib.sh"
 need bpftrace
 need perf
 need gcc
 
-if [ "$QUICK" = 1 ]; then ROUNDS=${ROUNDS:-1} SECS=${SECS:-3} WARM=${WARM:-2} CONDS=(profd bpftrace)
-else ROUNDS=${ROUNDS:-3} SECS=${SECS:-20} WARM=${WARM:-15} CONDS=(profd bpftrace perf); fi
-LOOPS=${LOOPS:-2}
+if [ "$QUICK" = 1 ]; then ROUNDS=${ROUNDS:-1} SECS=${SECS:-3} WARM=${WARM:-2} DEF_CONDS="profd bpftrace"
+else ROUNDS=${ROUNDS:-3} SECS=${SECS:-20} WARM=${WARM:-15} DEF_CONDS="profd bpftrace perf"; fi
+read -ra CONDS <<<"${CONDS:-$DEF_CONDS}"
+PROFD_B=${PROFD_B:-}
+if [ -n "$PROFD_B" ]; then
+	cp "$PROFD_B" "$W/bin/profd-b" || exit 1
+	[[ " ${CONDS[*]} " == *" profd-b "* ]] || CONDS+=(profd-b)
+fi
+QUIET=${QUIET:-1}
+LOOPS=${LOOPS:-3}
 PY=$(command -v python3)
 [ -x /root/.pyenv/shims/python3 ] && PY=/root/.pyenv/shims/python3
 log "execload: $ROUNDS rounds x ${#CONDS[@]} conditions x ${SECS}s; benchwork x $NCPU; gcc -c and $PY -c pass in $LOOPS loops"
@@ -76,6 +87,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		prog=
 		case $c in
 		profd) profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' ;;
+		profd-b) PROFD=$W/bin/profd-b profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' ;;
 		bpftrace) bpftrace_start "$W/bt.log"; P=$BT_PID re='99|profile_hz_99' ;;
 		perf) perf_start "$W/perf.data"; P=$PERF_PID re= ;;
 		esac
@@ -92,7 +104,8 @@ done
 # The quiet exec rate: profd alone, the exec loops replaced by one of sleep 0.1.
 for p in "${LOOP_PIDS[@]}"; do stop "$p" TERM; done
 bg bash -c 'while :; do sleep 0.1; done'
-for r in $(seq 1 "$ROUNDS"); do
+[ "$QUIET" = 1 ] || ROUNDS_Q=0
+for r in $(seq 1 "${ROUNDS_Q:-$ROUNDS}"); do
 	profd_start "$W/pd" --config /dev/null; P=$PROFD_PID prog=
 	sleep "$WARM"
 	measure profd-10
@@ -110,6 +123,8 @@ fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") p
 	echo "|---|---|---|---|---|"
 	for c in "${CONDS[@]}" profd-10; do
 		name=$c; [ $c = profd-10 ] && name="profd, quiet exec rate"
+		[ $c = profd-b ] && name="profd-b ($PROFD_B)"
+		[ $c = profd-10 ] && [ "$QUIET" != 1 ] && continue
 		echo "| $name | $(fmt $(col $c 2) 3) | $(fmt $(col $c 3) 0) | $(fmt $(col $c 4) 0) | $(fmt $(col $c 5) 0) |"
 	done
 } >"$BENCH_OUT/execload.md"

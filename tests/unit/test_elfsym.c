@@ -154,6 +154,67 @@ static void test_builds(void)
 	}
 }
 
+/*
+ * PLT stubs are named "callee@plt" where objdump puts its own labels (bfd
+ * works them out apart from elfsym), with and without IBT's .plt.sec
+ * (-z ibtplt), and in a stripped binary where .dynsym is all there is.
+ */
+static void test_plt(void)
+{
+	static const char src[] = "#include <stdio.h>\n#include <stdlib.h>\n"
+				  "int main(int c, char **v) { puts(v[0]); return getenv(v[0]) ? c : atoi(v[0]); }\n";
+	static const char *const flags[] = { "-fcf-protection=none", "-fcf-protection=full -Wl,-z,ibtplt",
+					     "-fcf-protection=none -s" };
+	char cmd[1024], line[512], bin[300];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "%s/plt.c", dir);
+	f = fopen(cmd, "w");
+	if (!f || fputs(src, f) < 0 || fclose(f)) {
+		CHECK(!"writing plt.c");
+		return;
+	}
+	for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+		struct elfsym *e;
+		int err, seen = 0;
+
+		snprintf(bin, sizeof(bin), "%s/plt%zu", dir, k);
+		snprintf(cmd, sizeof(cmd), "cc -O1 -fPIE -pie -Wl,-z,lazy %s -o %s %s/plt.c", flags[k], bin, dir);
+		CHECK_EQ_INT(run(cmd), 0);
+		e = open_path(bin, &err);
+		CHECK_EQ_INT(err, 0);
+		if (!e)
+			continue;
+		/* .plt.got (functions whose address is taken, bound at load) is not named. */
+		snprintf(cmd, sizeof(cmd), "objdump -d -j .plt -j .plt.sec %s", bin);
+		f = popen(cmd, "r");
+		CHECK(f != NULL);
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long addr;
+			char label[256], *at;
+
+			if (sscanf(line, "%lx <%255[^>]>:", &addr, label) != 2 || !(at = strstr(label, "@plt")) ||
+			    at[4])
+				continue;
+			for (int delta = 0; delta < 16; delta += 5) {
+				const char *name = NULL;
+
+				CHECK_EQ_INT(elfsym__lookup(e, addr + delta, &name, NULL), 0);
+				if (name)
+					CHECK_EQ_STR(name, label);
+			}
+			seen++;
+		}
+		if (f)
+			pclose(f);
+		/* puts, getenv, atoi (or strtol, which glibc's headers may call for it). */
+		if (seen < 2)
+			fprintf(stderr, "%s: %d PLT labels from objdump\n", bin, seen);
+		CHECK(seen >= 3);
+		elfsym__free(e);
+	}
+}
+
 /* MiniDebugInfo as Fedora builds it: the symtab, xz-compressed into .gnu_debugdata of a stripped binary. */
 static void test_minidebuginfo(void)
 {
@@ -331,6 +392,7 @@ int main(void)
 		return 1;
 	}
 	test_builds();
+	test_plt();
 	test_minidebuginfo();
 	test_hostile();
 	test_budget();

@@ -16,6 +16,7 @@
 struct fake {
 	unsigned user_calls, kernel_calls;
 	uint64_t fail_ip;       /* naming this address fails with -ENOMEM */
+	uint64_t unnamed_ip;    /* the kernel has no name for this address */
 	char name[64], module[64];
 	const char *glue[8];    /* kernel names by address 0xf0 + i */
 };
@@ -47,6 +48,8 @@ static int fake_kernel(void *arg, uint64_t ip, struct sym *out)
 	else
 		snprintf(f->name, sizeof(f->name), "k_%llx", (unsigned long long)ip);
 	*out = (struct sym){ .name = f->name, .module = "", .offset = ip, .kind = SYM_KERNEL };
+	if (ip == f->unnamed_ip)
+		out->name = NULL;
 	return 0;
 }
 
@@ -168,11 +171,24 @@ static void test_cache(void)
 	window__stats(w, &st);
 	CHECK_EQ_INT(st.frame_misses, 7);
 	CHECK_EQ_INT(st.frame_hits, 4);
-	/* A new drain names everything again (the process may have exec'd). */
-	window__clear(w);
+	/* A new drain names the process's frames again (it may have exec'd), not the kernel's. */
+	window__drain(w);
 	CHECK_EQ_INT(window__add(w, &s), 0);
 	CHECK_EQ_INT(f.user_calls, 8);
+	CHECK_EQ_INT(f.kernel_calls, 1);
+	/* An unnamed kernel address is asked again at the next drain, a named one at the next window. */
+	f.unnamed_ip = 0xa2;
+	s.kstack = (const __u64[]){ 0xa2 };
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(window__add(w, &s), 0);
 	CHECK_EQ_INT(f.kernel_calls, 2);
+	window__drain(w);
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.kernel_calls, 3);
+	s.kstack = k;
+	window__clear(w);
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.kernel_calls, 4);
 	/* A window reset renumbers frames: after clear, ids are those of the new window. */
 	profile__reset(p);
 	window__clear(w);
@@ -199,14 +215,20 @@ static void test_glue(void)
 		return;
 	CHECK_EQ_INT(window__add(w, &s), 0);
 	CHECK_EQ_STR(stack_of(p, 0), "k_a5;schedule");
+	CHECK_EQ_INT(f.kernel_calls, 5);
+	/* The glue is known by address from then on, across drains. */
 	s.kind = PF_KIND_RUNQ;
+	window__drain(w);
 	CHECK_EQ_INT(window__add(w, &s), 0);
 	CHECK_EQ_STR(stack_of(p, 1), "k_a5;schedule");
+	CHECK_EQ_INT(f.kernel_calls, 5);
 	/* On-CPU stacks keep every frame: a BPF program on the CPU is real work. */
 	s.kind = PF_KIND_CPU;
 	CHECK_EQ_INT(window__add(w, &s), 0);
 	CHECK_EQ_STR(stack_of(p, 2), "k_a5;schedule;__traceiter_sched_switch;"
 				     "__bpf_trace_sched_switch;bpf_prog_abc_offcpu");
+	/* Those three glue frames are now frames too: named once more each, to be interned. */
+	CHECK_EQ_INT(f.kernel_calls, 8);
 	/* All glue: the stack is left empty, not an error. */
 	s.kind = PF_KIND_OFFCPU;
 	s.kstack = kg;
