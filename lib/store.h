@@ -37,6 +37,13 @@ struct store_opts {
 	/* Rollup tiers, ages ascending (window_ns 0 ends the list); all zero: 1 h -> 1 min, 1 day -> 10 min. */
 	struct store_rollup rollup[STORE_MAX_TIERS];
 	int no_rollup;
+	/*
+	 * Rollups into windows that ended this long ago or more also merge by
+	 * function and process name (pid and tid 0, a named frame's offset 0),
+	 * as summaries do: docs/FORMAT.md, "Rollups". 0: default (1 h, every
+	 * default tier); < 0: rollups are lossless apart from time.
+	 */
+	int64_t named_age_ns;
 	uint32_t compact_windows; /* flushed windows one store__compact call reads; 0: default (20 or 30) */
 	/* Tests only: called at each step of a rollup (STORE_CRASH_*), e.g. to die there. */
 	void (*crash_point)(void *arg, int step);

@@ -859,6 +859,163 @@ static void test_rollup(const char *base)
 	CHECK_EQ_INT(store__open(&o, &s), -EINVAL);
 }
 
+
+static char *range_text(struct store *r, int64_t a, int64_t b, unsigned flags, uint64_t *decoded);
+
+static uint64_t dir_bytes(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	uint64_t n = 0;
+	char path[512];
+	struct stat st;
+
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix))) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			if (!stat(path, &st))
+				n += (uint64_t)st.st_size;
+		}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Answers by function and name over the store and ranges on rolled-up window edges, as one text. */
+static char *named_answers(const char *dir)
+{
+	static const int64_t cuts[][2] = { { 0, RW }, { 0, 60 }, { 60, 180 }, { 150, 180 }, { 90, RW } };
+	struct store *r;
+	char *all = strdup("");
+
+	if (open_store(dir, 0, &r, NULL))
+		return all;
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		int64_t a = T0 + cuts[i][0] * 10 * SEC, b = T0 + cuts[i][1] * 10 * SEC;
+		char *x = range_text(r, a, b, 0, NULL), *y = range_text(r, a, b, 2, NULL);
+		size_t n = strlen(all) + strlen(x) + strlen(y) + 2;
+		char *t = malloc(n);
+		snprintf(t, n, "%s%s|%s|", all, x, y);
+		free(all);
+		free(x);
+		free(y);
+		all = t;
+	}
+	store__close(r);
+	return all;
+}
+
+struct pid_seen {
+	uint64_t with_pid, records, named;
+};
+
+static int on_pid(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	struct pid_seen *ps = arg;
+	ps->records++;
+	for (size_t i = 0; i < profile__nsamples(p); i++)
+		ps->with_pid += profile__sample(p, i)->pid != 0;
+	return 0;
+}
+
+/*
+ * Rollups old enough to be named keep what summaries keep: the answers by
+ * function and process name are those of the windows as flushed, the
+ * store is smaller, and pids are gone from those windows only.
+ */
+static void test_named_rollup(const char *base)
+{
+	char dir[256];
+	struct store *s;
+	struct store_opts o = roll_opts;
+	const int64_t now = T0 + RW * 10 * SEC;
+	struct pid_seen ps = { 0 };
+
+	snprintf(dir, sizeof(dir), "%s/named", base);
+	write_rw(dir);
+	char *before = named_answers(dir);
+	CHECK(strcmp(before, "") != 0 && !strstr(before, "error"));
+
+	/* Lossless rollups of the same windows, for their size. */
+	CHECK_EQ_INT(open_roller(dir, &s, NULL, NULL), 0);
+	CHECK_EQ_INT(compact_all(s, now), 3);
+	store__close(s);
+	uint64_t lossless = dir_bytes(dir, "seg-");
+
+	write_rw(dir);
+	o.dir = dir;
+	o.writer = 1;
+	o.warn = on_warn;
+	o.named_age_ns = 1200 * SEC; /* the second tier only */
+	nwarn = 0;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	CHECK_EQ_INT(compact_all(s, now), 3);
+	store__close(s);
+	CHECK_EQ_INT(nwarn, 0);
+	char *after = named_answers(dir);
+	CHECK(strcmp(before, after) == 0);
+	free(after);
+	CHECK(dir_bytes(dir, "seg-") < lossless);
+	/* Segments 0-1 (tier 2) hold no pids; segment 2 (tier 1) and 3 keep theirs. */
+	CHECK_EQ_INT(open_store(dir, 0, &s, NULL), 0);
+	CHECK_EQ_INT(store__read(s, INT64_MIN, T0 + 1200 * SEC, on_pid, &ps), 0);
+	CHECK_EQ_INT(ps.with_pid, 0);
+	CHECK_EQ_INT(ps.records, 4);
+	memset(&ps, 0, sizeof(ps));
+	CHECK_EQ_INT(store__read(s, T0 + 1200 * SEC, INT64_MAX, on_pid, &ps), 0);
+	CHECK_EQ_INT(ps.with_pid, 2 * 120);
+	store__close(s);
+
+	/* Lossless segments move on to a named tier when it is due, and so would rolled ones. */
+	uint64_t sum_before = dir_bytes(dir, "sum-");
+	CHECK(sum_before > 0);
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	CHECK_EQ_INT(compact_all(s, now + 3600 * SEC), 2);
+	store__close(s);
+	after = named_answers(dir);
+	CHECK(strcmp(before, after) == 0);
+	free(after);
+	memset(&ps, 0, sizeof(ps));
+	CHECK_EQ_INT(open_store(dir, 0, &s, NULL), 0);
+	CHECK_EQ_INT(store__read(s, INT64_MIN, INT64_MAX, on_pid, &ps), 0);
+	CHECK_EQ_INT(ps.with_pid, 0);
+	store__close(s);
+
+	/* kill -9 at each step of a named rollup: the same answers, before and after the next start. */
+	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
+		write_rw(dir);
+		CHECK_EQ_INT(store__open(&o, &s), 0); /* summaries first: a named rollup replaces them */
+		compact_all(s, T0 + 700 * SEC);
+		store__close(s);
+		pid_t pid = fork();
+		if (pid == 0) {
+			struct store_opts k = o;
+			cp_die_at = step;
+			k.crash_point = die_at_step;
+			if (store__open(&k, &s))
+				_exit(1);
+			compact_all(s, now);
+			_exit(0);
+		}
+		int status = 0;
+		waitpid(pid, &status, 0);
+		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		after = named_answers(dir);
+		CHECK(strcmp(before, after) == 0);
+		free(after);
+		nwarn = 0;
+		CHECK_EQ_INT(store__open(&o, &s), 0);
+		compact_all(s, now);
+		store__close(s);
+		CHECK_EQ_INT(nwarn, 0);
+		CHECK_EQ_INT(count_files(dir, "roll-"), 0);
+		after = named_answers(dir);
+		CHECK(strcmp(before, after) == 0);
+		free(after);
+	}
+	free(before);
+}
+
 /* ---- summaries ---- */
 
 #define SW 180 /* 3 h of 60 s windows: six segments of 30 min */
@@ -1684,6 +1841,7 @@ int main(int argc, char **argv)
 	test_v1_compat(base);
 	test_v2_compat();
 	test_rollup(base);
+	test_named_rollup(base);
 	test_summaries(base);
 	test_v3_compat(base);
 	test_days(base);
