@@ -673,34 +673,53 @@ static int analyse(const char *dir)
 		nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	}
 
-	/* Real rollups of a copy, with every window old enough for one tier. */
+	/*
+	 * Real rollups of a copy, with every window old enough for one tier,
+	 * lossless (pids and pcs kept) and named (merged by function and name),
+	 * then the summaries the writer builds for them.
+	 */
 	static const int64_t lens[] = { 60 * SEC, 600 * SEC };
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 4; k++) {
 		char tmp[] = "/var/tmp/profd-roll.XXXXXX", cmd[1024];
 		if (!mkdtemp(tmp))
 			return 1;
 		snprintf(cmd, sizeof(cmd), "cp '%s'/seg-*.pfd '%s'/", dir, tmp);
 		if (system(cmd))
 			return 1;
-		struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, lens[k] } } };
+		struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, lens[k % 2] } },
+					 .named_age_ns = k < 2 ? -1 : 1 };
 		struct store_stats st;
 		if ((err = store__open(&wo, &s)))
 			return 1;
-		for (int i = 0; i < 10000; i++) {
-			uint64_t before;
+		for (int i = 0; i < 100000; i++) {
+			uint64_t before, after;
 			store__stats(s, &st);
-			before = st.rollups;
+			before = st.rollups + st.summaries_built;
 			if (store__compact(s, INT64_MAX / 2))
 				break;
 			store__stats(s, &st);
-			if (st.rollups == before)
-				break;
+			after = st.rollups + st.summaries_built;
+			if (after == before && i > 50 && !(i % 50)) {
+				uint64_t again = after;
+				for (int j = 0; j < 50 && again == after; j++) {
+					store__compact(s, INT64_MAX / 2);
+					store__stats(s, &st);
+					again = st.rollups + st.summaries_built;
+				}
+				if (again == after)
+					break;
+			}
 		}
 		store__stats(s, &st);
-		printf("rolled up into %lld s windows: %.2f MB/hour (%llu segments)\n", (long long)(lens[k] / SEC),
-		       (double)st.bytes_on_disk * ph, (unsigned long long)st.rollups);
+		printf("rolled up into %lld s windows, %s: %.2f MB/hour, of which summaries %.2f "
+		       "(%llu segments)\n", (long long)(lens[k % 2] / SEC), k < 2 ? "lossless" : "named",
+		       (double)st.bytes_on_disk * ph, (double)st.summary_bytes * ph,
+		       (unsigned long long)st.rollups);
 		store__close(s);
-		nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+		if (getenv("KEEP_ROLL"))
+			printf("  kept in %s\n", tmp);
+		else
+			nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	}
 	return 0;
 }
