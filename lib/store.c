@@ -452,6 +452,8 @@ struct scan {
 	/* called for the good records before [since, until): a later one may need their tables */
 	int (*skip)(struct store *s, const struct rec_hdr *h, uint64_t off, void *arg);
 	void *arg;
+	/* 1: pause before this record (it is read again by the next scan from next_off) */
+	int (*stop_before)(struct store *s, const struct rec_hdr *h, void *arg);
 	uint64_t start_off; /* where to start (a record boundary) */
 	int64_t budget;     /* > 0: pause once this many flushed windows were handed to fn */
 	int64_t cpu_until;  /* > 0: or once the thread's CPU clock passes this */
@@ -577,6 +579,11 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 			sc->max_end = eff_end(h.start_ns, h.end_ns);
 		if (h.start_ns >= sc->until)
 			break;
+		if (sc->stop_before && sc->stop_before(s, &h, sc->arg)) {
+			sc->paused = 1;
+			break;
+		}
+		int64_t t0 = sc->cpu_until > 0 ? clock__ns(CLOCK_THREAD_CPUTIME_ID) : 0, t1 = 0;
 		if (sc->fn && overlaps(h.start_ns, h.end_ns, sc->since, sc->until))
 			err = sc->fn(s, g, fd, off, &h, sc->arg);
 		else if (sc->skip)
@@ -584,8 +591,14 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 		if (err)
 			goto out;
 		off = end;
+		/*
+		 * The next record costs about what this one did: stop before it would
+		 * take the step past its CPU budget (a 64-CPU window takes 20 ms).
+		 */
+		if (sc->cpu_until > 0)
+			t1 = clock__ns(CLOCK_THREAD_CPUTIME_ID);
 		if ((sc->budget > 0 && (sc->budget -= h.windows) <= 0) ||
-		    (sc->cpu_until > 0 && clock__ns(CLOCK_THREAD_CPUTIME_ID) >= sc->cpu_until)) {
+		    (sc->cpu_until > 0 && t1 + (t1 - t0) >= sc->cpu_until)) {
 			sc->paused = off < size;
 			break;
 		}
@@ -2067,6 +2080,7 @@ struct roll {
 	int sum;                 /* writing its summary file, not a rollup */
 	int day;                 /* writing a day summary (g: the day) */
 	int named;               /* rollup: by function and name; summary: of such a segment */
+	int flush_due;           /* the next record starts another window: write this one first */
 	size_t tier;
 	char tmp[NAME_MAX_LEN];
 	int in, out;
@@ -2162,6 +2176,21 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 	r->windows += w->windows ? w->windows : 1;
 	r->nin++;
 	return 0;
+}
+
+/*
+ * Writing a merged window costs about as much as reading the windows in it:
+ * a step of its own, before the record that starts the next one is read.
+ */
+static int roll_stop_before(struct store *s, const struct rec_hdr *h, void *arg)
+{
+	struct roll *r = s->roll;
+
+	if (r->day || (r->sum && r->phase != SUM_READ_BUCKETS) || !r->windows ||
+	    floor_div(h->start_ns, r->sum ? SUM_BUCKET_NS : s->tiers[r->tier].window_ns) == r->bucket_id)
+		return 0;
+	r->flush_due = 1;
+	return 1;
 }
 
 /* The level of a segment's records, and whether they are named: those of its first record (all are alike). */
@@ -2307,7 +2336,7 @@ static int roll_continue(struct store *s)
 	struct roll *r = s->roll;
 	struct scan sc = {
 		.since = INT64_MIN, .until = INT64_MAX, .fn = on_window, .skip = on_skip,
-		.arg = &r->q, .start_off = r->in_off,
+		.arg = &r->q, .start_off = r->in_off, .stop_before = roll_stop_before,
 		.budget = s->o.compact_windows ? s->o.compact_windows : r->sum ? SUM_BUDGET : ROLL_BUDGET,
 		/* A loaded host makes each window slower: the CPU spent bounds the step too. */
 		.cpu_until = s->o.compact_windows ?
@@ -2315,6 +2344,10 @@ static int roll_continue(struct store *s)
 	};
 	int err = 0;
 
+	if (r->flush_due) {
+		r->flush_due = 0;
+		return roll_flush(s, r);
+	}
 	if (!r->sum || r->phase == SUM_READ_WHOLE || r->phase == SUM_READ_BUCKETS) {
 		err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
 		if (!err)

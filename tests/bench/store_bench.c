@@ -730,6 +730,46 @@ static int last_end(const struct store_window_info *w, void *arg)
 	return 0;
 }
 
+/*
+ * -S DIR: the background work of a writer over DIR (a copy: it is rolled
+ * up, summarised and its days built), every store__compact call timed in
+ * CPU, by what it finished: the longest call of each kind.
+ */
+static int steps_only(const char *dir)
+{
+	struct store *s;
+	struct store_opts o = { .dir = dir, .writer = 1 };
+	struct store_stats a, b;
+	double worst[4] = { 0 }, total[4] = { 0 };
+	unsigned long calls[4] = { 0 };
+	static const char *const kind[4] = { "rollup", "summary", "day", "no file finished" };
+	int idle = 0;
+
+	if (store__open(&o, &s))
+		return 1;
+	while (idle < 200) {
+		store__stats(s, &a);
+		double c0 = now(CLOCK_THREAD_CPUTIME_ID);
+		if (store__compact(s, INT64_MAX / 4))
+			return 1;
+		double c = now(CLOCK_THREAD_CPUTIME_ID) - c0;
+		store__stats(s, &b);
+		int k = b.rollups > a.rollups ? 0 : b.summaries_built > a.summaries_built ? 1 :
+			b.days_built > a.days_built ? 2 : 3;
+		/* An unfinished step is work too: count it with the kind it ends in, below. */
+		idle = k == 3 && c < 1e-3 ? idle + 1 : 0;
+		calls[k]++;
+		total[k] += c;
+		if (c > worst[k])
+			worst[k] = c;
+	}
+	for (int k = 0; k < 4; k++)
+		printf("%-19s %6lu calls, %8.1f ms CPU in all, longest call %6.1f ms\n", kind[k], calls[k],
+		       total[k] * 1e3, worst[k] * 1e3);
+	store__close(s);
+	return 0;
+}
+
 /* -Q DIR: the queries alone, over a store kept with -k, ending at its last window. */
 static int query_only(const char *dir)
 {
@@ -771,10 +811,11 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, norollup = 0, chain = 0, c;
 
-	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:")) != -1) {
+	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:")) != -1) {
 		switch (c) {
 		case 'a': return analyse(optarg);
 		case 'Q': return query_only(optarg);
+		case 'S': return steps_only(optarg);
 		case 'd': dir = optarg; break;
 		case 'H': hours = num(optarg, 1, 24 * 365, argv[0]); break;
 		case 'c': cpus = num(optarg, 1, 1024, argv[0]); break;
