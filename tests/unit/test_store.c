@@ -1565,6 +1565,89 @@ static void test_v3_compat(const char *base)
 	CHECK_EQ_INT(nwarn, 0);
 }
 
+/*
+ * tests/unit/data/v4: a format 4 store as the writer before named rollups
+ * wrote it (test_store --write-v4 DIR): write_sw()'s windows, their
+ * summaries and their day file. Read as it is, then rolled up by name.
+ */
+static void write_v4(const char *dir)
+{
+	int days = 0;
+
+	write_sw(dir);
+	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, T0 + 2 * 86400 * SEC, &days), 6);
+	CHECK_EQ_INT(days, 1);
+}
+
+/* Whole-store and half-hour answers by function and name (and with pids: 4) as one text. */
+static char *sw_answers(const char *dir, unsigned flags)
+{
+	struct store *r;
+	char *all = strdup("");
+
+	if (open_store(dir, 0, &r, NULL))
+		return all;
+	for (int a = -1; a < SW / 30; a++) {
+		int64_t since = a < 0 ? INT64_MIN : T0 + a * 1800 * SEC;
+		int64_t until = a < 0 ? INT64_MAX : since + 1800 * SEC;
+		char *x = range_text(r, since, until, flags, NULL);
+		size_t n = strlen(all) + strlen(x) + 2;
+		char *t = malloc(n);
+		snprintf(t, n, "%s%s|", all, x);
+		free(all);
+		free(x);
+		all = t;
+	}
+	store__close(r);
+	return all;
+}
+
+static void test_v4_compat(const char *base)
+{
+	char dir[256], cmd[1200];
+	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
+	struct store_opts o = { .rollup = { { 3600 * SEC, 600 * SEC } } };
+	struct store *w;
+	struct store_stats st;
+
+	snprintf(dir, sizeof(dir), "%s/v4", base);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && cp '%s'/v4/*.pfd '%s'/", dir, dir, data, dir);
+	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(count_files(dir, "sum-"), 6);
+	CHECK_EQ_INT(count_files(dir, "day-"), 1);
+	nwarn = 0;
+	/* Raw records, summaries and the day file give the same answers. */
+	char *raw = sw_answers(dir, 0), *named = sw_answers(dir, 2), *pids = sw_answers(dir, 4);
+	char *pids_raw = sw_answers(dir, 5);
+	CHECK(strcmp(raw, named) == 0 && !strstr(raw, "error"));
+	CHECK(strcmp(pids, pids_raw) == 0 && !strstr(pids, "error"));
+	CHECK_EQ_INT(nwarn, 0);
+	/* A writer of this version rolls them up by name: the same answers by name, no pids. */
+	o.dir = dir;
+	o.writer = 1;
+	o.warn = on_warn;
+	CHECK_EQ_INT(store__open(&o, &w), 0);
+	for (int i = 0; i < 400; i++)
+		CHECK_EQ_INT(store__compact(w, T0 + 2 * 86400 * SEC), 0);
+	store__stats(w, &st);
+	store__close(w);
+	CHECK_EQ_INT(st.rollups, 6);
+	CHECK_EQ_INT(nwarn, 0);
+	char *after = sw_answers(dir, 2), *after_raw = sw_answers(dir, 0);
+	CHECK(strcmp(raw, after) == 0);
+	CHECK(strcmp(raw, after_raw) == 0);
+	free(after);
+	free(after_raw);
+	after = sw_answers(dir, 5);
+	CHECK(strcmp(after, pids) != 0);
+	CHECK(strstr(after, "\n100 ") == NULL && strncmp(after, "100 ", 4) != 0);
+	free(after);
+	free(raw);
+	free(named);
+	free(pids);
+	free(pids_raw);
+}
+
 /* A writer asked to share the store with a group re-owns what an earlier writer left: segments and summaries. */
 static void test_group_files(const char *base)
 {
@@ -1831,8 +1914,12 @@ int main(int argc, char **argv)
 		read_only(argv[2]);
 		T_DONE();
 	}
+	if (argc == 3 && !strcmp(argv[1], "--write-v4")) {
+		write_v4(argv[2]);
+		T_DONE();
+	}
 	if (argc != 1) {
-		fprintf(stderr, "usage: %s [--full-disk MNT | --read-only MNT]\n", argv[0]);
+		fprintf(stderr, "usage: %s [--full-disk MNT | --read-only MNT | --write-v4 DIR]\n", argv[0]);
 		return 2;
 	}
 
@@ -1851,6 +1938,7 @@ int main(int argc, char **argv)
 	test_named_rollup(base);
 	test_summaries(base);
 	test_v3_compat(base);
+	test_v4_compat(base);
 	test_days(base);
 	test_group_files(base);
 	test_retention(base);
