@@ -1963,6 +1963,8 @@ static int in_days(const struct seg_list *days, const struct seg *g)
 	return 0;
 }
 
+static int seg_named(struct store *s, const struct seg *g);
+
 static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 {
 	struct seg_list l = { 0 }, m = { 0 }, days = { 0 };
@@ -1985,6 +1987,9 @@ static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 		if (g.sealed && g.end <= since)
 			continue;
 		if (in_days(&days, &g))
+			continue;
+		/* A query by pid finds nothing in named windows (pid 0 there is not a pid). */
+		if ((q->flags & READ_PIDS) && g.sealed && seg_named(s, &g))
 			continue;
 		/* With pids: only whole segments have a summary that keeps them. */
 		if (sg && (!(q->flags & READ_PIDS) || (g.start >= since && g.end <= until)))

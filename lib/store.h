@@ -113,7 +113,9 @@ int store__read_flags(struct store *s, int64_t since, int64_t until, unsigned fl
 /*
  * The windows of [since, until) merged into dst with profile__merge_flags
  * (pf_flags, keep, arg). With PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME it
- * reads summaries where it can and decodes them straight into dst.
+ * reads summaries where it can and decodes them straight into dst. With
+ * PF_MERGE_BY_FUNCTION alone (a query by pid) it reads no named window:
+ * they hold no pids.
  */
 int store__merge(struct store *s, int64_t since, int64_t until, unsigned pf_flags, profile_keep_fn keep,
 		 void *arg, struct profile *dst);

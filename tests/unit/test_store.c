@@ -986,6 +986,12 @@ static void test_named_rollup(const char *base)
 	CHECK_EQ_INT(open_store(dir, 0, &s, NULL), 0);
 	CHECK_EQ_INT(store__read(s, INT64_MIN, INT64_MAX, on_pid, &ps), 0);
 	CHECK_EQ_INT(ps.with_pid, 0);
+	/* A query by pid does not read windows that hold no pids. */
+	uint64_t decoded = 1;
+	char *t = range_text(s, INT64_MIN, INT64_MAX, 4, &decoded);
+	CHECK_EQ_INT(decoded, 0);
+	CHECK(strcmp(t, "") == 0);
+	free(t);
 	store__close(s);
 
 	/* kill -9 at each step of a named rollup: the same answers, before and after the next start. */
