@@ -1232,11 +1232,12 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 	int err = check_payload(s, fd, off, h, why);
 	if (err)
 		return err;
-	if (h->flags & ~(REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS |
-			 REC_FLAG_NAMED) ||
-	    (s->in_sum ? !(sflags & REC_FLAG_SUMMARY) || ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE)) ||
-			 (h->flags & REC_FLAG_NAMED) :
-			 sflags != 0)) {
+	uint32_t known = REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS |
+			 REC_FLAG_NAMED;
+	int bad_sum = !(sflags & REC_FLAG_SUMMARY) || ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE)) ||
+		      (h->flags & REC_FLAG_NAMED);
+
+	if ((h->flags & ~known) || (s->in_sum ? bad_sum : sflags != 0)) {
 		*why = "unknown record flags";
 		return -EBADMSG;
 	}
@@ -2198,7 +2199,7 @@ static int roll_stop_before(struct store *s, const struct rec_hdr *h, void *arg)
 	return 1;
 }
 
-/* The level of a segment's records, and whether they are named: those of its first record (all are alike). */
+/* A segment's level, and whether it is named: its first record's (all are alike). */
 static int seg_level(struct store *s, const struct seg *g, int *named)
 {
 	uint8_t b[REC_HDR];

@@ -886,7 +886,7 @@ static uint64_t dir_bytes(const char *dir, const char *prefix)
 	return n;
 }
 
-/* Answers by function and name over the store and ranges on rolled-up window edges, as one text. */
+/* Answers by function and name over the store and ranges on rolled-up window edges. */
 static char *named_answers(const char *dir)
 {
 	static const int64_t cuts[][2] = { { 0, RW }, { 0, 60 }, { 60, 180 }, { 150, 180 }, { 90, RW } };
@@ -1689,7 +1689,8 @@ static void test_v4_compat(const char *base)
 	struct store_stats st;
 
 	snprintf(dir, sizeof(dir), "%s/v4", base);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && cp '%s'/v4/*.pfd '%s'/", dir, dir, data, dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && cp '%s'/v4/*.pfd '%s'/", dir, dir,
+		 data, dir);
 	CHECK_EQ_INT(system(cmd), 0);
 	CHECK_EQ_INT(count_files(dir, "sum-"), 6);
 	CHECK_EQ_INT(count_files(dir, "day-"), 1);
