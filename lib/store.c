@@ -1232,10 +1232,10 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 	int err = check_payload(s, fd, off, h, why);
 	if (err)
 		return err;
-	uint32_t known = REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS |
-			 REC_FLAG_NAMED;
-	int bad_sum = !(sflags & REC_FLAG_SUMMARY) || ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE)) ||
-		      (h->flags & REC_FLAG_NAMED);
+	uint32_t known = REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE |
+			 REC_FLAG_PIDS | REC_FLAG_NAMED;
+	int bad_sum = !(sflags & REC_FLAG_SUMMARY) || (h->flags & REC_FLAG_NAMED) ||
+		      ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE));
 
 	if ((h->flags & ~known) || (s->in_sum ? bad_sum : sflags != 0)) {
 		*why = "unknown record flags";
