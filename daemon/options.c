@@ -93,6 +93,9 @@ static const struct opt_def defs[] = {
 	{ "zstd-level", K_UINT, F(zstd_level), 1, 19, LIVE, "N", "compression level of stored windows" },
 	{ "rollup", K_BOOL, F(rollup), 0, 0, LIVE, "yes|no",
 	  "merge windows older than 1 h into 1 min windows, older than 1 day into 10 min ones" },
+	{ "rollup-by-name", K_DUR, F(rollup_by_name_ns), 0, 3650 * 86400 * SEC, 0, "DUR",
+	  "rollups of windows older than this keep process names and functions, not pids and pcs "
+	  "(0: keep them at every age)" },
 	{ "log-level", K_LEVEL, F(log_level), 0, 0, LIVE, "LEVEL", "error, warning, info or debug" },
 };
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
@@ -122,6 +125,7 @@ void options_defaults(struct profd_opts *o)
 		.cache_memory = 64 << 20,
 		.zstd_level = 3,
 		.rollup = 1,
+		.rollup_by_name_ns = 3600 * SEC,
 	};
 }
 

@@ -44,6 +44,7 @@ struct profd_opts {
 	uint64_t cache_memory;   /* one budget for the symbolizer's caches */
 	int zstd_level;
 	int rollup;
+	int64_t rollup_by_name_ns; /* 0: rollups keep pids and pcs at every age */
 	char unwind_snapshots[4096]; /* test mode "PID:FILE"; "" : off */
 };
 

@@ -45,6 +45,8 @@
 #define REC_FLAG_SUMMARY 4u          /* a summary file's record: merged by function and name */
 #define REC_FLAG_WHOLE   8u          /* the summary of the whole segment */
 #define REC_FLAG_PIDS    16u         /* with WHOLE: merged by function only, pids and tids kept */
+#define REC_FLAG_NAMED   32u         /* segments only: rolled up by function and name, no pids */
+#define DEF_NAMED_AGE    (3600ll * 1000000000ll)
 #define READ_PIDS        (1u << 16)  /* query flag: whole-segment summaries with pids, for --pid */
 #define SUM_BUCKET_NS    (600ll * 1000000000ll) /* a summary record per 10 min of wall clock */
 #define SUM_MERGE        (PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME)
@@ -450,6 +452,8 @@ struct scan {
 	/* called for the good records before [since, until): a later one may need their tables */
 	int (*skip)(struct store *s, const struct rec_hdr *h, uint64_t off, void *arg);
 	void *arg;
+	/* 1: pause before this record (it is read again by the next scan from next_off) */
+	int (*stop_before)(struct store *s, const struct rec_hdr *h, void *arg);
 	uint64_t start_off; /* where to start (a record boundary) */
 	int64_t budget;     /* > 0: pause once this many flushed windows were handed to fn */
 	int64_t cpu_until;  /* > 0: or once the thread's CPU clock passes this */
@@ -575,6 +579,11 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 			sc->max_end = eff_end(h.start_ns, h.end_ns);
 		if (h.start_ns >= sc->until)
 			break;
+		if (sc->stop_before && sc->stop_before(s, &h, sc->arg)) {
+			sc->paused = 1;
+			break;
+		}
+		int64_t t0 = sc->cpu_until > 0 ? clock__ns(CLOCK_THREAD_CPUTIME_ID) : 0, t1 = 0;
 		if (sc->fn && overlaps(h.start_ns, h.end_ns, sc->since, sc->until))
 			err = sc->fn(s, g, fd, off, &h, sc->arg);
 		else if (sc->skip)
@@ -582,8 +591,14 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 		if (err)
 			goto out;
 		off = end;
+		/*
+		 * The next record costs about what this one did: stop before it would
+		 * take the step past its CPU budget (a 64-CPU window takes 20 ms).
+		 */
+		if (sc->cpu_until > 0)
+			t1 = clock__ns(CLOCK_THREAD_CPUTIME_ID);
 		if ((sc->budget > 0 && (sc->budget -= h.windows) <= 0) ||
-		    (sc->cpu_until > 0 && clock__ns(CLOCK_THREAD_CPUTIME_ID) >= sc->cpu_until)) {
+		    (sc->cpu_until > 0 && t1 + (t1 - t0) >= sc->cpu_until)) {
 			sc->paused = off < size;
 			break;
 		}
@@ -1217,9 +1232,12 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 	int err = check_payload(s, fd, off, h, why);
 	if (err)
 		return err;
-	if (h->flags & ~(REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS) ||
-	    (s->in_sum ? !(sflags & REC_FLAG_SUMMARY) || ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE)) :
-			 sflags != 0)) {
+	uint32_t known = REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE |
+			 REC_FLAG_PIDS | REC_FLAG_NAMED;
+	int bad_sum = !(sflags & REC_FLAG_SUMMARY) || (h->flags & REC_FLAG_NAMED) ||
+		      ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE));
+
+	if ((h->flags & ~known) || (s->in_sum ? bad_sum : sflags != 0)) {
 		*why = "unknown record flags";
 		return -EBADMSG;
 	}
@@ -1946,6 +1964,8 @@ static int in_days(const struct seg_list *days, const struct seg *g)
 	return 0;
 }
 
+static int seg_named(struct store *s, const struct seg *g);
+
 static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 {
 	struct seg_list l = { 0 }, m = { 0 }, days = { 0 };
@@ -1968,6 +1988,9 @@ static int query(struct store *s, int64_t since, int64_t until, struct query *q)
 		if (g.sealed && g.end <= since)
 			continue;
 		if (in_days(&days, &g))
+			continue;
+		/* A query by pid finds nothing in named windows (pid 0 there is not a pid). */
+		if ((q->flags & READ_PIDS) && g.sealed && seg_named(s, &g))
 			continue;
 		/* With pids: only whole segments have a summary that keeps them. */
 		if (sg && (!(q->flags & READ_PIDS) || (g.start >= since && g.end <= until)))
@@ -2062,6 +2085,8 @@ struct roll {
 	struct seg g;            /* the segment being rolled up or summarised */
 	int sum;                 /* writing its summary file, not a rollup */
 	int day;                 /* writing a day summary (g: the day) */
+	int named;               /* rollup: by function and name; summary: of such a segment */
+	int flush_due;           /* the next record starts another window: write this one first */
 	size_t tier;
 	char tmp[NAME_MAX_LEN];
 	int in, out;
@@ -2120,7 +2145,7 @@ static int roll_flush(struct store *s, struct roll *r)
 	if (!r->windows)
 		return 0;
 	err = roll_write(s, r, s->rprof, r->sum ? 0 : (uint8_t)(r->tier + 1), r->windows,
-			 r->sum ? REC_FLAG_SUMMARY : 0);
+			 r->sum ? REC_FLAG_SUMMARY : r->named ? REC_FLAG_NAMED : 0);
 	if (err)
 		return err;
 	r->windows = 0;
@@ -2140,7 +2165,7 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 			r->first_bucket = id;
 		r->last_bucket = id;
 		if ((err = profile__merge_flags(s->wprof, p, NULL, NULL, SUM_MERGE)) ||
-		    (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION)))
+		    (!r->named && (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION))))
 			return r->err = err;
 		r->wwindows += w->windows ? w->windows : 1;
 		return 0;
@@ -2148,28 +2173,57 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 	if (r->windows && id != r->bucket_id && (err = roll_flush(s, r)))
 		return r->err = err;
 	r->bucket_id = id;
-	/* A rollup is lossless: every pc, thread and pid is kept; only time is coarser. */
-	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum ? SUM_MERGE : 0)))
+	/*
+	 * A rollup keeps every pc, thread and pid, only time is coarser, unless
+	 * its tier is old enough to keep what summaries keep.
+	 */
+	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum || r->named ? SUM_MERGE : 0)))
 		return r->err = err;
 	r->windows += w->windows ? w->windows : 1;
 	r->nin++;
 	return 0;
 }
 
-/* The level of a segment's records: that of its first record (all are alike). */
-static int seg_level(struct store *s, const struct seg *g)
+/*
+ * Writing a merged window costs about as much as reading the windows in it:
+ * a step of its own, before the record that starts the next one is read.
+ */
+static int roll_stop_before(struct store *s, const struct rec_hdr *h, void *arg)
+{
+	struct roll *r = s->roll;
+
+	if (r->day || (r->sum && r->phase != SUM_READ_BUCKETS) || !r->windows ||
+	    floor_div(h->start_ns, r->sum ? SUM_BUCKET_NS : s->tiers[r->tier].window_ns) == r->bucket_id)
+		return 0;
+	r->flush_due = 1;
+	return 1;
+}
+
+/* A segment's level, and whether it is named: its first record's (all are alike). */
+static int seg_level(struct store *s, const struct seg *g, int *named)
 {
 	uint8_t b[REC_HDR];
 	struct rec_hdr h;
 	uint64_t size;
 	int fd = open_seg(s, g->name, O_RDONLY, &size), level = 0;
 
+	*named = 0;
 	if (fd < 0)
 		return fd;
-	if (pread_full(fd, b, REC_HDR, 0) == REC_HDR && !hdr_unpack(b, &h))
+	if (pread_full(fd, b, REC_HDR, 0) == REC_HDR && !hdr_unpack(b, &h)) {
 		level = h.level;
+		*named = !!(h.flags & REC_FLAG_NAMED);
+	}
 	close(fd);
 	return level;
+}
+
+/* Rollups into tier t merge by function and name. */
+static int tier_named(const struct store *s, size_t t)
+{
+	int64_t age = s->o.named_age_ns ? s->o.named_age_ns : DEF_NAMED_AGE;
+
+	return age > 0 && s->tiers[t].age_ns >= age;
 }
 
 /* The rollup or summary in progress reads segment name, or the day being built holds it. */
@@ -2205,7 +2259,7 @@ static void roll_end(struct store *s)
 	s->wprof = s->pprof = NULL;
 }
 
-static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum)
+static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum, int named)
 {
 	struct roll *r;
 	int err;
@@ -2221,6 +2275,7 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 	r->g = *g;
 	r->sum = sum;
 	r->tier = tier;
+	r->named = named;
 	r->in = r->out = -1;
 	r->q.window = roll_window;
 	r->q.arg = s;
@@ -2258,6 +2313,12 @@ static int sum_step(struct store *s, struct roll *r)
 		if ((err = sum_whole(s, r, 0)))
 			return err;
 		profile__reset(s->wprof);
+		/*
+		 * A named segment's records are merged by function and name already:
+		 * a query reads them for a part of it, and there are no pids to keep.
+		 */
+		if (r->named)
+			return 1;
 		/* One 10-minute bucket is the whole segment: its record would repeat the whole one. */
 		r->phase = r->first_bucket == r->last_bucket ? SUM_WRITE_PIDS : SUM_READ_BUCKETS;
 		r->in_off = 0;
@@ -2281,7 +2342,7 @@ static int roll_continue(struct store *s)
 	struct roll *r = s->roll;
 	struct scan sc = {
 		.since = INT64_MIN, .until = INT64_MAX, .fn = on_window, .skip = on_skip,
-		.arg = &r->q, .start_off = r->in_off,
+		.arg = &r->q, .start_off = r->in_off, .stop_before = roll_stop_before,
 		.budget = s->o.compact_windows ? s->o.compact_windows : r->sum ? SUM_BUDGET : ROLL_BUDGET,
 		/* A loaded host makes each window slower: the CPU spent bounds the step too. */
 		.cpu_until = s->o.compact_windows ?
@@ -2289,6 +2350,10 @@ static int roll_continue(struct store *s)
 	};
 	int err = 0;
 
+	if (r->flush_due) {
+		r->flush_due = 0;
+		return roll_flush(s, r);
+	}
 	if (!r->sum || r->phase == SUM_READ_WHOLE || r->phase == SUM_READ_BUCKETS) {
 		err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
 		if (!err)
@@ -2313,6 +2378,17 @@ static int roll_continue(struct store *s)
 	crash_point(s, STORE_CRASH_ROLL_WRITTEN);
 	char sum_name[NAME_MAX_LEN];
 	snprintf(sum_name, sizeof(sum_name), "sum-%019lld-%019lld.pfd", (long long)r->g.start, (long long)r->g.end);
+	/*
+	 * A named segment gets a summary of its own, a fraction of the one with
+	 * pids and 10-minute records. Removed first: a crash before the rename
+	 * leaves the segment as it was without a summary, which is built again.
+	 */
+	if (!r->sum && r->named) {
+		if (unlinkat(s->dfd, sum_name, 0) < 0 && errno != ENOENT)
+			return -errno;
+		if (s->summed_upto >= r->g.start)
+			s->summed_upto = r->g.start - 1;
+	}
 	if (renameat(s->dfd, r->tmp, s->dfd, r->sum ? sum_name : r->g.name) < 0)
 		return -errno;
 	crash_point(s, STORE_CRASH_ROLL_RENAMED);
@@ -2486,6 +2562,13 @@ static int day_continue(struct store *s)
 }
 
 /* With no rollup due: the oldest sealed segment without a summary file gets one. */
+static int seg_named(struct store *s, const struct seg *g)
+{
+	int named;
+
+	return seg_level(s, g, &named) >= 0 && named;
+}
+
 static int sum_pick(struct store *s, const struct seg_list *l)
 {
 	struct seg_list m = { 0 };
@@ -2499,7 +2582,7 @@ static int sum_pick(struct store *s, const struct seg_list *l)
 		if (find_sum(&m, g))
 			s->summed_upto = g->start;
 		else
-			err = roll_start(s, g, 0, 1);
+			err = roll_start(s, g, 0, 1, seg_named(s, g));
 	}
 	free(m.v);
 	return err;
@@ -2534,14 +2617,15 @@ int store__compact(struct store *s, int64_t now_ns)
 			/* Oldest first, one at a time: everything before g that is due for tier t is done. */
 			if (g->start <= s->rolled_upto[t - 1])
 				continue;
-			int level = seg_level(s, g);
+			int named, level = seg_level(s, g, &named);
 			if (level < 0)
 				continue;
-			if ((size_t)level >= t) {
+			/* Also a segment rolled up when its tier kept pids, if it no longer does. */
+			if ((size_t)level >= t && (named || !tier_named(s, t - 1))) {
 				s->rolled_upto[t - 1] = g->start;
 				continue;
 			}
-			if ((err = roll_start(s, g, t - 1, 0)))
+			if ((err = roll_start(s, g, t - 1, 0, tier_named(s, t - 1))))
 				goto out;
 		}
 		if (!s->roll && (err = sum_pick(s, &l)))

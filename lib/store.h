@@ -37,6 +37,13 @@ struct store_opts {
 	/* Rollup tiers, ages ascending (window_ns 0 ends the list); all zero: 1 h -> 1 min, 1 day -> 10 min. */
 	struct store_rollup rollup[STORE_MAX_TIERS];
 	int no_rollup;
+	/*
+	 * Rollups into windows that ended this long ago or more also merge by
+	 * function and process name (pid and tid 0, a named frame's offset 0),
+	 * as summaries do: docs/FORMAT.md, "Rollups". 0: default (1 h, every
+	 * default tier); < 0: rollups are lossless apart from time.
+	 */
+	int64_t named_age_ns;
 	uint32_t compact_windows; /* flushed windows one store__compact call reads; 0: default (20 or 30) */
 	/* Tests only: called at each step of a rollup (STORE_CRASH_*), e.g. to die there. */
 	void (*crash_point)(void *arg, int step);
@@ -106,7 +113,9 @@ int store__read_flags(struct store *s, int64_t since, int64_t until, unsigned fl
 /*
  * The windows of [since, until) merged into dst with profile__merge_flags
  * (pf_flags, keep, arg). With PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME it
- * reads summaries where it can and decodes them straight into dst.
+ * reads summaries where it can and decodes them straight into dst. With
+ * PF_MERGE_BY_FUNCTION alone (a query by pid) it reads no named window:
+ * they hold no pids.
  */
 int store__merge(struct store *s, int64_t since, int64_t until, unsigned pf_flags, profile_keep_fn keep,
 		 void *arg, struct profile *dst);

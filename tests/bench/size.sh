@@ -5,7 +5,8 @@
 # a perl loop and a benchwork thread. Reported as bytes per hour.
 # Usage: size.sh [--quick]   (SECS=S overrides; LOAD=steady drops the compile
 # loop: a server-like load of long-lived processes; KEEP_STATE=DIR copies
-# profd's state directory there for tests/bench/store_bench -a)
+# profd's state directory there for tests/bench/store_bench -a; PROFD_OPTS adds
+# profd options, e.g. --no-offcpu where the off-CPU program cannot load)
 source "$(dirname "$0")/bench-lib.sh"
 need perf
 need cc
@@ -14,7 +15,7 @@ SECS=${SECS:-$([ "$QUICK" = 1 ] && echo 10 || echo 180)}
 PY=$(python3 -c 'import sys; print(sys.executable)')
 log "size: ${SECS}s of mixed load under profd, perf record -g and perf record -g -z"
 
-profd_start "$W/pd"
+profd_start "$W/pd" ${PROFD_OPTS:-}
 PD=$PROFD_PID
 perf_start "$W/plain.data"; PP=$PERF_PID
 perf_start "$W/z.data" -z; PZ=$PERF_PID

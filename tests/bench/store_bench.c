@@ -673,34 +673,53 @@ static int analyse(const char *dir)
 		nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	}
 
-	/* Real rollups of a copy, with every window old enough for one tier. */
+	/*
+	 * Real rollups of a copy, with every window old enough for one tier,
+	 * lossless (pids and pcs kept) and named (merged by function and name),
+	 * then the summaries the writer builds for them.
+	 */
 	static const int64_t lens[] = { 60 * SEC, 600 * SEC };
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 4; k++) {
 		char tmp[] = "/var/tmp/profd-roll.XXXXXX", cmd[1024];
 		if (!mkdtemp(tmp))
 			return 1;
 		snprintf(cmd, sizeof(cmd), "cp '%s'/seg-*.pfd '%s'/", dir, tmp);
 		if (system(cmd))
 			return 1;
-		struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, lens[k] } } };
+		struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, lens[k % 2] } },
+					 .named_age_ns = k < 2 ? -1 : 1 };
 		struct store_stats st;
 		if ((err = store__open(&wo, &s)))
 			return 1;
-		for (int i = 0; i < 10000; i++) {
-			uint64_t before;
+		for (int i = 0; i < 100000; i++) {
+			uint64_t before, after;
 			store__stats(s, &st);
-			before = st.rollups;
+			before = st.rollups + st.summaries_built;
 			if (store__compact(s, INT64_MAX / 2))
 				break;
 			store__stats(s, &st);
-			if (st.rollups == before)
-				break;
+			after = st.rollups + st.summaries_built;
+			if (after == before && i > 50 && !(i % 50)) {
+				uint64_t again = after;
+				for (int j = 0; j < 50 && again == after; j++) {
+					store__compact(s, INT64_MAX / 2);
+					store__stats(s, &st);
+					again = st.rollups + st.summaries_built;
+				}
+				if (again == after)
+					break;
+			}
 		}
 		store__stats(s, &st);
-		printf("rolled up into %lld s windows: %.2f MB/hour (%llu segments)\n", (long long)(lens[k] / SEC),
-		       (double)st.bytes_on_disk * ph, (unsigned long long)st.rollups);
+		printf("rolled up into %lld s windows, %s: %.2f MB/hour, of which summaries %.2f "
+		       "(%llu segments)\n", (long long)(lens[k % 2] / SEC), k < 2 ? "lossless" : "named",
+		       (double)st.bytes_on_disk * ph, (double)st.summary_bytes * ph,
+		       (unsigned long long)st.rollups);
 		store__close(s);
-		nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+		if (getenv("KEEP_ROLL"))
+			printf("  kept in %s\n", tmp);
+		else
+			nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	}
 	return 0;
 }
@@ -708,6 +727,46 @@ static int analyse(const char *dir)
 static int last_end(const struct store_window_info *w, void *arg)
 {
 	*(int64_t *)arg = w->end_ns;
+	return 0;
+}
+
+/*
+ * -S DIR: the background work of a writer over DIR (a copy: it is rolled
+ * up, summarised and its days built), every store__compact call timed in
+ * CPU, by what it finished: the longest call of each kind.
+ */
+static int steps_only(const char *dir)
+{
+	struct store *s;
+	struct store_opts o = { .dir = dir, .writer = 1 };
+	struct store_stats a, b;
+	double worst[4] = { 0 }, total[4] = { 0 };
+	unsigned long calls[4] = { 0 };
+	static const char *const kind[4] = { "rollup", "summary", "day", "no file finished" };
+	int idle = 0;
+
+	if (store__open(&o, &s))
+		return 1;
+	while (idle < 200) {
+		store__stats(s, &a);
+		double c0 = now(CLOCK_THREAD_CPUTIME_ID);
+		if (store__compact(s, INT64_MAX / 4))
+			return 1;
+		double c = now(CLOCK_THREAD_CPUTIME_ID) - c0;
+		store__stats(s, &b);
+		int k = b.rollups > a.rollups ? 0 : b.summaries_built > a.summaries_built ? 1 :
+			b.days_built > a.days_built ? 2 : 3;
+		/* An unfinished step is work too: count it with the kind it ends in, below. */
+		idle = k == 3 && c < 1e-3 ? idle + 1 : 0;
+		calls[k]++;
+		total[k] += c;
+		if (c > worst[k])
+			worst[k] = c;
+	}
+	for (int k = 0; k < 4; k++)
+		printf("%-19s %6lu calls, %8.1f ms CPU in all, longest call %6.1f ms\n", kind[k], calls[k],
+		       total[k] * 1e3, worst[k] * 1e3);
+	store__close(s);
 	return 0;
 }
 
@@ -752,10 +811,11 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, norollup = 0, chain = 0, c;
 
-	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:")) != -1) {
+	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:")) != -1) {
 		switch (c) {
 		case 'a': return analyse(optarg);
 		case 'Q': return query_only(optarg);
+		case 'S': return steps_only(optarg);
 		case 'd': dir = optarg; break;
 		case 'H': hours = num(optarg, 1, 24 * 365, argv[0]); break;
 		case 'c': cpus = num(optarg, 1, 1024, argv[0]); break;

@@ -71,11 +71,13 @@ rows=(
 	"day|dump --since 25h --comm cc1*"
 	"day|dump --since 25h --cgroup /system.slice/postgres.service"
 	"day|dump --since 25h --type offcpu"
+	"day|dump --since 25h --pid 1"
 	"week|dump --since 7d"
 	"week|dump --since 8d"
 	"week|top --since 7d"
 	"week|dump --since 7d --comm cc1*"
 	"week|dump --since 7d --type offcpu"
+	"week|dump --since 7d --pid 1"
 )
 : >"$W/res"
 for r in $(seq 1 "$RUNS"); do
