@@ -720,6 +720,27 @@ static void die_at_step(void *arg, int step)
 		raise(SIGKILL);
 }
 
+/* A writer opened with o, compacting at time now, killed (SIGKILL) at crash point step: 1 if it was. */
+static int killed_compacting(const struct store_opts *o, int step, int64_t now)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct store_opts k = *o;
+		struct store *s;
+
+		cp_die_at = step;
+		k.crash_point = die_at_step;
+		if (store__open(&k, &s))
+			_exit(1);
+		compact_all(s, now);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
 static void test_rollup(const char *base)
 {
 	char dir[256];
@@ -771,17 +792,11 @@ static void test_rollup(const char *base)
 	/* kill -9 at each step: nothing lost or doubled, before or after the next writer start. */
 	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
 		write_rw(dir);
-		pid_t pid = fork();
-		if (pid == 0) {
-			cp_die_at = step;
-			if (open_roller(dir, &s, die_at_step, NULL))
-				_exit(1);
-			compact_all(s, now);
-			_exit(0);
-		}
-		int status = 0;
-		waitpid(pid, &status, 0);
-		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		struct store_opts ro = roll_opts;
+		ro.dir = dir;
+		ro.writer = 1;
+		ro.warn = on_warn;
+		CHECK(killed_compacting(&ro, step, now));
 		CHECK(totals_ok(dir, NULL));
 		CHECK_EQ_INT(count_files(dir, "roll-"), step < STORE_CRASH_ROLL_RENAMED ? 1 : 0);
 		nwarn = 0;
@@ -1062,19 +1077,7 @@ static void test_named_rollup(const char *base)
 		CHECK_EQ_INT(store__open(&o, &s), 0); /* summaries first: a named rollup replaces them */
 		compact_all(s, T0 + 700 * SEC);
 		store__close(s);
-		pid_t pid = fork();
-		if (pid == 0) {
-			struct store_opts k = o;
-			cp_die_at = step;
-			k.crash_point = die_at_step;
-			if (store__open(&k, &s))
-				_exit(1);
-			compact_all(s, now);
-			_exit(0);
-		}
-		int status = 0;
-		waitpid(pid, &status, 0);
-		CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		CHECK(killed_compacting(&o, step, now));
 		after = named_answers(dir);
 		CHECK(strcmp(before, after) == 0);
 		free(after);
