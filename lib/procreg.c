@@ -37,6 +37,7 @@ struct rec {
 struct slot {
 	procreg_drop_fn drop;
 	void *arg;
+	bool loose; /* what it holds does not keep a record */
 };
 
 struct pidgen {
@@ -468,12 +469,22 @@ void procreg__due_cancel(struct procreg *r, int look, uint32_t pid)
 	}
 }
 
-int procreg__slot(struct procreg *r, procreg_drop_fn drop, void *arg)
+static int add_slot(struct procreg *r, procreg_drop_fn drop, void *arg, bool loose)
 {
 	if (r->nslots == PROCREG_SLOTS)
 		return -ENOSPC;
-	r->slots[r->nslots] = (struct slot){ drop, arg };
+	r->slots[r->nslots] = (struct slot){ drop, arg, loose };
 	return r->nslots++;
+}
+
+int procreg__slot(struct procreg *r, procreg_drop_fn drop, void *arg)
+{
+	return add_slot(r, drop, arg, false);
+}
+
+int procreg__slot_loose(struct procreg *r, procreg_drop_fn drop, void *arg)
+{
+	return add_slot(r, drop, arg, true);
 }
 
 int procreg__touch(struct procreg *r, uint32_t pid)
@@ -514,7 +525,7 @@ void procreg__detach(struct procreg *r, uint32_t pid, int slot)
 	if (x->told || x->maps)
 		return;
 	for (int i = 0; i < r->nslots; i++)
-		if (x->data[i])
+		if (x->data[i] && !r->slots[i].loose)
 			return;
 	procreg__forget(r, pid);
 }

@@ -121,6 +121,12 @@ void procreg__due_cancel(struct procreg *r, int look, uint32_t pid);
 typedef void (*procreg_drop_fn)(uint32_t pid, void *data, void *arg);
 /* A slot for one reader: its number, or -ENOSPC. */
 int procreg__slot(struct procreg *r, procreg_drop_fn drop, void *arg);
+/*
+ * A slot whose data does not keep a record: for a reader that only notes
+ * what it learnt of processes others keep (procreg__detach forgets a
+ * record whose other slots are empty, and drops what this one holds).
+ */
+int procreg__slot_loose(struct procreg *r, procreg_drop_fn drop, void *arg);
 /* pid's record, made when not known (a reader met it first, no event told). */
 int procreg__touch(struct procreg *r, uint32_t pid);
 /* NULL: not known, or nothing in that slot. */

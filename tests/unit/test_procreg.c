@@ -352,7 +352,7 @@ static void test_slots(void)
 {
 	struct procreg *r = NULL;
 	struct procreg_stats st;
-	int a = 1, b = 2, c = 3, n = 0, s1, s2;
+	int a = 1, b = 2, c = 3, n = 0, s1, s2, loose;
 
 	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
 	if (!r)
@@ -405,12 +405,44 @@ static void test_slots(void)
 	drops = 0;
 	two_drains(r);
 	CHECK_EQ_INT(drops, 1);
+	/* A loose slot rides on records others keep: it neither keeps one nor is lost while one stays. */
+	loose = procreg__slot_loose(r, on_drop, NULL);
+	CHECK(loose >= 0 && loose != s1 && loose != s2);
+	procreg__stats(r, &st);
+	n = (int)st.records;
+	CHECK_EQ_INT(procreg__touch(r, 70), 0);
+	procreg__set_data(r, 70, s1, &a);
+	procreg__set_data(r, 70, loose, &b);
+	/* The keeping reader lets go: the record goes, and what the loose one held is dropped. */
+	drops = 0;
+	procreg__detach(r, 70, s1);
+	CHECK_EQ_INT(drops, 1);
+	CHECK_EQ_INT(dropped_pid, 70);
+	CHECK(procreg__data(r, 70, loose) == NULL);
+	procreg__stats(r, &st);
+	CHECK_EQ_INT(st.records, n);
+	/* A record an event told of stays, with the loose slot's data, until it is forgotten. */
+	CHECK_EQ_INT(procreg__exec(r, 71, 1, 1, NULL), 0);
+	procreg__set_data(r, 71, s1, &a);
+	procreg__set_data(r, 71, loose, &b);
+	procreg__detach(r, 71, s1);
+	CHECK(procreg__data(r, 71, loose) == &b);
+	CHECK_EQ_INT(procreg__exit(r, 71), 0);
+	drops = 0;
+	two_drains(r);
+	CHECK_EQ_INT(drops, 1);
+	CHECK(procreg__data(r, 71, loose) == NULL);
+	/* Its own release forgets a record only a loose slot held. */
+	CHECK_EQ_INT(procreg__touch(r, 72), 0);
+	procreg__set_data(r, 72, loose, &b);
+	procreg__detach(r, 72, loose);
+	procreg__stats(r, &st);
+	CHECK_EQ_INT(st.records, n);
 	while (procreg__slot(r, NULL, NULL) >= 0)
 		;
 	CHECK_EQ_INT(procreg__slot(r, NULL, NULL), -ENOSPC);
 	procreg__free(r);
 }
-
 
 /* Identity from /proc/PID/stat, a name with spaces and parentheses included. */
 static void test_identity(void)
