@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "profd.skel.h"
 #include "procmaps.h"
+#include "procreg.h"
 #include "profd.h"
 #include "profile.h"
 #include "pyinterp.h"
@@ -25,16 +26,14 @@
 #include "pystack.h"
 #include "symbolizer.h"
 
-/* Direct-mapped: a pid that loses its slot is looked at again, which costs a scan of cached mappings. */
-#define SEEN_SLOTS 16384
 /*
  * A process not found to run CPython is looked at again at most this
  * often: its mappings may have been read before ld.so mapped libpython.
  */
 #define RETRY_NS 1000000000LL
 
+/* What was found of a process, on its registry record: it goes with the image. */
 struct seen {
-	uint32_t pid;
 	uint32_t found;
 	int64_t tried_ns;
 };
@@ -54,8 +53,10 @@ struct name_slot {
 struct pyprocs {
 	struct profd_bpf *skel;
 	struct pyinterp *pi;
-	int procs_fd, syms_fd, files_fd;
-	struct seen *seen;
+	struct procreg *reg;
+	int slot;                /* ours on reg's records: loose, the symbols and events keep them */
+	size_t nseen;
+	int procs_fd, syms_fd, files_fd, proc_fd;
 	struct name_slot *names;
 	uint64_t written, write_errors, sym_misses;
 	uint64_t epochs; /* py_procs values written: each one's epoch */
@@ -75,7 +76,25 @@ void pyprocs__configure(struct profd_bpf *skel)
 		skel->rodata->cost_tgid = skel->rodata->py_cost_tgid = (uint32_t)pid;
 }
 
-int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out)
+static void seen_dropped(uint32_t pid, void *data, void *arg)
+{
+	struct pyprocs *p = arg;
+
+	free(data);
+	p->nseen--;
+}
+
+static int seen_forget(uint32_t pid, void *data, void *arg)
+{
+	struct pyprocs *p = arg;
+
+	procreg__detach(p->reg, pid, p->slot);
+	seen_dropped(pid, data, p);
+	return 0;
+}
+
+int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc,
+		 struct pyprocs **out)
 {
 	struct pyprocs *p = calloc(1, sizeof(*p));
 	int err;
@@ -83,13 +102,15 @@ int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out)
 	if (!p)
 		return -ENOMEM;
 	p->skel = skel;
+	p->reg = reg;
 	p->procs_fd = bpf_map__fd(skel->maps.py_procs);
 	p->syms_fd = bpf_map__fd(skel->maps.py_syms);
 	p->files_fd = bpf_map__fd(skel->maps.py_files);
-	p->seen = calloc(SEEN_SLOTS, sizeof(*p->seen));
+	p->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	p->names = calloc(NAME_SLOTS, sizeof(*p->names));
-	err = pyinterp__new(0, &p->pi);
-	if (err || !p->seen || !p->names) {
+	p->slot = procreg__slot_loose(reg, seen_dropped, p);
+	err = p->slot < 0 ? p->slot : p->proc_fd < 0 ? -errno : pyinterp__new(fc, 0, &p->pi);
+	if (err || !p->names) {
 		pyprocs__free(p);
 		return err ? err : -ENOMEM;
 	}
@@ -101,38 +122,53 @@ void pyprocs__free(struct pyprocs *p)
 {
 	if (!p)
 		return;
+	if (p->slot >= 0 && p->reg)
+		procreg__each(p->reg, p->slot, seen_forget, p);
+	if (p->proc_fd >= 0)
+		close(p->proc_fd);
 	for (size_t i = 0; p->names && i < NAME_SLOTS; i++) {
 		free(p->names[i].text);
 		free(p->names[i].file);
 		free(p->names[i].lt);
 	}
 	free(p->names);
-	free(p->seen);
 	pyinterp__free(p->pi);
 	free(p);
 }
 
-static struct seen *seen_slot(struct pyprocs *p, uint32_t pid)
+/* pid's note, looked at now; NULL: the registry has no record of it (looked at every time). */
+static struct seen *seen_now(struct pyprocs *p, uint32_t pid)
 {
-	return &p->seen[(pid * 2654435761u) & (SEEN_SLOTS - 1)];
+	struct seen *sl = procreg__data(p->reg, pid, p->slot);
+
+	if (!sl && (sl = malloc(sizeof(*sl)))) {
+		if (procreg__set_data(p->reg, pid, p->slot, sl)) {
+			free(sl);
+			return NULL;
+		}
+		p->nseen++;
+	}
+	if (sl)
+		*sl = (struct seen){ .tried_ns = clock__ns(CLOCK_MONOTONIC_COARSE) };
+	return sl;
 }
 
 void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps)
 {
-	struct seen *sl = seen_slot(p, pid);
+	struct seen *sl = seen_now(p, pid);
 	struct profd_pyfile_key fkey;
 	struct profd_pyfile pf;
 	struct profd_pyproc pp;
-	char root[64];
+	char root[32];
 	int fd;
 
-	*sl = (struct seen){ .pid = pid, .tried_ns = clock__ns(CLOCK_MONOTONIC_COARSE) };
-	snprintf(root, sizeof(root), "/proc/%u/root", pid);
-	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(root, sizeof(root), "%u/root", pid);
+	fd = openat(p->proc_fd, root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	if (pyinterp__find(p->pi, fd, maps, &pp) == 0) {
-		sl->found = 1;
+		if (sl)
+			sl->found = 1;
 		pp.start_code = start_code;
 		pp.epoch = ++p->epochs;
 		if (bpf_map_update_elem(p->procs_fd, &pid, &pp, BPF_ANY))
@@ -149,55 +185,25 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 	close(fd);
 }
 
-/* mm->start_code, as field 26 of /proc/PID/stat. */
-static int start_code(uint32_t pid, uint64_t *out)
-{
-	char path[64], *buf = NULL, *s;
-	size_t len;
-	int err;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	err = procmaps__read_file(AT_FDCWD, path, 0, 4096, &buf, &len);
-	if (err)
-		return err;
-	/* The name in parentheses may hold anything: fields count from the last ')'. */
-	s = strrchr(buf, ')');
-	err = -EINVAL;
-	for (int field = 2; s && *s; s++) {
-		if (*s != ' ')
-			continue;
-		if (++field == 26) {
-			*out = strtoull(s + 1, NULL, 10);
-			err = 0;
-			break;
-		}
-	}
-	free(buf);
-	return err;
-}
-
 void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 {
+	const struct seen *sl = procreg__data(p->reg, pid, p->slot);
 	struct procmaps *maps = NULL;
-	uint64_t sc;
+	uint64_t st, sc;
 
-	struct seen *sl = seen_slot(p, pid);
-
-	if (sl->pid == pid &&
-	    (sl->found || clock__ns(CLOCK_MONOTONIC_COARSE) - sl->tried_ns < RETRY_NS))
+	if (sl && (sl->found || clock__ns(CLOCK_MONOTONIC_COARSE) - sl->tried_ns < RETRY_NS))
 		return;
-	*sl = (struct seen){ .pid = pid, .tried_ns = clock__ns(CLOCK_MONOTONIC_COARSE) };
+	seen_now(p, pid);
 	if (symbolizer__maps(sym, pid, &maps))
 		return;
-	if (start_code(pid, &sc) == 0)
+	if (procreg__read_stat(p->proc_fd, pid, &st, &sc) == 0)
 		pyprocs__maps(p, pid, sc, maps);
 	procmaps__free(maps);
 }
 
+/* What was found of it goes with its record; a new image under the pid starts a new one. */
 void pyprocs__exit(struct pyprocs *p, uint32_t pid)
 {
-	if (seen_slot(p, pid)->pid == pid)
-		*seen_slot(p, pid) = (struct seen){ 0 };
 	/* The LRU map would evict it in time; a reused pid must not find it meanwhile. */
 	bpf_map_delete_elem(p->procs_fd, &pid);
 }
@@ -335,7 +341,7 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	}
 	{
 		/* The daemon's own memory for Python: its tables and the names they hold. */
-		uint64_t bytes = sizeof(*p) + SEEN_SLOTS * sizeof(*p->seen) + NAME_SLOTS * sizeof(*p->names) +
+		uint64_t bytes = sizeof(*p) + p->nseen * sizeof(struct seen) + NAME_SLOTS * sizeof(*p->names) +
 				 pyinterp__mem_bytes(p->pi);
 
 		for (size_t i = 0; i < NAME_SLOTS; i++)

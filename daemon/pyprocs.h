@@ -7,7 +7,9 @@
 
 #include <linux/types.h>
 
+struct filecache;
 struct procmaps;
+struct procreg;
 struct profd_bpf;
 struct profile;
 struct pyprocs;
@@ -18,7 +20,13 @@ struct symbolizer;
  * process's samples, in status as sample_cost_*); nothing otherwise.
  */
 void pyprocs__configure(struct profd_bpf *skel);
-int pyprocs__new(struct profd_bpf *skel, struct pyprocs **out);
+/*
+ * What is found of each process hangs off its record in reg (which keeps
+ * it while the symbols or events do), each interpreter file's probe off
+ * its entry in fc; both outlive the pyprocs.
+ */
+int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc,
+		 struct pyprocs **out);
 void pyprocs__free(struct pyprocs *p);
 
 /* pid's mappings were read (exec, re-capture): a CPython among them is made known to the walker. */

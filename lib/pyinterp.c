@@ -4,8 +4,10 @@
  * PyCode_Type (every code object points to it, which the walker checks).
  * The version comes from Py_Version (3.11+) or, for 3.10, from the file's
  * name; 3.13+ also describe their layout in _Py_DebugOffsets, which must
- * agree with the table. Results are kept per file (dev, inode): a host
- * starts many processes of the same few interpreters.
+ * agree with the table. Results hang off the file's entry in the shared
+ * file cache (dev, inode): a host starts many processes of the same few
+ * interpreters, and the files that hold them are the ones the symbols and
+ * unwind tables read too.
  */
 #include <elf.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "filecache.h"
 #include "procmaps.h"
 #include "pyinterp.h"
 #include "pyoffsets.h"
@@ -39,7 +42,9 @@ struct file_ent {
 };
 
 struct pyinterp {
-	struct file_ent *files;
+	struct filecache *fc; /* ours hang off its entries in slot */
+	int slot;
+	struct file_ent **files; /* what we hold, for eviction: the least recently used goes */
 	uint32_t nfiles, cap, clock;
 	struct pyinterp_stats st;
 	/* The last pyinterp__find's file and answer, before its bias. */
@@ -48,26 +53,40 @@ struct pyinterp {
 	struct profd_pyproc last_pp;
 };
 
-int pyinterp__new(uint32_t files, struct pyinterp **out)
+int pyinterp__new(struct filecache *fc, uint32_t files, struct pyinterp **out)
 {
 	struct pyinterp *p = calloc(1, sizeof(*p));
+	int err = -ENOMEM;
 
 	if (!p)
 		return -ENOMEM;
+	p->fc = fc;
 	p->cap = files ? files : 64;
 	p->files = calloc(p->cap, sizeof(*p->files));
-	if (!p->files) {
-		free(p);
-		return -ENOMEM;
+	if (!p->files)
+		goto fail;
+	/* No drop: pyinterp__free takes ours out before the cache goes. */
+	p->slot = filecache__slot(fc, NULL, NULL);
+	if (p->slot < 0) {
+		err = p->slot;
+		goto fail;
 	}
 	*out = p;
 	return 0;
+fail:
+	free(p->files);
+	free(p);
+	return err;
 }
 
 void pyinterp__free(struct pyinterp *p)
 {
 	if (!p)
 		return;
+	for (uint32_t i = 0; i < p->nfiles; i++) {
+		filecache__set(p->fc, p->files[i]->dev, p->files[i]->inode, p->slot, NULL);
+		free(p->files[i]);
+	}
 	free(p->files);
 	free(p);
 }
@@ -245,32 +264,44 @@ int pyinterp__probe_fd(int fd, const char *path, struct pyinterp_file *out)
 	return err ? err : probe(&e, path, out);
 }
 
+/* The entry kept for m's file, made and probed when there is none; NULL: no memory. */
 static struct file_ent *file_get(struct pyinterp *p, int root_fd, const struct procmap *m)
 {
-	struct file_ent *f, *victim = NULL;
+	struct file_ent *victim = filecache__get(p->fc, m->dev, m->inode, p->slot);
+	uint32_t at = p->nfiles;
 	struct elf e;
 	struct stat st;
 	int fd;
 
-	for (uint32_t i = 0; i < p->nfiles; i++) {
-		f = &p->files[i];
-		if (f->dev == m->dev && f->inode == m->inode) {
-			f->used = ++p->clock;
-			return f;
-		}
+	if (victim) {
+		victim->used = ++p->clock;
+		return victim;
 	}
-	if (p->nfiles < p->cap) {
-		victim = &p->files[p->nfiles++];
-	} else {
-		victim = &p->files[0];
+	if (p->nfiles == p->cap) {
+		at = 0;
 		for (uint32_t i = 1; i < p->nfiles; i++)
-			if (p->files[i].used < victim->used)
-				victim = &p->files[i];
+			if (p->files[i]->used < p->files[at]->used)
+				at = i;
+		victim = p->files[at];
+		filecache__set(p->fc, victim->dev, victim->inode, p->slot, NULL);
+		if (p->last == victim)
+			p->last = NULL;
+	} else if (!(victim = malloc(sizeof(*victim)))) {
+		return NULL;
 	}
 	memset(victim, 0, sizeof(*victim));
 	victim->dev = m->dev;
 	victim->inode = m->inode;
 	victim->used = ++p->clock;
+	if (filecache__set(p->fc, m->dev, m->inode, p->slot, victim)) {
+		if (at < p->nfiles)
+			p->files[at] = p->files[--p->nfiles];
+		free(victim);
+		return NULL;
+	}
+	p->files[at] = victim;
+	if (at == p->nfiles)
+		p->nfiles++;
 	p->st.probes++;
 	fd = openat(root_fd, m->path[0] == '/' ? m->path + 1 : m->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
@@ -386,5 +417,6 @@ void pyinterp__stats(const struct pyinterp *p, struct pyinterp_stats *out)
 
 size_t pyinterp__mem_bytes(const struct pyinterp *p)
 {
-	return sizeof(*p) + (size_t)p->cap * sizeof(*p->files);
+	return sizeof(*p) + (size_t)p->cap * sizeof(*p->files) +
+	       (size_t)p->nfiles * sizeof(struct file_ent);
 }

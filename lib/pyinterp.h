@@ -9,11 +9,16 @@
 
 #include "pytypes.h"
 
+struct filecache;
 struct procmaps;
 struct pyinterp;
 
-/* files: ELF files whose probe is remembered, by (dev, inode); 0: a default. */
-int pyinterp__new(uint32_t files, struct pyinterp **out);
+/*
+ * files: ELF files whose probe is remembered (0: a default), each hanging
+ * off its entry in fc (a slot of its own: -ENOSPC when none is left). fc
+ * outlives the pyinterp.
+ */
+int pyinterp__new(struct filecache *fc, uint32_t files, struct pyinterp **out);
 void pyinterp__free(struct pyinterp *p);
 
 /*
