@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "filecache.h"
+#include "loadq.h"
 #include "log.h"
 #include "procmaps.h"
 #include "procreg.h"
@@ -158,16 +159,6 @@ struct tpid {
 	struct tmap *m;
 };
 
-struct qent {
-	uint32_t pid;            /* 0: served */
-	bool exec;               /* asked at exec: read again once ld.so mapped the libraries */
-	bool hot;                /* asked by the walker */
-	bool young;              /* the walker's first request for the process: waits grace_ns for pm */
-	int64_t queued;
-	struct procmaps *pm;     /* the mappings as process events read them (a reference); NULL: read them */
-	uint64_t start_time, start_code; /* with pm, from the exec event; 0: read /proc/PID/stat */
-};
-
 struct tables {
 	struct profd_bpf *skel;
 	struct procreg *reg;     /* every process known; ours hang off its records in slot */
@@ -195,8 +186,7 @@ struct tables {
 	int proc_fd;             /* /proc, for reading mappings */
 	int64_t backstop_at;     /* the last liveness scan (tables__gc) */
 	struct profd_umaps *um;  /* scratch for writing one umaps entry */
-	struct qent *queue;      /* pids waiting for pid_load, oldest first */
-	size_t nqueue, queue_cap, ncold;
+	struct loadq *queue;     /* pids waiting for pid_load */
 	tables_snapshot_fn snap_fn;
 	void *snap_arg;
 	tables_reread_fn reread_fn;
@@ -871,7 +861,7 @@ static struct tpid *pid_new(struct tables *t, uint32_t pid)
  * symbolizer's capture at or after an exec, with the start time and code
  * of the exec event) and writes its umaps entry.
  */
-static int pid_load(struct tables *t, const struct qent *e)
+static int pid_load(struct tables *t, const struct loadq_req *e)
 {
 	uint32_t pid = e->pid;
 	bool exec = e->exec;
@@ -960,123 +950,32 @@ out:
 	return err;
 }
 
-/*
- * Two kinds of requests: hot ones come from the walker (a process sampled
- * now, losing frames until it is read) and are served first, oldest first;
- * the others (at exec, planned re-reads) are served newest first and
- * dropped after COLD_MAX_AGE_NS or beyond MAX_COLD: on a host exec'ing
- * hundreds of processes a second most are gone before their turn, and one
- * that runs long enough to be sampled asks again, hot.
- */
-/*
- * A request for pid: from the walker (hot), at exec (exec), or with the
- * mappings process events read (n->pm, a reference taken here). stale: the
- * walker met a pc outside the mappings known, so a read now is needed.
- */
-static void enqueue(struct tables *t, const struct qent *n, bool stale)
+/* A request for a read of pid's mappings; stale: the walker met a pc outside them. */
+static void enqueue(struct tables *t, const struct loadq_req *n, bool stale)
 {
-	uint32_t pid = n->pid;
-	bool exec = n->exec, hot = n->hot;
-
-	for (size_t i = 0; i < t->nqueue; i++) {
-		struct qent *e = &t->queue[i];
-
-		if (e->pid == pid) {
-			e->exec |= exec;
-			if (hot && !e->hot)
-				t->ncold--;
-			e->hot |= hot;
-			e->young &= !stale;
-			/* The newest mappings; none when the walker met a pc outside them. */
-			if (n->pm || stale) {
-				procmaps__free(e->pm);
-				e->pm = procmaps__ref(n->pm);
-				e->start_time = n->start_time;
-				e->start_code = n->start_code;
-			}
-			return;
-		}
-	}
-	if (!hot && t->ncold >= MAX_COLD) {
-		for (size_t i = 0; i < t->nqueue; i++) {
-			if (!t->queue[i].hot) {
-				procmaps__free(t->queue[i].pm);
-				memmove(&t->queue[i], &t->queue[i + 1], (t->nqueue - i - 1) * sizeof(*t->queue));
-				t->nqueue--;
-				t->ncold--;
-				t->st.requests_dropped++;
-				break;
-			}
-		}
-	}
-	if (t->nqueue == t->queue_cap) {
-		size_t cap = t->queue_cap ? t->queue_cap * 2 : 64;
-		struct qent *q;
-
-		/* Bounded like umaps: beyond it the placeholder stays and gc asks again. */
-		if (cap > 4 * (size_t)t->o.max_pids + MAX_COLD + 64 || !(q = realloc(t->queue, cap * sizeof(*q))))
-			return;
-		t->queue = q;
-		t->queue_cap = cap;
-	}
-	t->queue[t->nqueue] = *n;
-	t->queue[t->nqueue].queued = clock__mono_ns();
-	t->queue[t->nqueue++].pm = procmaps__ref(n->pm);
-	if (!hot)
-		t->ncold++;
+	/* Full (bounded like umaps): the placeholder stays and gc asks again. */
+	loadq__add(t->queue, n, stale, clock__mono_ns());
 }
 
-/* How long a young request waits for its exec event's mappings: from the request, the exec was earlier. */
-static int64_t grace_ns(const struct tables *t)
-{
-	return t->exec_delay_ns + NEW_PID_GRACE_NS;
-}
+struct work_turn {
+	struct tables *t;
+	int64_t t0, budget;
+};
 
-static bool waits(const struct tables *t, const struct qent *e, int64_t now)
+static int work_one(const struct loadq_req *e, void *arg)
 {
-	return e->young && !e->pm && now - e->queued < grace_ns(t);
+	struct work_turn *w = arg;
+
+	pid_load(w->t, e);
+	return clock__mono_ns() - w->t0 >= w->budget;
 }
 
 static void work(struct tables *t, int64_t budget)
 {
-	int64_t t0 = clock__mono_ns();
-	size_t k = 0;
-	bool more = false;
+	struct work_turn w = { t, clock__mono_ns(), budget };
 
-	/* Served entries become pid 0 (never a process's) and are squeezed out below. */
-	for (size_t i = 0; i < t->nqueue && clock__mono_ns() - t0 < budget; i++) {
-		if (t->queue[i].hot && !waits(t, &t->queue[i], t0)) {
-			struct qent e = t->queue[i];
-
-			t->queue[i].pid = 0;
-			t->queue[i].pm = NULL;
-			pid_load(t, &e);
-			procmaps__free(e.pm);
-		}
-	}
-	for (size_t i = t->nqueue; i-- > 0 && clock__mono_ns() - t0 < budget;) {
-		struct qent e = t->queue[i];
-
-		if (!e.pid || e.hot)
-			continue;
-		t->queue[i].pid = 0;
-		t->queue[i].pm = NULL;
-		t->ncold--;
-		if (t0 - e.queued > COLD_MAX_AGE_NS)
-			t->st.requests_dropped++;
-		else
-			pid_load(t, &e);
-		procmaps__free(e.pm);
-	}
-	for (size_t i = 0; i < t->nqueue; i++) {
-		if (t->queue[i].pid) {
-			more |= !waits(t, &t->queue[i], t0);
-			t->queue[k++] = t->queue[i];
-		}
-	}
-	t->nqueue = k;
 	/* Come back next turn, after whatever else waits; requests waiting for an exec have the timer. */
-	if (more)
+	if (loadq__serve(t->queue, w.t0, work_one, &w))
 		poke(t);
 }
 
@@ -1090,13 +989,13 @@ static void reread(struct tables *t, uint32_t pid, struct tpid *p, bool asked)
 	if (p && t->reread_fn)
 		t->reread_fn(pid, p->start_time, p->start_code, t->reread_arg);
 	else
-		enqueue(t, &(struct qent){ .pid = pid, .hot = asked }, asked);
+		enqueue(t, &(struct loadq_req){ .pid = pid, .hot = asked }, asked);
 }
 
 /* Queues the processes whose planned re-read is due; arms the timer for the next one. */
 static void run_due(struct tables *t)
 {
-	int64_t now = clock__mono_ns(), next;
+	int64_t now = clock__mono_ns(), next, wake;
 	uint32_t pid, tries;
 
 	while (procreg__due_pop(t->reg, LOOK, now, &pid, &tries)) {
@@ -1108,12 +1007,9 @@ static void run_due(struct tables *t)
 		}
 	}
 	next = procreg__due_first(t->reg, LOOK);
-	for (size_t i = 0; i < t->nqueue; i++) {
-		int64_t due = t->queue[i].queued + grace_ns(t);
-
-		if (waits(t, &t->queue[i], now) && (!next || due < next))
-			next = due;
-	}
+	wake = loadq__wake_at(t->queue, now);
+	if (wake && (!next || wake < next))
+		next = wake;
 	clock__timer_arm(t->tfd, next, &t->armed);
 }
 
@@ -1127,7 +1023,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	switch (ev->type) {
 	case PROFD_UEV_NEW_PID: {
-		struct qent q = { .pid = ev->pid, .hot = true,
+		struct loadq_req q = { .pid = ev->pid, .hot = true,
 				  .young = !t->exec_delay_ns ||
 					   (ev->flags & PROFD_UEV_F_EXEC_DUE) };
 		struct procreg_info in;
@@ -1207,6 +1103,11 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 	munmap(t->rows, (size_t)page);
 	t->rows = NULL;
 	err = rowalloc__new(t->rows_cap, &t->ra);
+	if (!err)
+		err = loadq__new(&(struct loadq_opts){ .max = 4 * (size_t)o->max_pids + MAX_COLD + 64,
+						      .max_cold = MAX_COLD,
+						      .cold_max_age_ns = COLD_MAX_AGE_NS,
+						      .grace_ns = NEW_PID_GRACE_NS }, &t->queue);
 	if (err)
 		goto fail;
 	t->rb = ring_buffer__new(bpf_map__fd(skel->maps.uevents), on_event, t, NULL);
@@ -1271,12 +1172,10 @@ void tables__free(struct tables *t)
 		munmap(t->rows, t->rows_len);
 	while (t->nfiles)
 		file_free(t, t->nfiles - 1);
-	for (size_t i = 0; i < t->nqueue; i++)
-		procmaps__free(t->queue[i].pm);
 	if (t->proc_fd >= 0)
 		close(t->proc_fd);
 	free(t->files);
-	free(t->queue);
+	loadq__free(t->queue);
 	rowalloc__free(t->ra);
 	free(t->um);
 	free(t);
@@ -1320,24 +1219,15 @@ void tables__exec(struct tables *t, uint32_t pid, int exec, uint64_t start_time,
 		  struct procmaps *maps)
 {
 	/* No poke: the loop polls the tables after each batch of process events. */
-	enqueue(t, &(struct qent){ .pid = pid, .exec = exec, .pm = maps, .start_time = start_time,
-				   .start_code = start_code }, false);
+	enqueue(t, &(struct loadq_req){ .pid = pid, .exec = exec, .pm = maps,
+					.start_time = start_time, .start_code = start_code }, false);
 }
 
 void tables__exit(struct tables *t, uint32_t pid, uint64_t time_ns)
 {
 	struct tpid *p = pid_find(t, pid);
 
-	for (size_t i = 0; i < t->nqueue; i++) {
-		if (t->queue[i].pid == pid) {
-			if (!t->queue[i].hot)
-				t->ncold--;
-			procmaps__free(t->queue[i].pm);
-			memmove(&t->queue[i], &t->queue[i + 1], (t->nqueue - i - 1) * sizeof(*t->queue));
-			t->nqueue--;
-			break;
-		}
-	}
+	loadq__cancel(t->queue, pid);
 	if (!p) {
 		/* The walker's placeholder, if any; exiting tasks make none after the exit hook ran. */
 		if (!t->exit_link)
@@ -1379,7 +1269,7 @@ static int gc_one(uint32_t pid, void *data, void *arg)
 		t->rescan = true;
 	} else if (g->lost && refresh_asked(t, pid)) {
 		/* The walker asked, the event was lost (ring buffer full): it asks no more. */
-		enqueue(t, &(struct qent){ .pid = pid, .hot = true }, true);
+		enqueue(t, &(struct loadq_req){ .pid = pid, .hot = true }, true);
 	}
 	return 0;
 }
@@ -1413,12 +1303,9 @@ void tables__gc(struct tables *t)
 	}
 	/* Placeholders whose request was lost (ring buffer full): the walker asks again. */
 	while (scan && !bpf_map_get_next_key(t->umaps_fd, prev, &next)) {
-		bool queued = false;
-
-		for (size_t i = 0; i < t->nqueue && !queued; i++)
-			queued = t->queue[i].pid == next;
 		/* After a delete, the next key after prev (or the first) is a new one. */
-		if (!queued && !pid_find(t, next) && !bpf_map_delete_elem(t->umaps_fd, &next))
+		if (!loadq__has(t->queue, next) && !pid_find(t, next) &&
+		    !bpf_map_delete_elem(t->umaps_fd, &next))
 			continue;
 		key = next;
 		prev = &key;
@@ -1440,7 +1327,7 @@ void tables__gc(struct tables *t)
 		if (t->files[i]->no_room && t->files[i]->users)
 			file_reload(t, t->files[i]);
 	write_changed(t);
-	if (t->nqueue)
+	if (loadq__count(t->queue))
 		poke(t);
 }
 
@@ -1448,6 +1335,7 @@ void tables__exec_delay(struct tables *t, uint64_t ns)
 {
 	t->skel->bss->uw_quiet_ns = ns;
 	t->exec_delay_ns = (int64_t)ns;
+	loadq__set_grace(t->queue, (int64_t)ns + NEW_PID_GRACE_NS);
 }
 
 void tables__on_reread(struct tables *t, tables_reread_fn fn, void *arg)
@@ -1478,6 +1366,7 @@ int tables__use_registry(struct tables *t, struct procreg *reg, struct filecache
 void tables__stats(const struct tables *t, struct tables_stats *st)
 {
 	*st = t->st;
+	st->requests_dropped = loadq__dropped(t->queue);
 	st->rows_used = rowalloc__used(t->ra);
 	st->builds_pending = t->njobs;
 	st->rows_unused = 0;
