@@ -76,7 +76,7 @@ p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; 
 tstat() {
 	[ "$pd" = 1 ] || { echo "- -"; return; }
 	pctl "$W/pd" status | awk '$1 == "unwind_table_evictions" { e = $2 } $1 == "unwind_table_build_ms" { b = $2 }
-		END { print e + 0, b + 0 }'
+		END { if (e == "" || b == "") print "- -"; else print e, b }'
 }
 measure() {
 	local a b c0 c1 m0 m1 t0 t1 execs hwm ns u0 u1
@@ -100,8 +100,9 @@ measure() {
 	row=$(awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v e="${execs:-0}" -v ns="$ns" -v h="${hwm:-0}" -v c="$1" \
 		-v pd="$pd" -v m0="$m0" -v m1="$m1" -v e0="${u0[0]}" -v e1="${u1[0]}" -v b0="${u0[1]}" -v b1="${u1[1]}" \
 		'BEGIN { printf "%s %.3f %s %.1f %.0f", c, 100 * (c1 - c0) / 1000 / (t1 - t0), ns, e / (t1 - t0), h / 1024
-			if (pd == 1) printf " %.3f %d %.0f", 100 * (m1 - m0) / 1000 / (t1 - t0), e1 - e0, (b1 - b0) / (t1 - t0)
-			else printf " - - -" }')
+			if (pd != 1) printf " - - -"
+			else if (e0 == "-" || e1 == "-") printf " %.3f - -", 100 * (m1 - m0) / 1000 / (t1 - t0)
+			else printf " %.3f %d %.0f", 100 * (m1 - m0) / 1000 / (t1 - t0), e1 - e0, (b1 - b0) / (t1 - t0) }')
 	echo "$row" >>"$W/rows"
 }
 
