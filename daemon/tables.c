@@ -101,6 +101,13 @@
  * placeholders only catches what a lost event missed: this often.
  */
 #define BACKSTOP_NS (10 * 1000000000LL)
+/*
+ * A table displaced while in use is built again no sooner than this, twice
+ * as long for each displacement before, up to RELOAD_WAIT_DOUBLINGS times:
+ * libLLVM's rebuild costs a worker 0.35 s.
+ */
+#define RELOAD_WAIT_NS (5 * 1000000000LL)
+#define RELOAD_WAIT_DOUBLINGS 5
 /* The registry's looks planned here: process events plan and call off their own. */
 #define LOOK PROCREG_LOOK_TABLES
 
@@ -138,6 +145,8 @@ struct tfile {
 	bool job;                /* a build or rebuild of it is queued or running: not freed meanwhile */
 	bool changed;            /* loaded or unloaded since the processes mapping it were written */
 	int64_t unused_since;
+	unsigned displaced;      /* times it was displaced while in use */
+	int64_t reload_at;       /* displaced: not built again before this time */
 };
 
 /* A mapping of a process as last read, so its umaps entry can be rewritten when a file loads. */
@@ -319,43 +328,115 @@ static void file_free(struct tables *t, size_t i)
 	t->files[i] = t->files[--t->nfiles];
 }
 
+static int by_lru(const void *a, const void *b)
+{
+	const struct tfile *x = *(struct tfile *const *)a, *y = *(struct tfile *const *)b;
+
+	return (x->unused_since > y->unused_since) - (x->unused_since < y->unused_since);
+}
+
+static int by_size_desc(const void *a, const void *b)
+{
+	const struct tfile *x = *(struct tfile *const *)a, *y = *(struct tfile *const *)b;
+
+	return (x->count < y->count) - (x->count > y->count);
+}
+
 /*
- * Frees rows until n fit: first tables no process maps, least recently used
+ * The tables to give up so that n rows fit, in the order they go, into
+ * v (room for nfiles): first tables no process maps, least recently used
  * first; then tables in use that are larger than n rows, largest first.
- * Under a tight budget the many small tables of a host (each program, libc)
- * win over a few huge ones (libLLVM, cc1, node): their processes fall back
- * to frame pointers in those files only. A table only ever displaces larger
- * ones, so two tables never push each other out in turn.
+ * Tried on a copy of the allocator, so nothing goes unless it makes room:
+ * a table that cannot fit even so (libclang-cpp's million rows beside
+ * libLLVM in use) emptied the cache of every unused table at each try, and
+ * the next runs of those programs built them all again. The number of
+ * victims, or -ENOSPC when n cannot fit (-ENOMEM).
+ */
+static int plan_room(struct tables *t, uint32_t n, struct tfile **v)
+{
+	struct rowalloc *sim;
+	size_t nu = 0, nd = 0;
+	uint32_t first;
+	int err = -ENOSPC;
+
+	for (size_t i = 0; i < t->nfiles; i++)
+		if (!t->files[i]->users && !t->files[i]->job && t->files[i]->count)
+			v[nu++] = t->files[i];
+	qsort(v, nu, sizeof(*v), by_lru);
+	for (size_t i = 0; i < t->nfiles; i++)
+		if (t->files[i]->users && t->files[i]->count > n)
+			v[nu + nd++] = t->files[i];
+	qsort(v + nu, nd, sizeof(*v), by_size_desc);
+	if (rowalloc__copy(t->ra, &sim))
+		return -ENOMEM;
+	for (size_t k = 0; k < nu + nd; k++) {
+		if (rowalloc__release(sim, v[k]->first, v[k]->count))
+			break;
+		if (!rowalloc__alloc(sim, n, &first)) {
+			err = (int)(k + 1);
+			break;
+		}
+	}
+	rowalloc__free(sim);
+	return err;
+}
+
+/*
+ * Frees rows until n fit (plan_room's order). Under a tight budget the
+ * many small tables of a host (each program, libc) win over a few huge
+ * ones (libLLVM, cc1, node): their processes fall back to frame pointers
+ * in those files only. A table only ever displaces larger ones, so two
+ * tables never push each other out in turn; a displaced table waits
+ * longer for each displacement before it is built again (reload_at), so
+ * small new programs that keep displacing a huge one do not have it built
+ * again every second.
  */
 static void make_room(struct tables *t, uint32_t n)
 {
-	uint32_t first;
+	struct tfile **v = malloc((t->nfiles ? t->nfiles : 1) * sizeof(*v));
+	int64_t now = clock__mono_ns();
+	int nv = v ? plan_room(t, n, v) : -ENOMEM;
 
-	while (rowalloc__alloc(t->ra, n, &first)) {
-		size_t victim = SIZE_MAX;
+	for (int k = 0; k < nv; k++) {
+		struct tfile *f = v[k];
 
-		for (size_t i = 0; i < t->nfiles; i++)
-			if (!t->files[i]->users && t->files[i]->count &&
-			    (victim == SIZE_MAX || t->files[i]->unused_since < t->files[victim]->unused_since))
-				victim = i;
-		if (victim != SIZE_MAX) {
-			file_free(t, victim);
-			t->st.evictions++;
+		if (!f->users) {
+			for (size_t i = 0; i < t->nfiles; i++) {
+				if (t->files[i] == f) {
+					file_free(t, i);
+					t->st.evictions++;
+					break;
+				}
+			}
 			continue;
 		}
-		for (size_t i = 0; i < t->nfiles; i++)
-			if (t->files[i]->count > n &&
-			    (victim == SIZE_MAX || t->files[i]->count > t->files[victim]->count))
-				victim = i;
-		if (victim == SIZE_MAX)
-			return;
-		file_unload(t, t->files[victim]);
-		t->files[victim]->no_room = true;
+		file_unload(t, f);
+		f->no_room = true;
+		f->reload_at = now + (RELOAD_WAIT_NS << (f->displaced < RELOAD_WAIT_DOUBLINGS ?
+							   f->displaced : RELOAD_WAIT_DOUBLINGS));
+		f->displaced++;
 		t->st.displaced++;
 	}
-	rowalloc__release(t->ra, first, n);
+	free(v);
 	/* The walker must stop using displaced rows before they are overwritten. */
 	write_changed(t);
+}
+
+/* Whether n rows can be had, making room as make_room would, without giving anything up. */
+static bool room_possible(struct tables *t, uint32_t n)
+{
+	struct tfile **v;
+	uint32_t first;
+	bool ok;
+
+	if (!rowalloc__alloc(t->ra, n, &first)) {
+		rowalloc__release(t->ra, first, n);
+		return true;
+	}
+	v = malloc((t->nfiles ? t->nfiles : 1) * sizeof(*v));
+	ok = v && plan_room(t, n, v) > 0;
+	free(v);
+	return ok;
 }
 
 /*
@@ -738,7 +819,9 @@ static void file_reload(struct tables *t, struct tfile *f)
 	char path[64];
 	int fd = -ENOENT;
 
-	if (!n || n > t->rows_cap || f->job || f->count || f->state != TF_BUILT || (t->njobs >= MAX_JOBS && !f->vdso))
+	if (!n || n > t->rows_cap || f->job || f->count || f->state != TF_BUILT ||
+	    (t->njobs >= MAX_JOBS && !f->vdso) || clock__mono_ns() < f->reload_at ||
+	    !room_possible(t, n))
 		return;
 	if (!f->vdso) {
 		struct reload_open ro = { f, path, sizeof(path) };

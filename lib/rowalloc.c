@@ -66,6 +66,26 @@ void rowalloc__free(struct rowalloc *a)
 	free(a);
 }
 
+int rowalloc__copy(const struct rowalloc *a, struct rowalloc **out)
+{
+	struct rowalloc *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->cap = a->cap;
+	c->used = a->used;
+	c->free_cap = a->nfree ? a->nfree : 1;
+	c->free = malloc(c->free_cap * sizeof(*c->free));
+	if (!c->free) {
+		free(c);
+		return -ENOMEM;
+	}
+	memcpy(c->free, a->free, a->nfree * sizeof(*a->free));
+	c->nfree = a->nfree;
+	*out = c;
+	return 0;
+}
+
 int rowalloc__alloc(struct rowalloc *a, uint32_t n, uint32_t *first)
 {
 	if (!n)

@@ -14,6 +14,11 @@ struct rowalloc;
 /* An allocator of rows [0, cap), all free. -EINVAL when cap is 0, -ENOMEM. */
 int rowalloc__new(uint32_t cap, struct rowalloc **out);
 void rowalloc__free(struct rowalloc *a);
+/*
+ * An independent allocator in a's state: what releases would make room
+ * for is tried on it, before anything is given up for real. 0, -ENOMEM.
+ */
+int rowalloc__copy(const struct rowalloc *a, struct rowalloc **out);
 
 /* n rows in a row at *first: the lowest free range that fits. -ENOSPC, -EINVAL for n 0. */
 int rowalloc__alloc(struct rowalloc *a, uint32_t n, uint32_t *first);

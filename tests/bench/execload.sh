@@ -12,9 +12,16 @@
 # otherwise idle; the rate reached is printed per round and in the table).
 # Then, profd alone for SECS on a quiet exec rate (benchwork plus a loop of
 # `sleep 0.1`, about 10 execs/s), after the same warm-up.
+# For profd, also its main thread's CPU (process events, tables, drains:
+# the work per exec and per drain) apart from the table builders', and the
+# unwind tables evicted and the builders' milliseconds in the interval: on
+# a shared host, builds of whatever else runs (a clang's libLLVM) land in
+# the process figure.
 # PROFD_B=PATH adds a condition "profd-b": that profd binary, in the same
 # rotation (before/after comparisons in one run). CONDS="profd bpftrace"
-# picks conditions; QUIET=0 skips the quiet rounds.
+# picks conditions; QUIET=0 skips the quiet rounds. CLANG_LOOPS=N adds N
+# loops of `clang -O1 -c` (libclang-cpp, libLLVM and libz3: 2.3 million
+# unwind rows, more than the default 16 MB of tables holds beside gcc's).
 # Usage: execload.sh [--quick]   (ROUNDS=N SECS=S WARM=S LOOPS=N override)
 source "$(dirname "$0")/bench-lib.sh"
 need bpftrace
@@ -33,13 +40,19 @@ QUIET=${QUIET:-1}
 LOOPS=${LOOPS:-3}
 PY=$(command -v python3)
 [ -x /root/.pyenv/shims/python3 ] && PY=/root/.pyenv/shims/python3
-log "execload: $ROUNDS rounds x ${#CONDS[@]} conditions x ${SECS}s; benchwork x $NCPU; gcc -c and $PY -c pass in $LOOPS loops"
+log "execload: $ROUNDS rounds x ${#CONDS[@]} conditions x ${SECS}s; benchwork x $NCPU; gcc -c and $PY -c pass in $LOOPS loops; clang -c in ${CLANG_LOOPS:-0}"
 
 printf 'int f(int x) { return x * 3 + 1; }\nint main(void) { return f(2); }\n' >"$W/small.c"
 bg "$TP/benchwork" "$NCPU" 100000000000 >/dev/null
 LOOP_PIDS=()
 for l in $(seq 1 "$LOOPS"); do
 	bg bash -c "while :; do gcc -O1 -c '$W/small.c' -o '$W/small$l.o'; '$PY' -c pass; done" >/dev/null 2>&1
+	LOOP_PIDS+=("$BG")
+done
+CLANG_LOOPS=${CLANG_LOOPS:-0}
+[ "$CLANG_LOOPS" -gt 0 ] && need clang
+for l in $(seq 1 "$CLANG_LOOPS"); do
+	bg bash -c "while :; do clang -O1 -c '$W/small.c' -o '$W/clang$l.o'; done" >/dev/null 2>&1
 	LOOP_PIDS+=("$BG")
 done
 sleep 2
@@ -59,15 +72,25 @@ import json, sys
 p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; }
 
 # measure COND: one row of $W/rows for process P (BPF program prog, if set) over SECS.
+# tstat: "evictions build_ms" of the profd under $W/pd, or "- -" for another profiler.
+tstat() {
+	[ "$pd" = 1 ] || { echo "- -"; return; }
+	pctl "$W/pd" status | awk '$1 == "unwind_table_evictions" { e = $2 } $1 == "unwind_table_build_ms" { b = $2 }
+		END { if (e == "" || b == "") print "- -"; else print e, b }'
+}
 measure() {
-	local a b c0 c1 t0 t1 execs hwm ns
+	local a b c0 c1 m0 m1 t0 t1 execs hwm ns u0 u1
 	sysctl -qw kernel.bpf_stats_enabled=1
 	[ -n "$prog" ] && a=($(prog_ns "$prog"))
+	u0=($(tstat))
 	c0=$(proc_cpu_ms "$P")
+	m0=$(proc_cpu_ms "$P/task/$P")
 	t0=$(date +%s.%N)
 	execs=$(perf stat -a -x, -e sched:sched_process_exec sleep "$SECS" 2>&1 | awk -F, '/sched_process_exec/ { print $1 }')
 	t1=$(date +%s.%N)
 	c1=$(proc_cpu_ms "$P")
+	m1=$(proc_cpu_ms "$P/task/$P")
+	u1=($(tstat))
 	[ -n "$prog" ] && b=($(prog_ns "$prog"))
 	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
 	hwm=$(proc_kb "$P" VmHWM)
@@ -75,7 +98,11 @@ measure() {
 	ns=-
 	[ -n "$prog" ] && [ $((b[1] - a[1])) -gt 0 ] && ns=$(((b[0] - a[0]) / (b[1] - a[1])))
 	row=$(awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v e="${execs:-0}" -v ns="$ns" -v h="${hwm:-0}" -v c="$1" \
-		'BEGIN { printf "%s %.3f %s %.1f %.0f", c, 100 * (c1 - c0) / 1000 / (t1 - t0), ns, e / (t1 - t0), h / 1024 }')
+		-v pd="$pd" -v m0="$m0" -v m1="$m1" -v e0="${u0[0]}" -v e1="${u1[0]}" -v b0="${u0[1]}" -v b1="${u1[1]}" \
+		'BEGIN { printf "%s %.3f %s %.1f %.0f", c, 100 * (c1 - c0) / 1000 / (t1 - t0), ns, e / (t1 - t0), h / 1024
+			if (pd != 1) printf " - - -"
+			else if (e0 == "-" || e1 == "-") printf " %.3f - -", 100 * (m1 - m0) / 1000 / (t1 - t0)
+			else printf " %.3f %d %.0f", 100 * (m1 - m0) / 1000 / (t1 - t0), e1 - e0, (b1 - b0) / (t1 - t0) }')
 	echo "$row" >>"$W/rows"
 }
 
@@ -84,10 +111,10 @@ for r in $(seq 1 "$ROUNDS"); do
 	n=${#CONDS[@]}
 	for k in $(seq 0 $((n - 1))); do
 		c=${CONDS[$(((k + r - 1) % n))]}
-		prog=
+		prog= pd=0
 		case $c in
-		profd) profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' ;;
-		profd-b) PROFD=$W/bin/profd-b profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' ;;
+		profd) profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' pd=1 ;;
+		profd-b) PROFD=$W/bin/profd-b profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' pd=1 ;;
 		bpftrace) bpftrace_start "$W/bt.log"; P=$BT_PID re='99|profile_hz_99' ;;
 		perf) perf_start "$W/perf.data"; P=$PERF_PID re= ;;
 		esac
@@ -97,7 +124,7 @@ for r in $(seq 1 "$ROUNDS"); do
 			[ -n "$prog" ] || { echo "round $r $c: no BPF program found" >&2; exit 1; }
 		fi
 		measure "$c"
-		log "round $r: $row (condition, CPU %, BPF ns/sample, execs/s, peak RSS MB)"
+		log "round $r: $row (condition, CPU %, BPF ns/sample, execs/s, peak RSS MB; profd: main thread CPU %, tables evicted, build ms/s)"
 	done
 done
 
@@ -106,7 +133,7 @@ for p in "${LOOP_PIDS[@]}"; do stop "$p" TERM; done
 bg bash -c 'while :; do sleep 0.1; done'
 [ "$QUIET" = 1 ] || ROUNDS_Q=0
 for r in $(seq 1 "${ROUNDS_Q:-$ROUNDS}"); do
-	profd_start "$W/pd" --config /dev/null; P=$PROFD_PID prog=
+	profd_start "$W/pd" --config /dev/null; P=$PROFD_PID prog= pd=1
 	sleep "$WARM"
 	measure profd-10
 	log "quiet round $r: $row"
@@ -117,21 +144,23 @@ col() { awk -v c="$1" -v k="$2" '$1 == c && $k != "-" { print $k }' "$W/rows" | 
 fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") print "-"; else printf "%." d "f (%." d "f-%." d "f)", m, lo, hi }'; }
 {
 	echo "Machine: $(machine_line); load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
-	echo "$ROUNDS rounds x ${SECS} s per condition, rotated; benchwork on $NCPU CPUs plus gcc -c and \`$PY -c pass\` in a loop. Median (min-max)."
+	echo "$ROUNDS rounds x ${SECS} s per condition, rotated; benchwork on $NCPU CPUs plus gcc -c and \`$PY -c pass\` in $LOOPS loops, clang -c in $CLANG_LOOPS. Median (min-max)."
 	echo
-	echo "| profiler | CPU, % of a core | BPF time per sample, ns | execs/s in the interval | peak RSS, MB |"
-	echo "|---|---|---|---|---|"
+	echo "| profiler | CPU, % of a core | BPF time per sample, ns | execs/s in the interval | peak RSS, MB | main thread, % of a core | tables evicted | table builds, ms/s |"
+	echo "|---|---|---|---|---|---|---|---|"
 	for c in "${CONDS[@]}" profd-10; do
 		name=$c; [ $c = profd-10 ] && name="profd, quiet exec rate"
 		[ $c = profd-b ] && name="profd-b ($PROFD_B)"
 		[ $c = profd-10 ] && [ "$QUIET" != 1 ] && continue
-		echo "| $name | $(fmt $(col $c 2) 3) | $(fmt $(col $c 3) 0) | $(fmt $(col $c 4) 0) | $(fmt $(col $c 5) 0) |"
+		echo "| $name | $(fmt $(col $c 2) 3) | $(fmt $(col $c 3) 0) | $(fmt $(col $c 4) 0) | $(fmt $(col $c 5) 0) |" \
+			"$(fmt $(col $c 6) 3) | $(fmt $(col $c 7) 0) | $(fmt $(col $c 8) 0) |"
 	done
 } >"$BENCH_OUT/execload.md"
 cat "$BENCH_OUT/execload.md"
 pm=$(col profd 3 | cut -d' ' -f1) bm=$(col bpftrace 3 | cut -d' ' -f1)
 { echo "profd_cpu_pct=$(col profd 2 | cut -d' ' -f1)"; echo "profd_ns=$pm"; echo "bpftrace_ns=$bm"
   echo "execs_per_s=$(col profd 4 | cut -d' ' -f1)"
+  echo "profd_main_cpu_pct=$(col profd 6 | cut -d' ' -f1)"
   echo "profd_quiet_cpu_pct=$(col profd-10 2 | cut -d' ' -f1)"
   echo "quiet_execs_per_s=$(col profd-10 4 | cut -d' ' -f1)"; } >"$BENCH_OUT/execload.env"
 if [ "$QUICK" = 0 ]; then

@@ -160,11 +160,56 @@ static void test_random(void)
 	rowalloc__free(a);
 }
 
+/* A copy answers what releases would make room for, and the original does not move. */
+static void test_copy(void)
+{
+	struct rowalloc *a = NULL, *c = NULL;
+	uint32_t r[4], x = 0;
+
+	CHECK_EQ_INT(rowalloc__new(40, &a), 0);
+	if (!a)
+		return;
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ_INT(rowalloc__alloc(a, 10, &r[i]), 0);
+	CHECK_EQ_INT(rowalloc__release(a, r[1], 10), 0);
+	CHECK_EQ_INT(rowalloc__copy(a, &c), 0);
+	if (!c) {
+		rowalloc__free(a);
+		return;
+	}
+	CHECK_EQ_INT(rowalloc__used(c), 30);
+	CHECK_EQ_INT(rowalloc__ranges(c), 1);
+	/* Rows 10-19 free: 20 in a row need a neighbour released, and only a neighbour does. */
+	CHECK_EQ_INT(rowalloc__alloc(c, 20, &x), -ENOSPC);
+	CHECK_EQ_INT(rowalloc__release(c, r[3], 10), 0);
+	CHECK_EQ_INT(rowalloc__alloc(c, 20, &x), -ENOSPC);
+	CHECK_EQ_INT(rowalloc__release(c, r[2], 10), 0);
+	CHECK_EQ_INT(rowalloc__alloc(c, 20, &x), 0);
+	CHECK_EQ_INT(x, 10);
+	CHECK_EQ_INT(rowalloc__used(a), 30);
+	CHECK_EQ_INT(rowalloc__alloc(a, 20, &x), -ENOSPC);
+	CHECK_EQ_INT(rowalloc__alloc(a, 10, &x), 0);
+	CHECK_EQ_INT(x, 10);
+	CHECK_EQ_INT(rowalloc__ranges(a), 0);
+	rowalloc__free(c);
+	/* A copy of a full allocator, with no free range, still grows on release. */
+	CHECK_EQ_INT(rowalloc__copy(a, &c), 0);
+	if (c) {
+		CHECK_EQ_INT(rowalloc__release(c, r[0], 10), 0);
+		CHECK_EQ_INT(rowalloc__release(c, r[2], 10), 0);
+		CHECK_EQ_INT(rowalloc__ranges(c), 2);
+		CHECK_EQ_INT(rowalloc__used(c), 20);
+	}
+	rowalloc__free(c);
+	rowalloc__free(a);
+}
+
 int main(void)
 {
 	test_first_fit();
 	test_merge();
 	test_bad_release();
 	test_random();
+	test_copy();
 	T_DONE();
 }
