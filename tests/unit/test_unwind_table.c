@@ -375,7 +375,8 @@ static void check_drop_rows(void)
 }
 
 /* The last row at or below vaddr by a search of all rows: what the bucket index must narrow to. */
-static const struct profd_urow *plain_lookup(const struct profd_urow *rows, size_t n, uint64_t vaddr)
+static const struct profd_urow *plain_lookup(const struct profd_urow *rows, size_t n,
+					     uint64_t vaddr)
 {
 	size_t lo = 0, hi = n;
 
@@ -445,7 +446,8 @@ static void check_index(const char *path)
 	}
 	CHECK_EQ_INT(bad, 0);
 	for (size_t i = 0; i < n + 20000; i++) {
-		uint64_t va = i < n ? rows[i].pc - (i & 1) : h->base - 64 + rand_r(&seed) % (last - h->base + 128);
+		uint64_t va = i < n ? rows[i].pc - (i & 1) :
+				      h->base - 64 + rand_r(&seed) % (last - h->base + 128);
 
 		want = plain_lookup(rows, n, va);
 		lookups++;
