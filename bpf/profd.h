@@ -68,7 +68,8 @@ enum profd_counter {
  * One unwind row: from pc (an ELF virtual address of the file) up to the
  * next row's pc, how to find the caller. 8 bytes, so a 1 MB budget holds
  * 128 K rows (libc needs about 30 K). Rows of one file are sorted by pc and
- * stored contiguously in the rows array; a NONE row closes a function.
+ * stored contiguously in the rows array, after the file's bucket index
+ * (struct profd_uindex); a NONE row closes a function.
  */
 struct profd_urow {
 	__u32 pc;
@@ -76,6 +77,25 @@ struct profd_urow {
 	__u8 kind;      /* PROFD_UR_CFA_* | PROFD_UR_RBP_* << 4 */
 	__s8 rbp_off;   /* RBP_AT_CFA: saved rbp at CFA + 8 * rbp_off; PLT: threshold */
 };
+
+/*
+ * A file's block in the rows array, 8-byte slots: this header, the bucket
+ * index, then the rows. The file's pcs from the first row's on are cut
+ * into buckets of 1 << shift bytes; entry b of the index (nb + 1 __u32s,
+ * two a slot, from slot 1) is the rows-relative index of the last row at
+ * or below bucket b's start, entry nb the last row. The row covering a pc
+ * of bucket b lies between entries b and b + 1, a handful of rows: the
+ * walker searches those instead of the whole table (17 steps for
+ * libpython, each a cache line of its own).
+ */
+struct profd_uindex {
+	__u32 base;     /* the first row's pc: bucket 0 starts here */
+	__u32 nb_shift; /* buckets << 8 | shift */
+};
+#define PROFD_UIDX_NB(h) ((h)->nb_shift >> 8)
+#define PROFD_UIDX_SHIFT(h) ((h)->nb_shift & 255)
+/* Slots of the header and index of nb buckets: the rows start this far into the block. */
+#define PROFD_UIDX_SLOTS(nb) (1 + ((nb) + 2) / 2)
 
 enum profd_ur_cfa {
 	PROFD_UR_CFA_NONE = 0,  /* no unwind info here: frame pointers */
@@ -102,7 +122,7 @@ enum profd_ur_rbp {
 struct profd_umap {
 	__u64 start, end;
 	__u64 bias;       /* runtime address - ELF virtual address */
-	__u32 first, count; /* rows [first, first + count) of the rows array; count 0: frame pointers */
+	__u32 first, count; /* the file's block: slots [first, first + count); count 0: frame pointers */
 };
 /* first, with count 0: the file's table is being built (frame pointers until then). */
 #define PROFD_UMAP_PENDING 0xffffffffu

@@ -4,8 +4,9 @@
  * each executable file's .eh_frame into sorted rows (lib/unwind_table.c)
  * stored contiguously in urows, and describes each process's executable
  * mappings in umaps (daemon/tables.c). Per frame: find the mapping of the
- * pc, binary-search its rows, compute the CFA, read the return address at
- * CFA - 8 and the caller's rbp; where there is no row, frame pointers.
+ * pc, binary-search the rows of the pc's bucket, compute the CFA, read the
+ * return address at CFA - 8 and the caller's rbp; where there is no row,
+ * frame pointers.
  * The frame loop runs under bpf_loop, so its cost does not multiply the
  * verifier's work by the depth.
  */
@@ -52,7 +53,7 @@ struct {
 	__uint(max_entries, 4096);
 } uevents SEC(".maps");
 
-#define UW_ROW_STEPS 24 /* binary search over up to 16 M rows */
+#define UW_ROW_STEPS 24 /* binary search over up to 16 M rows (a bucket holds a few) */
 #define UW_MAP_STEPS 7  /* over up to 64 mappings */
 
 static __always_inline void ucount(enum profd_ucounter c)
@@ -220,14 +221,45 @@ static long uw_rsearch_step(__u64 index, void *arg)
 	return 0;
 }
 
-/* The row covering vaddr in [first, first + count), or NULL. */
+/* Entry b of the bucket index of the block at first (struct profd_uindex), or -1. */
+static __always_inline __s64 uw_bucket(__u32 first, __u32 b)
+{
+	__u32 k = first + 1 + b / 2;
+	__u32 *e = bpf_map_lookup_elem(&urows, &k);
+
+	return e ? e[b & 1] : -1;
+}
+
+/*
+ * The row covering vaddr in the block [first, first + count), or NULL:
+ * the bucket index narrows the search to the rows of vaddr's bucket.
+ */
 static __always_inline struct profd_urow *uw_find_row(__u32 first, __u32 count, __u64 vaddr)
 {
-	struct uw_rsearch s = { .vaddr = vaddr, .lo = first, .hi = first + count };
-	__u32 i;
+	struct profd_uindex *h = bpf_map_lookup_elem(&urows, &first);
+	struct uw_rsearch s = { .vaddr = vaddr };
+	__u32 nb, skip, i;
+	__s64 lo, hi;
+	__u64 b;
 
+	if (!h || vaddr < h->base)
+		return NULL;
+	nb = PROFD_UIDX_NB(h);
+	skip = PROFD_UIDX_SLOTS(nb);
+	if (!nb || skip >= count)
+		return NULL;
+	b = (vaddr - h->base) >> (PROFD_UIDX_SHIFT(h) & 63);
+	if (b >= nb)
+		b = nb - 1;
+	lo = uw_bucket(first, b);
+	hi = uw_bucket(first, b + 1);
+	if (lo < 0 || hi < lo || hi >= count - skip)
+		return NULL;
+	/* Row lo's pc is at or below the bucket's start: the answer is lo or a later row. */
+	s.lo = first + skip + lo + 1;
+	s.hi = first + skip + hi + 1;
 	bpf_loop(UW_ROW_STEPS, uw_rsearch_step, &s, 0);
-	if (s.bad || s.lo <= first)
+	if (s.bad)
 		return NULL;
 	i = s.lo - 1;
 	return bpf_map_lookup_elem(&urows, &i);

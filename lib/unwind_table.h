@@ -1,8 +1,9 @@
 /*
  * Compact unwind tables: .eh_frame (or .debug_frame) of one ELF file compiled
- * into sorted rows "from pc on: CFA rule, rbp rule" (struct profd_urow) that
- * the BPF walker binary-searches. x86-64 only: the return address is always
- * at CFA - 8 there, so a row needs no rule for it, only "undefined" (END).
+ * into sorted rows "from pc on: CFA rule, rbp rule" (struct profd_urow),
+ * behind a bucket index (struct profd_uindex) that narrows the BPF walker's
+ * search to a few rows. x86-64 only: the return address is always at
+ * CFA - 8 there, so a row needs no rule for it, only "undefined" (END).
  */
 #ifndef PROFD_UNWIND_TABLE_H
 #define PROFD_UNWIND_TABLE_H
@@ -35,8 +36,9 @@ int unwind_table__open_fd(int fd, struct unwind_table **out);
 int unwind_table__open_mem(const void *buf, size_t len, struct unwind_table **out);
 void unwind_table__free(struct unwind_table *t);
 
+/* Slots of the table's block (header, bucket index, rows): what the kernel's rows array holds. */
 size_t unwind_table__nrows(const struct unwind_table *t);
-/* NULL after unwind_table__drop_rows. */
+/* The block; NULL after unwind_table__drop_rows. */
 const struct profd_urow *unwind_table__rows(const struct unwind_table *t);
 /*
  * Frees the rows once they live elsewhere (the kernel's rows array); nrows,
@@ -45,7 +47,7 @@ const struct profd_urow *unwind_table__rows(const struct unwind_table *t);
 void unwind_table__drop_rows(struct unwind_table *t);
 void unwind_table__stats(const struct unwind_table *t, struct unwind_table_stats *st);
 
-/* The row covering vaddr, or -ENOENT below the first row. */
+/* The row covering vaddr, found as the walker finds it, or -ENOENT below the first row. */
 int unwind_table__lookup(const struct unwind_table *t, uint64_t vaddr, struct profd_urow *row);
 
 /*

@@ -252,7 +252,8 @@ static void compare(const char *path, struct result *res)
 			fprintf(stderr, "%s: %#" PRIx64 " (end of an FDE): row %s, expected none\n", path, end,
 				cfa_name(PROFD_UR_CFA(r.kind)));
 	}
-	printf("%s: %u FDEs (%u bad), %u raw rows -> %zu rows (%zu bytes), %u unsupported; %zu readelf rows compared\n",
+	printf("%s: %u FDEs (%u bad), %u raw rows -> %zu rows and index (%zu bytes), %u unsupported; "
+	       "%zu readelf rows compared\n",
 	       path, st.fdes, st.bad_fdes, st.raw_rows, unwind_table__nrows(t),
 	       unwind_table__nrows(t) * sizeof(struct profd_urow), st.unsupported, res->rows_compared);
 	free(fdes);
@@ -373,6 +374,95 @@ static void check_drop_rows(void)
 	unwind_table__free(t);
 }
 
+/* The last row at or below vaddr by a search of all rows: what the bucket index must narrow to. */
+static const struct profd_urow *plain_lookup(const struct profd_urow *rows, size_t n,
+					     uint64_t vaddr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].pc <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &rows[lo - 1] : NULL;
+}
+
+/*
+ * The block as the walker reads it: the header, index entries that never
+ * go down and stay within the rows, each the last row at or below its
+ * bucket's start, and a lookup through the index that answers what a
+ * search of all rows answers, at every row's pc, just below it, and at
+ * addresses between and beyond.
+ */
+static void check_index(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct unwind_table *t = NULL;
+	const struct profd_uindex *h;
+	const struct profd_urow *blk, *rows, *want;
+	const uint32_t *idx;
+	size_t nb, skip, n, bad = 0, lookups = 0, buckets_max = 0;
+	uint64_t last, shift;
+	struct profd_urow r;
+	unsigned seed = 7;
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK_EQ_INT(unwind_table__open_fd(fd, &t), 0);
+	close(fd);
+	if (!t)
+		return;
+	blk = unwind_table__rows(t);
+	h = (const struct profd_uindex *)blk;
+	nb = PROFD_UIDX_NB(h);
+	shift = PROFD_UIDX_SHIFT(h);
+	skip = PROFD_UIDX_SLOTS(nb);
+	CHECK(nb >= 1 && shift <= 32 && skip < unwind_table__nrows(t));
+	if (!(nb >= 1 && shift <= 32 && skip < unwind_table__nrows(t))) {
+		unwind_table__free(t);
+		return;
+	}
+	n = unwind_table__nrows(t) - skip;
+	rows = blk + skip;
+	idx = (const uint32_t *)(blk + 1);
+	last = rows[n - 1].pc;
+	CHECK_EQ_INT(h->base, rows[0].pc);
+	CHECK_EQ_INT(idx[nb], n - 1);
+	/* About one bucket per ROWS_PER_BUCKET rows: the index is a small part of the block. */
+	CHECK(nb <= n / 8 + 1 && ((last - h->base) >> shift) + 1 == nb);
+	for (size_t b = 0; b < nb; b++) {
+		uint64_t start = h->base + (b << shift);
+
+		if (idx[b] > idx[b + 1] || idx[b] >= n || rows[idx[b]].pc > start ||
+		    (idx[b] + 1 < n && rows[idx[b] + 1].pc <= start))
+			bad++;
+		if (idx[b + 1] - idx[b] > buckets_max)
+			buckets_max = idx[b + 1] - idx[b];
+	}
+	CHECK_EQ_INT(bad, 0);
+	for (size_t i = 0; i < n + 20000; i++) {
+		uint64_t va = i < n ? rows[i].pc - (i & 1) :
+				      h->base - 64 + rand_r(&seed) % (last - h->base + 128);
+
+		want = plain_lookup(rows, n, va);
+		lookups++;
+		if (unwind_table__lookup(t, va, &r) ? want != NULL :
+		    !want || memcmp(want, &r, sizeof(r))) {
+			if (bad++ < 5)
+				fprintf(stderr, "%s: %#" PRIx64 ": indexed lookup differs\n", path, va);
+		}
+	}
+	CHECK_EQ_INT(bad, 0);
+	printf("%s: %zu rows, %zu buckets of 2^%u bytes (at most %zu rows), %zu lookups compared\n", path,
+	       n, nb, (unsigned)shift, buckets_max + 1, lookups);
+	unwind_table__free(t);
+}
+
 static void check_garbage(void)
 {
 	/* Truncations and bit flips of a real file's image must fail cleanly or succeed, never crash. */
@@ -426,6 +516,10 @@ int main(void)
 	check_vdso();
 	check_debug_frame(build);
 	check_drop_rows();
+	check_index("/lib/x86_64-linux-gnu/libc.so.6");
+	check_index("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+	snprintf(path, sizeof(path), "%s/testprogs/qsort_nofp", build);
+	check_index(path);
 	check_garbage();
 
 	/* Not a check: the build time of libc's table, for docs/BENCHMARKS.md. */
@@ -438,7 +532,7 @@ int main(void)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (t)
-		printf("libc table: %zu rows, %zu bytes, built in %.2f ms\n", unwind_table__nrows(t),
+		printf("libc table: %zu rows and index, %zu bytes, built in %.2f ms\n", unwind_table__nrows(t),
 		       unwind_table__nrows(t) * sizeof(struct profd_urow),
 		       ((t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6) / 10);
 	unwind_table__free(t);
