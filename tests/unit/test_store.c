@@ -1730,6 +1730,67 @@ static void test_v4_compat(const char *base)
 	free(pids_raw);
 }
 
+/*
+ * tests/unit/data/v4-named: the format 4 store of write_v4() rolled up by
+ * name into 10-minute windows by the last format 4 writer (payload version
+ * 3 with named records; test_store --write-v4-named DIR). Read as it is,
+ * with the answers by name of the windows as flushed (tests/unit/data/v4).
+ */
+static const struct store_opts v4_named_opts = { .rollup = { { 3600 * SEC, 600 * SEC } } };
+
+static void write_v4_named(const char *dir)
+{
+	struct store_opts o = v4_named_opts;
+	struct store *w;
+
+	write_v4(dir);
+	o.dir = dir;
+	o.writer = 1;
+	CHECK_EQ_INT(store__open(&o, &w), 0);
+	for (int i = 0; i < 400; i++)
+		CHECK_EQ_INT(store__compact(w, T0 + 2 * 86400 * SEC), 0);
+	store__close(w);
+}
+
+static void test_v4_named_compat(const char *base)
+{
+	char dir[256], flushed[256], cmd[2048];
+	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
+	struct store_opts o = v4_named_opts;
+	struct store *w;
+	struct store_stats st;
+
+	snprintf(dir, sizeof(dir), "%s/v4-named", base);
+	snprintf(flushed, sizeof(flushed), "%s/v4-flushed", base);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s' && mkdir -p '%s' '%s' && cp '%s'/v4-named/*.pfd '%s'/ && "
+		 "cp '%s'/v4/seg-*.pfd '%s'/", dir, flushed, dir, flushed, data, dir, data, flushed);
+	CHECK_EQ_INT(system(cmd), 0);
+	CHECK_EQ_INT(count_files(dir, "seg-"), 6);
+	nwarn = 0;
+	char *want = sw_answers(flushed, 0), *raw = sw_answers(dir, 0), *named = sw_answers(dir, 2);
+	CHECK(!strstr(want, "error") && strlen(want) > 100);
+	CHECK(strcmp(raw, want) == 0);
+	CHECK(strcmp(named, want) == 0);
+	CHECK_EQ_INT(nwarn, 0);
+	/* This writer leaves it as it is: every segment is rolled up by name already. */
+	o.dir = dir;
+	o.writer = 1;
+	o.warn = on_warn;
+	CHECK_EQ_INT(store__open(&o, &w), 0);
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ_INT(store__compact(w, T0 + 2 * 86400 * SEC), 0);
+	store__stats(w, &st);
+	store__close(w);
+	CHECK_EQ_INT(st.rollups, 0);
+	CHECK_EQ_INT(nwarn, 0);
+	char *after = sw_answers(dir, 2);
+	CHECK(strcmp(after, want) == 0);
+	free(after);
+	free(want);
+	free(raw);
+	free(named);
+}
+
 /* A writer asked to share the store with a group re-owns what an earlier writer left: segments and summaries. */
 static void test_group_files(const char *base)
 {
@@ -2000,8 +2061,13 @@ int main(int argc, char **argv)
 		write_v4(argv[2]);
 		T_DONE();
 	}
+	if (argc == 3 && !strcmp(argv[1], "--write-v4-named")) {
+		write_v4_named(argv[2]);
+		T_DONE();
+	}
 	if (argc != 1) {
-		fprintf(stderr, "usage: %s [--full-disk MNT | --read-only MNT | --write-v4 DIR]\n", argv[0]);
+		fprintf(stderr, "usage: %s [--full-disk MNT | --read-only MNT | --write-v4 DIR | "
+			"--write-v4-named DIR]\n", argv[0]);
 		return 2;
 	}
 
@@ -2021,6 +2087,7 @@ int main(int argc, char **argv)
 	test_summaries(base);
 	test_v3_compat(base);
 	test_v4_compat(base);
+	test_v4_named_compat(base);
 	test_days(base);
 	test_group_files(base);
 	test_retention(base);
