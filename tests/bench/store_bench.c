@@ -598,9 +598,26 @@ static int an_window(const struct store_window_info *w, const struct profile *ch
 	return 0;
 }
 
+struct rewrite {
+	struct store *out;
+	struct profile *tmp;
+	int drop_kind; /* -1: keep all; PF_KIND_MAX: keep on-CPU only */
+};
+
+static int keep_rewrite(const struct profile *p, const struct pf_sample *s, void *arg)
+{
+	const struct rewrite *rw = arg;
+	return rw->drop_kind == PF_KIND_MAX ? s->kind == PF_KIND_CPU : (int)s->kind != rw->drop_kind;
+}
+
 static int rewrite_window(const struct store_window_info *w, const struct profile *p, void *arg)
 {
-	return store__append(arg, p);
+	struct rewrite *rw = arg;
+	if (rw->drop_kind < 0)
+		return store__append(rw->out, p);
+	profile__reset(rw->tmp);
+	profile__merge(rw->tmp, p, keep_rewrite, rw);
+	return store__append(rw->out, rw->tmp);
 }
 
 static int analyse(const char *dir)
@@ -655,21 +672,27 @@ static int analyse(const char *dir)
 	       a.groups1 ? a.roll1_bytes / a.groups1 * 60 / mb : 0, a.groups10 ? a.roll10_bytes / a.groups10 * 6 / mb : 0);
 	store__close(s);
 
-	/* The same windows written again by this writer (chains). */
-	{
+	/* The same windows written again by this writer (chains), whole and without each kind. */
+	static const int drops[] = { -1, PF_KIND_RUNQ, PF_KIND_OFFCPU, PF_KIND_MAX };
+	static const char *const drop_names[] = { "every entry", "without run-queue entries",
+						  "without off-CPU entries", "on-CPU entries only" };
+	for (int k = 0; k < 4; k++) {
 		char tmp[] = "/var/tmp/profd-rewrite.XXXXXX";
-		struct store *in, *out;
+		struct store *in;
 		struct store_stats st;
+		struct rewrite rw = { .drop_kind = drops[k] };
 		if (!mkdtemp(tmp))
 			return 1;
 		struct store_opts ro = { .dir = dir }, wo = { .dir = tmp, .writer = 1, .no_rollup = 1 };
-		if (store__open(&ro, &in) || store__open(&wo, &out))
+		if (store__open(&ro, &in) || store__open(&wo, &rw.out) || profile__new(&rw.tmp))
 			return 1;
-		store__read(in, INT64_MIN, INT64_MAX, rewrite_window, out);
-		store__stats(out, &st);
-		printf("written again by this writer (chains of 30): %.2f MB/hour\n", (double)st.bytes_on_disk * ph);
+		store__read(in, INT64_MIN, INT64_MAX, rewrite_window, &rw);
+		store__stats(rw.out, &st);
+		printf("written again by this writer (chains of 30), %s: %.2f MB/hour (%llu bytes)\n",
+		       drop_names[k], (double)st.bytes_on_disk * ph, (unsigned long long)st.bytes_on_disk);
 		store__close(in);
-		store__close(out);
+		store__close(rw.out);
+		profile__free(rw.tmp);
 		nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	}
 
