@@ -902,8 +902,8 @@ static int setup(struct profd *d)
 	if (err)
 		return log_err(err, "%s", err_msg);
 	if (sampler__offcpu(d->sampler) < 0)
-		log_warn("off-CPU profiling unavailable (%s): the kernel needs tp_btf and task "
-			 "storage; on-CPU profiles only", strerror(-sampler__offcpu(d->sampler)));
+		log_warn("off-CPU profiling unavailable (%s); on-CPU profiles only",
+			 sampler__offcpu_why(d->sampler));
 	/* Without exec/exit events short-lived processes go unnamed; the rest still is. */
 	err = events__open(d->sym, d->reg, d->files, &d->events);
 	if (err)

@@ -29,6 +29,7 @@ struct sampler {
 	struct bpf_link *offcpu_link;
 	struct bpf_link *offcpu_exit_link; /* adds the waits a thread still holds when it exits */
 	int offcpu; /* 1: attached, 0: off, -errno: unavailable */
+	char offcpu_why[320]; /* why unavailable */
 	struct perf_event_attr attr; /* as opened: for re-opening after CPU hotplug */
 	uint64_t *enabled_ns;        /* per CPU: time_enabled at the last hotplug check */
 
@@ -162,19 +163,87 @@ static int alloc_buffers(struct sampler *s)
 	return 0;
 }
 
+/*
+ * The kernel's verifier refused a program: its name and the log line that
+ * says why, kept from libbpf's message for the one-line error (a refusal
+ * comes back as EACCES or EINVAL like a missing privilege does, but only a
+ * program the verifier read has a log).
+ */
+static struct {
+	char prog[64];
+	char why[200];
+} refused;
+
+/* Lines of a verifier log shown at debug level: its end says why. */
+#define VERIFIER_LOG_TAIL 40
+
+/* Keeps the program's name and the last line of its log that is not the closing statistics. */
+static void note_refusal(const char *msg)
+{
+	const char *p = strstr(msg, "prog '"), *log = strstr(msg, "-- BEGIN PROG LOAD LOG --");
+	const char *end = strstr(msg, "-- END PROG LOAD LOG --"), *q, *ls, *le;
+	size_t n;
+
+	if (!p || !log || !end || end < log)
+		return;
+	p += strlen("prog '");
+	q = strchr(p, '\'');
+	n = q && q < log ? (size_t)(q - p) : 0;
+	snprintf(refused.prog, sizeof(refused.prog), "%.*s", (int)n, p);
+	refused.why[0] = 0;
+	/* Backwards from the end, bounded by the log's start. */
+	for (le = end; le > log && !refused.why[0]; le = ls) {
+		for (ls = le; ls > log && ls[-1] != '\n'; ls--)
+			;
+		n = (size_t)(le - ls);
+		while (n && (ls[n - 1] == '\n' || ls[n - 1] == ' '))
+			n--;
+		if (n && strncmp(ls, "processed ", 10) && strncmp(ls, "verification time", 17) &&
+		    strncmp(ls, "stack depth", 11) && strncmp(ls, "-- BEGIN", 8))
+			snprintf(refused.why, sizeof(refused.why), "%.*s", (int)n, ls);
+		if (ls > log)
+			ls--; /* past the newline */
+	}
+}
+
+static void refusal_msg(char *buf, size_t len, int err)
+{
+	snprintf(buf, len, "the kernel's BPF verifier refused program '%s' (%s): %s; "
+		 "--log-level debug shows its log", refused.prog, strerror(-err),
+		 refused.why[0] ? refused.why : "no reason logged");
+}
+
 /* libbpf's own messages are details behind our one-line errors: debug level only. */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char buf[512];
-	size_t n;
+	char *msg = NULL, *line, *next;
+	unsigned nl = 0, skip = 0;
 
-	if (level == LIBBPF_DEBUG)
+	if (vasprintf(&msg, fmt, ap) < 0)
 		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	n = strlen(buf);
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = 0;
-	log_debug("libbpf: %s", buf);
+	if (level != LIBBPF_DEBUG && strstr(msg, "-- BEGIN PROG LOAD LOG --"))
+		note_refusal(msg);
+	if (level == LIBBPF_DEBUG) {
+		free(msg);
+		return 0;
+	}
+	/* One log line per line: a verifier log is thousands of them, its end matters. */
+	for (line = msg; *line; line++)
+		nl += *line == '\n';
+	if (nl > VERIFIER_LOG_TAIL)
+		skip = nl - VERIFIER_LOG_TAIL;
+	for (line = msg; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (skip && line != msg) {
+			if (!--skip)
+				log_debug("libbpf: [%u earlier lines left out]", nl - VERIFIER_LOG_TAIL);
+			continue;
+		}
+		log_debug("libbpf: %s", line);
+	}
+	free(msg);
 	return 0;
 }
 
@@ -343,16 +412,25 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 			goto fail;
 	}
 	libbpf_set_print(libbpf_print);
+	refused.prog[0] = 0;
 	ret = load_object(s, o->offcpu, &sel);
 	s->offcpu = !ret && o->offcpu;
-	if (ret && o->offcpu && ret != -EPERM && ret != -EACCES) {
-		/* Without tp_btf or task storage the host still gets on-CPU profiles. */
+	if (ret && o->offcpu && (refused.prog[0] || (ret != -EPERM && ret != -EACCES))) {
+		/* Without tp_btf or task storage (or an off-CPU program this kernel refuses), on-CPU profiles. */
+		if (refused.prog[0])
+			refusal_msg(s->offcpu_why, sizeof(s->offcpu_why), ret);
+		else
+			snprintf(s->offcpu_why, sizeof(s->offcpu_why), "%s: the kernel needs tp_btf and "
+				 "task storage", strerror(-ret));
 		s->offcpu = ret;
+		refused.prog[0] = 0;
 		ret = load_object(s, false, &sel);
 	}
 	offcpu_sel_free(&sel);
 	if (ret) {
-		if (ret == -EPERM || ret == -EACCES)
+		if (refused.prog[0])
+			refusal_msg(err, errlen, ret);
+		else if (ret == -EPERM || ret == -EACCES)
 			snprintf(err, errlen, "loading BPF programs not permitted (%s): run as root "
 				 "or with CAP_BPF and CAP_PERFMON", strerror(-ret));
 		else
@@ -382,6 +460,8 @@ int sampler__open(const struct sampler_opts *o, struct sampler **out, char *err,
 			s->offcpu_link = bpf_program__attach(s->skel->progs.off_cpu);
 		if (!s->offcpu_exit_link || !s->offcpu_link) {
 			s->offcpu = -errno;
+			snprintf(s->offcpu_why, sizeof(s->offcpu_why), "cannot attach to sched_switch: %s",
+				 strerror(-s->offcpu));
 			bpf_link__destroy(s->offcpu_exit_link);
 			s->offcpu_exit_link = NULL;
 		}
@@ -640,6 +720,11 @@ int sampler__refresh_cpus(struct sampler *s)
 int sampler__offcpu(const struct sampler *s)
 {
 	return s->offcpu;
+}
+
+const char *sampler__offcpu_why(const struct sampler *s)
+{
+	return s->offcpu < 0 ? s->offcpu_why : "";
 }
 
 struct profd_bpf *sampler__skel(const struct sampler *s)

@@ -53,6 +53,8 @@ struct profd_bpf *sampler__skel(const struct sampler *s);
 uint64_t sampler__map_bytes(const struct sampler *s);
 /* Off-CPU profiling: 1 attached, 0 turned off, -errno when the kernel refused it. */
 int sampler__offcpu(const struct sampler *s);
+/* Why off-CPU profiling is unavailable (sampler__offcpu < 0): one line. */
+const char *sampler__offcpu_why(const struct sampler *s);
 /* Changes the sampling rate of the open events in place; -EINVAL past kernel.perf_event_max_sample_rate. */
 int sampler__set_frequency(struct sampler *s, unsigned hz);
 /* Re-opens the events of CPUs that came back online; returns how many, or -errno. */

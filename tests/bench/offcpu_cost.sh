@@ -73,6 +73,8 @@ start() {
 	sleep 1 # steady state
 }
 stop() { [ -n "$PID" ] && kill -INT "$PID" && wait "$PID"; PID=; rm -f "$W/sock"; }
+# "${STOPPED[@]}" CMD... &: CMD with its pid in $! at once, stopped until SIGCONT (exec keeps the pid).
+STOPPED=(bash -c 'kill -STOP $$; exec "$@"' -)
 pp() { "$PP" "$SECS" "$1" | awk '$1 == "ns_per_round_trip" { print $2 }'; }
 prog_stats() { bpftool -j prog show id "$1" | python3 -c '
 import json, sys
@@ -99,11 +101,14 @@ for r in $(seq 1 "$ROUNDS"); do
 		# switch instead of their stack captures, and the average is the
 		# ping-pong's (the selection check, ~20 ns, is included: conservative).
 		if [ "$c" != alone ] && [ "$c" != oncpu ]; then
-			"$PP" $((SECS + 8)) same >/dev/null &
+			# Stopped until profd is up: its start took over 10 s at load 20, longer than the run.
+			"${STOPPED[@]}" "$PP" $((SECS + 3)) same >/dev/null &
 			PPP=$!
 			SEL=$PPP
 			[ "$c" = offcpu-unselected ] && SEL=
 			start "$c" $SEL
+			kill -CONT $PPP
+			sleep 1
 			echo 1 >/proc/sys/kernel/bpf_stats_enabled
 			a=($(prog_stats "$PROG"))
 			sleep "$SECS"
@@ -163,9 +168,11 @@ captured() { "$BUILD/profctl" --socket "$W/sock" status | awk '$1 == "offcpu_sta
 for r in $(seq 1 "$ROUNDS"); do
 	for c in offcpu-full offcpu; do
 		[ $QUICK = 1 ] && [ $c = offcpu-full ] && continue
-		"$OT" block 12 >/dev/null &
+		"${STOPPED[@]}" "$OT" block $((CAP_SECS + 4)) >/dev/null &
 		APP=$!
 		start "$c" $APP
+		kill -CONT $APP
+		sleep 1 # past the first captures
 		c0=$(captured) s0=$(ctxt $APP)
 		sleep $CAP_SECS
 		c1=$(captured) s1=$(ctxt $APP)

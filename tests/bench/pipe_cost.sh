@@ -5,7 +5,10 @@
 # profd --no-offcpu and under profd's defaults (plus the profd option sets
 # in PIPE_EXTRA, ";"-separated). Conditions rotate round by round so drift
 # on a shared machine hits all alike; medians and spread of µs per round
-# trip, and the load average before and after.
+# trip, and the load average before and after. Beside the round trip (wall
+# time, which on a shared machine is mostly other tasks' time on that CPU),
+# the CPU time both processes used per round trip (perf stat task-clock):
+# the switch hook runs in their time, other tasks do not.
 # Usage: pipe_cost.sh [--quick] [ROUNDS [LOOPS]]; --quick (inside make test):
 # 1 round of 20000 round trips, no goal check.
 source "$(dirname "$0")/bench-lib.sh"
@@ -26,9 +29,15 @@ for e in "${extra[@]}"; do
 	args[$e]=$e
 done
 
-# One round trip in µs (perf bench prints "N usecs/op").
-pipe() { taskset -c "$CPU" perf bench sched pipe -l "$LOOPS" 2>&1 | awk '$2 == "usecs/op" { print $1 }'; }
+# One round trip in µs (perf bench prints "N usecs/op"), then the CPU ns of both processes per round trip.
+pipe() {
+	local us
+	us=$(taskset -c "$CPU" perf stat -x, -e task-clock -o "$W/stat" perf bench sched pipe -l "$LOOPS" 2>&1 |
+		awk '$2 == "usecs/op" { print $1 }')
+	[ -n "$us" ] && echo "$us $(awk -F, -v l="$LOOPS" '$3 == "task-clock" { printf "%.0f", $1 * 1e6 / l }' "$W/stat")"
+}
 
+f() { echo "$W/$(echo "$1" | tr -c 'A-Za-z0-9\n' _).us"; }
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 log "pipe_cost: $ROUNDS rounds of $LOOPS round trips on CPU $CPU, conditions: ${conds[*]}"
 for r in $(seq 1 "$ROUNDS"); do
@@ -46,34 +55,43 @@ for r in $(seq 1 "$ROUNDS"); do
 		# taskset fails while the CPU is offline (a hotplug test on a shared machine): one more try.
 		[ -n "$v" ] || { sleep 5; v=$(pipe); }
 		[ -n "$v" ] || { echo "perf bench sched pipe printed no usecs/op twice" >&2; exit 1; }
-		echo "$v" >>"$W/$(echo "$c" | tr -c 'A-Za-z0-9\n' _).us"
+		read -r us cpu <<<"$v"
+		echo "$us" >>"$(f "$c")"
+		echo "$cpu" >>"$(f "$c").cpu"
 		[ -n "$PROFD_PID" ] && stop "$PROFD_PID"
 	done
 done
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
-f() { echo "$W/$(echo "$1" | tr -c 'A-Za-z0-9\n' _).us"; }
-# paired COND BASE: per-round ratio COND / BASE - 1 in per cent (rounds pair runs seconds apart), "median min max n".
-paired() { paste "$(f "$1")" "$(f "$2")" | awk '{ printf "%.2f\n", 100 * ($1 / $2 - 1) }' | stats; }
+# paired COND BASE [SUFFIX]: per-round ratio COND / BASE - 1 in per cent (rounds pair runs seconds
+# apart), "median min max n"; SUFFIX .cpu: of the CPU time.
+paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 100 * ($1 / $2 - 1) }' | stats; }
 {
 	echo "$(machine_line); load average $LOAD0 before, $LOAD1 after (other work on the machine counts)."
 	echo "\`taskset -c $CPU perf bench sched pipe -l $LOOPS\`, $ROUNDS interleaved rounds; median (min-max) of the"
 	echo "round trip, and of the per-round difference against the run without profd and the run under \`--no-offcpu\`"
-	echo "of the same round."
+	echo "of the same round; then the same for the CPU time both processes used per round trip (perf stat"
+	echo "task-clock: the hook runs in their time, other tasks on the CPU do not count)."
 	echo
-	echo "| condition | µs per round trip | vs no profd, per round | vs \`--no-offcpu\`, per round |"
-	echo "|---|---|---|---|"
+	echo "| condition | µs per round trip | vs no profd, per round | vs \`--no-offcpu\`, per round | CPU ns per round trip | CPU vs no profd | CPU vs \`--no-offcpu\` |"
+	echo "|---|---|---|---|---|---|---|"
 	for c in "${conds[@]}"; do
 		read -r m lo hi _ < <(stats <"$(f "$c")")
+		read -r cm clo chi _ < <(stats <"$(f "$c").cpu")
 		name=$c; [ "$c" = alone ] && name="no profd"; [ "$c" = oncpu ] && name="\`--no-offcpu\`"
 		[ "$c" = default ] && name="defaults (off-CPU on)"
 		case $c in -*) name="\`$c\`" ;; esac
 		read -r am alo ahi _ < <(paired "$c" alone)
 		read -r om olo ohi _ < <(paired "$c" oncpu)
+		read -r cam calo cahi _ < <(paired "$c" alone .cpu)
+		read -r com colo cohi _ < <(paired "$c" oncpu .cpu)
 		awk -v n="$name" -v m="$m" -v lo="$lo" -v hi="$hi" -v am="$am" -v alo="$alo" -v ahi="$ahi" \
-			-v om="$om" -v olo="$olo" -v ohi="$ohi" 'BEGIN {
-			printf "| %s | %.3f (%.3f-%.3f) | %+.1f %% (%+.1f..%+.1f) | %+.1f %% (%+.1f..%+.1f) |\n",
-				n, m, lo, hi, am, alo, ahi, om, olo, ohi }'
+			-v om="$om" -v olo="$olo" -v ohi="$ohi" -v cm="$cm" -v clo="$clo" -v chi="$chi" \
+			-v cam="$cam" -v calo="$calo" -v cahi="$cahi" -v com="$com" -v colo="$colo" -v cohi="$cohi" 'BEGIN {
+			printf "| %s | %.3f (%.3f-%.3f) | %+.1f %% (%+.1f..%+.1f) | %+.1f %% (%+.1f..%+.1f) |", \
+				n, m, lo, hi, am, alo, ahi, om, olo, ohi
+			printf " %.0f (%.0f-%.0f) | %+.1f %% (%+.1f..%+.1f) | %+.1f %% (%+.1f..%+.1f) |\n", \
+				cm, clo, chi, cam, calo, cahi, com, colo, cohi }'
 	done
 } >"$BENCH_OUT/pipe_cost.md"
 read -r def _ _ _ < <(stats <"$(f default)")
@@ -81,15 +99,21 @@ read -r base_alone _ _ _ < <(stats <"$(f alone)")
 read -r base_on _ _ _ < <(stats <"$(f oncpu)")
 read -r pa _ _ _ < <(paired default alone)
 read -r po _ _ _ < <(paired default oncpu)
+read -r cpo _ _ _ < <(paired default oncpu .cpu)
+read -r cdef _ _ _ < <(stats <"$(f default).cpu")
+read -r con _ _ _ < <(stats <"$(f oncpu).cpu")
 {
 	echo "alone_us=$base_alone"
 	echo "oncpu_us=$base_on"
 	echo "default_us=$def"
 	echo "default_vs_alone_pct=$pa"
 	echo "default_vs_oncpu_pct=$po"
+	echo "oncpu_cpu_ns=$con"
+	echo "default_cpu_ns=$cdef"
+	echo "default_vs_oncpu_cpu_pct=$cpo"
 } >"$BENCH_OUT/pipe_cost.env"
 cat "$BENCH_OUT/pipe_cost.md"
 if [ $QUICK = 0 ]; then
-	echo "goal: the off-CPU hook on by default costs <= 5 % on this ping-pong: $po % against --no-offcpu (median per round), $(goal "$po" "<=" 5); against no profd $pa %" | tee -a "$BENCH_OUT/pipe_cost.md"
+	echo "goal: the off-CPU hook on by default costs <= 5 % on this ping-pong: $po % against --no-offcpu (median per round), $(goal "$po" "<=" 5); against no profd $pa %; by CPU time $cpo %, $(goal "$cpo" "<=" 5)" | tee -a "$BENCH_OUT/pipe_cost.md"
 fi
 bench_done

@@ -106,8 +106,8 @@ start_profd() {
 			if grep -q 'DWARF unwinding unavailable' "$T/profd.log"; then
 				fail "profd fell back to frame pointers: $(grep -m1 'DWARF unwinding unavailable' "$T/profd.log")"
 			fi
-			# The same for the off-CPU hook: E2BIG is the verifier's instruction limit.
-			if grep -qE 'off-CPU profiling unavailable \((Argument list too long|Permission denied)\)' "$T/profd.log"; then
+			# The same for the off-CPU hook (a verifier refusal, E2BIG or EACCES).
+			if grep -qE 'off-CPU profiling unavailable \((Argument list too long|Permission denied|the kernel.s BPF verifier refused)' "$T/profd.log"; then
 				fail "the off-CPU hook did not load: $(grep -m1 'off-CPU profiling unavailable' "$T/profd.log")"
 			fi
 			return 0
