@@ -1683,13 +1683,32 @@ static char *sw_answers(const char *dir, unsigned flags)
 	return all;
 }
 
+static const struct store_opts v4_named_opts = { .rollup = { { 3600 * SEC, 600 * SEC } } };
+
+/* This version's writer on dir: ROUNDS compaction steps two days on; the rollups done, or -1. */
+static int writer_rollups(const char *dir, int rounds)
+{
+	struct store_opts o = v4_named_opts;
+	struct store_stats st;
+	struct store *w;
+	int err = 0;
+
+	o.dir = dir;
+	o.writer = 1;
+	o.warn = on_warn;
+	if (store__open(&o, &w))
+		return -1;
+	for (int i = 0; i < rounds && !err; i++)
+		err = store__compact(w, T0 + 2 * 86400 * SEC);
+	store__stats(w, &st);
+	store__close(w);
+	return err ? -1 : (int)st.rollups;
+}
+
 static void test_v4_compat(const char *base)
 {
 	char dir[256], cmd[1200];
 	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
-	struct store_opts o = { .rollup = { { 3600 * SEC, 600 * SEC } } };
-	struct store *w;
-	struct store_stats st;
 
 	snprintf(dir, sizeof(dir), "%s/v4", base);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && cp '%s'/v4/*.pfd '%s'/", dir, dir,
@@ -1705,15 +1724,7 @@ static void test_v4_compat(const char *base)
 	CHECK(strcmp(pids, pids_raw) == 0 && !strstr(pids, "error"));
 	CHECK_EQ_INT(nwarn, 0);
 	/* A writer of this version rolls them up by name: the same answers by name, no pids. */
-	o.dir = dir;
-	o.writer = 1;
-	o.warn = on_warn;
-	CHECK_EQ_INT(store__open(&o, &w), 0);
-	for (int i = 0; i < 400; i++)
-		CHECK_EQ_INT(store__compact(w, T0 + 2 * 86400 * SEC), 0);
-	store__stats(w, &st);
-	store__close(w);
-	CHECK_EQ_INT(st.rollups, 6);
+	CHECK_EQ_INT(writer_rollups(dir, 400), 6);
 	CHECK_EQ_INT(nwarn, 0);
 	char *after = sw_answers(dir, 2), *after_raw = sw_answers(dir, 0);
 	CHECK(strcmp(raw, after) == 0);
@@ -1736,7 +1747,6 @@ static void test_v4_compat(const char *base)
  * 3 with named records; test_store --write-v4-named DIR). Read as it is,
  * with the answers by name of the windows as flushed (tests/unit/data/v4).
  */
-static const struct store_opts v4_named_opts = { .rollup = { { 3600 * SEC, 600 * SEC } } };
 
 static void write_v4_named(const char *dir)
 {
@@ -1756,9 +1766,6 @@ static void test_v4_named_compat(const char *base)
 {
 	char dir[256], flushed[256], cmd[2048];
 	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
-	struct store_opts o = v4_named_opts;
-	struct store *w;
-	struct store_stats st;
 
 	snprintf(dir, sizeof(dir), "%s/v4-named", base);
 	snprintf(flushed, sizeof(flushed), "%s/v4-flushed", base);
@@ -1773,15 +1780,7 @@ static void test_v4_named_compat(const char *base)
 	CHECK(strcmp(named, want) == 0);
 	CHECK_EQ_INT(nwarn, 0);
 	/* This writer leaves it as it is: every segment is rolled up by name already. */
-	o.dir = dir;
-	o.writer = 1;
-	o.warn = on_warn;
-	CHECK_EQ_INT(store__open(&o, &w), 0);
-	for (int i = 0; i < 100; i++)
-		CHECK_EQ_INT(store__compact(w, T0 + 2 * 86400 * SEC), 0);
-	store__stats(w, &st);
-	store__close(w);
-	CHECK_EQ_INT(st.rollups, 0);
+	CHECK_EQ_INT(writer_rollups(dir, 100), 0);
 	CHECK_EQ_INT(nwarn, 0);
 	char *after = sw_answers(dir, 2);
 	CHECK(strcmp(after, want) == 0);
