@@ -22,11 +22,41 @@ own_count() {
 		END { print n + 0 }' "$T/pids" "$T/profd.log"
 }
 
+# settled: profd's first drains and first window are behind it. At start
+# it reads the symbols of every program running on the host, for a second
+# or more on a busy VM, and the exec events of that time wait in the ring
+# buffer meanwhile: without the wait in the kernel, a 30 ms process is gone
+# by then. That is a start-up cost; the checks below are of profd at work.
+settled() {
+	for _ in $(seq 150); do
+		profctl status 2>/dev/null | awk '$1 == "drains" { d = $2 } $1 == "windows_written" { w = $2 }
+			END { exit !(d >= 2 && w >= 1) }' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# own_share FOLDED COMM FRAME: "N T S": of COMM's samples, S were in the
+# exec, in ld.so or in exit, and of the T others, N pass through FRAME.
+# Those three are the same in every process, named from ld.so and libc
+# whatever was captured of the program. On this VM page faults go through
+# the hypervisor, and they take 5-15 % of a 30 ms process, more under
+# load; a check on the program's own code should not move with that.
+own_share() {
+	awk -v c="$2" -v fr="$3" '{ split($0, f, ";") } f[1] == c {
+		if (!index($0, fr) && ($0 ~ /__x64_sys_execve_\[k\]/ ||
+		    $0 ~ /;(_dl_[A-Za-z_]+|\[ld-linux[^];]*\]|_exit|exit|__run_exit_handlers|_fini)(;| )/)) {
+			s += $NF; next
+		}
+		t += $NF; if (index($0, fr)) n += $NF
+	} END { print n + 0, t + 0, s + 0 }' "$1"
+}
+stall() { profctl status | awk '$1 == "drain_max_recent_us" { printf "longest recent drain %d ms", $2 / 1000 }'; }
+
 # own_pids: --pid options for them (other programs of the same name may run on the host).
 own_pids() { sed 's/^/--pid /' "$T/pids"; }
 
 start_profd --log-level debug
-sleep 1
+check "profd settled: two drains and a window within 15 s" settled
 wait_ms=$(profctl status | awk '$1 == "process_exec_wait_ms" { print $2 }')
 check "exec events wait for ld.so (process_exec_wait_ms ${wait_ms:-missing} > 0)" test "${wait_ms:-0}" -gt 0
 sv() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
@@ -42,7 +72,7 @@ d() { echo $(($(sv "$T/s1" "$1") - $(sv "$T/s0" "$1"))); }
 check "the host's exec count grew by at least ours ($(d process_execs) >= 96)" test "$(d process_execs)" -ge 96
 execs=$(wc -l <"$T/pids") caps=$(own_count 'capture of pid [0-9]+:') own=$(own_count 'read /proc/[0-9]+/maps for unwind')
 listed=$(own_count 'capture of pid [0-9]+: listed') reads=$(own_count 'read /proc/[0-9]+/maps for symbols')
-echo "own processes $execs: captures $caps ($listed from the exec event's list), /proc maps reads $reads, by the DWARF tables alone $own"
+echo "own processes $execs: captures $caps ($listed from the exec event's list), /proc maps reads $reads, by the DWARF tables alone $own; $(stall)"
 check "every process captured: $caps captures of $execs processes" test "$caps" -ge "$execs"
 check "one capture per exec: $((caps + own)) for $execs execs (<= 1.25 each)" \
 	awk -v r="$((caps + own))" -v e="$execs" 'BEGIN { exit !(r <= 1.25 * e) }'
@@ -51,13 +81,12 @@ check "mappings from the exec event: $listed of $execs captures listed (>= 80%),
 	awk -v l="$listed" -v r="$((reads + own))" -v e="$execs" 'BEGIN { exit !(l >= 0.8 * e && r <= 0.2 * e) }'
 
 profctl dump --since 1m $(own_pids) >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
-read -r s_spin s_all < <(share "$T/folded" sym_short ";short_spin")
+read -r s_spin s_all s_start < <(own_share "$T/folded" sym_short ";short_spin")
 read -r n_spin n_all < <(share "$T/folded" spin_nolibc ";start_c;nolibc_spin")
-echo "sym_short: $s_spin of $s_all samples through short_spin; spin_nolibc: $n_spin of $n_all through start_c;nolibc_spin"
+echo "sym_short: $s_spin of $s_all samples through short_spin, $s_start more in exec, ld.so and exit; spin_nolibc: $n_spin of $n_all through start_c;nolibc_spin"
 grep '^spin_nolibc;' "$T/folded" | sort -t' ' -k2 -nr | head -5
-# ld.so and execve take 5-10 % of a 30 ms process (see 31-short-jit).
-check "30 ms dynamic processes named: $s_spin of $s_all samples through short_spin (>= 80%)" \
-	share_ok "$s_spin" "$s_all" 40 0.8
+check "30 ms dynamic processes named: $s_spin of $s_all samples of their code through short_spin (>= 90%)" \
+	share_ok "$s_spin" "$s_all" 40 0.9
 check "a program without libc named: $n_spin of $n_all samples through nolibc_spin (>= 85%)" \
 	share_ok "$n_spin" "$n_all" 15 0.85
 read -r q_spin q_all < <(share "$T/folded" quick_nolibc ";start_c;nolibc_spin")
@@ -73,20 +102,21 @@ check "profd exits 0 on SIGTERM" stop_profd
 STATE=$T/state-nowait SOCK=$T/sock-nowait
 : >"$T/pids"
 PROFD_EXEC_NOWAIT=1 start_profd --log-level debug
+check "without the wait: profd settled within 15 s" settled
 profctl status >"$T/s0"
 check "without the wait: process_exec_wait_ms $(sv "$T/s0" process_exec_wait_ms)" test "$(sv "$T/s0" process_exec_wait_ms)" = 0
 for _ in $(seq 20); do run "$TP/sym_short" 30; done
 sleep 1.5
 execs=$(wc -l <"$T/pids") caps=$(own_count 'capture of pid [0-9]+:') listed=$(own_count 'capture of pid [0-9]+: listed')
-echo "without the wait: own processes $execs, captures $caps, $listed from a list"
+echo "without the wait: own processes $execs, captures $caps, $listed from a list; $(stall)"
 # At least once each (again only when ld.so had not mapped the libraries yet at the first).
 check "without the wait: every exec captured from /proc ($caps captures for $execs execs, none listed)" \
 	awk -v c="$caps" -v e="$execs" -v l="$listed" 'BEGIN { exit !(e >= 20 && c >= e && l == 0) }'
 profctl dump --since 1m $(own_pids) >"$T/folded" || fail "profctl dump exited $?"
-read -r s_spin s_all < <(share "$T/folded" sym_short ";short_spin")
-echo "without the wait: not through short_spin, most samples first:"
+read -r s_spin s_all s_start < <(own_share "$T/folded" sym_short ";short_spin")
+echo "without the wait: $s_start samples in exec, ld.so and exit; not through short_spin, most samples first:"
 grep '^sym_short;' "$T/folded" | grep -v ';short_spin' | sort -t' ' -k2 -nr | head -8 | cut -c1-300
-check "without the wait, 30 ms processes named: $s_spin of $s_all samples through short_spin (>= 80%)" \
-	share_ok "$s_spin" "$s_all" 20 0.8
+check "without the wait, 30 ms processes named: $s_spin of $s_all samples of their code through short_spin (>= 90%)" \
+	share_ok "$s_spin" "$s_all" 20 0.9
 check "profd exits 0 on SIGTERM" stop_profd
 done_test
