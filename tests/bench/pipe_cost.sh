@@ -43,7 +43,9 @@ pipe() {
 
 f() { echo "$W/$(echo "$1" | tr -c 'A-Za-z0-9\n' _).us"; }
 # profd_ticks: CPU time profd used so far, clock ticks (0 without profd).
-profd_ticks() { [ -n "$PROFD_PID" ] && awk '{ print $14 + $15 }' "/proc/$PROFD_PID/stat" || echo 0; }
+profd_ticks() {
+	[ -n "$PROFD_PID" ] && awk '{ print $14 + $15 }' "/proc/$PROFD_PID/stat" || echo 0
+}
 TICK_NS=$((1000000000 / $(getconf CLK_TCK)))
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 log "pipe_cost: $ROUNDS rounds of $LOOPS round trips on CPU $CPU, conditions: ${conds[*]}"
@@ -78,7 +80,8 @@ off_cpu_prog() {
 	local fd id
 	for fd in /proc/"$PROFD_PID"/fdinfo/*; do
 		id=$(awk '$1 == "prog_id:" { print $2 }' "$fd" 2>/dev/null)
-		[ -n "$id" ] && bpftool prog show id "$id" 2>/dev/null | grep -q ' name off_cpu ' && echo "$id" && return
+		[ -n "$id" ] || continue
+		bpftool prog show id "$id" 2>/dev/null | grep -q ' name off_cpu ' && echo "$id" && return
 	done
 }
 prog_stats() { bpftool -j prog show id "$1" | python3 -c '
@@ -145,7 +148,8 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 		read -r hns calls caps <<<"$HOOK"
 		echo
 		awk -v h="$hns" -v n="$calls" -v c="$caps" -v l="$LOOPS" 'BEGIN {
-			printf "Defaults, one more run with BPF statistics on: the sched_switch hook ran %.2f times per round trip", n / l
+			printf "Defaults, one more run with BPF statistics on: the sched_switch hook ran"
+			printf " %.2f times per round trip", n / l
 			printf " (every switch on the host), %d ns per run, so %.0f ns per round trip;", h, h * n / l
 			printf " %.4f stack captures per round trip (host-wide counter).\n", c / l }'
 	fi

@@ -74,7 +74,8 @@ for i in 0 1 2 3; do
 	fi
 done
 
-# runq_frames PID: "<run-queue us> <us under a stack with a user frame> <us under the busy function>"
+# runq_frames PID: "<run-queue us> <us under a stack with a user frame>
+# <us under the busy function>"
 runq_frames() {
 	profctl dump --pid "$1" --since 2m --type runq --threads --no-flush | awk '{
 		n = split($1, a, ";"); u = 0; b = 0
