@@ -227,6 +227,14 @@ const volatile __u64 offcpu_stack_interval_ns = 0;
 const volatile __u32 offcpu_filter = 0;
 /* Bit L set: some selected cgroup is L levels below the root. */
 const volatile __u32 offcpu_cgroup_levels = 0;
+/*
+ * A run-queue wait gets the preempted task's user stack only when set: that
+ * stack is the preempted pc, a new one at nearly every preemption, and where
+ * runnable time goes by function is the on-CPU profile's answer already.
+ * Kernel frames alone say how the task was preempted, for a fraction of the
+ * walk and of the stored stacks.
+ */
+const volatile __u32 offcpu_runq_ustack = 0;
 /* Record 1 in N switch-outs of each thread, its time multiplied by N. */
 const volatile __u32 offcpu_sample = 1;
 /*
@@ -593,8 +601,8 @@ static __noinline __u64 offcpu_py_append(__u64 *ips, __u64 n)
 	return w.n;
 }
 
-/* Both stacks of the current task into pl; returns their PROFD_F_*_TRUNC flags. */
-static __always_inline __u32 capture_place(void *ctx, struct offcpu_place *pl, int kthread)
+/* The current task's stacks into pl, the kernel's only if kernel_only; returns PROFD_F_*_TRUNC. */
+static __always_inline __u32 capture_place(void *ctx, struct offcpu_place *pl, int kernel_only)
 {
 	__u32 flags = 0;
 	long n;
@@ -602,7 +610,7 @@ static __always_inline __u32 capture_place(void *ctx, struct offcpu_place *pl, i
 	/* prev is current here: its kernel stack is ours, its user registers are in pt_regs. */
 	capture(ctx, &pl->kstk, 0, 1, &flags);
 	pl->ustk.len = 0;
-	if (kthread)
+	if (kernel_only)
 		return flags;
 	n = offcpu_native(ctx, pl->ustk.ips);
 	if (n < 0)
@@ -779,7 +787,7 @@ int BPF_PROG(off_cpu_capture, bool preempt, struct task_struct *prev, struct tas
 	h->chk_ns = t->ts;
 	/* Counted here, not on reuse: a shared counter bumped at every switch costs about 250 ns on this VM. */
 	count(PROFD_CNT_OFFCPU_CAPTURED);
-	flags = capture_place(ctx, pl, kthread);
+	flags = capture_place(ctx, pl, kthread || (k && !offcpu_runq_ustack));
 	uh = stack_hash(&pl->ustk, pl->ustk.len);
 	kh = stack_hash(&pl->kstk, pl->kstk.len);
 	/*

@@ -839,6 +839,7 @@ static int setup(struct profd *d)
 		.offcpu_cgroups = d->o.offcpu_cgroups,
 		.offcpu_sample = d->o.offcpu_sample,
 		.offcpu_max_rate = d->o.offcpu_max_rate,
+		.runq_user_stack = d->o.runqueue_stack == RUNQ_STACK_USER,
 	};
 	struct symbolizer_opts yo = { .max_files = d->o.max_files, .max_file_bytes = d->o.symbol_cache,
 				      .max_pids = d->o.max_pids, .cache_memory = d->o.cache_memory,

@@ -19,7 +19,7 @@
 #define MS 1000000LL
 #define SEC 1000000000LL
 
-enum kind { K_STR, K_UINT, K_DUR, K_SIZE, K_BOOL, K_UNWIND, K_LEVEL };
+enum kind { K_STR, K_UINT, K_DUR, K_SIZE, K_BOOL, K_UNWIND, K_LEVEL, K_RUNQ_STACK };
 
 enum {
 	LIVE = 1,      /* a reload applies it without a restart */
@@ -80,6 +80,8 @@ static const struct opt_def defs[] = {
 	  "record 1 in N switch-outs of each thread, its time x N (1: every one)" },
 	{ "offcpu-max-rate", K_UINT, F(offcpu_max_rate), 0, 100000000, 0, "N",
 	  "a CPU switching more often per second samples its switch-outs, weighted (0: never)" },
+	{ "runqueue-stack", K_RUNQ_STACK, F(runqueue_stack), 0, 0, 0, "kernel|user",
+	  "stacks of run-queue waits: kernel frames only, or with the preempted user stack" },
 	{ "counts-entries", K_UINT, F(counts_entries), 64, 1 << 24, 0, "N",
 	  "kernel counts map entries per generation" },
 	{ "stacks-entries", K_UINT, F(stacks_entries), 64, 1 << 22, 0, "N",
@@ -184,6 +186,7 @@ static void fmt_size(uint64_t v, char *buf, size_t len)
 static void fmt_value(const struct profd_opts *o, const struct opt_def *d, char *buf, size_t len)
 {
 	static const char *const unwind[] = { "auto", "fp", "dwarf" };
+	static const char *const runq[] = { "kernel", "user" };
 	int i;
 
 	switch (d->kind) {
@@ -195,6 +198,10 @@ static void fmt_value(const struct profd_opts *o, const struct opt_def *d, char 
 	case K_UNWIND:
 		i = (int)get_num(o, d);
 		snprintf(buf, len, "%s", i >= 0 && i < 3 ? unwind[i] : "?");
+		break;
+	case K_RUNQ_STACK:
+		i = (int)get_num(o, d);
+		snprintf(buf, len, "%s", i >= 0 && i < 2 ? runq[i] : "?");
 		break;
 	case K_LEVEL:
 		i = (int)get_num(o, d);
@@ -287,6 +294,14 @@ static int set_value(struct profd_opts *o, const struct opt_def *d, const char *
 			set_num(o, d, UNWIND_DWARF);
 		else
 			return snprintf(why, len, "expected fp, dwarf or auto"), -EINVAL;
+		return 0;
+	case K_RUNQ_STACK:
+		if (!strcmp(val, "kernel"))
+			set_num(o, d, RUNQ_STACK_KERNEL);
+		else if (!strcmp(val, "user"))
+			set_num(o, d, RUNQ_STACK_USER);
+		else
+			return snprintf(why, len, "expected kernel or user"), -EINVAL;
 		return 0;
 	case K_LEVEL:
 		if (log_parse_level(val, &i))

@@ -13,6 +13,8 @@
 #define PROFD_DEFAULT_CONFIG "/etc/profd/profd.conf"
 
 enum unwind_mode { UNWIND_AUTO = 0, UNWIND_FP = 1, UNWIND_DWARF = 2 };
+/* Stacks of a run-queue wait: the preempted user stack is nearly always a new one. */
+enum runq_stack { RUNQ_STACK_KERNEL = 0, RUNQ_STACK_USER = 1 };
 
 /* Plain values and fixed buffers: a copy is an assignment, nothing to free. */
 struct profd_opts {
@@ -35,6 +37,7 @@ struct profd_opts {
 	char offcpu_cgroups[4096];  /* "PATH,..." : of these cgroups and below only; "" : all */
 	uint32_t offcpu_sample;     /* record 1 in N switch-outs of each thread */
 	uint32_t offcpu_max_rate;   /* switch-outs per second per CPU recorded exactly (0: all) */
+	int runqueue_stack;         /* enum runq_stack */
 	int log_level;
 	uint32_t counts_entries;
 	uint32_t stacks_entries;

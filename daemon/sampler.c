@@ -343,6 +343,7 @@ static int load_object(struct sampler *s, bool offcpu, const struct offcpu_sel *
 	s->skel->rodata->offcpu_stack_interval_ns = s->o.offcpu_stack_interval_ns;
 	s->skel->rodata->offcpu_sample = s->o.offcpu_sample > 1 ? s->o.offcpu_sample : 1;
 	s->skel->rodata->offcpu_max_rate = s->o.offcpu_max_rate;
+	s->skel->rodata->offcpu_runq_ustack = s->o.runq_user_stack ? 1 : 0;
 	s->skel->rodata->offcpu_filter = (f->npids ? PROFD_OFFCPU_F_PIDS : 0) |
 					 (f->ncgroups ? PROFD_OFFCPU_F_CGROUPS : 0);
 	s->skel->rodata->offcpu_cgroup_levels = f->levels;

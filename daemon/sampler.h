@@ -25,6 +25,7 @@ struct sampler_opts {
 	const char *offcpu_cgroups; /* NULL or "": no cgroup selection */
 	uint32_t offcpu_sample;     /* record 1 in N switch-outs of each thread (0 or 1: all) */
 	uint32_t offcpu_max_rate;   /* switch-outs per second per CPU recorded exactly (0: all) */
+	int runq_user_stack;        /* run-queue waits: 1 with the user stack, 0 kernel frames only */
 };
 
 /* One aggregated entry of a drained generation; stacks are leaf first. */

@@ -9,6 +9,10 @@
 # time, which on a shared machine is mostly other tasks' time on that CPU),
 # the CPU time both processes used per round trip (perf stat task-clock):
 # the switch hook runs in their time, other tasks do not.
+# Beside them, profd's own CPU time per round trip (it may run on the pinned
+# CPU too), and in full mode one more run under the defaults with BPF run
+# statistics on: the sched_switch hook's time per round trip and the stack
+# captures per round trip, to set against the measured difference.
 # Usage: pipe_cost.sh [--quick] [ROUNDS [LOOPS]]; --quick (inside make test):
 # 1 round of 20000 round trips, no goal check.
 source "$(dirname "$0")/bench-lib.sh"
@@ -38,6 +42,11 @@ pipe() {
 }
 
 f() { echo "$W/$(echo "$1" | tr -c 'A-Za-z0-9\n' _).us"; }
+# profd_ticks: CPU time profd used so far, clock ticks (0 without profd).
+profd_ticks() {
+	[ -n "$PROFD_PID" ] && awk '{ print $14 + $15 }' "/proc/$PROFD_PID/stat" || echo 0
+}
+TICK_NS=$((1000000000 / $(getconf CLK_TCK)))
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 log "pipe_cost: $ROUNDS rounds of $LOOPS round trips on CPU $CPU, conditions: ${conds[*]}"
 for r in $(seq 1 "$ROUNDS"); do
@@ -51,6 +60,7 @@ for r in $(seq 1 "$ROUNDS"); do
 			profd_start "$W/p" --config /dev/null ${args[$c]}
 		fi
 		sleep 1 # past start-up (tables of running processes); the same pause without profd
+		t0=$(profd_ticks)
 		v=$(pipe)
 		# taskset fails while the CPU is offline (a hotplug test on a shared machine): one more try.
 		[ -n "$v" ] || { sleep 5; v=$(pipe); }
@@ -58,9 +68,46 @@ for r in $(seq 1 "$ROUNDS"); do
 		read -r us cpu <<<"$v"
 		echo "$us" >>"$(f "$c")"
 		echo "$cpu" >>"$(f "$c").cpu"
+		[ -n "$PROFD_PID" ] && echo $(($(profd_ticks) - t0)) >>"$(f "$c").self"
 		[ -n "$PROFD_PID" ] && stop "$PROFD_PID"
 	done
 done
+
+# hook_run: one more run under the defaults with BPF statistics on (they cost
+# time themselves, so not in the rounds above): "hook-ns-per-call calls captures"
+# over the run, every switch on the host included.
+off_cpu_prog() {
+	local fd id
+	for fd in /proc/"$PROFD_PID"/fdinfo/*; do
+		id=$(awk '$1 == "prog_id:" { print $2 }' "$fd" 2>/dev/null)
+		[ -n "$id" ] || continue
+		bpftool prog show id "$id" 2>/dev/null | grep -q ' name off_cpu ' && echo "$id" && return
+	done
+}
+prog_stats() { bpftool -j prog show id "$1" | python3 -c '
+import json, sys
+p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; }
+captured() { pctl "$W/p" status | awk '$1 == "offcpu_stacks_captured" { print $2 }'; }
+HOOK=
+if [ $QUICK = 0 ] && command -v bpftool >/dev/null; then
+	rm -rf "$W/p"
+	profd_start "$W/p" --config /dev/null
+	sleep 1
+	prog=$(off_cpu_prog)
+	if [ -n "$prog" ]; then
+		stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled)
+		echo 1 >/proc/sys/kernel/bpf_stats_enabled
+		read -r t0 n0 < <(prog_stats "$prog")
+		c0=$(captured)
+		pipe >/dev/null
+		read -r t1 n1 < <(prog_stats "$prog")
+		c1=$(captured)
+		echo "$stats_was" >/proc/sys/kernel/bpf_stats_enabled
+		[ $((n1 - n0)) -gt 0 ] && HOOK="$(((t1 - t0) / (n1 - n0))) $((n1 - n0)) $((c1 - c0))"
+	fi
+	stop "$PROFD_PID"
+	PROFD_PID=
+fi
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # paired COND BASE [SUFFIX]: per-round ratio COND / BASE - 1 in per cent (rounds pair runs seconds
@@ -73,8 +120,8 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 	echo "of the same round; then the same for the CPU time both processes used per round trip (perf stat"
 	echo "task-clock: the hook runs in their time, other tasks on the CPU do not count)."
 	echo
-	echo "| condition | µs per round trip | vs no profd, per round | vs \`--no-offcpu\`, per round | CPU ns per round trip | CPU vs no profd | CPU vs \`--no-offcpu\` |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| condition | µs per round trip | vs no profd, per round | vs \`--no-offcpu\`, per round | CPU ns per round trip | CPU vs no profd | CPU vs \`--no-offcpu\` | profd CPU ns per round trip |"
+	echo "|---|---|---|---|---|---|---|---|"
 	for c in "${conds[@]}"; do
 		read -r m lo hi _ < <(stats <"$(f "$c")")
 		read -r cm clo chi _ < <(stats <"$(f "$c").cpu")
@@ -85,14 +132,27 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 		read -r om olo ohi _ < <(paired "$c" oncpu)
 		read -r cam calo cahi _ < <(paired "$c" alone .cpu)
 		read -r com colo cohi _ < <(paired "$c" oncpu .cpu)
+		self=-
+		[ -s "$(f "$c").self" ] && self=$(awk -v t=$TICK_NS -v l="$LOOPS" '{ print $1 * t / l }' \
+			"$(f "$c").self" | stats | awk '{ printf "%.0f (%.0f-%.0f)", $1, $2, $3 }')
 		awk -v n="$name" -v m="$m" -v lo="$lo" -v hi="$hi" -v am="$am" -v alo="$alo" -v ahi="$ahi" \
 			-v om="$om" -v olo="$olo" -v ohi="$ohi" -v cm="$cm" -v clo="$clo" -v chi="$chi" \
-			-v cam="$cam" -v calo="$calo" -v cahi="$cahi" -v com="$com" -v colo="$colo" -v cohi="$cohi" 'BEGIN {
+			-v cam="$cam" -v calo="$calo" -v cahi="$cahi" -v com="$com" -v colo="$colo" -v cohi="$cohi" \
+			-v self="$self" 'BEGIN {
 			printf "| %s | %.3f (%.3f-%.3f) | %+.1f %% (%+.1f..%+.1f) | %+.1f %% (%+.1f..%+.1f) |", \
 				n, m, lo, hi, am, alo, ahi, om, olo, ohi
-			printf " %.0f (%.0f-%.0f) | %+.1f %% (%+.1f..%+.1f) | %+.1f %% (%+.1f..%+.1f) |\n", \
-				cm, clo, chi, cam, calo, cahi, com, colo, cohi }'
+			printf " %.0f (%.0f-%.0f) | %+.1f %% (%+.1f..%+.1f) | %+.1f %% (%+.1f..%+.1f) | %s |\n", \
+				cm, clo, chi, cam, calo, cahi, com, colo, cohi, self }'
 	done
+	if [ -n "$HOOK" ]; then
+		read -r hns calls caps <<<"$HOOK"
+		echo
+		awk -v h="$hns" -v n="$calls" -v c="$caps" -v l="$LOOPS" 'BEGIN {
+			printf "Defaults, one more run with BPF statistics on: the sched_switch hook ran"
+			printf " %.2f times per round trip", n / l
+			printf " (every switch on the host), %d ns per run, so %.0f ns per round trip;", h, h * n / l
+			printf " %.4f stack captures per round trip (host-wide counter).\n", c / l }'
+	fi
 } >"$BENCH_OUT/pipe_cost.md"
 read -r def _ _ _ < <(stats <"$(f default)")
 read -r base_alone _ _ _ < <(stats <"$(f alone)")

@@ -74,6 +74,19 @@ for i in 0 1 2 3; do
 	fi
 done
 
+# runq_frames PID: "<run-queue us> <us under a stack with a user frame>
+# <us under the busy function>"
+runq_frames() {
+	profctl dump --pid "$1" --since 2m --type runq --threads --no-flush | awk '{
+		n = split($1, a, ";"); u = 0; b = 0
+		for (i = 3; i <= n; i++) { if (a[i] !~ /_\[k\]$/) u = 1; if (a[i] == "busy") b = 1 }
+		s += $NF; su += u * $NF; sb += b * $NF } END { print s + 0, su + 0, sb + 0 }'
+}
+# Run-queue waits keep kernel frames only by default (--runqueue-stack kernel).
+read -r rq rqu _ < <(runq_frames $UPID)
+check "busy: run-queue waits ${rq} us with kernel frames only (${rqu} us under a user frame)" \
+	test "$rq" -gt 0 -a "$rqu" -eq 0
+
 # Wall: on-CPU samples x period + blocked + waiting adds up to each thread's life.
 for p in $BPID $UPID; do
 	out=$T/block.out
@@ -167,6 +180,26 @@ r=$(ratio "$got" "$((2 * elapsed))")
 check "--offcpu-max-rate 1000: pingpong wall $got us = $r x 2 x elapsed $elapsed us (0.75..1.25)" between "$r" 0.75 1.25
 w=$(profctl status | awk '$1 == "offcpu_sampled_windows" { print $2 }')
 check "--offcpu-max-rate 1000: switch-outs sampled in ${w:-0} rate windows (> 0)" test "${w:-0}" -gt 0
+check "profd exits 0 on SIGTERM" stop_profd
+
+# --runqueue-stack user: run-queue waits carry the preempted user stack, so
+# the busy threads' waits land under their busy function; the wall still adds up.
+rm -rf "$STATE"
+start_profd --offcpu-min 0 --runqueue-stack user
+"$TP/offcpu_threads" busy 2 >"$T/busyu.out" 2>/dev/null &
+UU=$!
+wait $UU || fail "offcpu_threads busy exited $?"
+profctl flush >/dev/null || fail "profctl flush exited $?"
+read -r rq rqu rqb < <(runq_frames $UU)
+r=$(ratio "$rqb" "$rq")
+check "--runqueue-stack user: $r of run-queue time ${rq} us under the busy function (>= 0.90)" \
+	between "$r" 0.90 1.0
+per_thread wall $UU >"$T/wallu"
+while read -r th ns _; do
+	got=$(awk -v n="$th" '$1 == n { print $2 }' "$T/wallu")
+	r=$(ratio "${got:-0}" "$(awk -v n="$ns" 'BEGIN { printf "%.0f", n / 1000 }')")
+	check "--runqueue-stack user: wall of $th = $r x elapsed (0.90..1.10)" between "$r" 0.90 1.10
+done < <(grep '^busy' "$T/busyu.out")
 check "profd exits 0 on SIGTERM" stop_profd
 
 # --no-offcpu: the hook is not attached and no off-CPU time is recorded.
