@@ -204,3 +204,137 @@ out:
 	free(lines);
 	return err;
 }
+
+/* "[base name of the module]", or the module itself when it is bracketed already ("[vdso]"). */
+static int fold_label(struct profile *dst, const struct profile *src, const struct pf_frame *f,
+		      uint32_t *name)
+{
+	const char *mod = profile__str(src, f->module), *base = strrchr(mod, '/');
+	char buf[256];
+	size_t n;
+
+	base = base ? base + 1 : mod;
+	n = strlen(base);
+	if (!n)
+		return profile__intern_str(dst, "[unknown]", name);
+	if (base[0] == '[' && base[n - 1] == ']')
+		return profile__intern(dst, base, n, name);
+	if (n > sizeof(buf) - 3)
+		n = sizeof(buf) - 3;
+	buf[0] = '[';
+	memcpy(buf + 1, base, n);
+	buf[n + 1] = ']';
+	return profile__intern(dst, buf, n + 2, name);
+}
+
+static int fold_str(struct profile *dst, const struct profile *src, uint32_t id, uint32_t *out)
+{
+	return profile__intern_str(dst, profile__str(src, id), out);
+}
+
+int fold__modules(struct profile *dst, const struct profile *src)
+{
+	size_t nf = profile__nframes(src), ns = profile__nstacks(src);
+	const struct pf_meta *sm = profile__meta_const(src);
+	struct pf_meta *dm;
+	uint32_t *fmap = NULL, *smap = NULL, *folded = NULL, *buf = NULL, bufcap = 0;
+	int err = -ENOMEM;
+
+	profile__reset(dst);
+	fmap = malloc(sizeof(*fmap) * (nf + 1));
+	folded = calloc(nf + 1, sizeof(*folded));
+	smap = malloc(sizeof(*smap) * (ns + 1));
+	if (!fmap || !folded || !smap)
+		goto out;
+	for (size_t i = 0; i < nf; i++) {
+		const struct pf_frame *f = profile__frame(src, (uint32_t)i);
+		struct pf_frame d = { .kind = f->kind, .offset = f->offset };
+
+		if ((err = fold_str(dst, src, f->module, &d.module)))
+			goto out;
+		if (profile__str(src, f->name)[0]) {
+			err = fold_str(dst, src, f->name, &d.name);
+		} else {
+			folded[i] = 1;
+			d.offset = 0;
+			err = fold_label(dst, src, f, &d.name);
+		}
+		if (err || (err = profile__frame_add(dst, &d, &fmap[i])))
+			goto out;
+	}
+	smap[0] = 0;
+	for (size_t i = 1; i < ns; i++) {
+		uint32_t n, m = 0;
+		const uint32_t *fr = profile__stack(src, (uint32_t)i, &n);
+
+		if (n > bufcap) {
+			uint32_t *nb = realloc(buf, sizeof(*buf) * n);
+
+			err = -ENOMEM;
+			if (!nb)
+				goto out;
+			buf = nb;
+			bufcap = n;
+		}
+		for (uint32_t k = 0; k < n; k++) {
+			err = -EINVAL;
+			if (fr[k] >= nf)
+				goto out;
+			if (m && folded[fr[k]] && buf[m - 1] == fmap[fr[k]])
+				continue;
+			buf[m++] = fmap[fr[k]];
+		}
+		if ((err = profile__stack_add(dst, buf, m, &smap[i])))
+			goto out;
+	}
+	for (size_t i = 0; i < profile__nsamples(src); i++) {
+		struct pf_sample d = *profile__sample(src, i);
+
+		err = -EINVAL;
+		if (d.stack >= ns && d.stack)
+			goto out;
+		d.stack = d.stack ? smap[d.stack] : 0;
+		if ((err = fold_str(dst, src, d.comm, &d.comm)) ||
+		    (err = fold_str(dst, src, d.thread, &d.thread)) ||
+		    (err = fold_str(dst, src, d.cgroup, &d.cgroup)) || (err = profile__add(dst, &d)))
+			goto out;
+	}
+	for (size_t i = 0; i < profile__ncounters(src); i++) {
+		const struct pf_counter *c = profile__counter(src, i);
+
+		if ((err = profile__counter_add(dst, profile__str(src, c->name), c->value)))
+			goto out;
+	}
+	dm = profile__meta(dst);
+	dm->start_ns = sm->start_ns;
+	dm->end_ns = sm->end_ns;
+	dm->frequency = sm->frequency;
+	if ((err = fold_str(dst, src, sm->host, &dm->host)) ||
+	    (err = fold_str(dst, src, sm->kernel, &dm->kernel)))
+		goto out;
+	dm = profile__meta(dst);
+	err = fold_str(dst, src, sm->event, &dm->event);
+out:
+	free(fmap);
+	free(folded);
+	free(smap);
+	free(buf);
+	return err;
+}
+
+/* A frame fold__modules() made: a bracketed name at offset 0. */
+static int is_module_frame(const struct profile *p, const struct pf_frame *f)
+{
+	const char *name = profile__str(p, f->name);
+	size_t n = strlen(name);
+
+	return f->offset == 0 && n >= 2 && name[0] == '[' && name[n - 1] == ']';
+}
+
+int fold__has_modules(const struct profile *p)
+{
+	for (size_t i = 0; i < profile__nframes(p); i++)
+		if (is_module_frame(p, profile__frame(p, (uint32_t)i)))
+			return 1;
+	return 0;
+}

@@ -1,6 +1,8 @@
 /* Segment store: round trips, crash recovery, damage, retention, write errors, permissions. */
 #include "codec.h"
+#include "diff.h"
 #include "fold.h"
+#include "query.h"
 #include "profile.h"
 #include "store.h"
 #include "t.h"
@@ -1264,6 +1266,48 @@ static int read_folded(const char *dir, int64_t a, int64_t b, unsigned flags, st
 	return err;
 }
 
+/* The diff view between [a, b) and [b, c): raw before and after of one folded line. */
+static int diff_line_of(const char *dir, int64_t a, int64_t b, int64_t c, const char *want, uint64_t *before,
+			uint64_t *after)
+{
+	struct store *r;
+	struct profile *m[2], *col[2];
+	struct query q = { .type = QUERY_CPU };
+	struct diff *d = NULL;
+	int err;
+
+	*before = *after = 0;
+	if ((err = open_store(dir, 0, &r, NULL)))
+		return err;
+	for (int k = 0; k < 2; k++) {
+		profile__new(&m[k]);
+		profile__new(&col[k]);
+		q.since_ns = k ? b : a;
+		q.until_ns = k ? c : b;
+		if (!err)
+			err = store__merge(r, q.since_ns, q.until_ns, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME,
+					   query__keep, &q, m[k]);
+		if (!err)
+			err = fold__collapse(&q, m[k], col[k]);
+	}
+	if (!err)
+		err = diff__new(&q, col[0], col[1], &d);
+	for (size_t i = 0; !err && i < diff__count(d); i++) {
+		const struct diff_line *l = diff__line(d, i);
+		if (!strcmp(l->stack, want)) {
+			*before += l->raw_base;
+			*after += l->value;
+		}
+	}
+	diff__free(d);
+	for (int k = 0; k < 2; k++) {
+		profile__free(m[k]);
+		profile__free(col[k]);
+	}
+	store__close(r);
+	return err;
+}
+
 /*
  * Named windows fold unnamed frames into their module, one frame for each
  * run of them: what a user sees there is "[cc1]" and "[libc.so.6]" under
@@ -1314,6 +1358,12 @@ static void test_named_modules(const char *base)
 	/* The young segment keeps its pcs. */
 	CHECK_EQ_INT(read_folded(dir, T0 + 1800 * SEC, INT64_MAX, 0, &part), 0);
 	CHECK(part.unnamed > 0 && part.module_cpu == 0);
+	/* diff of named windows against windows that keep pcs: the same code on one line. */
+	uint64_t before, after;
+	CHECK_EQ_INT(diff_line_of(dir, T0, T0 + 1800 * SEC, T0 + RW * 10 * SEC,
+				  "cc1;main;[cc1];[libc.so.6];write;[unknown]_[k]", &before, &after), 0);
+	CHECK_EQ_INT(before, 180 * 5);
+	CHECK_EQ_INT(after, 60 * 5);
 	/* Summaries of named segments say the same as their records. */
 	CHECK_EQ_INT(read_folded(dir, INT64_MIN, T0 + 1800 * SEC, STORE_READ_SUMMARIES, &sum), 0);
 	CHECK(dir_bytes(dir, "sum-") > 0);
