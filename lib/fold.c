@@ -227,76 +227,116 @@ static int fold_label(struct profile *dst, const struct profile *src, const stru
 	return profile__intern(dst, buf, n + 2, name);
 }
 
-static int fold_str(struct profile *dst, const struct profile *src, uint32_t id, uint32_t *out)
+/* What fold__modules() maps lazily: only what src's samples use is copied. */
+struct fold_map {
+	const struct profile *src;
+	struct profile *dst;
+	uint32_t *str, *frame, *stack; /* src id -> dst id + 1; 0: not mapped yet */
+	uint8_t *folded;               /* by src frame: it became a module frame */
+	size_t nstr, nframes, nstacks;
+	uint32_t *buf;
+	uint32_t bufcap;
+};
+
+static int map_str(struct fold_map *m, uint32_t id, uint32_t *out)
 {
-	return profile__intern_str(dst, profile__str(src, id), out);
+	int err;
+
+	if (id >= m->nstr)
+		return -EINVAL;
+	if (!m->str[id]) {
+		if ((err = profile__intern_str(m->dst, profile__str(m->src, id), out)))
+			return err;
+		m->str[id] = *out + 1;
+	}
+	*out = m->str[id] - 1;
+	return 0;
+}
+
+static int map_frame(struct fold_map *m, uint32_t id, uint32_t *out)
+{
+	const struct pf_frame *f;
+	struct pf_frame d;
+	int err;
+
+	if (id >= m->nframes)
+		return -EINVAL;
+	if (m->frame[id]) {
+		*out = m->frame[id] - 1;
+		return 0;
+	}
+	f = profile__frame(m->src, id);
+	d = (struct pf_frame){ .kind = f->kind, .offset = f->offset };
+	if ((err = map_str(m, f->module, &d.module)))
+		return err;
+	if (profile__str(m->src, f->name)[0]) {
+		err = map_str(m, f->name, &d.name);
+	} else {
+		m->folded[id] = 1;
+		d.offset = 0;
+		err = fold_label(m->dst, m->src, f, &d.name);
+	}
+	if (err || (err = profile__frame_add(m->dst, &d, out)))
+		return err;
+	m->frame[id] = *out + 1;
+	return 0;
+}
+
+static int map_stack(struct fold_map *m, uint32_t id, uint32_t *out)
+{
+	const uint32_t *fr;
+	uint32_t n, k, f, last = 0;
+	int err;
+
+	if (id >= m->nstacks)
+		return -EINVAL;
+	if (m->stack[id]) {
+		*out = m->stack[id] - 1;
+		return 0;
+	}
+	fr = profile__stack(m->src, id, &n);
+	if (n > m->bufcap) {
+		uint32_t *nb = realloc(m->buf, sizeof(*nb) * n);
+
+		if (!nb)
+			return -ENOMEM;
+		m->buf = nb;
+		m->bufcap = n;
+	}
+	for (k = 0, last = 0; k < n; k++) {
+		if ((err = map_frame(m, fr[k], &f)))
+			return err;
+		if (last && m->folded[fr[k]] && m->buf[last - 1] == f)
+			continue;
+		m->buf[last++] = f;
+	}
+	if ((err = profile__stack_add(m->dst, m->buf, last, out)))
+		return err;
+	m->stack[id] = *out + 1;
+	return 0;
 }
 
 int fold__modules(struct profile *dst, const struct profile *src)
 {
-	size_t nf = profile__nframes(src), ns = profile__nstacks(src);
 	const struct pf_meta *sm = profile__meta_const(src);
+	struct fold_map m = { .src = src, .dst = dst, .nstr = profile__nstrs(src),
+			      .nframes = profile__nframes(src), .nstacks = profile__nstacks(src) };
 	struct pf_meta *dm;
-	uint32_t *fmap = NULL, *smap = NULL, *folded = NULL, *buf = NULL, bufcap = 0;
 	int err = -ENOMEM;
 
 	profile__reset(dst);
-	fmap = malloc(sizeof(*fmap) * (nf + 1));
-	folded = calloc(nf + 1, sizeof(*folded));
-	smap = malloc(sizeof(*smap) * (ns + 1));
-	if (!fmap || !folded || !smap)
+	m.str = calloc(m.nstr + 1, sizeof(*m.str));
+	m.frame = calloc(m.nframes + 1, sizeof(*m.frame));
+	m.stack = calloc(m.nstacks + 1, sizeof(*m.stack));
+	m.folded = calloc(m.nframes + 1, sizeof(*m.folded));
+	if (!m.str || !m.frame || !m.stack || !m.folded)
 		goto out;
-	for (size_t i = 0; i < nf; i++) {
-		const struct pf_frame *f = profile__frame(src, (uint32_t)i);
-		struct pf_frame d = { .kind = f->kind, .offset = f->offset };
-
-		if ((err = fold_str(dst, src, f->module, &d.module)))
-			goto out;
-		if (profile__str(src, f->name)[0]) {
-			err = fold_str(dst, src, f->name, &d.name);
-		} else {
-			folded[i] = 1;
-			d.offset = 0;
-			err = fold_label(dst, src, f, &d.name);
-		}
-		if (err || (err = profile__frame_add(dst, &d, &fmap[i])))
-			goto out;
-	}
-	smap[0] = 0;
-	for (size_t i = 1; i < ns; i++) {
-		uint32_t n, m = 0;
-		const uint32_t *fr = profile__stack(src, (uint32_t)i, &n);
-
-		if (n > bufcap) {
-			uint32_t *nb = realloc(buf, sizeof(*buf) * n);
-
-			err = -ENOMEM;
-			if (!nb)
-				goto out;
-			buf = nb;
-			bufcap = n;
-		}
-		for (uint32_t k = 0; k < n; k++) {
-			err = -EINVAL;
-			if (fr[k] >= nf)
-				goto out;
-			if (m && folded[fr[k]] && buf[m - 1] == fmap[fr[k]])
-				continue;
-			buf[m++] = fmap[fr[k]];
-		}
-		if ((err = profile__stack_add(dst, buf, m, &smap[i])))
-			goto out;
-	}
 	for (size_t i = 0; i < profile__nsamples(src); i++) {
 		struct pf_sample d = *profile__sample(src, i);
 
-		err = -EINVAL;
-		if (d.stack >= ns && d.stack)
-			goto out;
-		d.stack = d.stack ? smap[d.stack] : 0;
-		if ((err = fold_str(dst, src, d.comm, &d.comm)) ||
-		    (err = fold_str(dst, src, d.thread, &d.thread)) ||
-		    (err = fold_str(dst, src, d.cgroup, &d.cgroup)) || (err = profile__add(dst, &d)))
+		if ((err = map_stack(&m, d.stack, &d.stack)) || (err = map_str(&m, d.comm, &d.comm)) ||
+		    (err = map_str(&m, d.thread, &d.thread)) || (err = map_str(&m, d.cgroup, &d.cgroup)) ||
+		    (err = profile__add(dst, &d)))
 			goto out;
 	}
 	for (size_t i = 0; i < profile__ncounters(src); i++) {
@@ -309,16 +349,15 @@ int fold__modules(struct profile *dst, const struct profile *src)
 	dm->start_ns = sm->start_ns;
 	dm->end_ns = sm->end_ns;
 	dm->frequency = sm->frequency;
-	if ((err = fold_str(dst, src, sm->host, &dm->host)) ||
-	    (err = fold_str(dst, src, sm->kernel, &dm->kernel)))
+	if ((err = map_str(&m, sm->host, &dm->host)) || (err = map_str(&m, sm->kernel, &dm->kernel)))
 		goto out;
-	dm = profile__meta(dst);
-	err = fold_str(dst, src, sm->event, &dm->event);
+	err = map_str(&m, sm->event, &dm->event);
 out:
-	free(fmap);
-	free(folded);
-	free(smap);
-	free(buf);
+	free(m.str);
+	free(m.frame);
+	free(m.stack);
+	free(m.folded);
+	free(m.buf);
 	return err;
 }
 

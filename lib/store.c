@@ -2090,6 +2090,7 @@ struct roll {
 	int day;                 /* writing a day summary (g: the day) */
 	int named;               /* rollup: by function and name; summary: of such a segment */
 	int flush_due;           /* the next record starts another window: write this one first */
+	int folded;              /* named: the window to write is folded into fprof already */
 	size_t tier;
 	char tmp[NAME_MAX_LEN];
 	int in, out;
@@ -2141,6 +2142,17 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 	return 0;
 }
 
+/* A named window's module frames (fold__modules()): as long as encoding it, so a step of its own. */
+static int roll_fold(struct store *s, struct roll *r)
+{
+	int err;
+
+	if ((!s->fprof && (err = profile__new(&s->fprof))) || (err = fold__modules(s->fprof, s->rprof)))
+		return err;
+	r->folded = 1;
+	return 0;
+}
+
 static int roll_flush(struct store *s, struct roll *r)
 {
 	int err;
@@ -2148,10 +2160,11 @@ static int roll_flush(struct store *s, struct roll *r)
 	if (!r->windows)
 		return 0;
 	if (!r->sum && r->named) {
-		if ((!s->fprof && (err = profile__new(&s->fprof))) || (err = fold__modules(s->fprof, s->rprof)))
+		if (!r->folded && (err = roll_fold(s, r)))
 			return err;
 		err = roll_write(s, r, s->fprof, (uint8_t)(r->tier + 1), r->windows, REC_FLAG_NAMED);
 		profile__reset(s->fprof);
+		r->folded = 0;
 	} else {
 		err = roll_write(s, r, s->rprof, r->sum ? 0 : (uint8_t)(r->tier + 1), r->windows,
 				 r->sum ? REC_FLAG_SUMMARY : 0);
@@ -2358,9 +2371,12 @@ static int roll_continue(struct store *s)
 		.cpu_until = s->o.compact_windows ?
 				     0 : clock__ns(CLOCK_THREAD_CPUTIME_ID) + COMPACT_CPU_NS,
 	};
+	uint64_t nin = r->nin;
 	int err = 0;
 
 	if (r->flush_due) {
+		if (!r->sum && r->named && !r->folded)
+			return roll_fold(s, r);
 		r->flush_due = 0;
 		return roll_flush(s, r);
 	}
@@ -2373,6 +2389,11 @@ static int roll_continue(struct store *s)
 		r->in_off = sc.next_off;
 		if (sc.paused)
 			return 0;
+	}
+	/* The segment's last merged window too is written in a call of its own. */
+	if (!r->sum && r->windows && r->nin != nin) {
+		r->flush_due = 1;
+		return 0;
 	}
 	if (r->sum && r->phase == SUM_READ_WHOLE && !r->wwindows) /* nothing readable: no summary */
 		return 1;
