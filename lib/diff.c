@@ -5,6 +5,7 @@
 
 #include "diff.h"
 #include "fold.h"
+#include "modframes.h"
 #include "profile.h"
 
 struct diff {
@@ -129,9 +130,9 @@ int diff__new(const struct query *q, const struct profile *base, const struct pr
 	 * its pcs: one side with such frames folds the other the same way, so
 	 * that the same code is the same line on both sides.
 	 */
-	if (fold__has_modules(base) || fold__has_modules(cur)) {
-		if (profile__new(&fb) || profile__new(&fc) || (err = fold__modules(fb, base)) ||
-		    (err = fold__modules(fc, cur)))
+	if (modframes__has(base) || modframes__has(cur)) {
+		if (profile__new(&fb) || profile__new(&fc) || (err = modframes__fold(fb, base)) ||
+		    (err = modframes__fold(fc, cur)))
 			goto fail;
 		base = fb;
 		cur = fc;

@@ -29,16 +29,4 @@ int fold__write(const struct query *q, const struct profile *collapsed, FILE *f)
 /* A collapsed value in printed units (samples, or microseconds from nanoseconds). */
 uint64_t fold__printed_value(const struct query *q, uint64_t v);
 
-/*
- * dst (reset first): src with every unnamed frame folded into its module,
- * named "[cc1]" (the module's base name), offset 0, one frame for each run
- * of such frames in a stack; "[unknown]" without a module. Named windows
- * of the store are written so (docs/FORMAT.md, "Rollups"): with pids gone,
- * a stripped binary's return address names nothing a user can act on, the
- * module still says where the time went. Folding twice changes nothing.
- */
-int fold__modules(struct profile *dst, const struct profile *src);
-/* Whether p holds a frame fold__modules() made. */
-int fold__has_modules(const struct profile *p);
-
 #endif

@@ -21,7 +21,7 @@
 #include "store.h"
 #include "codec.h"
 #include "crc32c.h"
-#include "fold.h"
+#include "modframes.h"
 #include "profile.h"
 
 #include <dirent.h>
@@ -2142,12 +2142,12 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 	return 0;
 }
 
-/* A named window's module frames (fold__modules()): as long as encoding it, so a step of its own. */
+/* A named window's module frames (modframes__fold()): as long as encoding it, so a step of its own. */
 static int roll_fold(struct store *s, struct roll *r)
 {
 	int err;
 
-	if ((!s->fprof && (err = profile__new(&s->fprof))) || (err = fold__modules(s->fprof, s->rprof)))
+	if ((!s->fprof && (err = profile__new(&s->fprof))) || (err = modframes__fold(s->fprof, s->rprof)))
 		return err;
 	r->folded = 1;
 	return 0;
