@@ -135,9 +135,10 @@ int modframes__fold(struct profile *dst, const struct profile *src)
 	for (size_t i = 0; i < profile__nsamples(src); i++) {
 		struct pf_sample d = *profile__sample(src, i);
 
-		if ((err = map_stack(&m, d.stack, &d.stack)) || (err = map_str(&m, d.comm, &d.comm)) ||
-		    (err = map_str(&m, d.thread, &d.thread)) || (err = map_str(&m, d.cgroup, &d.cgroup)) ||
-		    (err = profile__add(dst, &d)))
+		if ((err = map_stack(&m, d.stack, &d.stack)) ||
+		    (err = map_str(&m, d.comm, &d.comm)) ||
+		    (err = map_str(&m, d.thread, &d.thread)) ||
+		    (err = map_str(&m, d.cgroup, &d.cgroup)) || (err = profile__add(dst, &d)))
 			goto out;
 	}
 	for (size_t i = 0; i < profile__ncounters(src); i++) {
@@ -150,7 +151,8 @@ int modframes__fold(struct profile *dst, const struct profile *src)
 	dm->start_ns = sm->start_ns;
 	dm->end_ns = sm->end_ns;
 	dm->frequency = sm->frequency;
-	if ((err = map_str(&m, sm->host, &dm->host)) || (err = map_str(&m, sm->kernel, &dm->kernel)))
+	if ((err = map_str(&m, sm->host, &dm->host)) ||
+	    (err = map_str(&m, sm->kernel, &dm->kernel)))
 		goto out;
 	err = map_str(&m, sm->event, &dm->event);
 out:

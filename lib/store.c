@@ -2142,12 +2142,14 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 	return 0;
 }
 
-/* A named window's module frames (modframes__fold()): as long as encoding it, so a step of its own. */
+/* A named window's module frames: they cost about what encoding does, so a step of their own. */
 static int roll_fold(struct store *s, struct roll *r)
 {
 	int err;
 
-	if ((!s->fprof && (err = profile__new(&s->fprof))) || (err = modframes__fold(s->fprof, s->rprof)))
+	if (!s->fprof && (err = profile__new(&s->fprof)))
+		return err;
+	if ((err = modframes__fold(s->fprof, s->rprof)))
 		return err;
 	r->folded = 1;
 	return 0;
@@ -2162,7 +2164,8 @@ static int roll_flush(struct store *s, struct roll *r)
 	if (!r->sum && r->named) {
 		if (!r->folded && (err = roll_fold(s, r)))
 			return err;
-		err = roll_write(s, r, s->fprof, (uint8_t)(r->tier + 1), r->windows, REC_FLAG_NAMED);
+		err = roll_write(s, r, s->fprof, (uint8_t)(r->tier + 1), r->windows,
+				 REC_FLAG_NAMED);
 		profile__reset(s->fprof);
 		r->folded = 0;
 	} else {
