@@ -5,6 +5,7 @@
 
 #include "diff.h"
 #include "fold.h"
+#include "modframes.h"
 #include "profile.h"
 
 struct diff {
@@ -119,13 +120,29 @@ static int scale(struct diff *d)
 int diff__new(const struct query *q, const struct profile *base, const struct profile *cur, struct diff **out)
 {
 	struct diff *d = calloc(1, sizeof(*d));
+	struct profile *fb = NULL, *fc = NULL;
 	int err = -ENOMEM;
 
 	if (!d || profile__new(&d->stacks))
 		goto fail;
+	/*
+	 * Named windows hold a module's frame ("[cc1]") where recent ones hold
+	 * its pcs: one side with such frames folds the other the same way, so
+	 * that the same code is the same line on both sides.
+	 */
+	if (modframes__has(base) || modframes__has(cur)) {
+		if (profile__new(&fb) || profile__new(&fc) || (err = modframes__fold(fb, base)) ||
+		    (err = modframes__fold(fc, cur)))
+			goto fail;
+		base = fb;
+		cur = fc;
+	}
 	err = add_side(d, q, base, 1);
 	if (!err)
 		err = add_side(d, q, cur, 0);
+	profile__free(fb);
+	profile__free(fc);
+	fb = fc = NULL;
 	if (!err && (!d->tbase || !d->tcur))
 		err = -ENODATA;
 	if (!err)
@@ -137,6 +154,8 @@ int diff__new(const struct query *q, const struct profile *base, const struct pr
 	*out = d;
 	return 0;
 fail:
+	profile__free(fb);
+	profile__free(fc);
 	diff__free(d);
 	return err;
 }

@@ -21,6 +21,7 @@
 #include "store.h"
 #include "codec.h"
 #include "crc32c.h"
+#include "modframes.h"
 #include "profile.h"
 
 #include <dirent.h>
@@ -133,6 +134,7 @@ struct store {
 	struct roll *roll;     /* the rollup (or summary) in progress, if any */
 	struct profile *wprof; /* a summary's whole segment so far, by name */
 	struct profile *pprof; /* the same by function only: pids kept */
+	struct profile *fprof; /* a named rollup's window, unnamed frames folded into modules */
 	int64_t summed_upto;   /* every sealed segment starting at or before this has its summary or failed */
 	int64_t dayed_upto;    /* every day starting at or before this has its day summary */
 	int in_sum;            /* reading a summary file */
@@ -919,6 +921,7 @@ void store__close(struct store *s)
 	profile__free(s->rprof);
 	profile__free(s->wprof);
 	profile__free(s->pprof);
+	profile__free(s->fprof);
 	free(s->zbuf);
 	free(s->rbuf);
 	free(s->dir);
@@ -2087,6 +2090,7 @@ struct roll {
 	int day;                 /* writing a day summary (g: the day) */
 	int named;               /* rollup: by function and name; summary: of such a segment */
 	int flush_due;           /* the next record starts another window: write this one first */
+	int folded;              /* named: the window to write is folded into fprof already */
 	size_t tier;
 	char tmp[NAME_MAX_LEN];
 	int in, out;
@@ -2138,14 +2142,36 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 	return 0;
 }
 
+/* A named window's module frames: they cost about what encoding does, so a step of their own. */
+static int roll_fold(struct store *s, struct roll *r)
+{
+	int err;
+
+	if (!s->fprof && (err = profile__new(&s->fprof)))
+		return err;
+	if ((err = modframes__fold(s->fprof, s->rprof)))
+		return err;
+	r->folded = 1;
+	return 0;
+}
+
 static int roll_flush(struct store *s, struct roll *r)
 {
 	int err;
 
 	if (!r->windows)
 		return 0;
-	err = roll_write(s, r, s->rprof, r->sum ? 0 : (uint8_t)(r->tier + 1), r->windows,
-			 r->sum ? REC_FLAG_SUMMARY : r->named ? REC_FLAG_NAMED : 0);
+	if (!r->sum && r->named) {
+		if (!r->folded && (err = roll_fold(s, r)))
+			return err;
+		err = roll_write(s, r, s->fprof, (uint8_t)(r->tier + 1), r->windows,
+				 REC_FLAG_NAMED);
+		profile__reset(s->fprof);
+		r->folded = 0;
+	} else {
+		err = roll_write(s, r, s->rprof, r->sum ? 0 : (uint8_t)(r->tier + 1), r->windows,
+				 r->sum ? REC_FLAG_SUMMARY : 0);
+	}
 	if (err)
 		return err;
 	r->windows = 0;
@@ -2348,9 +2374,12 @@ static int roll_continue(struct store *s)
 		.cpu_until = s->o.compact_windows ?
 				     0 : clock__ns(CLOCK_THREAD_CPUTIME_ID) + COMPACT_CPU_NS,
 	};
+	uint64_t nin = r->nin;
 	int err = 0;
 
 	if (r->flush_due) {
+		if (!r->sum && r->named && !r->folded)
+			return roll_fold(s, r);
 		r->flush_due = 0;
 		return roll_flush(s, r);
 	}
@@ -2363,6 +2392,11 @@ static int roll_continue(struct store *s)
 		r->in_off = sc.next_off;
 		if (sc.paused)
 			return 0;
+	}
+	/* The segment's last merged window too is written in a call of its own. */
+	if (!r->sum && r->windows && r->nin != nin) {
+		r->flush_due = 1;
+		return 0;
 	}
 	if (r->sum && r->phase == SUM_READ_WHOLE && !r->wwindows) /* nothing readable: no summary */
 		return 1;

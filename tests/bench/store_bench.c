@@ -601,8 +601,11 @@ static int an_window(const struct store_window_info *w, const struct profile *ch
 struct rewrite {
 	struct store *out;
 	struct profile *tmp;
-	int drop_kind; /* -1: keep all; PF_KIND_MAX: keep on-CPU only */
+	int drop_kind; /* -1: keep all; PF_KIND_MAX: keep on-CPU only; RUNQ_KERNEL: see below */
 };
+
+/* Run-queue entries with their kernel frames only, as `runqueue-stack=kernel` records them. */
+#define RUNQ_KERNEL (-2)
 
 static int keep_rewrite(const struct profile *p, const struct pf_sample *s, void *arg)
 {
@@ -610,14 +613,108 @@ static int keep_rewrite(const struct profile *p, const struct pf_sample *s, void
 	return rw->drop_kind == PF_KIND_MAX ? s->kind == PF_KIND_CPU : (int)s->kind != rw->drop_kind;
 }
 
+/* dst (reset first): p with every run-queue entry's user frames dropped. */
+static void runq_kernel_only(struct profile *dst, const struct profile *p)
+{
+	uint32_t fr[256];
+
+	profile__reset(dst);
+	for (size_t i = 0; i < profile__nsamples(p); i++) {
+		struct pf_sample x = *profile__sample(p, i);
+		uint32_t n, m = 0;
+		const uint32_t *f = profile__stack(p, x.stack, &n);
+		if (n > 256)
+			n = 256;
+		for (uint32_t k = 0; k < n; k++) {
+			struct pf_frame g = *profile__frame(p, f[k]);
+			if (x.kind == PF_KIND_RUNQ && g.kind != PF_FRAME_KERNEL)
+				continue;
+			profile__intern_str(dst, profile__str(p, g.name), &g.name);
+			profile__intern_str(dst, profile__str(p, g.module), &g.module);
+			profile__frame_add(dst, &g, &fr[m++]);
+		}
+		profile__stack_add(dst, fr, m, &x.stack);
+		profile__intern_str(dst, profile__str(p, x.comm), &x.comm);
+		profile__intern_str(dst, profile__str(p, x.thread), &x.thread);
+		profile__intern_str(dst, profile__str(p, x.cgroup), &x.cgroup);
+		profile__add(dst, &x);
+	}
+	struct pf_meta *m = profile__meta(dst);
+	const struct pf_meta *sm = profile__meta_const(p);
+	m->start_ns = sm->start_ns;
+	m->end_ns = sm->end_ns;
+	m->frequency = sm->frequency;
+	profile__intern_str(dst, profile__str(p, sm->host), &m->host);
+	profile__intern_str(dst, profile__str(p, sm->kernel), &m->kernel);
+	profile__intern_str(dst, profile__str(p, sm->event), &m->event);
+	for (size_t i = 0; i < profile__ncounters(p); i++)
+		profile__counter_add(dst, profile__str(p, profile__counter(p, i)->name), profile__counter(p, i)->value);
+}
+
 static int rewrite_window(const struct store_window_info *w, const struct profile *p, void *arg)
 {
 	struct rewrite *rw = arg;
-	if (rw->drop_kind < 0)
+	if (rw->drop_kind == -1)
 		return store__append(rw->out, p);
+	if (rw->drop_kind == RUNQ_KERNEL) {
+		runq_kernel_only(rw->tmp, p);
+		return store__append(rw->out, rw->tmp);
+	}
 	profile__reset(rw->tmp);
 	profile__merge(rw->tmp, p, keep_rewrite, rw);
 	return store__append(rw->out, rw->tmp);
+}
+
+/*
+ * A copy of dir's segments rolled up as profd does once every window is
+ * old enough for one tier of window_ns (named: merged by function and
+ * name, unnamed frames folded into their modules), then summarised.
+ */
+static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, double flushed)
+{
+	char tmp[] = "/var/tmp/profd-roll.XXXXXX", cmd[1024];
+	struct store *s;
+	if (!mkdtemp(tmp))
+		return 1;
+	snprintf(cmd, sizeof(cmd), "cp '%s'/seg-*.pfd '%s'/", dir, tmp);
+	if (system(cmd))
+		return 1;
+	struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, window_ns } },
+				 .named_age_ns = named ? 1 : -1 };
+	struct store_stats st;
+	if (store__open(&wo, &s))
+		return 1;
+	for (int i = 0; i < 100000; i++) {
+		uint64_t before, after;
+		store__stats(s, &st);
+		before = st.rollups + st.summaries_built;
+		if (store__compact(s, INT64_MAX / 2))
+			break;
+		store__stats(s, &st);
+		after = st.rollups + st.summaries_built;
+		if (after == before && i > 50 && !(i % 50)) {
+			uint64_t again = after;
+			for (int j = 0; j < 50 && again == after; j++) {
+				store__compact(s, INT64_MAX / 2);
+				store__stats(s, &st);
+				again = st.rollups + st.summaries_built;
+			}
+			if (again == after)
+				break;
+		}
+	}
+	store__stats(s, &st);
+	double seg = (double)(st.bytes_on_disk - st.summary_bytes);
+	printf("  rolled up into %lld s windows, %s: segments %.2f MB/hour (%.1f%% of as flushed, %llu bytes), "
+	       "summaries %.2f MB/hour (%llu segments)\n", (long long)(window_ns / SEC),
+	       named ? "named" : "lossless", seg * ph, flushed > 0 ? 100 * seg / flushed : 0,
+	       (unsigned long long)seg, (double)st.summary_bytes * ph, (unsigned long long)st.rollups);
+	store__close(s);
+	if (getenv("KEEP_ROLL"))
+		printf("  kept in %s\n", tmp);
+	else
+		nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
 }
 
 static int analyse(const char *dir)
@@ -673,77 +770,50 @@ static int analyse(const char *dir)
 	store__close(s);
 
 	/* The same windows written again by this writer (chains), whole and without each kind. */
-	static const int drops[] = { -1, PF_KIND_RUNQ, PF_KIND_OFFCPU, PF_KIND_MAX };
+	static const int drops[] = { -1, PF_KIND_RUNQ, PF_KIND_OFFCPU, PF_KIND_MAX, RUNQ_KERNEL };
 	static const char *const drop_names[] = { "every entry", "without run-queue entries",
-						  "without off-CPU entries", "on-CPU entries only" };
-	for (int k = 0; k < 4; k++) {
+						  "without off-CPU entries", "on-CPU entries only",
+						  "run-queue entries' kernel frames only" };
+	char kdir[] = "/var/tmp/profd-runqk.XXXXXX";
+	double whole = 0, kernel_only = 0;
+	for (int k = 0; k < 5; k++) {
 		char tmp[] = "/var/tmp/profd-rewrite.XXXXXX";
+		char *out = k == 4 ? kdir : tmp;
 		struct store *in;
 		struct store_stats st;
 		struct rewrite rw = { .drop_kind = drops[k] };
-		if (!mkdtemp(tmp))
+		if (!mkdtemp(out))
 			return 1;
-		struct store_opts ro = { .dir = dir }, wo = { .dir = tmp, .writer = 1, .no_rollup = 1 };
+		struct store_opts ro = { .dir = dir }, wo = { .dir = out, .writer = 1, .no_rollup = 1 };
 		if (store__open(&ro, &in) || store__open(&wo, &rw.out) || profile__new(&rw.tmp))
 			return 1;
 		store__read(in, INT64_MIN, INT64_MAX, rewrite_window, &rw);
 		store__stats(rw.out, &st);
 		printf("written again by this writer (chains of 30), %s: %.2f MB/hour (%llu bytes)\n",
 		       drop_names[k], (double)st.bytes_on_disk * ph, (unsigned long long)st.bytes_on_disk);
+		if (k == 0)
+			whole = (double)st.bytes_on_disk;
+		if (k == 4)
+			kernel_only = (double)st.bytes_on_disk;
 		store__close(in);
 		store__close(rw.out);
 		profile__free(rw.tmp);
-		nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-	}
-
-	/*
-	 * Real rollups of a copy, with every window old enough for one tier,
-	 * lossless (pids and pcs kept) and named (merged by function and name),
-	 * then the summaries the writer builds for them.
-	 */
-	static const int64_t lens[] = { 60 * SEC, 600 * SEC };
-	for (int k = 0; k < 4; k++) {
-		char tmp[] = "/var/tmp/profd-roll.XXXXXX", cmd[1024];
-		if (!mkdtemp(tmp))
-			return 1;
-		snprintf(cmd, sizeof(cmd), "cp '%s'/seg-*.pfd '%s'/", dir, tmp);
-		if (system(cmd))
-			return 1;
-		struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, lens[k % 2] } },
-					 .named_age_ns = k < 2 ? -1 : 1 };
-		struct store_stats st;
-		if ((err = store__open(&wo, &s)))
-			return 1;
-		for (int i = 0; i < 100000; i++) {
-			uint64_t before, after;
-			store__stats(s, &st);
-			before = st.rollups + st.summaries_built;
-			if (store__compact(s, INT64_MAX / 2))
-				break;
-			store__stats(s, &st);
-			after = st.rollups + st.summaries_built;
-			if (after == before && i > 50 && !(i % 50)) {
-				uint64_t again = after;
-				for (int j = 0; j < 50 && again == after; j++) {
-					store__compact(s, INT64_MAX / 2);
-					store__stats(s, &st);
-					again = st.rollups + st.summaries_built;
-				}
-				if (again == after)
-					break;
-			}
-		}
-		store__stats(s, &st);
-		printf("rolled up into %lld s windows, %s: %.2f MB/hour, of which summaries %.2f "
-		       "(%llu segments)\n", (long long)(lens[k % 2] / SEC), k < 2 ? "lossless" : "named",
-		       (double)st.bytes_on_disk * ph, (double)st.summary_bytes * ph,
-		       (unsigned long long)st.rollups);
-		store__close(s);
-		if (getenv("KEEP_ROLL"))
-			printf("  kept in %s\n", tmp);
-		else
+		if (k != 4)
 			nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	}
+
+	/* Rollups of the store as it is, and of its copy with run-queue entries' kernel frames only. */
+	static const int64_t lens[] = { 60 * SEC, 600 * SEC };
+	printf("rollups of the store as flushed (%.0f bytes):\n", a.disk);
+	for (int k = 0; k < 4; k++)
+		if (roll_copy(dir, lens[k % 2], k >= 2, ph, a.disk))
+			return 1;
+	printf("rollups of the store with run-queue entries' kernel frames only (%.0f bytes, %.1f%% of the "
+	       "store written again whole):\n", kernel_only, whole > 0 ? 100 * kernel_only / whole : 0);
+	for (int k = 2; k < 4; k++)
+		if (roll_copy(kdir, lens[k % 2], 1, ph, kernel_only))
+			return 1;
+	nftw(kdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	return 0;
 }
 

@@ -1,5 +1,8 @@
 /* Segment store: round trips, crash recovery, damage, retention, write errors, permissions. */
 #include "codec.h"
+#include "diff.h"
+#include "fold.h"
+#include "query.h"
 #include "profile.h"
 #include "store.h"
 #include "t.h"
@@ -1155,6 +1158,251 @@ static int merge_by_func(const struct store_window_info *w, const struct profile
 	return profile__merge_flags(arg, p, NULL, NULL, PF_MERGE_BY_FUNCTION);
 }
 
+/*
+ * A window of a stripped compiler: its frames under main have no symbol
+ * and a pc of their own each window, in cc1 and in libc; write() is named,
+ * the kernel frame has no module. pid and pcs change every window.
+ */
+static void make_stripped_window(struct profile *p, int i, int64_t start, int64_t len)
+{
+	uint32_t s_main, s_write, s_cc1, s_libc, s_comm, f[6], st;
+
+	profile__reset(p);
+	profile__intern_str(p, "main", &s_main);
+	profile__intern_str(p, "write", &s_write);
+	profile__intern_str(p, "/usr/libexec/gcc/x86_64-linux-gnu/13/cc1", &s_cc1);
+	profile__intern_str(p, "/usr/lib/x86_64-linux-gnu/libc.so.6", &s_libc);
+	profile__intern_str(p, "cc1", &s_comm);
+	struct pf_frame fr[6] = {
+		{ .name = s_main, .module = s_cc1, .offset = 0x1000 + (uint64_t)i % 3, .kind = PF_FRAME_USER },
+		{ .module = s_cc1, .offset = 0x50000 + (uint64_t)i * 8, .kind = PF_FRAME_USER },
+		{ .module = s_cc1, .offset = 0x60000 + (uint64_t)i * 8, .kind = PF_FRAME_USER },
+		{ .module = s_libc, .offset = 0x2000 + (uint64_t)i, .kind = PF_FRAME_USER },
+		{ .name = s_write, .module = s_libc, .offset = 0x3000, .kind = PF_FRAME_USER },
+		{ .offset = 0xffffffff81000000ull + (uint64_t)i, .kind = PF_FRAME_KERNEL },
+	};
+	for (int k = 0; k < 6; k++)
+		profile__frame_add(p, &fr[k], &f[k]);
+	profile__stack_add(p, f, 6, &st);
+	struct pf_sample x = { .pid = 3000 + (uint32_t)i, .tid = 3000 + (uint32_t)i, .comm = s_comm,
+			       .thread = s_comm, .stack = st, .kind = PF_KIND_CPU, .value = 5 };
+	profile__add(p, &x);
+	x.kind = PF_KIND_RUNQ;
+	x.value = 2000000;
+	profile__add(p, &x);
+	/* A stack of named frames only, as in the other tests: kept as it is. */
+	profile__stack_add(p, f, 1, &st);
+	x.stack = st;
+	x.kind = PF_KIND_CPU;
+	x.value = 1;
+	profile__add(p, &x);
+	struct pf_meta *m = profile__meta(p);
+	m->start_ns = start;
+	m->end_ns = start + len;
+	m->frequency = 99;
+}
+
+static void write_stripped(const char *dir)
+{
+	struct store *w;
+	struct profile *p;
+
+	rm_rf(dir);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, (struct store_opts *)&roll_opts), 0);
+	for (int i = 0; i < RW; i++) {
+		make_stripped_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+}
+
+/* What a view prints of the store over [a, b), by name: labels "frame;frame value kind" per stack. */
+struct folded_seen {
+	uint64_t by_kind[PF_KIND_MAX];
+	uint64_t unnamed;     /* frames without a name in the answer */
+	uint64_t module_cpu;  /* on-CPU value of main;[cc1];[libc.so.6];write;[unknown]_[k] */
+	uint64_t module_runq; /* the same for run-queue time */
+	uint64_t main_cpu;    /* on-CPU value of the stack "main" alone */
+};
+
+static void see_folded(const struct profile *p, struct folded_seen *fs)
+{
+	memset(fs, 0, sizeof(*fs));
+	for (size_t i = 0; i < profile__nframes(p); i++)
+		fs->unnamed += !*profile__str(p, profile__frame(p, (uint32_t)i)->name);
+	for (size_t i = 0; i < profile__nsamples(p); i++) {
+		const struct pf_sample *x = profile__sample(p, i);
+		char line[1024] = "", label[256];
+		uint32_t n;
+		const uint32_t *f = profile__stack(p, x->stack, &n);
+
+		fs->by_kind[x->kind] += x->value;
+		for (uint32_t k = 0; k < n; k++) {
+			fold__frame_label(p, f[k], label, sizeof(label));
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", k ? ";" : "", label);
+		}
+		if (!strcmp(line, "main;[cc1];[libc.so.6];write;[unknown]_[k]"))
+			*(x->kind == PF_KIND_CPU ? &fs->module_cpu : &fs->module_runq) += x->value;
+		if (!strcmp(line, "main") && x->kind == PF_KIND_CPU)
+			fs->main_cpu += x->value;
+	}
+}
+
+static int read_folded(const char *dir, int64_t a, int64_t b, unsigned flags, struct folded_seen *fs)
+{
+	struct store *r;
+	struct profile *p;
+	int err;
+
+	if ((err = open_store(dir, 0, &r, NULL)))
+		return err;
+	profile__new(&p);
+	err = store__read_flags(r, a, b, flags, merge_by_name, p);
+	see_folded(p, fs);
+	profile__free(p);
+	store__close(r);
+	return err;
+}
+
+/* The diff view between [a, b) and [b, c): raw before and after of one folded line. */
+static int diff_line_of(const char *dir, int64_t a, int64_t b, int64_t c, const char *want, uint64_t *before,
+			uint64_t *after)
+{
+	struct store *r;
+	struct profile *m[2], *col[2];
+	struct query q = { .type = QUERY_CPU };
+	struct diff *d = NULL;
+	int err;
+
+	*before = *after = 0;
+	if ((err = open_store(dir, 0, &r, NULL)))
+		return err;
+	for (int k = 0; k < 2; k++) {
+		profile__new(&m[k]);
+		profile__new(&col[k]);
+		q.since_ns = k ? b : a;
+		q.until_ns = k ? c : b;
+		if (!err)
+			err = store__merge(r, q.since_ns, q.until_ns, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME,
+					   query__keep, &q, m[k]);
+		if (!err)
+			err = fold__collapse(&q, m[k], col[k]);
+	}
+	if (!err)
+		err = diff__new(&q, col[0], col[1], &d);
+	for (size_t i = 0; !err && i < diff__count(d); i++) {
+		const struct diff_line *l = diff__line(d, i);
+		if (!strcmp(l->stack, want)) {
+			*before += l->raw_base;
+			*after += l->value;
+		}
+	}
+	diff__free(d);
+	for (int k = 0; k < 2; k++) {
+		profile__free(m[k]);
+		profile__free(col[k]);
+	}
+	store__close(r);
+	return err;
+}
+
+/*
+ * Named windows fold unnamed frames into their module, one frame for each
+ * run of them: what a user sees there is "[cc1]" and "[libc.so.6]" under
+ * main, with all the time of the pcs they stood for; named frames and
+ * totals stay, rolling up again changes nothing, and a kill -9 at each
+ * step leaves the same answers.
+ */
+static void test_named_modules(const char *base)
+{
+	char dir[256];
+	struct store *s;
+	struct store_opts o = roll_opts;
+	const int64_t now = T0 + RW * 10 * SEC;
+	struct folded_seen raw, named, sum, part;
+
+	snprintf(dir, sizeof(dir), "%s/stripped", base);
+	write_stripped(dir);
+	CHECK_EQ_INT(read_folded(dir, INT64_MIN, INT64_MAX, 0, &raw), 0);
+	CHECK(raw.unnamed > 0 && raw.module_cpu == 0);
+	CHECK_EQ_INT(raw.by_kind[PF_KIND_CPU], RW * 6);
+	uint64_t lossless_bytes;
+	/* Every segment rolled up by both tiers, keeping pcs, for their size. */
+	CHECK_EQ_INT(open_roller(dir, &s, NULL, NULL), 0);
+	CHECK(compact_all(s, now + 3600 * SEC) >= 4);
+	store__close(s);
+	lossless_bytes = dir_bytes(dir, "seg-");
+
+	write_stripped(dir);
+	o.dir = dir;
+	o.writer = 1;
+	o.warn = on_warn;
+	o.named_age_ns = 600 * SEC; /* both tiers */
+	nwarn = 0;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	CHECK_EQ_INT(compact_all(s, now), 3);
+	store__close(s);
+	CHECK_EQ_INT(nwarn, 0);
+	/* Segments 0-2 are named (the fourth is young): 180 windows folded, 60 as flushed. */
+	CHECK_EQ_INT(read_folded(dir, INT64_MIN, T0 + 1800 * SEC, 0, &named), 0);
+	CHECK_EQ_INT(named.unnamed, 0);
+	CHECK_EQ_INT(named.module_cpu, 180 * 5);
+	CHECK_EQ_INT(named.module_runq, 180 * 2000000ull);
+	CHECK_EQ_INT(named.main_cpu, 180);
+	CHECK_EQ_INT(named.by_kind[PF_KIND_CPU], 180 * 6);
+	CHECK_EQ_INT(read_folded(dir, INT64_MIN, INT64_MAX, 0, &named), 0);
+	CHECK_EQ_INT(named.by_kind[PF_KIND_CPU], raw.by_kind[PF_KIND_CPU]);
+	CHECK_EQ_INT(named.by_kind[PF_KIND_RUNQ], raw.by_kind[PF_KIND_RUNQ]);
+	/* The young segment keeps its pcs. */
+	CHECK_EQ_INT(read_folded(dir, T0 + 1800 * SEC, INT64_MAX, 0, &part), 0);
+	CHECK(part.unnamed > 0 && part.module_cpu == 0);
+	/* diff of named windows against windows that keep pcs: the same code on one line. */
+	uint64_t before, after;
+	CHECK_EQ_INT(diff_line_of(dir, T0, T0 + 1800 * SEC, T0 + RW * 10 * SEC,
+				  "cc1;main;[cc1];[libc.so.6];write;[unknown]_[k]", &before, &after), 0);
+	CHECK_EQ_INT(before, 180 * 5);
+	CHECK_EQ_INT(after, 60 * 5);
+	/* Summaries of named segments say the same as their records. */
+	CHECK_EQ_INT(read_folded(dir, INT64_MIN, T0 + 1800 * SEC, STORE_READ_SUMMARIES, &sum), 0);
+	CHECK(dir_bytes(dir, "sum-") > 0);
+	CHECK_EQ_INT(sum.module_cpu, 180 * 5);
+	CHECK_EQ_INT(sum.unnamed, 0);
+	/* Named windows rolled up again (the second tier) are folded already: the same answer. */
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	CHECK_EQ_INT(compact_all(s, now + 3600 * SEC), 2);
+	store__close(s);
+	CHECK_EQ_INT(read_folded(dir, INT64_MIN, INT64_MAX, 0, &part), 0);
+	CHECK_EQ_INT(part.unnamed, 0);
+	CHECK_EQ_INT(part.module_cpu, RW * 5);
+	CHECK_EQ_INT(part.by_kind[PF_KIND_CPU], raw.by_kind[PF_KIND_CPU]);
+	uint64_t named_bytes = dir_bytes(dir, "seg-");
+	fprintf(stderr, "stripped store rolled up: %llu bytes lossless, %llu named\n",
+		(unsigned long long)lossless_bytes, (unsigned long long)named_bytes);
+	CHECK(named_bytes * 2 < lossless_bytes);
+
+	/* kill -9 at each step: the old windows or the folded ones, whole, never both. */
+	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
+		write_stripped(dir);
+		CHECK(killed_compacting(&o, step, now));
+		CHECK_EQ_INT(read_folded(dir, INT64_MIN, INT64_MAX, 0, &part), 0);
+		CHECK_EQ_INT(part.by_kind[PF_KIND_CPU], raw.by_kind[PF_KIND_CPU]);
+		CHECK_EQ_INT(part.by_kind[PF_KIND_RUNQ], raw.by_kind[PF_KIND_RUNQ]);
+		CHECK(part.module_cpu % (6 * 5) == 0 && part.module_cpu <= 180 * 5);
+		nwarn = 0;
+		CHECK_EQ_INT(store__open(&o, &s), 0);
+		compact_all(s, now);
+		store__close(s);
+		CHECK_EQ_INT(nwarn, 0);
+		CHECK_EQ_INT(count_files(dir, "roll-"), 0);
+		CHECK_EQ_INT(read_folded(dir, INT64_MIN, T0 + 1800 * SEC, 0, &part), 0);
+		CHECK_EQ_INT(part.unnamed, 0);
+		CHECK_EQ_INT(part.module_cpu, 180 * 5);
+		CHECK_EQ_INT(part.main_cpu, 180);
+	}
+}
+
 static int keep_cpu(const struct profile *p, const struct pf_sample *x, void *arg)
 {
 	return x->kind == PF_KIND_CPU;
@@ -2083,6 +2331,7 @@ int main(int argc, char **argv)
 	test_v2_compat();
 	test_rollup(base);
 	test_named_rollup(base);
+	test_named_modules(base);
 	test_summaries(base);
 	test_v3_compat(base);
 	test_v4_compat(base);
