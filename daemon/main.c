@@ -813,7 +813,7 @@ static void exit_to_tables(uint32_t pid, uint64_t time_ns, void *arg)
 	if (d->tables)
 		tables__exit(d->tables, pid, time_ns);
 	if (d->py)
-		pyprocs__exit(d->py, pid);
+		pyprocs__exit(d->py, pid, time_ns);
 }
 
 /* Test mode: snapshots for tests/tools/unwind_check, which unwinds them again with libunwind. */
@@ -905,7 +905,8 @@ static int setup(struct profd *d)
 		log_warn("off-CPU profiling unavailable (%s); on-CPU profiles only",
 			 sampler__offcpu_why(d->sampler));
 	/* Without exec/exit events short-lived processes go unnamed; the rest still is. */
-	err = events__open(d->sym, d->reg, d->files, &d->events);
+	err = events__open(d->sym, d->reg, d->files, pyprocs__map_fd(sampler__skel(d->sampler)),
+			   &d->events);
 	if (err)
 		log_warn("process exec/exit events unavailable (%s): processes that live less than "
 			 "a drain interval may show unnamed frames", strerror(-err));
