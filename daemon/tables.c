@@ -955,10 +955,11 @@ static int pid_load(struct tables *t, const struct loadq_req *e)
 	struct tpid *p = pid_find(t, pid);
 	struct tmap *maps = NULL;
 	uint64_t st = e->start_time, sc = e->start_code;
+	struct procreg_info in;
 	unsigned n = 0;
 	bool retry = false;
 	int64_t now;
-	int err;
+	int err = 0;
 
 	/*
 	 * start_code before the mappings: an exec in between leaves the old
@@ -969,7 +970,17 @@ static int pid_load(struct tables *t, const struct loadq_req *e)
 	 * whose mappings replace these (only a lost event leaves the pair
 	 * wrong, until the walker meets a pc outside them and asks).
 	 */
-	err = pm && st ? 0 : procreg__read_stat(t->proc_fd, pid, &st, &sc);
+	if (!pm && !procreg__info(t->reg, pid, &in) && !in.exited && in.start_time && in.start_code) {
+		/*
+		 * As the process events told (exec, fork): older than the
+		 * mappings read next, as above. A read of /proc/PID/stat
+		 * formats every field of the task, for two of them.
+		 */
+		st = in.start_time;
+		sc = in.start_code;
+	} else if (!pm || !st) {
+		err = procreg__read_stat(t->proc_fd, pid, &st, &sc);
+	}
 	if (!err && !pm) {
 		t->st.maps_reads++;
 		log_debug("read /proc/%u/maps for unwind tables", pid);
