@@ -299,7 +299,7 @@ static int open_bpf(struct events *e, uint64_t poll_ns, int py_procs_fd)
 		return -errno;
 	e->skel->rodata->exec_poll_ns = poll_ns;
 	py = e->skel->maps.py_procs;
-	/* Nobody's to share: a map of one entry, not a preallocated LRU, for the hooks to find empty. */
+	/* Nobody's to share: one entry, not a preallocated LRU, for the hooks to find empty. */
 	if (py_procs_fd >= 0 ? bpf_map__reuse_fd(py, py_procs_fd) :
 	    bpf_map__set_type(py, BPF_MAP_TYPE_HASH) || bpf_map__set_max_entries(py, 1) ||
 	    bpf_map__set_map_flags(py, BPF_F_NO_PREALLOC))
@@ -335,7 +335,8 @@ int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *
 	 * the environment (tests) takes that path on any kernel.
 	 */
 	nowait = getenv("PROFD_EXEC_NOWAIT");
-	err = nowait && !strcmp(nowait, "1") ? -EOPNOTSUPP : open_bpf(e, EXEC_POLL_NS, py_procs_fd);
+	err = nowait && !strcmp(nowait, "1") ? -EOPNOTSUPP :
+					       open_bpf(e, EXEC_POLL_NS, py_procs_fd);
 	if (err)
 		err = open_bpf(e, 0, py_procs_fd);
 	if (err)

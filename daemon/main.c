@@ -119,7 +119,8 @@ static int sym_kernel(void *arg, uint64_t ip, struct sym *out)
 	return symbolizer__kernel(arg, ip, out);
 }
 
-static int sym_place(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t *file, uint64_t *offset)
+static int sym_place(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t *file,
+		     uint64_t *offset)
 {
 	return symbolizer__place(arg, pid, ip, is_ret, file, offset);
 }
@@ -876,7 +877,8 @@ static int setup(struct profd *d)
 	yo.registry = d->reg;
 	yo.files = d->files;
 	if (symbolizer__new(&yo, &d->sym) || cgroups__new(NULL, &d->cg) ||
-	    window__new(d->window, &(struct window_syms){ sym_user, sym_kernel, d->sym, sym_place }, &d->win))
+	    window__new(d->window,
+			&(struct window_syms){ sym_user, sym_kernel, d->sym, sym_place }, &d->win))
 		return log_err(-ENOMEM, "out of memory");
 
 	/* tp_btf programs and CO-RE relocations cannot load without the kernel's BTF. */

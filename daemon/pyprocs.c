@@ -205,7 +205,7 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 	char root[32];
 	int fd;
 
-	/* No file that could be an interpreter: no open of /proc/PID/root (a path walk in /proc). */
+	/* No file that could be an interpreter: no open of /proc/PID/root (a path walk). */
 	fd = -1;
 	if (pyinterp__may_find(maps)) {
 		snprintf(root, sizeof(root), "%u/root", pid);

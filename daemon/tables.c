@@ -728,7 +728,8 @@ static bool file_same(struct tfile *f, uint32_t pid, const struct procmap *m)
 	 * as). The file is on the filesystem of the one built, which was no
 	 * FUSE mount, so the stat cannot wait on a server.
 	 */
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
+		 m->end);
 	if (stat(path, &sb))
 		return true;
 	return S_ISREG(sb.st_mode) && sb.st_dev == f->st_dev && sb.st_ino == f->st_ino &&
@@ -970,7 +971,8 @@ static int pid_load(struct tables *t, const struct loadq_req *e)
 	 * whose mappings replace these (only a lost event leaves the pair
 	 * wrong, until the walker meets a pc outside them and asks).
 	 */
-	if (!pm && !procreg__info(t->reg, pid, &in) && !in.exited && in.start_time && in.start_code) {
+	if (!pm && !procreg__info(t->reg, pid, &in) && !in.exited && in.start_time &&
+	    in.start_code) {
 		/*
 		 * As the process events told (exec, fork): older than the
 		 * mappings read next, as above. A read of /proc/PID/stat

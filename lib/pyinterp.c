@@ -343,7 +343,8 @@ static bool candidate(const struct procmap *m)
 {
 	const char *base;
 
-	if (!m->path || (m->flags & (PROCMAP_ANON | PROCMAP_VDSO | PROCMAP_SPECIAL | PROCMAP_DELETED)))
+	if (!m->path ||
+	    (m->flags & (PROCMAP_ANON | PROCMAP_VDSO | PROCMAP_SPECIAL | PROCMAP_DELETED)))
 		return false;
 	base = strrchr(m->path, '/');
 	return strstr(base ? base + 1 : m->path, "python") != NULL;

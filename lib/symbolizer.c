@@ -1329,8 +1329,8 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	return 0;
 }
 
-int symbolizer__place(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, uint64_t *file,
-		      uint64_t *offset)
+int symbolizer__place(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return,
+		      uint64_t *file, uint64_t *offset)
 {
 	uint64_t addr = is_return && ip ? ip - 1 : ip;
 	struct pid_ent *p = pid_find(s, pid);
@@ -1339,7 +1339,8 @@ int symbolizer__place(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_re
 
 	*file = 0;
 	/* What symbolizer__user would find first, and nothing it would look further for. */
-	if (!p || !p->maps || !(m = procmaps__find(p->maps, addr)) || !m->path || (m->flags & PROCMAP_ANON))
+	if (!p || !p->maps || !(m = procmaps__find(p->maps, addr)) || !m->path ||
+	    (m->flags & PROCMAP_ANON))
 		return 0;
 	f = filecache__get(s->fc, m->dev, m->inode, s->fslot);
 	if (!f || !f->es)

@@ -94,8 +94,8 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
  * with the same (file, offset, is_return) the same name and offset, and a
  * module path of that file. *file 0: not known so cheaply. Returns 0.
  */
-int symbolizer__place(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, uint64_t *file,
-		      uint64_t *offset);
+int symbolizer__place(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return,
+		      uint64_t *file, uint64_t *offset);
 int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
 
 /*

@@ -157,7 +157,8 @@ static uint8_t keep_flag(uint32_t pid, const struct sym *y)
 	return pid == KERNEL_PID && y->name ? SLOT_KEEP : 0;
 }
 
-static struct pcache_slot *pcache_slot(struct window *w, uint64_t file, uint64_t offset, uint32_t is_ret)
+static struct pcache_slot *pcache_slot(struct window *w, uint64_t file, uint64_t offset,
+				       uint32_t is_ret)
 {
 	uint64_t h = (file * 0xff51afd7ed558ccdULL ^ offset ^ is_ret) * 0x9e3779b97f4a7c15ULL;
 

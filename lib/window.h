@@ -35,7 +35,8 @@ struct window_syms {
 	int (*user)(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out);
 	int (*kernel)(void *arg, uint64_t ip, struct sym *out);
 	void *arg;
-	int (*place)(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t *file, uint64_t *offset);
+	int (*place)(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t *file,
+		     uint64_t *offset);
 };
 
 struct window_sample {
@@ -57,7 +58,7 @@ struct window_sample {
 
 struct window_stats {
 	uint64_t frame_hits, frame_misses; /* frames found in the cache, and named and interned */
-	uint64_t place_hits;               /* of the hits, found by their file's place (another pid's) */
+	uint64_t place_hits;               /* of the hits, found by their place in a file */
 	uint64_t glue_frames;              /* tracing glue left out of off-CPU stacks */
 };
 
@@ -67,7 +68,7 @@ void window__free(struct window *w);
 
 /* Forgets every cached frame: p was reset (frame ids restart). */
 void window__clear(struct window *w);
-/* A new drain: forgets the processes' frames (one may have exec'd), keeps the kernel's and places. */
+/* A new drain: forgets the processes' frames (one may have exec'd); keeps the kernel's, places. */
 void window__drain(struct window *w);
 
 /*

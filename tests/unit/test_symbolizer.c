@@ -70,7 +70,7 @@ static void test_self(void)
 	procmaps__free(m);
 
 	{
-		/* Its place: the file's id and ip's file offset, the same for ip + 1 within the function. */
+		/* Its place: the file's id and ip's file offset; ip + 1 one byte further. */
 		uint64_t file = 0, off = 0, file2 = 0, off2 = 0;
 
 		CHECK_EQ_INT(symbolizer__place(s, pid, ip, 0, &file, &off), 0);

@@ -283,7 +283,8 @@ static void test_ids_and_errors(void)
 }
 
 /* Below 0x5000 every pid maps one file at 0x1000; its frames are named by their place alone. */
-static int fake_place(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t *file, uint64_t *offset)
+static int fake_place(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t *file,
+		      uint64_t *offset)
 {
 	*file = ip < 0x5000 ? 1 : 0;
 	*offset = ip - 0x1000;
@@ -297,15 +298,18 @@ static int fake_shared(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct 
 	if (ip >= 0x5000)
 		return fake_user(arg, pid, ip, is_ret, out);
 	f->user_calls++;
-	snprintf(f->name, sizeof(f->name), "f_%llx%s", (unsigned long long)(ip - 0x1000), is_ret ? "r" : "");
-	*out = (struct sym){ .name = f->name, .module = "/lib/f.so", .offset = ip - 0x1000, .kind = SYM_USER };
+	snprintf(f->name, sizeof(f->name), "f_%llx%s", (unsigned long long)(ip - 0x1000),
+		 is_ret ? "r" : "");
+	*out = (struct sym){ .name = f->name, .module = "/lib/f.so", .offset = ip - 0x1000,
+			     .kind = SYM_USER };
 	return 0;
 }
 
 static void test_place(void)
 {
 	struct fake f = { 0 };
-	struct window_syms syms = { .user = fake_shared, .kernel = fake_kernel, .arg = &f, .place = fake_place };
+	struct window_syms syms = { .user = fake_shared, .kernel = fake_kernel, .arg = &f,
+				    .place = fake_place };
 	struct profile *p = NULL;
 	struct window *w = NULL;
 	const __u64 a[] = { 0x1010, 0x1020 }, b[] = { 0x1020, 0x6000 };
