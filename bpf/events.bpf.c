@@ -9,6 +9,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "pevent.h"
+#include "pytypes.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -18,6 +19,19 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024); /* user space may resize it before load */
 } pevents SEC(".maps");
+
+/*
+ * The walker's CPython processes (bpf/python.h), the sampler's map shared
+ * by user space before load (events__open). An entry goes here with its
+ * image, at exec and exit, and a stale one of the pid's last owner at fork:
+ * no system call per exit, where most processes never ran CPython.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct profd_pyproc);
+} py_procs SEC(".maps");
 
 /*
  * An exec event is sent once ld.so has mapped the libraries, with the
@@ -208,6 +222,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	ev.type = PROFD_PEV_EXEC;
 	ev.pid = pid;
 	fill_ids(p, &ev);
+	/* After the event's time: user space deletes what it wrote later than that (pyprocs.c). */
+	bpf_map_delete_elem(&py_procs, &pid);
 	if (exec_poll_ns) {
 		/* An exec before the last one's event was due replaces it: that image is gone. */
 		if (bpf_map_update_elem(&delayed, &pid, &(struct delayed){}, BPF_ANY) == 0 &&
@@ -242,6 +258,8 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		return 0;
 	pid = BPF_CORE_READ(p, tgid);
 	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_EXIT], 1);
+	ev.time_ns = bpf_ktime_get_ns();
+	bpf_map_delete_elem(&py_procs, &pid);
 	/*
 	 * Gone before its exec event was due (a process of a millisecond or
 	 * two): the event goes now, for its samples, with the mappings it
@@ -255,7 +273,6 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	}
 	ev.type = PROFD_PEV_EXIT;
 	ev.pid = pid;
-	ev.time_ns = bpf_ktime_get_ns();
 	send(&ev, BPF_RB_NO_WAKEUP);
 	return 0;
 }
@@ -282,6 +299,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	ev.pid = BPF_CORE_READ(child, tgid);
 	ev.ppid = BPF_CORE_READ(parent, tgid);
 	fill_ids(child, &ev);
+	bpf_map_delete_elem(&py_procs, &ev.pid);
 	send(&ev, BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -288,8 +288,9 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static int open_bpf(struct events *e, uint64_t poll_ns)
+static int open_bpf(struct events *e, uint64_t poll_ns, int py_procs_fd)
 {
+	struct bpf_map *py = NULL;
 	int err = 0;
 
 	events_bpf__destroy(e->skel);
@@ -297,14 +298,20 @@ static int open_bpf(struct events *e, uint64_t poll_ns)
 	if (!e->skel)
 		return -errno;
 	e->skel->rodata->exec_poll_ns = poll_ns;
-	if (events_bpf__load(e->skel) || events_bpf__attach(e->skel))
+	py = e->skel->maps.py_procs;
+	/* Nobody's to share: one entry, not a preallocated LRU, for the hooks to find empty. */
+	if (py_procs_fd >= 0 ? bpf_map__reuse_fd(py, py_procs_fd) :
+	    bpf_map__set_type(py, BPF_MAP_TYPE_HASH) || bpf_map__set_max_entries(py, 1) ||
+	    bpf_map__set_map_flags(py, BPF_F_NO_PREALLOC))
+		err = -errno;
+	else if (events_bpf__load(e->skel) || events_bpf__attach(e->skel))
 		err = -errno;
 	e->delay_max_ns = err ? 0 : poll_ns * PROFD_PEV_EXEC_POLLS;
 	return err;
 }
 
 int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *fc,
-		 struct events **out)
+		 int py_procs_fd, struct events **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct events *e = calloc(1, sizeof(*e));
@@ -328,9 +335,10 @@ int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *
 	 * the environment (tests) takes that path on any kernel.
 	 */
 	nowait = getenv("PROFD_EXEC_NOWAIT");
-	err = nowait && !strcmp(nowait, "1") ? -EOPNOTSUPP : open_bpf(e, EXEC_POLL_NS);
+	err = nowait && !strcmp(nowait, "1") ? -EOPNOTSUPP :
+					       open_bpf(e, EXEC_POLL_NS, py_procs_fd);
 	if (err)
-		err = open_bpf(e, 0);
+		err = open_bpf(e, 0, py_procs_fd);
 	if (err)
 		goto fail;
 	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.pevents), on_event, e, NULL);

@@ -36,13 +36,15 @@ struct events_stats {
 
 /*
  * The events write reg (the symbolizer's registry too); the paths of files
- * they learn hang off fc. Errors: -EPERM (no
- * privilege), -ENOENT/-EOPNOTSUPP (kernel lacks tp_btf).
+ * they learn hang off fc. py_procs_fd: the walker's map of CPython
+ * processes, whose entries the kernel side deletes at exec, fork and exit
+ * (-1: none). Errors: -EPERM (no privilege), -ENOENT/-EOPNOTSUPP (kernel
+ * lacks tp_btf).
  */
 struct filecache;
 struct procreg;
 int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *fc,
-		 struct events **out);
+		 int py_procs_fd, struct events **out);
 void events__free(struct events *e);
 
 /* Readable when events or a due re-capture wait; then call events__dispatch. */

@@ -119,6 +119,12 @@ static int sym_kernel(void *arg, uint64_t ip, struct sym *out)
 	return symbolizer__kernel(arg, ip, out);
 }
 
+static int sym_place(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t *file,
+		     uint64_t *offset)
+{
+	return symbolizer__place(arg, pid, ip, is_ret, file, offset);
+}
+
 struct native_ctx {
 	struct profd *d;
 	uint32_t pid;
@@ -399,6 +405,7 @@ static int status_reply(struct profd *d, char **out)
 		ADD("window_bytes\t%zu", profile__mem_bytes(d->window));
 		ADD("frame_cache_hits\t%" PRIu64, ws.frame_hits);
 		ADD("frame_cache_misses\t%" PRIu64, ws.frame_misses);
+		ADD("frame_cache_place_hits\t%" PRIu64, ws.place_hits);
 		ADD("heap_used_bytes\t%zu", mi.uordblks + mi.hblkhd);
 		ADD("heap_free_bytes\t%zu", mi.fordblks);
 		ADD("heap_trims\t%" PRIu64, d->trims);
@@ -813,7 +820,7 @@ static void exit_to_tables(uint32_t pid, uint64_t time_ns, void *arg)
 	if (d->tables)
 		tables__exit(d->tables, pid, time_ns);
 	if (d->py)
-		pyprocs__exit(d->py, pid);
+		pyprocs__exit(d->py, pid, time_ns);
 }
 
 /* Test mode: snapshots for tests/tools/unwind_check, which unwinds them again with libunwind. */
@@ -871,7 +878,8 @@ static int setup(struct profd *d)
 	yo.registry = d->reg;
 	yo.files = d->files;
 	if (symbolizer__new(&yo, &d->sym) || cgroups__new(NULL, &d->cg) ||
-	    window__new(d->window, &(struct window_syms){ sym_user, sym_kernel, d->sym }, &d->win))
+	    window__new(d->window,
+			&(struct window_syms){ sym_user, sym_kernel, d->sym, sym_place }, &d->win))
 		return log_err(-ENOMEM, "out of memory");
 
 	/* tp_btf programs and CO-RE relocations cannot load without the kernel's BTF. */
@@ -906,7 +914,8 @@ static int setup(struct profd *d)
 		log_warn("off-CPU profiling unavailable (%s); on-CPU profiles only",
 			 sampler__offcpu_why(d->sampler));
 	/* Without exec/exit events short-lived processes go unnamed; the rest still is. */
-	err = events__open(d->sym, d->reg, d->files, &d->events);
+	err = events__open(d->sym, d->reg, d->files, pyprocs__map_fd(sampler__skel(d->sampler)),
+			   &d->events);
 	if (err)
 		log_warn("process exec/exit events unavailable (%s): processes that live less than "
 			 "a drain interval may show unnamed frames", strerror(-err));

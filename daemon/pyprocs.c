@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,7 +37,27 @@
 struct seen {
 	uint32_t found;
 	int64_t tried_ns;
+	/*
+	 * When its py_procs entry was last written from here (CLOCK_MONOTONIC,
+	 * after the write), 0: none written. The kernel deletes entries as
+	 * images go (bpf/events.bpf.c); one written after that is ours to.
+	 */
+	int64_t wrote_ns;
 };
+/*
+ * Where each process's eval function is, as py_procs said at most this long
+ * ago: a drain asks for every stack with Python frames, and takes a few
+ * milliseconds; the next one is a second later and asks again.
+ */
+#define EVAL_SLOTS 256
+#define EVAL_FRESH_NS (100 * 1000000LL)
+
+struct eval_slot {
+	uint32_t pid;
+	int64_t at_ns;
+	uint64_t lo, hi; /* 0, 0: not known */
+};
+
 /* py_syms entries read at drains, by id: ids name content, so a hit is always right. */
 #define NAME_SLOTS 4096
 
@@ -58,8 +79,10 @@ struct pyprocs {
 	size_t nseen;
 	int procs_fd, syms_fd, files_fd, proc_fd;
 	struct name_slot *names;
+	struct eval_slot evals[EVAL_SLOTS];
 	uint64_t written, write_errors, sym_misses;
 	uint64_t epochs; /* py_procs values written: each one's epoch */
+	bool untracked;  /* an entry written for a pid without a record: exits delete it blind */
 };
 
 void pyprocs__configure(struct profd_bpf *skel)
@@ -76,12 +99,25 @@ void pyprocs__configure(struct profd_bpf *skel)
 		skel->rodata->cost_tgid = skel->rodata->py_cost_tgid = (uint32_t)pid;
 }
 
+static void seen_free(struct pyprocs *p, struct seen *sl)
+{
+	free(sl);
+	p->nseen--;
+}
+
+/*
+ * A new image under the pid (exec, or a fork of a reused pid): the old
+ * one's entry, written when its exec was read late, after the kernel's
+ * delete, goes too. Rare: a CPython that execs.
+ */
 static void seen_dropped(uint32_t pid, void *data, void *arg)
 {
 	struct pyprocs *p = arg;
+	struct seen *sl = data;
 
-	free(data);
-	p->nseen--;
+	if (sl->wrote_ns)
+		bpf_map_delete_elem(p->procs_fd, &pid);
+	seen_free(p, sl);
 }
 
 static int seen_forget(uint32_t pid, void *data, void *arg)
@@ -89,8 +125,13 @@ static int seen_forget(uint32_t pid, void *data, void *arg)
 	struct pyprocs *p = arg;
 
 	procreg__detach(p->reg, pid, p->slot);
-	seen_dropped(pid, data, p);
+	seen_free(p, data);
 	return 0;
+}
+
+int pyprocs__map_fd(struct profd_bpf *skel)
+{
+	return bpf_map__fd(skel->maps.py_procs);
 }
 
 int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc,
@@ -141,15 +182,17 @@ static struct seen *seen_now(struct pyprocs *p, uint32_t pid)
 {
 	struct seen *sl = procreg__data(p->reg, pid, p->slot);
 
-	if (!sl && (sl = malloc(sizeof(*sl)))) {
+	if (!sl && (sl = calloc(1, sizeof(*sl)))) {
 		if (procreg__set_data(p->reg, pid, p->slot, sl)) {
 			free(sl);
 			return NULL;
 		}
 		p->nseen++;
 	}
-	if (sl)
-		*sl = (struct seen){ .tried_ns = clock__ns(CLOCK_MONOTONIC_COARSE) };
+	if (sl) {
+		sl->found = 0;
+		sl->tried_ns = clock__ns(CLOCK_MONOTONIC_COARSE);
+	}
 	return sl;
 }
 
@@ -162,50 +205,90 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 	char root[32];
 	int fd;
 
-	snprintf(root, sizeof(root), "%u/root", pid);
-	fd = openat(p->proc_fd, root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (pyinterp__find(p->pi, fd, maps, &pp) == 0) {
+	/* No file that could be an interpreter: no open of /proc/PID/root (a path walk). */
+	fd = -1;
+	if (pyinterp__may_find(maps)) {
+		snprintf(root, sizeof(root), "%u/root", pid);
+		fd = openat(p->proc_fd, root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+	}
+	if (fd >= 0 && pyinterp__find(p->pi, fd, maps, &pp) == 0) {
 		if (sl)
 			sl->found = 1;
 		pp.start_code = start_code;
 		pp.epoch = ++p->epochs;
-		if (bpf_map_update_elem(p->procs_fd, &pid, &pp, BPF_ANY))
+		if (bpf_map_update_elem(p->procs_fd, &pid, &pp, BPF_ANY)) {
 			p->write_errors++;
-		else
+		} else {
 			p->written++;
+			if (sl)
+				sl->wrote_ns = clock__mono_ns();
+			else
+				p->untracked = true;
+		}
 		/* The next process of this interpreter is read from its first sample on, before we look. */
 		if (pyinterp__template(p->pi, &fkey, &pf) == 0 && bpf_map_update_elem(p->files_fd, &fkey, &pf, BPF_ANY))
 			p->write_errors++;
-	} else {
-		/* exec into something else: the old entry must not be read by the new image. */
+	} else if (!sl || sl->wrote_ns) {
+		/* No longer found in this image (unmapped): what was written must not be read. */
 		bpf_map_delete_elem(p->procs_fd, &pid);
+		if (sl)
+			sl->wrote_ns = 0;
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 }
 
 void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 {
-	const struct seen *sl = procreg__data(p->reg, pid, p->slot);
+	const struct seen *sl = procreg__data(p->reg, pid, p->slot), *ps;
+	int64_t now = clock__ns(CLOCK_MONOTONIC_COARSE);
 	struct procmaps *maps = NULL;
+	struct procreg_info in;
+	struct seen *nl;
 	uint64_t st, sc;
 
-	if (sl && (sl->found || clock__ns(CLOCK_MONOTONIC_COARSE) - sl->tried_ns < RETRY_NS))
+	if (sl && (sl->found || now - sl->tried_ns < RETRY_NS))
 		return;
-	seen_now(p, pid);
+	if (procreg__info(p->reg, pid, &in))
+		in = (struct procreg_info){ .pid = pid };
+	nl = seen_now(p, pid);
+	/* Gone: its samples were taken, and nothing written now would serve them. */
+	if (in.exited)
+		return;
+	/*
+	 * A forked child runs its parent's image: no CPython where the parent
+	 * was found to have none (bash's subshells, by the hundred a second on
+	 * a build host), and no /proc read to tell it again.
+	 */
+	if (in.ppid && (ps = procreg__data(p->reg, in.ppid, p->slot)) && !ps->found &&
+	    now - ps->tried_ns < RETRY_NS) {
+		if (nl)
+			nl->tried_ns = ps->tried_ns;
+		return;
+	}
 	if (symbolizer__maps(sym, pid, &maps))
 		return;
-	if (procreg__read_stat(p->proc_fd, pid, &st, &sc) == 0)
+	/* The exec event's start_code, else /proc's (a process older than profd, a fork). */
+	sc = in.start_code;
+	if (sc || procreg__read_stat(p->proc_fd, pid, &st, &sc) == 0)
 		pyprocs__maps(p, pid, sc, maps);
 	procmaps__free(maps);
 }
 
-/* What was found of it goes with its record; a new image under the pid starts a new one. */
-void pyprocs__exit(struct pyprocs *p, uint32_t pid)
+/*
+ * The kernel deleted its entry at the exit (time_ns): only one written from
+ * here after that is left. What was found of it goes with its record.
+ */
+void pyprocs__exit(struct pyprocs *p, uint32_t pid, uint64_t time_ns)
 {
-	/* The LRU map would evict it in time; a reused pid must not find it meanwhile. */
-	bpf_map_delete_elem(p->procs_fd, &pid);
+	struct seen *sl = procreg__data(p->reg, pid, p->slot);
+
+	if (sl ? sl->wrote_ns && sl->wrote_ns >= (int64_t)time_ns : p->untracked)
+		bpf_map_delete_elem(p->procs_fd, &pid);
+	if (sl)
+		sl->wrote_ns = 0;
 }
 
 /* The name slot for id, read from py_syms unless cached; NULL when the id is gone from the map. */
@@ -275,12 +358,19 @@ int pyprocs__stack(struct pyprocs *p, struct profile *window, uint32_t pid, cons
 {
 	uint32_t ids[PROFD_MAX_DEPTH], order[PROFD_MAX_DEPTH], k;
 	uint8_t is_eval[PROFD_MAX_DEPTH];
+	struct eval_slot *ev = &p->evals[(pid * 0x9e3779b9U) >> 24 & (EVAL_SLOTS - 1)];
+	int64_t now = clock__ns(CLOCK_MONOTONIC_COARSE);
 	struct profd_pyproc pp = { 0 };
 	int err;
 
 	/* The eval function's range tells its frames even where the symbolizer could not name them. */
-	if (bpf_map_lookup_elem(p->procs_fd, &pid, &pp))
-		pp.eval_lo = pp.eval_hi = 0;
+	if (ev->pid != pid || !ev->at_ns || now - ev->at_ns >= EVAL_FRESH_NS) {
+		if (bpf_map_lookup_elem(p->procs_fd, &pid, &pp))
+			pp.eval_lo = pp.eval_hi = 0;
+		*ev = (struct eval_slot){ pid, now, pp.eval_lo, pp.eval_hi };
+	}
+	pp.eval_lo = ev->lo;
+	pp.eval_hi = ev->hi;
 	if (n > PROFD_MAX_DEPTH)
 		n = PROFD_MAX_DEPTH;
 	for (uint32_t i = 0; i < n; i++) {

@@ -21,6 +21,11 @@ struct symbolizer;
  */
 void pyprocs__configure(struct profd_bpf *skel);
 /*
+ * The walker's map of CPython processes, for process events to share
+ * (events__open): the kernel side deletes an entry as its image goes.
+ */
+int pyprocs__map_fd(struct profd_bpf *skel);
+/*
  * What is found of each process hangs off its record in reg (which keeps
  * it while the symbols or events do), each interpreter file's probe off
  * its entry in fc; both outlive the pyprocs.
@@ -36,7 +41,8 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
  * it is known to run CPython or was looked at less than a second ago.
  */
 void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid);
-void pyprocs__exit(struct pyprocs *p, uint32_t pid);
+/* pid exited at time_ns (CLOCK_MONOTONIC, the exit event's). */
+void pyprocs__exit(struct pyprocs *p, uint32_t pid, uint64_t time_ns);
 
 /*
  * Turns a drained user stack with Python frames into window frame ids,

@@ -338,21 +338,36 @@ static int bias_of(const struct file_ent *f, const struct procmap *m, uint64_t *
 	return -ENOEXEC;
 }
 
+/* Only interpreters and what links one are opened: not every library of every process. */
+static bool candidate(const struct procmap *m)
+{
+	const char *base;
+
+	if (!m->path ||
+	    (m->flags & (PROCMAP_ANON | PROCMAP_VDSO | PROCMAP_SPECIAL | PROCMAP_DELETED)))
+		return false;
+	base = strrchr(m->path, '/');
+	return strstr(base ? base + 1 : m->path, "python") != NULL;
+}
+
+bool pyinterp__may_find(const struct procmaps *maps)
+{
+	for (size_t i = 0; maps && i < procmaps__count(maps); i++)
+		if (candidate(procmaps__get(maps, i)))
+			return true;
+	return false;
+}
+
 int pyinterp__find(struct pyinterp *p, int root_fd, const struct procmaps *maps, struct profd_pyproc *out)
 {
 	int result = -ENOENT;
 
 	for (size_t i = 0; maps && i < procmaps__count(maps); i++) {
 		const struct procmap *m = procmaps__get(maps, i);
-		const char *base;
 		struct file_ent *f;
 		uint64_t bias;
 
-		if (!m->path || (m->flags & (PROCMAP_ANON | PROCMAP_VDSO | PROCMAP_SPECIAL | PROCMAP_DELETED)))
-			continue;
-		/* Only interpreters and what links one are opened: not every library of every process. */
-		base = strrchr(m->path, '/');
-		if (!strstr(base ? base + 1 : m->path, "python"))
+		if (!candidate(m))
 			continue;
 		f = file_get(p, root_fd, m);
 		if (!f)

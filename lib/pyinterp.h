@@ -2,6 +2,7 @@
 #ifndef PROFD_PYINTERP_H
 #define PROFD_PYINTERP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,8 @@ void pyinterp__free(struct pyinterp *p);
  * _Py_DebugOffsets disagrees with it), -errno on failure.
  */
 int pyinterp__find(struct pyinterp *p, int root_fd, const struct procmaps *maps, struct profd_pyproc *out);
+/* Whether pyinterp__find could find one in maps (false: it would open nothing and say -ENOENT). */
+bool pyinterp__may_find(const struct procmaps *maps);
 
 /*
  * After a pyinterp__find that returned 0: the file it found, as the BPF

@@ -1329,6 +1329,31 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	return 0;
 }
 
+int symbolizer__place(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return,
+		      uint64_t *file, uint64_t *offset)
+{
+	uint64_t addr = is_return && ip ? ip - 1 : ip;
+	struct pid_ent *p = pid_find(s, pid);
+	const struct procmap *m;
+	struct file_ent *f;
+
+	*file = 0;
+	/* What symbolizer__user would find first, and nothing it would look further for. */
+	if (!p || !p->maps || !(m = procmaps__find(p->maps, addr)) || !m->path ||
+	    (m->flags & PROCMAP_ANON))
+		return 0;
+	f = filecache__get(s->fc, m->dev, m->inode, s->fslot);
+	if (!f || !f->es)
+		return 0;
+	lru_del(&p->lru);
+	lru_push_front(&s->plru, &p->lru);
+	lru_del(&f->lru);
+	lru_push_front(&s->flru, &f->lru);
+	*file = f->id;
+	*offset = ip - m->start + m->offset;
+	return 0;
+}
+
 int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out)
 {
 	const char *name, *module;

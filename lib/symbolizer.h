@@ -87,6 +87,15 @@ void symbolizer__free(struct symbolizer *s);
  * allocation failure.
  */
 int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, struct sym *out);
+/*
+ * Where ip lies in pid, without naming it: *file nonzero (the loaded file's
+ * id, new at each load) and *offset (ip's file offset) when it is in a file
+ * whose symbols are loaded; then symbolizer__user gives every (pid, ip)
+ * with the same (file, offset, is_return) the same name and offset, and a
+ * module path of that file. *file 0: not known so cheaply. Returns 0.
+ */
+int symbolizer__place(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return,
+		      uint64_t *file, uint64_t *offset);
 int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
 
 /*

@@ -11,6 +11,7 @@
 #include "window.h"
 
 #define FCACHE_SLOTS 16384
+#define PCACHE_SLOTS 4096
 #define KERNEL_PID UINT32_MAX /* above any pid_max */
 
 #define SLOT_ID 1        /* id is the frame's id in the window */
@@ -28,10 +29,19 @@ struct fcache_slot {
 	uint8_t flags; /* SLOT_* */
 };
 
+/* A user frame by its place in a loaded file: valid for the window (file ids are never reused). */
+struct pcache_slot {
+	uint64_t file, offset;
+	uint32_t gen;
+	uint32_t id;
+	uint32_t is_ret;
+};
+
 struct window {
 	struct profile *p;
 	struct window_syms syms;
 	struct fcache_slot *fcache;
+	struct pcache_slot *pcache;
 	uint32_t gen;       /* stamps slots; grows at every drain and window */
 	uint32_t drain_gen; /* gen when the current drain began */
 	uint32_t win_gen;   /* gen when the current window began */
@@ -49,7 +59,10 @@ int window__new(struct profile *p, const struct window_syms *syms, struct window
 	if (!w)
 		return -ENOMEM;
 	w->fcache = calloc(FCACHE_SLOTS, sizeof(*w->fcache));
-	if (!w->fcache) {
+	w->pcache = calloc(PCACHE_SLOTS, sizeof(*w->pcache));
+	if (!w->fcache || !w->pcache) {
+		free(w->fcache);
+		free(w->pcache);
 		free(w);
 		return -ENOMEM;
 	}
@@ -65,6 +78,7 @@ void window__free(struct window *w)
 	if (!w)
 		return;
 	free(w->fcache);
+	free(w->pcache);
 	free(w);
 }
 
@@ -72,6 +86,7 @@ static void next_gen(struct window *w)
 {
 	if (++w->gen == 0) {
 		memset(w->fcache, 0, FCACHE_SLOTS * sizeof(*w->fcache));
+		memset(w->pcache, 0, PCACHE_SLOTS * sizeof(*w->pcache));
 		w->gen = w->win_gen = 1;
 	}
 	w->drain_gen = w->gen;
@@ -142,9 +157,19 @@ static uint8_t keep_flag(uint32_t pid, const struct sym *y)
 	return pid == KERNEL_PID && y->name ? SLOT_KEEP : 0;
 }
 
+static struct pcache_slot *pcache_slot(struct window *w, uint64_t file, uint64_t offset,
+				       uint32_t is_ret)
+{
+	uint64_t h = (file * 0xff51afd7ed558ccdULL ^ offset ^ is_ret) * 0x9e3779b97f4a7c15ULL;
+
+	return &w->pcache[(h >> 40) & (PCACHE_SLOTS - 1)];
+}
+
 static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
 {
 	struct fcache_slot *c = fcache_find(w, pid, ip, is_ret);
+	struct pcache_slot *pc = NULL;
+	uint64_t file = 0, offset = 0;
 	uint8_t flags = 0;
 	struct sym y;
 	int err;
@@ -156,6 +181,18 @@ static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret
 	}
 	if (c)
 		flags = c->flags & (SLOT_GLUE_KNOWN | SLOT_GLUE);
+	if (pid != KERNEL_PID && w->syms.place &&
+	    !w->syms.place(w->syms.arg, pid, ip, (int)is_ret, &file, &offset) && file) {
+		pc = pcache_slot(w, file, offset, is_ret);
+		if (pc->file == file && pc->offset == offset && pc->is_ret == is_ret &&
+		    pc->gen >= w->win_gen && pc->gen <= w->gen) {
+			w->st.frame_hits++;
+			w->st.place_hits++;
+			*id = pc->id;
+			fcache_put(w, pid, ip, is_ret, flags | SLOT_ID, *id);
+			return 0;
+		}
+	}
 	w->st.frame_misses++;
 	err = pid == KERNEL_PID ? w->syms.kernel(w->syms.arg, ip, &y) :
 				  w->syms.user(w->syms.arg, pid, ip, (int)is_ret, &y);
@@ -163,6 +200,8 @@ static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret
 		err = add_frame(w, &y, id);
 	if (!err)
 		fcache_put(w, pid, ip, is_ret, flags | SLOT_ID | keep_flag(pid, &y), *id);
+	if (!err && pc)
+		*pc = (struct pcache_slot){ file, offset, w->gen, *id, is_ret };
 	return err;
 }
 

@@ -7,7 +7,9 @@
  * CPU time. The frame cache is direct-mapped by (pid, address, leaf or not);
  * a process's frames hold until the next drain (it may exec in between),
  * the kernel's until the window is reset (a new window numbers its frames
- * anew). Off-CPU stacks lose the tracing glue at their kernel leaf.
+ * anew). A user frame missed there is looked up by its place in a loaded
+ * file (the symbolizer's place callback), which holds for the window.
+ * Off-CPU stacks lose the tracing glue at their kernel leaf.
  */
 #ifndef PROFD_WINDOW_H
 #define PROFD_WINDOW_H
@@ -21,11 +23,20 @@ struct profile;
 struct sym;
 struct window;
 
-/* The symbolizer: 0 with *out filled (unnamed frames included), or -errno. */
+/*
+ * The symbolizer: 0 with *out filled (unnamed frames included), or -errno.
+ * place (optional) keys where a user address lies: *file nonzero names one
+ * loaded file, and equal (file, offset, is_ret) always get the same frame
+ * from user(), so the frame found for one process serves every other that
+ * maps the file (a build host starts the same binaries a hundred times a
+ * second). *file 0: not in a loaded file, named by user() alone.
+ */
 struct window_syms {
 	int (*user)(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out);
 	int (*kernel)(void *arg, uint64_t ip, struct sym *out);
 	void *arg;
+	int (*place)(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t *file,
+		     uint64_t *offset);
 };
 
 struct window_sample {
@@ -47,6 +58,7 @@ struct window_sample {
 
 struct window_stats {
 	uint64_t frame_hits, frame_misses; /* frames found in the cache, and named and interned */
+	uint64_t place_hits;               /* of the hits, found by their place in a file */
 	uint64_t glue_frames;              /* tracing glue left out of off-CPU stacks */
 };
 
@@ -56,7 +68,7 @@ void window__free(struct window *w);
 
 /* Forgets every cached frame: p was reset (frame ids restart). */
 void window__clear(struct window *w);
-/* A new drain: forgets the processes' frames (one may have exec'd), keeps the kernel's. */
+/* A new drain: forgets the processes' frames (one may have exec'd); keeps the kernel's, places. */
 void window__drain(struct window *w);
 
 /*

@@ -18,7 +18,8 @@
 # a shared host, builds of whatever else runs (a clang's libLLVM) land in
 # the process figure.
 # PROFD_B=PATH adds a condition "profd-b": that profd binary, in the same
-# rotation (before/after comparisons in one run). CONDS="profd bpftrace"
+# rotation (before/after comparisons in one run), at the quiet rate too
+# (profd-b-10, rotated with profd-10). CONDS="profd bpftrace"
 # picks conditions; QUIET=0 skips the quiet rounds. CLANG_LOOPS=N adds N
 # loops of `clang -O1 -c` (libclang-cpp, libLLVM and libz3: 2.3 million
 # unwind rows, more than the default 16 MB of tables holds beside gcc's).
@@ -132,11 +133,18 @@ done
 for p in "${LOOP_PIDS[@]}"; do stop "$p" TERM; done
 bg bash -c 'while :; do sleep 0.1; done'
 [ "$QUIET" = 1 ] || ROUNDS_Q=0
+QCONDS=(profd-10)
+[ -n "$PROFD_B" ] && QCONDS+=(profd-b-10)
 for r in $(seq 1 "${ROUNDS_Q:-$ROUNDS}"); do
-	profd_start "$W/pd" --config /dev/null; P=$PROFD_PID prog= pd=1
-	sleep "$WARM"
-	measure profd-10
-	log "quiet round $r: $row"
+	for k in $(seq 0 $((${#QCONDS[@]} - 1))); do
+		c=${QCONDS[$(((k + r - 1) % ${#QCONDS[@]}))]}
+		if [ "$c" = profd-10 ]; then profd_start "$W/pd" --config /dev/null
+		else PROFD=$W/bin/profd-b profd_start "$W/pd" --config /dev/null; fi
+		P=$PROFD_PID prog= pd=1
+		sleep "$WARM"
+		measure "$c"
+		log "quiet round $r: $row"
+	done
 done
 
 # col COND FIELD: "median min max n" of a column of the rows; fmt MEDIAN MIN MAX N DIGITS.
@@ -148,10 +156,11 @@ fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") p
 	echo
 	echo "| profiler | CPU, % of a core | BPF time per sample, ns | execs/s in the interval | peak RSS, MB | main thread, % of a core | tables evicted | table builds, ms/s |"
 	echo "|---|---|---|---|---|---|---|---|"
-	for c in "${CONDS[@]}" profd-10; do
+	for c in "${CONDS[@]}" "${QCONDS[@]}"; do
 		name=$c; [ $c = profd-10 ] && name="profd, quiet exec rate"
 		[ $c = profd-b ] && name="profd-b ($PROFD_B)"
-		[ $c = profd-10 ] && [ "$QUIET" != 1 ] && continue
+		[ $c = profd-b-10 ] && name="profd-b, quiet exec rate"
+		[[ $c = *-10 ]] && [ "$QUIET" != 1 ] && continue
 		echo "| $name | $(fmt $(col $c 2) 3) | $(fmt $(col $c 3) 0) | $(fmt $(col $c 4) 0) | $(fmt $(col $c 5) 0) |" \
 			"$(fmt $(col $c 6) 3) | $(fmt $(col $c 7) 0) | $(fmt $(col $c 8) 0) |"
 	done

@@ -69,6 +69,22 @@ static void test_self(void)
 		CHECK_EQ_INT(r.offset, ip - pm->start + pm->offset);
 	procmaps__free(m);
 
+	{
+		/* Its place: the file's id and ip's file offset; ip + 1 one byte further. */
+		uint64_t file = 0, off = 0, file2 = 0, off2 = 0;
+
+		CHECK_EQ_INT(symbolizer__place(s, pid, ip, 0, &file, &off), 0);
+		CHECK(file != 0);
+		CHECK_EQ_INT(off, r.offset);
+		CHECK_EQ_INT(symbolizer__place(s, pid, ip + 1, 1, &file2, &off2), 0);
+		CHECK(file2 == file && off2 == off + 1);
+		/* Nothing mapped there, or a pid never named: no place. */
+		CHECK_EQ_INT(symbolizer__place(s, pid, 0x10, 0, &file2, &off2), 0);
+		CHECK_EQ_INT(file2, 0);
+		CHECK_EQ_INT(symbolizer__place(s, 0x7ffffff0, ip, 0, &file2, &off2), 0);
+		CHECK_EQ_INT(file2, 0);
+	}
+
 	/* A return address one past the function's last byte still names it; ip+1 too. */
 	CHECK_EQ_INT(symbolizer__user(s, pid, ip + 1, 1, &r), 0);
 	CHECK_EQ_STR(r.name, "test_target_fn");

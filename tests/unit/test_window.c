@@ -1,7 +1,7 @@
 /*
  * window: stacks into a window through a fake symbolizer that names each
  * address after itself and counts its calls: frame order, the frame cache,
- * off-CPU glue frames, frames given as ids, errors.
+ * off-CPU glue frames, frames given as ids, errors, frames shared by place.
  */
 #include "profile.h"
 #include "symbolizer.h"
@@ -282,6 +282,77 @@ static void test_ids_and_errors(void)
 	profile__free(p);
 }
 
+/* Below 0x5000 every pid maps one file at 0x1000; its frames are named by their place alone. */
+static int fake_place(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t *file,
+		      uint64_t *offset)
+{
+	*file = ip < 0x5000 ? 1 : 0;
+	*offset = ip - 0x1000;
+	return 0;
+}
+
+static int fake_shared(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out)
+{
+	struct fake *f = arg;
+
+	if (ip >= 0x5000)
+		return fake_user(arg, pid, ip, is_ret, out);
+	f->user_calls++;
+	snprintf(f->name, sizeof(f->name), "f_%llx%s", (unsigned long long)(ip - 0x1000),
+		 is_ret ? "r" : "");
+	*out = (struct sym){ .name = f->name, .module = "/lib/f.so", .offset = ip - 0x1000,
+			     .kind = SYM_USER };
+	return 0;
+}
+
+static void test_place(void)
+{
+	struct fake f = { 0 };
+	struct window_syms syms = { .user = fake_shared, .kernel = fake_kernel, .arg = &f,
+				    .place = fake_place };
+	struct profile *p = NULL;
+	struct window *w = NULL;
+	const __u64 a[] = { 0x1010, 0x1020 }, b[] = { 0x1020, 0x6000 };
+	struct window_sample s = { .pid = 7, .kind = PF_KIND_CPU, .value = 1, .comm = "c",
+				   .comm_len = 1, .ustack = a, .nustack = 2 };
+	struct window_stats st;
+
+	if (profile__new(&p) || window__new(p, &syms, &w)) {
+		CHECK(0);
+		profile__free(p);
+		return;
+	}
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.user_calls, 2);
+	/* Another process mapping the file: its frames come from the first's, unnamed again. */
+	s.pid = 8;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.user_calls, 2);
+	CHECK_EQ_STR(stack_of(p, 1), "f_20r;f_10");
+	/* Outside the file (no place): its own; the same offset as the leaf: another frame. */
+	s.ustack = b;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.user_calls, 4);
+	CHECK_EQ_STR(stack_of(p, 2), "u8_6000r;f_20");
+	/* Places hold across drains, for the window. */
+	window__drain(w);
+	s.pid = 9;
+	s.ustack = a;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.user_calls, 4);
+	window__stats(w, &st);
+	CHECK_EQ_INT(st.place_hits, 4);
+	CHECK_EQ_INT(st.frame_misses, 4);
+	/* A new window numbers frames anew: named again. */
+	profile__reset(p);
+	window__clear(w);
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.user_calls, 6);
+	CHECK_EQ_STR(stack_of(p, 0), "f_20r;f_10");
+	window__free(w);
+	profile__free(p);
+}
+
 int main(void)
 {
 	struct window_syms none = { 0 };
@@ -295,5 +366,6 @@ int main(void)
 	test_cache();
 	test_glue();
 	test_ids_and_errors();
+	test_place();
 	T_DONE();
 }
