@@ -149,7 +149,7 @@ struct py_scratch {
 	struct py_code codes[PY_CODE_SLOTS];
 	struct py_thread thr;  /* the py_threads value written */
 	struct profd_pysym sym;
-	__u8 obj[512];
+	__u8 obj[264]; /* a frame, code object or thread state: an 8-byte word at any offset below 256 */
 	__u8 str[128];
 	__u8 nbuf[256], fbuf[256]; /* a name's and a file's header and text, from one read */
 	__u8 lbuf[512];            /* a line table's header and bytes */
