@@ -142,10 +142,14 @@ struct py_scratch {
 	__u64 interp; /* the walked thread's interpreter */
 	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
 	__u64 fbuf_str; /* the file string whose header and text fbuf holds, read in this walk */
+	__u32 fr_read;   /* bytes of a frame the walk uses (the layout's last field's end) */
+	__u32 co_head;   /* bytes of a code object up to co_version's end: what a cache hit needs (3.12+) */
+	__u64 fhash_str; /* the file string found to carry fhash in this walk */
+	__s64 fhash;
 	struct py_code codes[PY_CODE_SLOTS];
 	struct py_thread thr;  /* the py_threads value written */
 	struct profd_pysym sym;
-	__u8 obj[512];
+	__u8 obj[264]; /* a frame, code object or thread state: an 8-byte word at any offset below 256 */
 	__u8 str[128];
 	__u8 nbuf[256], fbuf[256]; /* a name's and a file's header and text, from one read */
 	__u8 lbuf[512];            /* a line table's header and bytes */
@@ -416,18 +420,28 @@ __noinline int py_code_same(const struct profd_pyproc *pp, struct py_scratch *sc
 		return -1;
 	o = &pp->o;
 	c = &sc->codes[i & (PY_CODE_SLOTS - 1)];
-	/* The frames of one file share its string: read once a walk. */
-	if (c->file != sc->fbuf_str) {
-		sc->fbuf_str = 0;
-		if (!py_str_read(sc->fbuf, c->file))
-			sc->fbuf_str = c->file;
-	}
-	if (c->file != sc->fbuf_str)
-		return -1;
-	if (c->file_hash == -1)
+	/*
+	 * The frames of one file share its string: checked once a walk, by
+	 * its hash's word when the entry kept one (a cache line, where the
+	 * text would be up to four), else by its bytes.
+	 */
+	if (c->file_hash != -1) {
+		if (c->file != sc->fhash_str || c->file_hash != sc->fhash) {
+			if (!py_hash_is(sc->nbuf, c->file, o->str_hash, c->file_hash))
+				return -1;
+			sc->fhash_str = c->file;
+			sc->fhash = c->file_hash;
+		}
+	} else {
+		if (c->file != sc->fbuf_str) {
+			sc->fbuf_str = 0;
+			if (!py_str_read(sc->fbuf, c->file))
+				sc->fbuf_str = c->file;
+		}
+		if (c->file != sc->fbuf_str)
+			return -1;
 		parts |= PY_PART_FILE;
-	else if (py_hash_at(sc->fbuf, o->str_hash) != c->file_hash)
-		return -1;
+	}
 	if (c->name_hash == -1)
 		parts |= PY_PART_NAME;
 	else if (!py_hash_is(sc->nbuf, c->name, o->str_hash, c->name_hash))
@@ -464,22 +478,38 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 
 	if (code == sc->last_code)
 		return sc->last_id;
-	if (bpf_probe_read_user(sc->obj, PY_OBJ_READ, (void *)code)) {
+	/*
+	 * From 3.12 the object's head, up to co_version, is all a cache hit
+	 * reads: the address, version and interpreter name one code object,
+	 * whose strings a code object never changes. The rest on a miss only.
+	 */
+	n = sc->co_head & 255;
+	if (bpf_probe_read_user(sc->obj, n, (void *)code)) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return -1;
 	}
 	if (py_word(sc->obj, 8) != pp->code_type)
 		return -1;
-	file = py_word(sc->obj, o->co_filename);
-	name = py_word(sc->obj, o->co_name);
-	lt = py_word(sc->obj, o->co_linetable);
-	first = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
 	if (o->co_version != PROFD_PY_NONE)
 		version = *(__u32 *)(sc->obj + (o->co_version & 255));
 	if (sc->codes[base & (PY_CODE_SLOTS - 1)].code != code)
 		slot = base + 1;
 	slot &= PY_CODE_SLOTS - 1;
 	c = &sc->codes[slot];
+	if (version && c->code == code && c->epoch == pp->epoch && c->version == version && c->interp == sc->interp &&
+	    py_syms_adds - c->checked <= PY_SYMS_RECHECK) {
+		c->used = sc->walk;
+		sc->cached++;
+		return c->id;
+	}
+	if (n < PY_OBJ_READ && bpf_probe_read_user(sc->obj, PY_OBJ_READ, (void *)code)) {
+		pycount(PROFD_PYCNT_BAD_READ);
+		return -1;
+	}
+	file = py_word(sc->obj, o->co_filename);
+	name = py_word(sc->obj, o->co_name);
+	lt = py_word(sc->obj, o->co_linetable);
+	first = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
 	if (c->code == code && c->epoch == pp->epoch && c->name == name && c->file == file && c->lt == lt &&
 	    c->firstlineno == first) {
 		id = c->id;
@@ -631,7 +661,7 @@ static long py_step(__u64 index, void *arg)
 		pycount(PROFD_PYCNT_TRUNCATED);
 		return 1;
 	}
-	if (bpf_probe_read_user(sc->obj, PY_FRAME_READ, (void *)w->cur)) {
+	if (bpf_probe_read_user(sc->obj, sc->fr_read & 127, (void *)w->cur)) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return 1;
 	}
@@ -795,6 +825,26 @@ static __always_inline const struct profd_pyproc *py_adopt(struct py_ctx *w, str
 	return bpf_map_lookup_elem(&py_procs, &pid);
 }
 
+/* off's end when the layout has the field and it ends past end. */
+static __always_inline __u32 py_end(__u32 end, __u16 off, __u32 width)
+{
+	return off != PROFD_PY_NONE && off + width > end ? off + width : end;
+}
+
+/* A frame and a code object are read no further than the walk looks: each cache line costs. */
+static __always_inline void py_read_sizes(const struct profd_pyoffs *o, struct py_scratch *sc)
+{
+	__u32 n = py_end(0, o->fr_previous, 8);
+
+	n = py_end(n, o->fr_code, 8);
+	n = py_end(n, o->fr_instr, 8);
+	n = py_end(n, o->fr_is_entry, 1);
+	n = py_end(n, o->fr_owner, 1);
+	sc->fr_read = n > PY_FRAME_READ ? PY_FRAME_READ : n;
+	n = o->co_version != PROFD_PY_NONE ? py_end(16, o->co_version, 4) : PY_OBJ_READ;
+	sc->co_head = n > PY_OBJ_READ ? PY_OBJ_READ : n;
+}
+
 /*
  * Reads the current thread's Python frames into the slot's scratch (w->sc),
  * leaf first; returns how many (0: not a known CPython process, or none).
@@ -825,11 +875,12 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	if ((w->pp->o.flags & PROFD_PY_F_CFRAME) && (!w->cur || py_read(&w->cur, w->cur + w->pp->o.cf_current_frame)))
 		goto none;
 	w->sc->n = 0;
-	w->sc->last_code = w->sc->last_file = w->sc->fbuf_str = 0;
+	w->sc->last_code = w->sc->last_file = w->sc->fbuf_str = w->sc->fhash_str = 0;
 	w->sc->pid = pid;
 	w->sc->cached = 0;
 	w->sc->kind = slot;
 	w->sc->walk++;
+	py_read_sizes(&w->pp->o, w->sc);
 	bpf_loop(PROFD_PY_MAX_DEPTH + 16, py_step, w, 0);
 	/* Counted once a walk: an atomic add per frame is a shared cache line per frame. */
 	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_FRAMES], w->sc->n);
