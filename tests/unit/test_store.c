@@ -654,7 +654,10 @@ static const struct store_opts roll_opts = {
 	.rollup = { { 600 * SEC, 60 * SEC }, { 1200 * SEC, 300 * SEC } },
 };
 
-static void write_rw(const char *dir)
+typedef void make_fn(struct profile *p, int i, int64_t start, int64_t len);
+
+/* RW windows of 10 s from make, written with roll_opts into a new store at dir. */
+static void write_windows(const char *dir, make_fn *make)
 {
 	struct store *w;
 	struct profile *p;
@@ -663,11 +666,16 @@ static void write_rw(const char *dir)
 	profile__new(&p);
 	CHECK_EQ_INT(open_store(dir, 1, &w, (struct store_opts *)&roll_opts), 0);
 	for (int i = 0; i < RW; i++) {
-		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		make(p, i, T0 + i * 10 * SEC, 10 * SEC);
 		CHECK_EQ_INT(store__append(w, p), 0);
 	}
 	store__close(w);
 	profile__free(p);
+}
+
+static void write_rw(const char *dir)
+{
+	write_windows(dir, make_window);
 }
 
 static int open_roller(const char *dir, struct store **s, void (*cp)(void *, int), void *arg)
@@ -1204,18 +1212,7 @@ static void make_stripped_window(struct profile *p, int i, int64_t start, int64_
 
 static void write_stripped(const char *dir)
 {
-	struct store *w;
-	struct profile *p;
-
-	rm_rf(dir);
-	profile__new(&p);
-	CHECK_EQ_INT(open_store(dir, 1, &w, (struct store_opts *)&roll_opts), 0);
-	for (int i = 0; i < RW; i++) {
-		make_stripped_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
-		CHECK_EQ_INT(store__append(w, p), 0);
-	}
-	store__close(w);
-	profile__free(p);
+	write_windows(dir, make_stripped_window);
 }
 
 /* What a view prints of the store over [a, b), by name: labels "frame;frame value kind" per stack. */
