@@ -657,7 +657,7 @@ static const struct store_opts roll_opts = {
 typedef void make_fn(struct profile *p, int i, int64_t start, int64_t len);
 
 /* RW windows of 10 s from make, written with roll_opts into a new store at dir. */
-static void write_windows(const char *dir, make_fn *make)
+static void write_made(const char *dir, make_fn *make)
 {
 	struct store *w;
 	struct profile *p;
@@ -675,7 +675,7 @@ static void write_windows(const char *dir, make_fn *make)
 
 static void write_rw(const char *dir)
 {
-	write_windows(dir, make_window);
+	write_made(dir, make_window);
 }
 
 static int open_roller(const char *dir, struct store **s, void (*cp)(void *, int), void *arg)
@@ -1212,7 +1212,7 @@ static void make_stripped_window(struct profile *p, int i, int64_t start, int64_
 
 static void write_stripped(const char *dir)
 {
-	write_windows(dir, make_stripped_window);
+	write_made(dir, make_stripped_window);
 }
 
 /* What a view prints of the store over [a, b), by name: labels "frame;frame value kind" per stack. */
