@@ -338,8 +338,14 @@ struct offcpu_task {
 	struct offcpu_place place[2]; /* as hot[] */
 };
 
-/* Switch-outs of one CPU in the current rate window, and how they are sampled. */
+/*
+ * Per CPU: the task running there and when it was switched in; then the
+ * switch-outs of the current rate window, and how they are sampled.
+ */
 struct offcpu_cpu {
+	__u64 run_start; /* bpf_ktime_get_ns() at the switch-in of run_pid */
+	__u32 run_pid;   /* 0: no switch seen on this CPU yet */
+	__u32 pad0;
 	__u64 win;   /* window: jiffies (bpf_ktime_get_coarse_ns is not for tracing programs) */
 	__u64 start; /* bpf_ktime_get_ns() at its first switch-out */
 	__u32 n;     /* switch-outs seen in window win */
@@ -509,18 +515,6 @@ static __always_inline void flush_pending(struct offcpu_task *t, __u32 kind)
 }
 
 /*
- * The switch's time, read once for both halves and only by a half that
- * needs it: threads outside the selection, without state, or let pass by
- * --offcpu-sample cost no clock read (about 40 ns on a VM).
- */
-static __always_inline __u64 clock_once(__u64 *now)
-{
-	if (!*now)
-		*now = bpf_ktime_get_ns();
-	return *now;
-}
-
-/*
  * offcpu_max_rate: 0 when this switch-out is let pass, else the weight of
  * its wait. Gaps between recorded switch-outs are N-1, N or N+1 at random
  * (as for offcpu_sample), so every switch-out of a pattern is recorded with
@@ -528,16 +522,11 @@ static __always_inline __u64 clock_once(__u64 *now)
  * bias. The rate of a window sets the next one's N: a switch's own length
  * never decides whether it is recorded.
  */
-static __always_inline __u32 cpu_weight(void)
+static __always_inline __u32 cpu_weight(struct offcpu_cpu *c)
 {
-	struct offcpu_cpu *c;
 	__u64 w, now, d, cap;
-	__u32 zero = 0;
 
 	if (!offcpu_max_rate)
-		return 1;
-	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
-	if (!c)
 		return 1;
 	w = bpf_jiffies64();
 	if (w != c->win) {
@@ -625,13 +614,96 @@ static __always_inline __u32 capture_place(void *ctx, struct offcpu_place *pl, i
 	return flags;
 }
 
+/*
+ * Ends t's wait at in, its switch-in time: adds it to the place's pending
+ * time or to the counts. in 0: the switch-in was not seen (the hook was
+ * attached while the task ran), the wait is dropped.
+ */
+static __always_inline void end_wait(struct offcpu_task *t, __u64 in)
+{
+	__u32 gv = *(volatile __u32 *)&gen;
+	struct offcpu_hot *h;
+	__u64 delta;
+
+	if (!t->ts)
+		return;
+	delta = in - t->ts;
+	t->ts = 0;
+	if (!in)
+		return;
+	if (delta < offcpu_min_ns) {
+		count(PROFD_CNT_OFFCPU_SHORT);
+		return;
+	}
+	if (offcpu_sample > 1)
+		delta *= offcpu_sample;
+	if (t->weight > 1)
+		delta *= t->weight;
+	h = &t->hot[t->kind == PROFD_KIND_RUNQ];
+	if (!h->ready) {
+		count(PROFD_CNT_OFFCPU_NO_STATE);
+		return;
+	}
+	delta += h->pending;
+	if (delta < OFFCPU_BATCH_NS && h->ids_ok && h->ids_gen == gv) {
+		h->pending = delta;
+		return;
+	}
+	h->pending = 0;
+	add_place(t, t->kind, gv, delta);
+}
+
+/*
+ * Whether next may have been away OFFCPU_BATCH_NS or longer: the time
+ * since its last run began (the scheduler's own stamp and run-queue clock,
+ * no clock read), an upper bound of its wait. Unknown: yes.
+ */
+static __always_inline int away_long(struct task_struct *next)
+{
+	struct cfs_rq *cfs;
+	struct rq *rq;
+
+	if (!bpf_core_field_exists(next->sched_info.last_arrival) ||
+	    !bpf_core_field_exists(next->se.cfs_rq) ||
+	    !bpf_core_field_exists(struct cfs_rq, rq))
+		return 1;
+	cfs = next->se.cfs_rq;
+	if (!cfs)
+		return 1;
+	rq = cfs->rq;
+	if (!rq)
+		return 1;
+	return rq->clock - next->sched_info.last_arrival >= OFFCPU_BATCH_NS;
+}
+
+/*
+ * A wait ends at the task's switch-in, but is added at its next
+ * switch-out on that CPU (or its exit), from the switch-in time kept per
+ * CPU: one task-storage lookup per switch instead of two. A wait that may
+ * have been long is ended at the switch-in, so that its time is not held
+ * back while the task runs on.
+ */
+static __always_inline void switch_in(struct task_struct *next, __u64 now)
+{
+	struct offcpu_task *t;
+
+	if (next->pid == 0 || !away_long(next))
+		return;
+	/* No state: the task is new, was not selected or left before we attached. */
+	t = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
+	if (t)
+		end_wait(t, now);
+}
+
+/* in: prev's switch-in time (0: not seen); the switch-out's own is now. */
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev,
-				       unsigned int prev_state, __u64 *clock)
+				       unsigned int prev_state, struct offcpu_cpu *c, __u64 now,
+				       __u64 in)
 {
 	struct offcpu_hot *h;
 	struct offcpu_task *t;
 	struct pt_regs *regs;
-	__u64 upc = 0, usp = 0, ubp = 0, now;
+	__u64 upc = 0, usp = 0, ubp = 0;
 	__u32 kind, weight;
 	int kthread;
 
@@ -642,14 +714,20 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		return;
 	if (offcpu_filter && !selected(prev))
 		return;
-	weight = cpu_weight();
-	if (!weight)
+	weight = cpu_weight(c);
+	if (!weight) {
+		/* This wait is let pass; the one that ended at the switch-in still counts. */
+		t = bpf_task_storage_get(&offcpu_tasks, prev, 0, 0);
+		if (t)
+			end_wait(t, in);
 		return;
+	}
 	t = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t) {
 		count(PROFD_CNT_OFFCPU_NO_STATE);
 		return;
 	}
+	end_wait(t, in);
 	t->weight = weight;
 
 	if (offcpu_sample > 1) {
@@ -672,7 +750,6 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		}
 		t->skip = offcpu_sample - 2 + bpf_get_prandom_u32() % 3;
 	}
-	now = clock_once(clock);
 	/* A preempted task stays runnable whatever its state said (see __trace_sched_switch_state). */
 	kind = preempt || prev_state == TASK_RUNNING ? PROFD_KIND_RUNQ : PROFD_KIND_OFFCPU;
 	h = &t->hot[kind == PROFD_KIND_RUNQ];
@@ -704,43 +781,6 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	t->ts = now;
 	bpf_tail_call(ctx, &offcpu_progs, 0);
 	/* Not loaded: the waits of this place are dropped (and counted) until a capture runs. */
-}
-
-static __always_inline void switch_in(struct task_struct *next, __u64 *clock)
-{
-	__u32 gv = *(volatile __u32 *)&gen;
-	struct offcpu_hot *h;
-	struct offcpu_task *t;
-	__u64 delta;
-
-	if (next->pid == 0)
-		return;
-	/* No state: the task is new, was not selected or left before we attached. */
-	t = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
-	if (!t || !t->ts)
-		return;
-	delta = clock_once(clock) - t->ts;
-	t->ts = 0;
-	if (delta < offcpu_min_ns) {
-		count(PROFD_CNT_OFFCPU_SHORT);
-		return;
-	}
-	if (offcpu_sample > 1)
-		delta *= offcpu_sample;
-	if (t->weight > 1)
-		delta *= t->weight;
-	h = &t->hot[t->kind == PROFD_KIND_RUNQ];
-	if (!h->ready) {
-		count(PROFD_CNT_OFFCPU_NO_STATE);
-		return;
-	}
-	delta += h->pending;
-	if (delta < OFFCPU_BATCH_NS && h->ids_ok && h->ids_gen == gv) {
-		h->pending = delta;
-		return;
-	}
-	h->pending = 0;
-	add_place(t, t->kind, gv, delta);
 }
 
 /*
@@ -828,27 +868,42 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(off_cpu, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	/* One clock read for both (about 40 ns each on a VM): the switch is one instant. */
-	__u64 now = 0;
+	/* One clock read for both halves (about 40 ns on a VM): the switch is one instant. */
+	__u64 now = bpf_ktime_get_ns(), in;
+	struct offcpu_cpu *c;
+	__u32 zero = 0;
 
-	switch_in(next, &now);
-	switch_out(ctx, preempt, prev, prev_state, &now);
+	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
+	if (!c)
+		return 0;
+	/* prev is the task this CPU switched in last, unless no switch was seen since attaching. */
+	in = c->run_pid == prev->pid ? c->run_start : 0;
+	c->run_pid = next->pid;
+	c->run_start = now;
+	switch_in(next, now);
+	switch_out(ctx, preempt, prev, prev_state, c, now, in);
 	return 0;
 }
 
 /*
  * A thread's last waits may still be pending in its storage, which goes
- * with the task: add them now. Only threads that ran since they waited get
- * here, so nothing else is pending.
+ * with the task: add them now, with the wait that ended when it was last
+ * switched in.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(offcpu_exit, struct task_struct *p)
 {
 	struct offcpu_task *t;
 
-	t = bpf_task_storage_get(&offcpu_tasks, bpf_get_current_task_btf(), 0, 0);
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct offcpu_cpu *c;
+	__u32 zero = 0;
+
+	t = bpf_task_storage_get(&offcpu_tasks, cur, 0, 0);
 	if (!t)
 		return 0;
+	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
+	end_wait(t, c && c->run_pid == cur->pid ? c->run_start : 0);
 	flush_pending(t, PROFD_KIND_OFFCPU);
 	flush_pending(t, PROFD_KIND_RUNQ);
 	return 0;
