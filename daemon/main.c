@@ -1043,16 +1043,20 @@ static void on_signal(struct profd *d)
  * (a world switch each way), a hundred system calls. A host starting 150
  * processes a second woke profd about twice per exec (the exec, a
  * re-capture, a table request). Both sources are watched one-shot; while
- * they bring more than one thing per EVENTS_GAP_NS (the rate estimated
+ * they bring two things or more per EVENTS_GAP_NS (the rate estimated
  * over the last turns), they stay muted and are handled together once
  * per EVENTS_GAP_NS (a tick). A lone exec is handled at once; under a
  * stream of them each waits up to that long, beside the kernel's wait of
  * up to 20 ms for ld.so (the exec event lists the mappings either way).
  */
 #define EVENTS_GAP_NS (20 * 1000000LL)
-/* Things per gap, estimated, above which the sources are ticked, and below which watched again. */
-#define TICK_ENTER 1.25
-#define TICK_LEAVE 0.75
+/*
+ * Things per gap, estimated, from which the sources are ticked, and below
+ * which watched again: a tick that finds one thing is a wake-up like the
+ * one it saved, and one that finds nothing is lost.
+ */
+#define TICK_ENTER 2.0
+#define TICK_LEAVE 1.0
 
 static void watch(struct profd *d, int fd, void *tag, bool on)
 {
