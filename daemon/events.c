@@ -65,6 +65,7 @@ struct events {
 	events_maps_fn maps_fn;
 	events_exit_fn exit_fn;
 	void *maps_arg, *exit_arg;
+	uint32_t woken; /* execs and re-captures handled: what wakes the reader */
 };
 
 /*
@@ -161,6 +162,8 @@ static void run_due(struct events *e)
 
 	while (procreg__due_pop(e->reg, LOOK, now, &pid, &tries)) {
 		struct events_image im = { pid, 0, 0, 0, NULL };
+
+		e->woken++;
 
 		if (!procreg__info(e->reg, pid, &in)) {
 			im.start_time = in.start_time;
@@ -279,8 +282,10 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*ev) || !ev->pid)
 		return 0;
-	if (ev->type == PROFD_PEV_EXEC)
+	if (ev->type == PROFD_PEV_EXEC) {
+		e->woken++;
 		on_exec(e, ev, size >= sizeof(struct profd_pev_exec) ? data : NULL);
+	}
 	else if (ev->type == PROFD_PEV_EXIT)
 		on_exit_ev(e, ev->pid, ev->time_ns);
 	else if (ev->type == PROFD_PEV_FORK)
@@ -382,12 +387,17 @@ int events__fd(const struct events *e)
 	return e->epfd;
 }
 
-void events__dispatch(struct events *e)
+int events__dispatch(struct events *e)
 {
+	int n;
+
 	/* Read only when due: most wake-ups are the ring buffer's, and every system call counts per exec. */
 	clock__timer_take(e->tfd, clock__mono_ns(), &e->armed_ns);
-	ring_buffer__consume(e->rb);
+	e->woken = 0;
+	n = ring_buffer__consume(e->rb);
 	run_due(e);
+	/* Forks and exits wake nobody (they wait for the next exec or drain): not counted. */
+	return n < 0 ? n : (int)e->woken;
 }
 
 void events__poll(struct events *e)

@@ -47,9 +47,12 @@ int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *
 		 int py_procs_fd, struct events **out);
 void events__free(struct events *e);
 
-/* Readable when events or a due re-capture wait; then call events__dispatch. */
+/*
+ * Readable when events or a due re-capture wait; then call events__dispatch,
+ * which returns how many execs and re-captures it handled (<0: -errno).
+ */
 int events__fd(const struct events *e);
-void events__dispatch(struct events *e);
+int events__dispatch(struct events *e);
 
 /* Around each drain: before, events so far are handled; after, exited processes are forgotten. */
 void events__drain_begin(struct events *e);

@@ -91,6 +91,10 @@ struct profd {
 	struct window *win;
 	/* own cost: what was freed since the last trim */
 	uint64_t trimmed_evictions, trims;
+	/* process events and walker requests: see EVENTS_GAP_NS */
+	int64_t events_turn_ns, events_tick_ns; /* tick_ns 0: watched, else muted until then */
+	double events_per_gap;
+	uint64_t events_wakeups, events_ticks;
 };
 
 static const char *const counter_names[PROFD_CNT_MAX] = {
@@ -409,6 +413,8 @@ static int status_reply(struct profd *d, char **out)
 		ADD("heap_used_bytes\t%zu", mi.uordblks + mi.hblkhd);
 		ADD("heap_free_bytes\t%zu", mi.fordblks);
 		ADD("heap_trims\t%" PRIu64, d->trims);
+		ADD("event_wakeups\t%" PRIu64, d->events_wakeups);
+		ADD("event_ticks\t%" PRIu64, d->events_ticks);
 		ADD("rss_kb\t%ld", pages * (sysconf(_SC_PAGESIZE) / 1024));
 		getrusage(RUSAGE_SELF, &ru);
 		ADD("rss_max_kb\t%ld", ru.ru_maxrss);
@@ -940,6 +946,7 @@ static int setup(struct profd *d)
 	ev.data.ptr = &d->req_tfd;
 	if (d->req_tfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->req_tfd, &ev))
 		return log_err(-errno, "cannot create timers: %s", strerror(errno));
+	ev.events = EPOLLIN | EPOLLONESHOT;
 	ev.data.ptr = &d->events;
 	if (d->events && epoll_ctl(d->epfd, EPOLL_CTL_ADD, events__fd(d->events), &ev))
 		return log_err(-errno, "cannot watch process events: %s", strerror(errno));
@@ -949,7 +956,7 @@ static int setup(struct profd *d)
 		err = tables__new(sampler__skel(d->sampler), &so.unwind, &d->tables);
 		if (!err)
 			err = tables__use_registry(d->tables, d->reg, d->files);
-		ev.data.ptr = d->tables;
+		ev = (struct epoll_event){ .events = EPOLLIN | EPOLLONESHOT, .data.ptr = d->tables };
 		if (err || epoll_ctl(d->epfd, EPOLL_CTL_ADD, tables__fd(d->tables), &ev))
 			return log_err(err ? err : -errno, "cannot set up DWARF unwind tables: %s",
 				       strerror(err ? -err : errno));
@@ -1030,14 +1037,109 @@ static void on_signal(struct profd *d)
 	}
 }
 
+/*
+ * Process events and the walker's requests wake the loop, and a wake-up
+ * costs far more than its work: 70-180 µs of CPU on a virtual machine
+ * (a world switch each way), a hundred system calls. A host starting 150
+ * processes a second woke profd about twice per exec (the exec, a
+ * re-capture, a table request). Both sources are watched one-shot; while
+ * they bring two things or more per EVENTS_GAP_NS (the rate estimated
+ * over the last turns), they stay muted and are handled together once
+ * per EVENTS_GAP_NS (a tick). A lone exec is handled at once; under a
+ * stream of them each waits up to that long, beside the kernel's wait of
+ * up to 20 ms for ld.so (the exec event lists the mappings either way).
+ */
+#define EVENTS_GAP_NS (20 * 1000000LL)
+/*
+ * Things per gap, estimated, from which the sources are ticked, and below
+ * which watched again: a tick that finds one thing is a wake-up like the
+ * one it saved, and one that finds nothing is lost.
+ */
+#define TICK_ENTER 2.0
+#define TICK_LEAVE 1.0
+
+static void watch(struct profd *d, int fd, void *tag, bool on)
+{
+	struct epoll_event ev = { .events = (on ? EPOLLIN : 0) | EPOLLONESHOT, .data.ptr = tag };
+
+	if (fd >= 0 && epoll_ctl(d->epfd, EPOLL_CTL_MOD, fd, &ev))
+		log_ratelimited(&d->last_write_warn_ns, 60000000000LL, LOG_LVL_WARN,
+				"cannot watch process events: %s", strerror(errno));
+}
+
+/*
+ * Exec events first: their captures serve the walker's requests for new
+ * processes. Updates the estimate of things per gap.
+ */
+static void events_turn(struct profd *d, int64_t now)
+{
+	int64_t dt = now - d->events_turn_ns;
+	int n = 0, r;
+
+	if (d->events && (r = events__dispatch(d->events)) > 0)
+		n += r;
+	if (d->tables && (r = tables__poll(d->tables)) > 0)
+		n += r;
+	/* A turn after a long quiet one says little about the rate: the gap bounds it. */
+	if (dt < EVENTS_GAP_NS)
+		dt = EVENTS_GAP_NS;
+	d->events_per_gap += ((double)n * EVENTS_GAP_NS / (double)dt - d->events_per_gap) / 4;
+	d->events_turn_ns = now;
+}
+
+/*
+ * Muted by its wake-up, a source is watched again unless the rate says
+ * tick; the other, if it did not fire, is muted when it does (a tick then
+ * serves it).
+ */
+static void events_woke(struct profd *d, bool ev_fired, bool tab_fired)
+{
+	int64_t now = clock__mono_ns();
+	bool tick;
+
+	d->events_wakeups++;
+	events_turn(d, now);
+	tick = d->events_per_gap >= TICK_ENTER;
+	if (tick)
+		d->events_tick_ns = now + EVENTS_GAP_NS;
+	if (d->events && ev_fired != tick)
+		watch(d, events__fd(d->events), &d->events, !tick);
+	if (d->tables && tab_fired != tick)
+		watch(d, tables__fd(d->tables), d->tables, !tick);
+}
+
+static void events_tick(struct profd *d)
+{
+	int64_t now = clock__mono_ns();
+
+	d->events_ticks++;
+	events_turn(d, now);
+	if (d->events_per_gap >= TICK_LEAVE) {
+		d->events_tick_ns = now + EVENTS_GAP_NS;
+		return;
+	}
+	d->events_tick_ns = 0;
+	if (d->events)
+		watch(d, events__fd(d->events), &d->events, true);
+	if (d->tables)
+		watch(d, tables__fd(d->tables), d->tables, true);
+}
+
 static int loop(struct profd *d)
 {
 	struct epoll_event evs[16];
 	uint64_t ticks;
 
 	while (!d->stop) {
-		int n = epoll_wait(d->epfd, evs, 16, -1);
+		int64_t wait = -1;
+		bool ev_fired = false, tab_fired = false;
+		int n;
 
+		if (d->events_tick_ns) {
+			wait = (d->events_tick_ns - clock__mono_ns() + 999999) / 1000000;
+			wait = wait < 0 ? 0 : wait;
+		}
+		n = epoll_wait(d->epfd, evs, 16, (int)wait);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1059,16 +1161,10 @@ static int loop(struct profd *d)
 				if (read(d->flush_tfd, &ticks, sizeof(ticks)) > 0)
 					flush(d);
 				notify_status(d);
-			} else if (d->tables && tag == d->tables) {
-				/* Exec events first: their captures serve the walker's requests for new processes. */
-				if (d->events)
-					events__poll(d->events);
-				tables__poll(d->tables);
 			} else if (tag == &d->events) {
-				events__dispatch(d->events);
-				/* The captures just made serve the walker's requests for new processes. */
-				if (d->tables)
-					tables__poll(d->tables);
+				ev_fired = true;
+			} else if (d->tables && tag == d->tables) {
+				tab_fired = true;
 			} else if (tag == &d->req_tfd) {
 				if (read(d->req_tfd, &ticks, sizeof(ticks)) > 0)
 					flush_deferred(d);
@@ -1079,6 +1175,11 @@ static int loop(struct profd *d)
 				server__dispatch(d->server, tag, evs[i].events);
 			}
 		}
+		/* One turn serves both sources; one that fires while muted waits for the tick. */
+		if ((ev_fired || tab_fired) && !d->events_tick_ns)
+			events_woke(d, ev_fired, tab_fired);
+		else if (d->events_tick_ns && clock__mono_ns() >= d->events_tick_ns)
+			events_tick(d);
 	}
 	return 0;
 }

@@ -1311,7 +1311,7 @@ int tables__poll(struct tables *t)
 	run_due(t);
 	if ((uint64_t)(clock__mono_ns() - t0) > t->st.turn_ns_max)
 		t->st.turn_ns_max = clock__mono_ns() - t0;
-	return n < 0 ? n : 0;
+	return n;
 }
 
 void tables__exec(struct tables *t, uint32_t pid, int exec, uint64_t start_time, uint64_t start_code,

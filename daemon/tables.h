@@ -81,7 +81,7 @@ void tables__configure(struct profd_bpf *skel, const struct tables_opts *o);
 int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tables **out);
 void tables__free(struct tables *t);
 
-/* Readable when the walker asked for something; then call tables__poll. */
+/* Readable when the walker asked for something; then call tables__poll: requests read, -errno. */
 int tables__fd(const struct tables *t);
 int tables__poll(struct tables *t);
 /*

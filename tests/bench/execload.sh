@@ -20,7 +20,11 @@
 # PROFD_B=PATH adds a condition "profd-b": that profd binary, in the same
 # rotation (before/after comparisons in one run), at the quiet rate too
 # (profd-b-10, rotated with profd-10). CONDS="profd bpftrace"
-# picks conditions; QUIET=0 skips the quiet rounds. CLANG_LOOPS=N adds N
+# picks conditions; QUIET=0 skips the quiet rounds. IDLE=1 adds rounds
+# without any exec loop (benchwork only: profd-0, and profd-b-0 with
+# PROFD_B), for the per-drain and per-flush work. Each profd row also
+# gives its drains and execs in the interval and the main thread's
+# voluntary context switches (wake-ups) per second. CLANG_LOOPS=N adds N
 # loops of `clang -O1 -c` (libclang-cpp, libLLVM and libz3: 2.3 million
 # unwind rows, more than the default 16 MB of tables holds beside gcc's).
 # Usage: execload.sh [--quick]   (ROUNDS=N SECS=S WARM=S LOOPS=N override)
@@ -79,18 +83,23 @@ tstat() {
 	pctl "$W/pd" status | awk '$1 == "unwind_table_evictions" { e = $2 } $1 == "unwind_table_build_ms" { b = $2 }
 		END { if (e == "" || b == "") print "- -"; else print e, b }'
 }
+# drains: the profd's drain count; vswitches: its main thread's voluntary context switches.
+drains() { [ "$pd" = 1 ] && pctl "$W/pd" status | awk '$1 == "drains" { print $2 }'; }
+vswitches() { awk '$1 == "voluntary_ctxt_switches:" { print $2 }' "/proc/$P/task/$P/status" 2>/dev/null; }
 measure() {
-	local a b c0 c1 m0 m1 t0 t1 execs hwm ns u0 u1
+	local a b c0 c1 m0 m1 t0 t1 execs hwm ns u0 u1 d0 d1 v0 v1
 	sysctl -qw kernel.bpf_stats_enabled=1
 	[ -n "$prog" ] && a=($(prog_ns "$prog"))
 	u0=($(tstat))
 	c0=$(proc_cpu_ms "$P")
 	m0=$(proc_cpu_ms "$P/task/$P")
+	d0=$(drains) v0=$(vswitches)
 	t0=$(date +%s.%N)
 	execs=$(perf stat -a -x, -e sched:sched_process_exec sleep "$SECS" 2>&1 | awk -F, '/sched_process_exec/ { print $1 }')
 	t1=$(date +%s.%N)
 	c1=$(proc_cpu_ms "$P")
 	m1=$(proc_cpu_ms "$P/task/$P")
+	d1=$(drains) v1=$(vswitches)
 	u1=($(tstat))
 	[ -n "$prog" ] && b=($(prog_ns "$prog"))
 	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
@@ -100,10 +109,14 @@ measure() {
 	[ -n "$prog" ] && [ $((b[1] - a[1])) -gt 0 ] && ns=$(((b[0] - a[0]) / (b[1] - a[1])))
 	row=$(awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v e="${execs:-0}" -v ns="$ns" -v h="${hwm:-0}" -v c="$1" \
 		-v pd="$pd" -v m0="$m0" -v m1="$m1" -v e0="${u0[0]}" -v e1="${u1[0]}" -v b0="${u0[1]}" -v b1="${u1[1]}" \
+		-v d0="$d0" -v d1="$d1" -v v0="$v0" -v v1="$v1" \
 		'BEGIN { printf "%s %.3f %s %.1f %.0f", c, 100 * (c1 - c0) / 1000 / (t1 - t0), ns, e / (t1 - t0), h / 1024
 			if (pd != 1) printf " - - -"
 			else if (e0 == "-" || e1 == "-") printf " %.3f - -", 100 * (m1 - m0) / 1000 / (t1 - t0)
-			else printf " %.3f %d %.0f", 100 * (m1 - m0) / 1000 / (t1 - t0), e1 - e0, (b1 - b0) / (t1 - t0) }')
+			else printf " %.3f %d %.0f", 100 * (m1 - m0) / 1000 / (t1 - t0), e1 - e0, (b1 - b0) / (t1 - t0)
+			if (pd != 1 || d0 == "" || d1 == "" || d1 == d0) printf " - - - -"
+			else printf " %.2f %.0f %.2f %s", (d1 - d0) / (t1 - t0), (v1 - v0) / (t1 - t0), (m1 - m0) / (d1 - d0),
+				(e > 0 ? sprintf("%.0f", (m1 - m0) * 1000 / e) : "-") }')
 	echo "$row" >>"$W/rows"
 }
 
@@ -125,13 +138,14 @@ for r in $(seq 1 "$ROUNDS"); do
 			[ -n "$prog" ] || { echo "round $r $c: no BPF program found" >&2; exit 1; }
 		fi
 		measure "$c"
-		log "round $r: $row (condition, CPU %, BPF ns/sample, execs/s, peak RSS MB; profd: main thread CPU %, tables evicted, build ms/s)"
+		log "round $r: $row (condition, CPU %, BPF ns/sample, execs/s, peak RSS MB; profd: main thread CPU %, tables evicted, build ms/s, drains/s, main thread wake-ups/s, ms per drain, µs per exec)"
 	done
 done
 
 # The quiet exec rate: profd alone, the exec loops replaced by one of sleep 0.1.
 for p in "${LOOP_PIDS[@]}"; do stop "$p" TERM; done
 bg bash -c 'while :; do sleep 0.1; done'
+SLEEP_LOOP=$BG
 [ "$QUIET" = 1 ] || ROUNDS_Q=0
 QCONDS=(profd-10)
 [ -n "$PROFD_B" ] && QCONDS+=(profd-b-10)
@@ -147,6 +161,22 @@ for r in $(seq 1 "${ROUNDS_Q:-$ROUNDS}"); do
 	done
 done
 
+# No exec loop at all: what profd costs per drain and per flush.
+stop "$SLEEP_LOOP" TERM
+ICONDS=(profd-0)
+[ -n "$PROFD_B" ] && ICONDS+=(profd-b-0)
+for r in $(seq 1 "$([ "${IDLE:-0}" = 1 ] && echo "$ROUNDS" || echo 0)"); do
+	for k in $(seq 0 $((${#ICONDS[@]} - 1))); do
+		c=${ICONDS[$(((k + r - 1) % ${#ICONDS[@]}))]}
+		if [ "$c" = profd-0 ]; then profd_start "$W/pd" --config /dev/null
+		else PROFD=$W/bin/profd-b profd_start "$W/pd" --config /dev/null; fi
+		P=$PROFD_PID prog= pd=1
+		sleep "$WARM"
+		measure "$c"
+		log "idle round $r: $row"
+	done
+done
+
 # col COND FIELD: "median min max n" of a column of the rows; fmt MEDIAN MIN MAX N DIGITS.
 col() { awk -v c="$1" -v k="$2" '$1 == c && $k != "-" { print $k }' "$W/rows" | stats; }
 fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") print "-"; else printf "%." d "f (%." d "f-%." d "f)", m, lo, hi }'; }
@@ -154,15 +184,19 @@ fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") p
 	echo "Machine: $(machine_line); load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo "$ROUNDS rounds x ${SECS} s per condition, rotated; benchwork on $NCPU CPUs plus gcc -c and \`$PY -c pass\` in $LOOPS loops, clang -c in $CLANG_LOOPS. Median (min-max)."
 	echo
-	echo "| profiler | CPU, % of a core | BPF time per sample, ns | execs/s in the interval | peak RSS, MB | main thread, % of a core | tables evicted | table builds, ms/s |"
-	echo "|---|---|---|---|---|---|---|---|"
-	for c in "${CONDS[@]}" "${QCONDS[@]}"; do
+	echo "| profiler | CPU, % of a core | BPF time per sample, ns | execs/s in the interval | peak RSS, MB | main thread, % of a core | tables evicted | table builds, ms/s | drains/s | main thread wake-ups/s | main thread ms per drain | main thread µs per exec |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+	for c in "${CONDS[@]}" "${QCONDS[@]}" "${ICONDS[@]}"; do
 		name=$c; [ $c = profd-10 ] && name="profd, quiet exec rate"
 		[ $c = profd-b ] && name="profd-b ($PROFD_B)"
 		[ $c = profd-b-10 ] && name="profd-b, quiet exec rate"
+		[ $c = profd-0 ] && name="profd, no exec loop"
+		[ $c = profd-b-0 ] && name="profd-b, no exec loop"
 		[[ $c = *-10 ]] && [ "$QUIET" != 1 ] && continue
+		[[ $c = *-0 ]] && [ "${IDLE:-0}" != 1 ] && continue
 		echo "| $name | $(fmt $(col $c 2) 3) | $(fmt $(col $c 3) 0) | $(fmt $(col $c 4) 0) | $(fmt $(col $c 5) 0) |" \
-			"$(fmt $(col $c 6) 3) | $(fmt $(col $c 7) 0) | $(fmt $(col $c 8) 0) |"
+			"$(fmt $(col $c 6) 3) | $(fmt $(col $c 7) 0) | $(fmt $(col $c 8) 0) | $(fmt $(col $c 9) 2) |" \
+			"$(fmt $(col $c 10) 0) | $(fmt $(col $c 11) 2) | $(fmt $(col $c 12) 0) |"
 	done
 } >"$BENCH_OUT/execload.md"
 cat "$BENCH_OUT/execload.md"
