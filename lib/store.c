@@ -112,7 +112,7 @@ struct store {
 	dev_t chain_dev;  /* the file whose chain the codec holds (reads); 0: none */
 	ino_t chain_ino;
 	ZSTD_CCtx *cctx;
-	ZSTD_CCtx *rcctx;      /* rollups, summaries and days: background work, a higher level */
+	ZSTD_CCtx *rcctx;      /* rollups and days: written once in the background, a higher level */
 	ZSTD_DCtx *dctx;
 	struct profile *prof;
 	uint8_t *zbuf, *rbuf;
@@ -2146,7 +2146,12 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 	size_t z;
 	int err, delta;
 
-	err = make_record(s, s->rcctx, s->rcodec, p, &r->ch, level, windows, flags, hdr, &z, &delta);
+	/*
+	 * A summary's whole-segment records are the largest a step encodes, of
+	 * windows as flushed: at the flush level they stay within a step's bound.
+	 */
+	err = make_record(s, r->sum ? s->cctx : s->rcctx, s->rcodec, p, &r->ch, level, windows, flags, hdr,
+			  &z, &delta);
 	if (!err)
 		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
 	if (err)

@@ -29,7 +29,7 @@ struct store_opts {
 	int group_read;
 	unsigned group_gid;
 	int zstd_level;           /* 0: default */
-	int rollup_zstd_level;    /* rollups, summaries, day files; 0: default (9) */
+	int rollup_zstd_level;    /* rolled-up segments and day files; 0: default (9) */
 	int64_t max_age_ns;       /* retention by age; 0: none */
 	uint64_t max_bytes;       /* retention by total size; 0: none */
 	uint64_t segment_bytes;   /* start a new segment past this size; 0: default */
