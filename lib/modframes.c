@@ -328,23 +328,27 @@ int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_
 		uint64_t th = total[d.kind];
 		uint32_t node = e[i].node, k, keep;
 
-		if (!small(d.value, th, div) || !e[i].n) {
-			err = map_stack(&m, d.stack, &d.stack);
-		} else {
+		keep = e[i].n;
+		if (small(d.value, th, div) && e[i].n) {
 			/* The deepest caller whose calls are not small themselves. */
 			do
 				node = t.parent[node];
 			while (t.depth[node] && small(t.sum[node], th, div));
 			keep = t.depth[node];
-			if (keep + 1 > m.bufcap) {
-				uint32_t *nb = realloc(m.buf, sizeof(*nb) * (keep + 1));
+		}
+		/* Only the frames between that caller and the leaf go. */
+		if (keep + 1 >= e[i].n) {
+			err = map_stack(&m, d.stack, &d.stack);
+		} else {
+			if (keep + 2 > m.bufcap) {
+				uint32_t *nb = realloc(m.buf, sizeof(*nb) * (keep + 2));
 
 				if (!nb) {
 					err = -ENOMEM;
 					goto out;
 				}
 				m.buf = nb;
-				m.bufcap = keep + 1;
+				m.bufcap = keep + 2;
 			}
 			for (k = 0; k < keep; k++)
 				if ((err = map_frame(&m, e[i].fr[k], &m.buf[k])))
@@ -361,6 +365,11 @@ int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_
 			/* A stack folded before keeps its one marker. */
 			f = keep && m.buf[keep - 1] == marker ? keep : keep + 1;
 			m.buf[keep] = marker;
+			/* The leaf stays: self time by function is exact in a folded window. */
+			if ((err = map_frame(&m, e[i].fr[e[i].n - 1], &m.buf[f])))
+				goto out;
+			if (m.buf[f] != marker)
+				f++;
 			err = profile__stack_add(dst, m.buf, f, &d.stack);
 			moved[d.kind] += d.value;
 		}

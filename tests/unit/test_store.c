@@ -1278,7 +1278,7 @@ static int read_folded(const char *dir, int64_t a, int64_t b, unsigned flags, st
  */
 static void make_tail_window(struct profile *p, int i, int64_t start, int64_t len)
 {
-	uint32_t s_mod, s_comm, s_name, f[3], st;
+	uint32_t s_mod, s_comm, s_name, f[4], st;
 	char name[32];
 
 	profile__reset(p);
@@ -1299,12 +1299,14 @@ static void make_tail_window(struct profile *p, int i, int64_t start, int64_t le
 	profile__add(p, &x);
 	profile__intern_str(p, grow[1], &s_name);
 	profile__frame_add(p, &(struct pf_frame){ .name = s_name, .module = s_mod, .offset = 64 }, &f[1]);
+	profile__intern_str(p, "leaf", &s_name);
+	profile__frame_add(p, &(struct pf_frame){ .name = s_name, .module = s_mod, .offset = 256 }, &f[3]);
 	for (int k = 0; k < 6; k++) {
-		snprintf(name, sizeof(name), k < 5 ? "leaf%d" : "lonely%d", i * 5 + k);
+		snprintf(name, sizeof(name), k < 5 ? "mid%d" : "lonely%d", i * 5 + k);
 		profile__intern_str(p, name, &s_name);
 		profile__frame_add(p, &(struct pf_frame){ .name = s_name, .module = s_mod, .offset = 128 }, &f[2]);
 		if (k < 5)
-			profile__stack_add(p, f, 3, &st);
+			profile__stack_add(p, f, 4, &st);
 		else
 			profile__stack_add(p, &f[2], 1, &st);
 		x.stack = st;
@@ -1322,9 +1324,9 @@ static void make_tail_window(struct profile *p, int i, int64_t start, int64_t le
 struct tail_seen {
 	uint64_t by_kind[PF_KIND_MAX];
 	uint64_t hot_cpu;       /* main;work */
-	uint64_t grow_cpu;      /* main;grow;[folded] */
-	uint64_t root_cpu;      /* [folded] */
-	uint64_t tail_lines;    /* lines with a leaf or lonely frame */
+	uint64_t leaf_cpu;      /* main;grow;[folded];leaf */
+	uint64_t lonely_cpu;    /* a lonely root alone */
+	uint64_t tail_lines;    /* lines with a mid or lonely frame */
 	uint64_t marker_frames; /* "[folded]" frames in one stack, at most */
 };
 
@@ -1353,12 +1355,12 @@ static int read_tail(const char *dir, int64_t a, int64_t b, struct tail_seen *ts
 		}
 		if (markers > ts->marker_frames)
 			ts->marker_frames = markers;
-		ts->tail_lines += strstr(line, "leaf") || strstr(line, "lonely");
+		ts->tail_lines += strstr(line, "mid") || strstr(line, "lonely");
 		if (x->kind != PF_KIND_CPU)
 			continue;
 		ts->hot_cpu += !strcmp(line, "main;work") ? x->value : 0;
-		ts->grow_cpu += !strcmp(line, "main;grow;[folded]") ? x->value : 0;
-		ts->root_cpu += !strcmp(line, "[folded]") ? x->value : 0;
+		ts->leaf_cpu += !strcmp(line, "main;grow;[folded];leaf") ? x->value : 0;
+		ts->lonely_cpu += n == 1 && !strncmp(line, "lonely", 6) ? x->value : 0;
 	}
 	profile__free(p);
 	store__close(r);
@@ -1366,10 +1368,11 @@ static int read_tail(const char *dir, int64_t a, int64_t b, struct tail_seen *ts
 }
 
 /*
- * Named windows fold each entry under 1/10000 of its kind's total into its
- * deepest caller that carries that share, under a "[folded]" frame: a user
- * sees main;grow;[folded] where five stacks seen once were, and [folded]
- * alone for a root seen once; the hot stack and every total stay, and a
+ * Named windows fold the frames between each entry's leaf and its deepest
+ * caller that carries 1/10000 of its kind's total into one "[folded]"
+ * frame: a user sees main;grow;[folded];leaf where stacks seen once through
+ * main;grow;midN;leaf were, so leaf's self time is whole; a root seen once
+ * has nothing between and stays; the hot stack and every total stay, and a
  * store that folds nothing keeps every stack.
  */
 static void test_named_tail(const char *base)
@@ -1384,7 +1387,8 @@ static void test_named_tail(const char *base)
 	write_made(dir, make_tail_window);
 	CHECK_EQ_INT(read_tail(dir, INT64_MIN, INT64_MAX, &raw), 0);
 	CHECK_EQ_INT(raw.tail_lines, RW * 6);
-	CHECK_EQ_INT(raw.root_cpu + raw.grow_cpu, 0);
+	CHECK_EQ_INT(raw.leaf_cpu, 0);
+	CHECK_EQ_INT(raw.lonely_cpu, RW);
 	o.dir = dir;
 	o.writer = 1;
 	o.warn = on_warn;
@@ -1398,12 +1402,12 @@ static void test_named_tail(const char *base)
 	CHECK_EQ_INT(nwarn, 0);
 	/* Segments 0-2 (180 windows) are named, in 300 s windows of the second tier. */
 	CHECK_EQ_INT(read_tail(dir, INT64_MIN, named_end, &named), 0);
-	CHECK_EQ_INT(named.tail_lines, 0);
+	CHECK_EQ_INT(named.tail_lines, 180); /* the lonely roots */
 	CHECK_EQ_INT(named.hot_cpu, 180 * 20000);
-	CHECK_EQ_INT(named.grow_cpu, 180 * 4);
-	CHECK_EQ_INT(named.root_cpu, 180);
+	CHECK_EQ_INT(named.leaf_cpu, 180 * 4);
+	CHECK_EQ_INT(named.lonely_cpu, 180);
 	CHECK_EQ_INT(named.marker_frames, 1);
-	CHECK_EQ_INT(st.cpu_folded, 180 * 5); /* each segment straight to the second tier */
+	CHECK_EQ_INT(st.cpu_folded, 180 * 4); /* each segment straight to the second tier */
 	CHECK_EQ_INT(read_tail(dir, named_end, INT64_MAX, &young), 0);
 	CHECK_EQ_INT(young.tail_lines, 60 * 6);
 	CHECK_EQ_INT(read_tail(dir, INT64_MIN, INT64_MAX, &named), 0);
