@@ -180,3 +180,227 @@ int modframes__has(const struct profile *p)
 			return 1;
 	return 0;
 }
+
+/* What modframes__fold_tail() sorts and walks: one entry of src. */
+struct tail_ent {
+	const struct pf_sample *s;
+	const uint32_t *fr;
+	uint32_t n;
+	uint32_t node; /* its stack's node in the call tree of its group */
+};
+
+static int cmp_group(const struct pf_sample *a, const struct pf_sample *b)
+{
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->comm != b->comm)
+		return a->comm < b->comm ? -1 : 1;
+	if (a->thread != b->thread)
+		return a->thread < b->thread ? -1 : 1;
+	if (a->cgroup != b->cgroup)
+		return a->cgroup < b->cgroup ? -1 : 1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return 0;
+}
+
+/* Group, then stack root first: the entries under one call path are next to each other. */
+static int cmp_tail(const void *pa, const void *pb)
+{
+	const struct tail_ent *a = pa, *b = pb;
+	int c = cmp_group(a->s, b->s);
+	uint32_t k;
+
+	if (c)
+		return c;
+	for (k = 0; k < a->n && k < b->n; k++)
+		if (a->fr[k] != b->fr[k])
+			return a->fr[k] < b->fr[k] ? -1 : 1;
+	return a->n < b->n ? -1 : a->n > b->n;
+}
+
+/* The call tree of each group: a node per distinct stack prefix, with the values under it. */
+struct tail_tree {
+	uint64_t *sum;
+	uint32_t *parent, *depth;
+	size_t n, cap;
+};
+
+static int tree_node(struct tail_tree *t, uint32_t parent, uint32_t depth, uint32_t *out)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		uint64_t *s = realloc(t->sum, cap * sizeof(*s));
+		uint32_t *p, *d;
+
+		if (!s)
+			return -ENOMEM;
+		t->sum = s;
+		if (!(p = realloc(t->parent, cap * sizeof(*p))))
+			return -ENOMEM;
+		t->parent = p;
+		if (!(d = realloc(t->depth, cap * sizeof(*d))))
+			return -ENOMEM;
+		t->depth = d;
+		t->cap = cap;
+	}
+	t->sum[t->n] = 0;
+	t->parent[t->n] = parent;
+	t->depth[t->n] = depth;
+	*out = (uint32_t)t->n++;
+	return 0;
+}
+
+/* Builds the tree over e (sorted by cmp_tail) and sets each entry's node. */
+static int tail_tree_build(struct tail_tree *t, struct tail_ent *e, size_t n, uint32_t maxn)
+{
+	uint32_t *path = malloc((size_t)(maxn + 1) * sizeof(*path)), l, d;
+	int err = -ENOMEM;
+
+	if (!path)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		if (!i || cmp_group(e[i - 1].s, e[i].s)) {
+			if ((err = tree_node(t, UINT32_MAX, 0, &path[0])))
+				goto out;
+			l = 0;
+		} else {
+			for (l = 0; l < e[i - 1].n && l < e[i].n && e[i - 1].fr[l] == e[i].fr[l]; l++)
+				;
+		}
+		for (d = l + 1; d <= e[i].n; d++)
+			if ((err = tree_node(t, path[d - 1], d, &path[d])))
+				goto out;
+		for (d = 0; d <= e[i].n; d++)
+			t->sum[path[d]] += e[i].s->value;
+		e[i].node = path[e[i].n];
+	}
+	err = 0;
+out:
+	free(path);
+	return err;
+}
+
+static int small(uint64_t v, uint64_t total, uint32_t div)
+{
+	return (unsigned __int128)v * div < total;
+}
+
+int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_t div, uint64_t *moved)
+{
+	const struct pf_meta *sm = profile__meta_const(src);
+	size_t n = profile__nsamples(src);
+	struct fold_map m = { .src = src, .dst = dst, .nstr = profile__nstrs(src),
+			      .nframes = profile__nframes(src), .nstacks = profile__nstacks(src) };
+	struct tail_ent *e = calloc(n + 1, sizeof(*e));
+	struct tail_tree t = { 0 };
+	uint64_t total[PF_KIND_MAX] = { 0 };
+	uint32_t maxn = 0, marker = 0, f;
+	struct pf_meta *dm;
+	int err = -ENOMEM, have_marker = 0;
+
+	memset(moved, 0, PF_KIND_MAX * sizeof(*moved));
+	profile__reset(dst);
+	m.str = calloc(m.nstr + 1, sizeof(*m.str));
+	m.frame = calloc(m.nframes + 1, sizeof(*m.frame));
+	m.stack = calloc(m.nstacks + 1, sizeof(*m.stack));
+	m.folded = calloc(m.nframes + 1, sizeof(*m.folded));
+	if (!e || !m.str || !m.frame || !m.stack || !m.folded)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		e[i].s = profile__sample(src, i);
+		e[i].fr = profile__stack(src, e[i].s->stack, &e[i].n);
+		if (e[i].s->kind >= PF_KIND_MAX) {
+			err = -EINVAL;
+			goto out;
+		}
+		total[e[i].s->kind] += e[i].s->value;
+		if (e[i].n > maxn)
+			maxn = e[i].n;
+	}
+	qsort(e, n, sizeof(*e), cmp_tail);
+	if ((err = tail_tree_build(&t, e, n, maxn)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct pf_sample d = *e[i].s;
+		uint64_t th = total[d.kind];
+		uint32_t node = e[i].node, k, keep;
+
+		keep = e[i].n;
+		if (small(d.value, th, div) && e[i].n) {
+			/* The deepest caller whose calls are not small themselves. */
+			do
+				node = t.parent[node];
+			while (t.depth[node] && small(t.sum[node], th, div));
+			keep = t.depth[node];
+		}
+		/* Only the frames between that caller and the leaf go. */
+		if (keep + 1 >= e[i].n) {
+			err = map_stack(&m, d.stack, &d.stack);
+		} else {
+			if (keep + 2 > m.bufcap) {
+				uint32_t *nb = realloc(m.buf, sizeof(*nb) * (keep + 2));
+
+				if (!nb) {
+					err = -ENOMEM;
+					goto out;
+				}
+				m.buf = nb;
+				m.bufcap = keep + 2;
+			}
+			for (k = 0; k < keep; k++)
+				if ((err = map_frame(&m, e[i].fr[k], &m.buf[k])))
+					goto out;
+			if (!have_marker) {
+				struct pf_frame mf = { .kind = PF_FRAME_USER };
+
+				if ((err = profile__intern_str(dst, "", &mf.module)) ||
+				    (err = profile__intern_str(dst, MODFRAMES_FOLDED, &mf.name)) ||
+				    (err = profile__frame_add(dst, &mf, &marker)))
+					goto out;
+				have_marker = 1;
+			}
+			/* A stack folded before keeps its one marker. */
+			f = keep && m.buf[keep - 1] == marker ? keep : keep + 1;
+			m.buf[keep] = marker;
+			/* The leaf stays: self time by function is exact in a folded window. */
+			if ((err = map_frame(&m, e[i].fr[e[i].n - 1], &m.buf[f])))
+				goto out;
+			if (m.buf[f] != marker)
+				f++;
+			err = profile__stack_add(dst, m.buf, f, &d.stack);
+			moved[d.kind] += d.value;
+		}
+		if (err || (err = map_str(&m, d.comm, &d.comm)) ||
+		    (err = map_str(&m, d.thread, &d.thread)) ||
+		    (err = map_str(&m, d.cgroup, &d.cgroup)) || (err = profile__add(dst, &d)))
+			goto out;
+	}
+	for (size_t i = 0; i < profile__ncounters(src); i++) {
+		const struct pf_counter *c = profile__counter(src, i);
+
+		if ((err = profile__counter_add(dst, profile__str(src, c->name), c->value)))
+			goto out;
+	}
+	dm = profile__meta(dst);
+	dm->start_ns = sm->start_ns;
+	dm->end_ns = sm->end_ns;
+	dm->frequency = sm->frequency;
+	if ((err = map_str(&m, sm->host, &dm->host)) ||
+	    (err = map_str(&m, sm->kernel, &dm->kernel)))
+		goto out;
+	err = map_str(&m, sm->event, &dm->event);
+out:
+	free(e);
+	free(t.sum);
+	free(t.parent);
+	free(t.depth);
+	free(m.str);
+	free(m.frame);
+	free(m.stack);
+	free(m.folded);
+	free(m.buf);
+	return err;
+}

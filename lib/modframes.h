@@ -2,6 +2,8 @@
 #ifndef PROFD_MODFRAMES_H
 #define PROFD_MODFRAMES_H
 
+#include <stdint.h>
+
 struct profile;
 
 /*
@@ -13,6 +15,20 @@ struct profile;
  * module still says where the time went. Folding twice changes nothing.
  */
 int modframes__fold(struct profile *dst, const struct profile *src);
+/* The frame that stands for the folded calls of modframes__fold_tail(). */
+#define MODFRAMES_FOLDED "[folded]"
+/*
+ * dst (reset first): src with the frames between the leaf of each entry
+ * whose value is under 1/div of its sample kind's total in src and its
+ * deepest caller whose calls add up to at least that share (the group's
+ * root if none: kind, names, cgroup, pid and tid stay) replaced by one
+ * frame MODFRAMES_FOLDED; an entry with none between keeps its stack.
+ * Values and leaves stay, so self time by function is exact; *moved is
+ * the value folded. A named window's long tail of stacks seen once is most
+ * of its bytes (docs/FORMAT.md, "Rollups"). src's frames must be named
+ * (modframes__fold() first): an unnamed one becomes its module's.
+ */
+int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_t div, uint64_t *moved);
 /* Whether p holds a frame modframes__fold() made. */
 int modframes__has(const struct profile *p);
 

@@ -48,6 +48,8 @@
 #define REC_FLAG_PIDS    16u         /* with WHOLE: merged by function only, pids and tids kept */
 #define REC_FLAG_NAMED   32u         /* segments only: rolled up by function and name, no pids */
 #define DEF_NAMED_AGE    (3600ll * 1000000000ll)
+#define DEF_FOLD_SHARE   10000u
+#define DEF_ROLL_LEVEL   9
 #define READ_PIDS        (1u << 16)  /* query flag: whole-segment summaries with pids, for --pid */
 #define SUM_BUCKET_NS    (600ll * 1000000000ll) /* a summary record per 10 min of wall clock */
 #define SUM_MERGE        (PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME)
@@ -110,6 +112,7 @@ struct store {
 	dev_t chain_dev;  /* the file whose chain the codec holds (reads); 0: none */
 	ino_t chain_ino;
 	ZSTD_CCtx *cctx;
+	ZSTD_CCtx *rcctx;      /* rollups and days: written once in the background, a higher level */
 	ZSTD_DCtx *dctx;
 	struct profile *prof;
 	uint8_t *zbuf, *rbuf;
@@ -845,6 +848,17 @@ int store__open(const struct store_opts *o, struct store **out)
 			err = -EINVAL;
 			goto fail;
 		}
+		s->rcctx = ZSTD_createCCtx();
+		if (!s->rcctx) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(s->rcctx, ZSTD_c_compressionLevel,
+							 s->o.rollup_zstd_level ? s->o.rollup_zstd_level :
+										  DEF_ROLL_LEVEL))) {
+			err = -EINVAL;
+			goto fail;
+		}
 		s->lockfd = openat(s->dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 		if (s->lockfd < 0) {
 			err = -errno;
@@ -914,6 +928,7 @@ void store__close(struct store *s)
 	if (s->dfd >= 0)
 		close(s->dfd);
 	ZSTD_freeCCtx(s->cctx);
+	ZSTD_freeCCtx(s->rcctx);
 	ZSTD_freeDCtx(s->dctx);
 	codec__free(s->codec);
 	profile__free(s->prof);
@@ -1021,7 +1036,8 @@ static int write_record(struct store *s, const uint8_t *hdr, const uint8_t *payl
  * delta when the chain has records and room for one more, else a key.
  * The record is in hdr and s->zbuf; *delta says which it is.
  */
-static int make_record(struct store *s, struct codec *c, const struct profile *p, const struct chain *ch,
+static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const struct profile *p,
+		       const struct chain *ch,
 		       uint8_t level, uint32_t windows, uint32_t flags, uint8_t hdr[REC_HDR], size_t *plen,
 		       int *delta)
 {
@@ -1040,7 +1056,7 @@ static int make_record(struct store *s, struct codec *c, const struct profile *p
 	size_t bound = ZSTD_compressBound(rawlen);
 	if ((err = grow_buf(&s->zbuf, &s->zcap, bound)))
 		return err;
-	size_t z = ZSTD_compress2(s->cctx, s->zbuf, bound, raw, rawlen);
+	size_t z = ZSTD_compress2(z_ctx, s->zbuf, bound, raw, rawlen);
 	if (ZSTD_isError(z))
 		return -EIO;
 	if (*delta)
@@ -1080,14 +1096,14 @@ int store__append(struct store *s, const struct profile *window)
 	    (m->start_ns < s->alast_start ||                       /* clock stepped back */
 	     __builtin_sub_overflow(m->start_ns, s->astart, &span) || span >= s->seg_span))
 		close_active(s, 1);
-	err = make_record(s, s->codec, window, &s->achain, 0, 1, 0, hdr, &z, &delta);
+	err = make_record(s, s->cctx, s->codec, window, &s->achain, 0, 1, 0, hdr, &z, &delta);
 	if (err)
 		goto drop;
 	uint64_t rec = REC_HDR + z;
 	if (s->afd >= 0 && s->asize && s->asize + rec > s->seg_bytes) {
 		close_active(s, 1);
 		/* Records never refer to another file: the first one of a segment is a key. */
-		if (delta && (err = make_record(s, s->codec, window, &s->achain, 0, 1, 0, hdr, &z, &delta)))
+		if (delta && (err = make_record(s, s->cctx, s->codec, window, &s->achain, 0, 1, 0, hdr, &z, &delta)))
 			goto drop;
 		rec = REC_HDR + z;
 	}
@@ -2130,7 +2146,12 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 	size_t z;
 	int err, delta;
 
-	err = make_record(s, s->rcodec, p, &r->ch, level, windows, flags, hdr, &z, &delta);
+	/*
+	 * A summary's whole-segment records are the largest a step encodes, of
+	 * windows as flushed: at the flush level they stay within a step's bound.
+	 */
+	err = make_record(s, r->sum ? s->cctx : s->rcctx, s->rcodec, p, &r->ch, level, windows, flags, hdr,
+			  &z, &delta);
 	if (!err)
 		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
 	if (err)
@@ -2142,15 +2163,32 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 	return 0;
 }
 
-/* A named window's module frames: they cost about what encoding does, so a step of their own. */
+/*
+ * A named window's small entries folded into their callers: a sort and a
+ * walk of its call tree, about what encoding costs, so a step of its own.
+ * Its module frames were made as each window was read.
+ */
 static int roll_fold(struct store *s, struct roll *r)
 {
+	uint64_t moved[PF_KIND_MAX] = { 0 };
 	int err;
 
 	if (!s->fprof && (err = profile__new(&s->fprof)))
 		return err;
-	if ((err = modframes__fold(s->fprof, s->rprof)))
+	if (s->o.fold_share < 0) {
+		profile__reset(s->fprof);
+		err = profile__merge(s->fprof, s->rprof, NULL, NULL);
+	} else {
+		err = modframes__fold_tail(s->fprof, s->rprof,
+					   s->o.fold_share ? (uint32_t)s->o.fold_share : DEF_FOLD_SHARE,
+					   moved);
+	}
+	if (err)
 		return err;
+	s->st.cpu_folded += moved[PF_KIND_CPU];
+	for (size_t i = 0; i < profile__nsamples(s->fprof); i++)
+		if (profile__sample(s->fprof, i)->kind == PF_KIND_CPU)
+			s->st.cpu_named += profile__sample(s->fprof, i)->value;
 	r->folded = 1;
 	return 0;
 }
@@ -2203,6 +2241,12 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 	 * A rollup keeps every pc, thread and pid, only time is coarser, unless
 	 * its tier is old enough to keep what summaries keep.
 	 */
+	if (!r->sum && r->named) {
+		/* Module frames window by window: no read or fold step holds a whole merged window. */
+		if ((!s->fprof && (err = profile__new(&s->fprof))) || (err = modframes__fold(s->fprof, p)))
+			return r->err = err;
+		p = s->fprof;
+	}
 	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum || r->named ? SUM_MERGE : 0)))
 		return r->err = err;
 	r->windows += w->windows ? w->windows : 1;
@@ -2576,7 +2620,7 @@ static int day_continue(struct store *s)
 			r->wwindows += wr.h.windows;
 		return err;
 	}
-	err = make_record(s, s->rcodec, s->wprof, &none, 0, r->wwindows, REC_FLAG_SUMMARY | REC_FLAG_WHOLE, hdr,
+	err = make_record(s, s->rcctx, s->rcodec, s->wprof, &none, 0, r->wwindows, REC_FLAG_SUMMARY | REC_FLAG_WHOLE, hdr,
 			  &z, &delta);
 	if (!err)
 		err = write_at(r->out, 0, hdr, s->zbuf, z);

@@ -29,6 +29,7 @@ struct store_opts {
 	int group_read;
 	unsigned group_gid;
 	int zstd_level;           /* 0: default */
+	int rollup_zstd_level;    /* rolled-up segments and day files; 0: default (9) */
 	int64_t max_age_ns;       /* retention by age; 0: none */
 	uint64_t max_bytes;       /* retention by total size; 0: none */
 	uint64_t segment_bytes;   /* start a new segment past this size; 0: default */
@@ -45,6 +46,12 @@ struct store_opts {
 	 */
 	int64_t named_age_ns;
 	uint32_t compact_windows; /* flushed windows one store__compact call reads; 0: default (20 or 30) */
+	/*
+	 * Named windows fold each entry under 1/fold_share of its kind's total
+	 * into its callers (docs/FORMAT.md, "Rollups"); 0: default (10000);
+	 * < 0: they fold nothing.
+	 */
+	int64_t fold_share;
 	/* Tests only: called at each step of a rollup (STORE_CRASH_*), e.g. to die there. */
 	void (*crash_point)(void *arg, int step);
 	void *crash_arg;
@@ -73,6 +80,7 @@ struct store_stats {
 	uint64_t summaries_built;          /* summary files written by this writer */
 	uint64_t days, days_built;         /* day summary files on disk, written by this writer */
 	uint64_t records_decoded;          /* records this store decoded (queries, rollups, summaries) */
+	uint64_t cpu_folded, cpu_named;    /* named windows written: on-CPU samples under "[folded]", all */
 };
 
 int store__open(const struct store_opts *o, struct store **out);

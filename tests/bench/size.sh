@@ -1,8 +1,10 @@
 #!/bin/bash
 # Size on disk: profd (default options: 10 s windows, zstd level 3) beside
 # perf record -F 99 -a -g, plain and with -z, all three recording the same
-# mixed busy load at the same time: cc compiling in a loop, a python3 loop,
-# a perl loop and a benchwork thread. Reported as bytes per hour.
+# mixed busy load at the same time: cc compiling in a loop, short Python runs
+# in a loop started through pyenv's shell shim where there is one (as on a
+# CI runner: bash, pyenv and python execs for each run), a perl loop and a
+# benchwork thread. Reported as bytes per hour.
 # Usage: size.sh [--quick]   (SECS=S overrides; LOAD=steady drops the compile
 # loop: a server-like load of long-lived processes; KEEP_STATE=DIR copies
 # profd's state directory there for tests/bench/store_bench -a; PROFD_OPTS adds
@@ -13,6 +15,7 @@ need cc
 
 SECS=${SECS:-$([ "$QUICK" = 1 ] && echo 10 || echo 180)}
 PY=$(python3 -c 'import sys; print(sys.executable)')
+[ -x /root/.pyenv/shims/python3 ] && PY=/root/.pyenv/shims/python3
 log "size: ${SECS}s of mixed load under profd, perf record -g and perf record -g -z"
 
 profd_start "$W/pd" ${PROFD_OPTS:-}
@@ -29,9 +32,11 @@ else
 	cc -O2 -g -Ilib -Ibpf -I"$2" -D_GNU_SOURCE -c "$f" -o "$3/x.o" 2>/dev/null; done; done' _ "$ROOT" "$BUILD" "$W/cc"
 fi
 LOAD=($BG)
-bg "$PY" -c '
+# Steady: one long-lived interpreter; mixed: a short run after another.
+PY_RUNS=$([ "$LOAD_KIND" = steady ] && echo 'while True' || echo 'for _ in range(200)')
+bg setsid bash -c 'while :; do "$1" -c "
 def py_work(n): return sum(i * i for i in range(n))
-while True: py_work(5000)'; LOAD+=($BG)
+$2: py_work(5000)"; done' _ "$PY" "$PY_RUNS"; LOAD+=($BG)
 bg perl -e 'sub pl_work { my %h; $h{$_} = $_ * 2 for 1..5000; scalar keys %h } while (1) { pl_work() }'; LOAD+=($BG)
 bg "$TP/benchwork" 1 100000000 >/dev/null; LOAD+=($BG)
 sleep "$SECS"
@@ -42,6 +47,7 @@ samples=$(status_val "$W/pd" samples)
 stop "$PD" TERM
 [ -n "${KEEP_STATE:-}" ] && { rm -rf "$KEEP_STATE"; cp -a "$W/pd/state" "$KEEP_STATE"; }
 kill -TERM -- "-${LOAD[0]}" 2>/dev/null
+kill -TERM -- "-${LOAD[1]}" 2>/dev/null
 for p in "${LOAD[@]}"; do stop "$p" TERM; done
 
 bytes() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
@@ -55,10 +61,11 @@ H_PD=$(per_hour "$B_PD") H_PP=$(per_hour "$B_PP") H_PZ=$(per_hour "$B_PZ")
 	echo "Machine: $(machine_line)."
 	echo
 	if [ "$LOAD_KIND" = steady ]; then
-		echo "Steady load for ${SECS} s, recorded by all three at once: a python3 loop, a perl loop and one benchwork"
+		echo "Steady load for ${SECS} s, recorded by all three at once: one Python loop ($PY), a perl loop and one benchwork"
 		echo "thread (no compile loop); profd with default options (10 s windows, zstd level 3);"
 	else
-		echo "Load for ${SECS} s, recorded by all three at once: cc compiling profd's sources in a loop, a python3 loop,"
+		echo "Load for ${SECS} s, recorded by all three at once: cc compiling profd's sources in a loop, short Python runs"
+		echo "in a loop through $PY,"
 		echo "a perl loop and one benchwork thread; profd with default options (10 s windows, zstd level 3);"
 	fi
 	echo "perf record -F 99 -a -g (plain and -z). profd kept $samples on-CPU samples (off-CPU time as well)."

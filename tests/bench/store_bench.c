@@ -679,8 +679,12 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	snprintf(cmd, sizeof(cmd), "cp '%s'/seg-*.pfd '%s'/", dir, tmp);
 	if (system(cmd))
 		return 1;
+	/* ROLL_LEVEL and FOLD_SHARE: what-ifs for the writer's defaults. */
 	struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, window_ns } },
-				 .named_age_ns = named ? 1 : -1 };
+				 .named_age_ns = named ? 1 : -1,
+				 .rollup_zstd_level = getenv("ROLL_LEVEL") ? atoi(getenv("ROLL_LEVEL")) : 0,
+				 .fold_share = getenv("FOLD_SHARE") ? atoll(getenv("FOLD_SHARE")) : 0 };
+	double worst = 0;
 	struct store_stats st;
 	if (store__open(&wo, &s))
 		return 1;
@@ -688,8 +692,11 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 		uint64_t before, after;
 		store__stats(s, &st);
 		before = st.rollups + st.summaries_built;
+		double c0 = now(CLOCK_THREAD_CPUTIME_ID);
 		if (store__compact(s, INT64_MAX / 2))
 			break;
+		if (now(CLOCK_THREAD_CPUTIME_ID) - c0 > worst)
+			worst = now(CLOCK_THREAD_CPUTIME_ID) - c0;
 		store__stats(s, &st);
 		after = st.rollups + st.summaries_built;
 		if (after == before && i > 50 && !(i % 50)) {
@@ -706,9 +713,11 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	store__stats(s, &st);
 	double seg = (double)(st.bytes_on_disk - st.summary_bytes);
 	printf("  rolled up into %lld s windows, %s: segments %.2f MB/hour (%.1f%% of as flushed, %llu bytes), "
-	       "summaries %.2f MB/hour (%llu segments)\n", (long long)(window_ns / SEC),
-	       named ? "named" : "lossless", seg * ph, flushed > 0 ? 100 * seg / flushed : 0,
-	       (unsigned long long)seg, (double)st.summary_bytes * ph, (unsigned long long)st.rollups);
+	       "summaries %.2f MB/hour (%llu segments); on-CPU samples folded %.2f%%; longest call %.1f ms\n",
+	       (long long)(window_ns / SEC), named ? "named" : "lossless", seg * ph,
+	       flushed > 0 ? 100 * seg / flushed : 0, (unsigned long long)seg, (double)st.summary_bytes * ph,
+	       (unsigned long long)st.rollups, st.cpu_named ? 100.0 * st.cpu_folded / st.cpu_named : 0,
+	       worst * 1e3);
 	store__close(s);
 	if (getenv("KEEP_ROLL"))
 		printf("  kept in %s\n", tmp);

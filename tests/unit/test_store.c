@@ -1271,6 +1271,161 @@ static int read_folded(const char *dir, int64_t a, int64_t b, unsigned flags, st
 	return err;
 }
 
+/*
+ * A window with one hot stack and a tail: five stacks under main;grow seen
+ * once each (a name of their own every window) and a stack of its own root
+ * seen once, on-CPU and in the run queue.
+ */
+static void make_tail_window(struct profile *p, int i, int64_t start, int64_t len)
+{
+	uint32_t s_mod, s_comm, s_name, f[4], st;
+	char name[32];
+
+	profile__reset(p);
+	profile__intern_str(p, "/usr/bin/tailwork", &s_mod);
+	profile__intern_str(p, "tailwork", &s_comm);
+	struct pf_sample x = { .pid = 4000 + (uint32_t)i, .tid = 4000 + (uint32_t)i, .comm = s_comm,
+			       .thread = s_comm, .kind = PF_KIND_CPU };
+	static const char *const hot[] = { "main", "work" }, *const grow[] = { "main", "grow" };
+	for (int k = 0; k < 2; k++) {
+		profile__intern_str(p, hot[k], &s_name);
+		profile__frame_add(p, &(struct pf_frame){ .name = s_name, .module = s_mod, .offset = 16u * k }, &f[k]);
+	}
+	profile__stack_add(p, f, 2, &x.stack);
+	x.value = 20000;
+	profile__add(p, &x);
+	x.kind = PF_KIND_RUNQ;
+	x.value = 1000000;
+	profile__add(p, &x);
+	profile__intern_str(p, grow[1], &s_name);
+	profile__frame_add(p, &(struct pf_frame){ .name = s_name, .module = s_mod, .offset = 64 }, &f[1]);
+	profile__intern_str(p, "leaf", &s_name);
+	profile__frame_add(p, &(struct pf_frame){ .name = s_name, .module = s_mod, .offset = 256 }, &f[3]);
+	for (int k = 0; k < 6; k++) {
+		snprintf(name, sizeof(name), k < 5 ? "mid%d" : "lonely%d", i * 5 + k);
+		profile__intern_str(p, name, &s_name);
+		profile__frame_add(p, &(struct pf_frame){ .name = s_name, .module = s_mod, .offset = 128 }, &f[2]);
+		if (k < 5)
+			profile__stack_add(p, f, 4, &st);
+		else
+			profile__stack_add(p, &f[2], 1, &st);
+		x.stack = st;
+		x.kind = k == 4 ? PF_KIND_RUNQ : PF_KIND_CPU;
+		x.value = 1;
+		profile__add(p, &x);
+	}
+	struct pf_meta *m = profile__meta(p);
+	m->start_ns = start;
+	m->end_ns = start + len;
+	m->frequency = 99;
+}
+
+/* What the store says over [a, b) by name: values by kind, and of a few lines. */
+struct tail_seen {
+	uint64_t by_kind[PF_KIND_MAX];
+	uint64_t hot_cpu;       /* main;work */
+	uint64_t leaf_cpu;      /* main;grow;[folded];leaf */
+	uint64_t lonely_cpu;    /* a lonely root alone */
+	uint64_t tail_lines;    /* lines with a mid or lonely frame */
+	uint64_t marker_frames; /* "[folded]" frames in one stack, at most */
+};
+
+static int read_tail(const char *dir, int64_t a, int64_t b, struct tail_seen *ts)
+{
+	struct store *r;
+	struct profile *p;
+	int err;
+
+	memset(ts, 0, sizeof(*ts));
+	if ((err = open_store(dir, 0, &r, NULL)))
+		return err;
+	profile__new(&p);
+	err = store__read_flags(r, a, b, 0, merge_by_name, p);
+	for (size_t i = 0; i < profile__nsamples(p); i++) {
+		const struct pf_sample *x = profile__sample(p, i);
+		char line[1024] = "", label[256];
+		uint32_t n, markers = 0;
+		const uint32_t *f = profile__stack(p, x->stack, &n);
+
+		ts->by_kind[x->kind] += x->value;
+		for (uint32_t k = 0; k < n; k++) {
+			fold__frame_label(p, f[k], label, sizeof(label));
+			markers += !strcmp(label, "[folded]");
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", k ? ";" : "", label);
+		}
+		if (markers > ts->marker_frames)
+			ts->marker_frames = markers;
+		ts->tail_lines += strstr(line, "mid") || strstr(line, "lonely");
+		if (x->kind != PF_KIND_CPU)
+			continue;
+		ts->hot_cpu += !strcmp(line, "main;work") ? x->value : 0;
+		ts->leaf_cpu += !strcmp(line, "main;grow;[folded];leaf") ? x->value : 0;
+		ts->lonely_cpu += n == 1 && !strncmp(line, "lonely", 6) ? x->value : 0;
+	}
+	profile__free(p);
+	store__close(r);
+	return err;
+}
+
+/*
+ * Named windows fold the frames between each entry's leaf and its deepest
+ * caller that carries 1/10000 of its kind's total into one "[folded]"
+ * frame: a user sees main;grow;[folded];leaf where stacks seen once through
+ * main;grow;midN;leaf were, so leaf's self time is whole; a root seen once
+ * has nothing between and stays; the hot stack and every total stay, and a
+ * store that folds nothing keeps every stack.
+ */
+static void test_named_tail(const char *base)
+{
+	char dir[256];
+	struct store *s;
+	struct store_opts o = roll_opts;
+	const int64_t now = T0 + RW * 10 * SEC, named_end = T0 + 1800 * SEC;
+	struct tail_seen raw, named, young;
+
+	snprintf(dir, sizeof(dir), "%s/tail", base);
+	write_made(dir, make_tail_window);
+	CHECK_EQ_INT(read_tail(dir, INT64_MIN, INT64_MAX, &raw), 0);
+	CHECK_EQ_INT(raw.tail_lines, RW * 6);
+	CHECK_EQ_INT(raw.leaf_cpu, 0);
+	CHECK_EQ_INT(raw.lonely_cpu, RW);
+	o.dir = dir;
+	o.writer = 1;
+	o.warn = on_warn;
+	o.named_age_ns = 600 * SEC; /* both tiers */
+	nwarn = 0;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	CHECK_EQ_INT(compact_all(s, now), 3);
+	struct store_stats st;
+	store__stats(s, &st);
+	store__close(s);
+	CHECK_EQ_INT(nwarn, 0);
+	/* Segments 0-2 (180 windows) are named, in 300 s windows of the second tier. */
+	CHECK_EQ_INT(read_tail(dir, INT64_MIN, named_end, &named), 0);
+	CHECK_EQ_INT(named.tail_lines, 180); /* the lonely roots */
+	CHECK_EQ_INT(named.hot_cpu, 180 * 20000);
+	CHECK_EQ_INT(named.leaf_cpu, 180 * 4);
+	CHECK_EQ_INT(named.lonely_cpu, 180);
+	CHECK_EQ_INT(named.marker_frames, 1);
+	CHECK_EQ_INT(st.cpu_folded, 180 * 4); /* each segment straight to the second tier */
+	CHECK_EQ_INT(read_tail(dir, named_end, INT64_MAX, &young), 0);
+	CHECK_EQ_INT(young.tail_lines, 60 * 6);
+	CHECK_EQ_INT(read_tail(dir, INT64_MIN, INT64_MAX, &named), 0);
+	for (int k = 0; k < PF_KIND_MAX; k++)
+		CHECK_EQ_INT(named.by_kind[k], raw.by_kind[k]);
+
+	write_made(dir, make_tail_window);
+	o.fold_share = -1;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	CHECK_EQ_INT(compact_all(s, now), 3);
+	store__close(s);
+	CHECK_EQ_INT(read_tail(dir, INT64_MIN, INT64_MAX, &named), 0);
+	CHECK_EQ_INT(named.tail_lines, RW * 6);
+	CHECK_EQ_INT(named.marker_frames, 0);
+	for (int k = 0; k < PF_KIND_MAX; k++)
+		CHECK_EQ_INT(named.by_kind[k], raw.by_kind[k]);
+}
+
 /* The diff view between [a, b) and [b, c): raw before and after of one folded line. */
 static int diff_line_of(const char *dir, int64_t a, int64_t b, int64_t c, const char *want, uint64_t *before,
 			uint64_t *after)
@@ -2332,6 +2487,7 @@ int main(int argc, char **argv)
 	test_rollup(base);
 	test_named_rollup(base);
 	test_named_modules(base);
+	test_named_tail(base);
 	test_summaries(base);
 	test_v3_compat(base);
 	test_v4_compat(base);
