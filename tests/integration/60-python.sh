@@ -230,7 +230,8 @@ for l in $LABELS; do
 
 	# Start-up and exit are native work of their own: the samples that ran the script count.
 	f=$T/short.$l
-	dump_pid cpu ${SHORT[$l]} | grep -F 'PyRun_SimpleString' >"$f"
+	dump_pid cpu ${SHORT[$l]} >"$f.all"
+	grep -F 'PyRun_SimpleString' "$f.all" >"$f"
 	n=$(total "$f")
 	check "$l short script: $n samples while it ran its code (>= 20)" atleast "$n" 20
 	s=$(share ';short_lived [(]<string>[)]' "$f")
