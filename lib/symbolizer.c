@@ -1252,8 +1252,12 @@ static const struct procmap *parent_miss(struct symbolizer *s, struct pid_ent *p
 	const struct procmap *m = NULL;
 	bool maybe_jit;
 
-	if (!pp || pp == p || pp->exited)
+	if (!pp || pp == p)
 		return NULL;
+	/*
+	 * A parent that has exited still has the mappings its last read found:
+	 * a prefork server's last workers are drained after it is gone.
+	 */
 	if (pp->maps && pp->maps != p->maps)
 		m = procmaps__find(pp->maps, addr);
 	if (!m)

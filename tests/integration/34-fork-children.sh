@@ -34,8 +34,9 @@ read -r own _ < <(share "$T/folded" pf_worker ";worker_own")
 read -r lib _ < <(share "$T/folded" pf_worker ";plugin_spin")
 echo "pf_worker: $n of $t samples through worker_own ($own) or plugin_spin ($lib)"
 grep '^pf_worker;' "$T/folded" | sort -t' ' -k2 -nr | head -4
-check "prefork workers named: $n of $t samples through their functions (>= 90%)" \
-	share_ok "$n" "$t" 30 0.9
+# The last workers are drained after the server has exited: its last read of its mappings names them.
+check "prefork workers named: $n of $t samples through their functions (>= 95%)" \
+	share_ok "$n" "$t" 30 0.95
 check "prefork workers: the dlopen()ed library named ($lib of $t through plugin_spin, >= 30%)" \
 	share_ok "$lib" "$t" 1 0.3
 # The DWARF tables of a child of an exec'd parent come from the registry, not /proc.
