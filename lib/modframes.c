@@ -117,12 +117,43 @@ static int map_stack(struct fold_map *m, uint32_t id, uint32_t *out)
 	return 0;
 }
 
-int modframes__fold(struct profile *dst, const struct profile *src)
+/* d's strings in dst's ids, then d added to dst (its stack mapped already). */
+static int add_mapped(struct fold_map *m, struct profile *dst, struct pf_sample *d)
+{
+	int err;
+
+	if ((err = map_str(m, d->comm, &d->comm)) || (err = map_str(m, d->thread, &d->thread)) ||
+	    (err = map_str(m, d->cgroup, &d->cgroup)))
+		return err;
+	return profile__add(dst, d);
+}
+
+/* What a window carries beside its samples: counters and metadata. */
+static int copy_rest(struct fold_map *m, const struct profile *src, struct profile *dst)
 {
 	const struct pf_meta *sm = profile__meta_const(src);
+	struct pf_meta *dm;
+	int err;
+
+	for (size_t i = 0; i < profile__ncounters(src); i++) {
+		const struct pf_counter *c = profile__counter(src, i);
+
+		if ((err = profile__counter_add(dst, profile__str(src, c->name), c->value)))
+			return err;
+	}
+	dm = profile__meta(dst);
+	dm->start_ns = sm->start_ns;
+	dm->end_ns = sm->end_ns;
+	dm->frequency = sm->frequency;
+	if ((err = map_str(m, sm->host, &dm->host)) || (err = map_str(m, sm->kernel, &dm->kernel)))
+		return err;
+	return map_str(m, sm->event, &dm->event);
+}
+
+int modframes__fold(struct profile *dst, const struct profile *src)
+{
 	struct fold_map m = { .src = src, .dst = dst, .nstr = profile__nstrs(src),
 			      .nframes = profile__nframes(src), .nstacks = profile__nstacks(src) };
-	struct pf_meta *dm;
 	int err = -ENOMEM;
 
 	profile__reset(dst);
@@ -135,26 +166,10 @@ int modframes__fold(struct profile *dst, const struct profile *src)
 	for (size_t i = 0; i < profile__nsamples(src); i++) {
 		struct pf_sample d = *profile__sample(src, i);
 
-		if ((err = map_stack(&m, d.stack, &d.stack)) ||
-		    (err = map_str(&m, d.comm, &d.comm)) ||
-		    (err = map_str(&m, d.thread, &d.thread)) ||
-		    (err = map_str(&m, d.cgroup, &d.cgroup)) || (err = profile__add(dst, &d)))
+		if ((err = map_stack(&m, d.stack, &d.stack)) || (err = add_mapped(&m, dst, &d)))
 			goto out;
 	}
-	for (size_t i = 0; i < profile__ncounters(src); i++) {
-		const struct pf_counter *c = profile__counter(src, i);
-
-		if ((err = profile__counter_add(dst, profile__str(src, c->name), c->value)))
-			goto out;
-	}
-	dm = profile__meta(dst);
-	dm->start_ns = sm->start_ns;
-	dm->end_ns = sm->end_ns;
-	dm->frequency = sm->frequency;
-	if ((err = map_str(&m, sm->host, &dm->host)) ||
-	    (err = map_str(&m, sm->kernel, &dm->kernel)))
-		goto out;
-	err = map_str(&m, sm->event, &dm->event);
+	err = copy_rest(&m, src, dst);
 out:
 	free(m.str);
 	free(m.frame);
@@ -290,7 +305,6 @@ static int small(uint64_t v, uint64_t total, uint32_t div)
 
 int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_t div, uint64_t *moved)
 {
-	const struct pf_meta *sm = profile__meta_const(src);
 	size_t n = profile__nsamples(src);
 	struct fold_map m = { .src = src, .dst = dst, .nstr = profile__nstrs(src),
 			      .nframes = profile__nframes(src), .nstacks = profile__nstacks(src) };
@@ -298,7 +312,6 @@ int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_
 	struct tail_tree t = { 0 };
 	uint64_t total[PF_KIND_MAX] = { 0 };
 	uint32_t maxn = 0, marker = 0, f;
-	struct pf_meta *dm;
 	int err = -ENOMEM, have_marker = 0;
 
 	memset(moved, 0, PF_KIND_MAX * sizeof(*moved));
@@ -373,25 +386,10 @@ int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_
 			err = profile__stack_add(dst, m.buf, f, &d.stack);
 			moved[d.kind] += d.value;
 		}
-		if (err || (err = map_str(&m, d.comm, &d.comm)) ||
-		    (err = map_str(&m, d.thread, &d.thread)) ||
-		    (err = map_str(&m, d.cgroup, &d.cgroup)) || (err = profile__add(dst, &d)))
+		if (err || (err = add_mapped(&m, dst, &d)))
 			goto out;
 	}
-	for (size_t i = 0; i < profile__ncounters(src); i++) {
-		const struct pf_counter *c = profile__counter(src, i);
-
-		if ((err = profile__counter_add(dst, profile__str(src, c->name), c->value)))
-			goto out;
-	}
-	dm = profile__meta(dst);
-	dm->start_ns = sm->start_ns;
-	dm->end_ns = sm->end_ns;
-	dm->frequency = sm->frequency;
-	if ((err = map_str(&m, sm->host, &dm->host)) ||
-	    (err = map_str(&m, sm->kernel, &dm->kernel)))
-		goto out;
-	err = map_str(&m, sm->event, &dm->event);
+	err = copy_rest(&m, src, dst);
 out:
 	free(e);
 	free(t.sum);
