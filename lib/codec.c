@@ -57,6 +57,7 @@ struct codec {
 	size_t order_cap;
 	struct sorted *sord;       /* encoder: samples in payload order */
 	size_t sord_cap;
+	uint64_t unit;             /* encoder: ns per unit of off-CPU and run-queue values */
 };
 
 struct sorted {
@@ -73,6 +74,7 @@ int codec__new(struct codec **out)
 		free(c);
 		return -ENOMEM;
 	}
+	c->unit = 1;
 	*out = c;
 	return 0;
 }
@@ -292,6 +294,43 @@ static int cmp_sample(const void *a, const void *b)
 	return x->s < y->s ? -1 : x->s > y->s;
 }
 
+int codec__set_value_unit(struct codec *c, uint64_t unit_ns)
+{
+	if (unit_ns > CODEC_MAX_VALUE_UNIT)
+		return -EINVAL;
+	c->unit = unit_ns ? unit_ns : 1;
+	return 0;
+}
+
+/*
+ * Off-CPU and run-queue values in units, each rounded with the error
+ * carried to the next entry of its pid, tid and kind (o is sorted by
+ * them): a thread's time by kind stays within half a unit of its sum.
+ */
+static void put_values(struct codec *c, const struct sorted *o, size_t ns)
+{
+	const uint64_t unit = c->unit, half = unit / 2;
+	int64_t carry = 0; /* in [-half, unit - half) */
+
+	for (size_t i = 0; i < ns; i++) {
+		const struct pf_sample *x = o[i].s;
+		if (x->kind == PF_KIND_CPU || unit == 1) {
+			put_u(c, x->value);
+			continue;
+		}
+		if (!i || x->pid != o[i - 1].s->pid || x->tid != o[i - 1].s->tid || x->kind != o[i - 1].s->kind)
+			carry = 0;
+		/* value + carry + half >= 0: carry >= -half. */
+		unsigned __int128 t = (unsigned __int128)x->value + (unsigned __int128)(carry + (int64_t)half);
+		unsigned __int128 q = t / unit;
+		if (q > UINT64_MAX / unit) /* a value no clock gives: the largest that decodes */
+			q = UINT64_MAX / unit, carry = 0;
+		else
+			carry = (int64_t)((__int128)x->value + carry - (__int128)(q * unit));
+		put_u(c, (uint64_t)q);
+	}
+}
+
 int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_ref,
 			const uint8_t **buf, size_t *len)
 {
@@ -409,6 +448,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 	qsort(c->sord, ns, sizeof(*c->sord), cmp_sample);
 	struct sorted *o = c->sord;
 	put_u(c, ns);
+	put_u(c, c->unit);
 	for (size_t i = 0; i < ns; i++)
 		put_u(c, o[i].s->kind);
 	uint32_t pstack = 0;
@@ -416,8 +456,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 		put_u(c, zigzag((int64_t)o[i].stack - pstack));
 		pstack = o[i].stack;
 	}
-	for (size_t i = 0; i < ns; i++)
-		put_u(c, o[i].s->value);
+	put_values(c, o, ns);
 	uint32_t ppid = 0;
 	for (size_t i = 0; i < ns; i++) {
 		put_u(c, zigzag((int64_t)o[i].s->pid - ppid));
@@ -708,6 +747,12 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		goto chain;
 
 	TRY(get_count(&r, 8, &ns));
+	uint64_t unit = 1;
+	if (version >= 4) {
+		TRY(get_u(&r, &unit));
+		if (unit < 1 || unit > CODEC_MAX_VALUE_UNIT)
+			BAD();
+	}
 	TRY(grow((void **)&c->samples, &c->samples_cap, ns, sizeof(*c->samples)));
 	struct pf_sample *s = c->samples;
 	for (size_t i = 0; i < ns; i++) {
@@ -724,8 +769,14 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 			BAD();
 		s[i].stack = c->kmap[k];
 	}
-	for (size_t i = 0; i < ns; i++)
+	for (size_t i = 0; i < ns; i++) {
 		TRY(get_u(&r, &s[i].value));
+		if (s[i].kind != PF_KIND_CPU) {
+			if (s[i].value > UINT64_MAX / unit)
+				BAD();
+			s[i].value *= unit;
+		}
+	}
 	int64_t pid = 0;
 	for (size_t i = 0; i < ns; i++) {
 		TRY(get_u(&r, &v));

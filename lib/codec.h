@@ -14,10 +14,18 @@
 
 struct codec;
 
-#define CODEC_PAYLOAD_VERSION 3 /* 1 and 2 are still read */
+#define CODEC_PAYLOAD_VERSION 4 /* 1, 2 and 3 are still read */
+#define CODEC_MAX_VALUE_UNIT 1000000000ull
 
 int codec__new(struct codec **out);
 void codec__free(struct codec *c);
+
+/*
+ * Off-CPU and run-queue values are written in units of unit_ns (0 or 1:
+ * nanoseconds, exact), rounded with the error carried within each pid,
+ * tid and kind (docs/FORMAT.md, "Value units"). -EINVAL above 10^9.
+ */
+int codec__set_value_unit(struct codec *c, uint64_t unit_ns);
 
 /*
  * Encodes p as a self-contained (key) record. *buf points into the codec's own buffer and stays valid until

@@ -47,6 +47,7 @@
 #define REC_FLAG_WHOLE   8u          /* the summary of the whole segment */
 #define REC_FLAG_PIDS    16u         /* with WHOLE: merged by function only, pids and tids kept */
 #define REC_FLAG_NAMED   32u         /* segments only: rolled up by function and name, no pids */
+#define REC_FLAG_PREFIX  64u         /* segments only: compressed with the record before as a prefix */
 #define DEF_NAMED_AGE    (3600ll * 1000000000ll)
 #define DEF_FOLD_SHARE   10000u
 #define DEF_ROLL_LEVEL   9
@@ -96,6 +97,8 @@ struct seg_list {
 struct chain {
 	uint64_t key_off; /* offset of the chain's key record */
 	uint32_t len;     /* records in the chain so far */
+	uint8_t *pre;     /* the raw payload of its last record: the next delta's zstd prefix */
+	size_t pre_len, pre_cap;
 };
 
 /* A record found by a reader: where it is and its header. */
@@ -117,6 +120,14 @@ struct store {
 	struct profile *prof;
 	uint8_t *zbuf, *rbuf;
 	size_t zcap, rcap;
+	/* The raw payload a reader decompressed last, the prefix of the record after it. */
+	uint8_t *pbuf;
+	size_t pcap, plen;
+	dev_t pdev;
+	ino_t pino;
+	uint64_t pnext;        /* the offset right after that record; 0: none held */
+	uint8_t *wnext;        /* writer: the raw payload of the record being made */
+	size_t wnext_len, wnext_cap;
 	uint64_t seg_bytes;
 	int64_t seg_span;
 	uint32_t chain_max;
@@ -828,7 +839,8 @@ int store__open(const struct store_opts *o, struct store **out)
 		}
 	}
 
-	if ((err = codec__new(&s->codec)) || (err = profile__new(&s->prof)))
+	if ((err = codec__new(&s->codec)) || (err = profile__new(&s->prof)) ||
+	    (err = codec__set_value_unit(s->codec, s->o.value_unit_ns)))
 		goto fail;
 	s->dctx = ZSTD_createDCtx();
 	if (!s->dctx) {
@@ -939,6 +951,9 @@ void store__close(struct store *s)
 	profile__free(s->fprof);
 	free(s->zbuf);
 	free(s->rbuf);
+	free(s->pbuf);
+	free(s->wnext);
+	free(s->achain.pre);
 	free(s->dir);
 	free(s);
 }
@@ -1056,9 +1071,23 @@ static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const
 	size_t bound = ZSTD_compressBound(rawlen);
 	if ((err = grow_buf(&s->zbuf, &s->zcap, bound)))
 		return err;
+	/* Segments only: a summary's or day's record is read without the one before it. */
+	int seg = !(flags & REC_FLAG_SUMMARY);
+	if (seg && *delta && ch->pre_len) {
+		if (ZSTD_isError(ZSTD_CCtx_refPrefix(z_ctx, ch->pre, ch->pre_len)))
+			return -EIO;
+		h.flags |= REC_FLAG_PREFIX;
+	}
 	size_t z = ZSTD_compress2(z_ctx, s->zbuf, bound, raw, rawlen);
 	if (ZSTD_isError(z))
 		return -EIO;
+	s->wnext_len = 0;
+	if (seg) {
+		if ((err = grow_buf(&s->wnext, &s->wnext_cap, rawlen ? rawlen : 1)))
+			return err;
+		memcpy(s->wnext, raw, rawlen);
+		s->wnext_len = rawlen;
+	}
 	if (*delta)
 		h.flags |= REC_FLAG_DELTA;
 	h.comp_len = (uint32_t)z;
@@ -1072,8 +1101,18 @@ static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const
 	return 0;
 }
 
-static void chain_added(struct chain *ch, uint64_t off, int delta)
+/* The record just made is on disk: it is the chain's, and the next delta's prefix. */
+static void chain_added(struct store *s, struct chain *ch, uint64_t off, int delta)
 {
+	uint8_t *t = ch->pre;
+	size_t tcap = ch->pre_cap;
+
+	ch->pre = s->wnext;
+	ch->pre_cap = s->wnext_cap;
+	ch->pre_len = s->wnext_len;
+	s->wnext = t;
+	s->wnext_cap = tcap;
+	s->wnext_len = 0;
 	if (delta) {
 		ch->len++;
 	} else {
@@ -1122,7 +1161,7 @@ int store__append(struct store *s, const struct profile *window)
 			close_active(s, 0);
 		goto fail;
 	}
-	chain_added(&s->achain, s->asize, delta);
+	chain_added(s, &s->achain, s->asize, delta);
 	s->asize += rec;
 	s->alast_start = m->start_ns;
 	if (eff_end(m->start_ns, m->end_ns) > s->amax_end)
@@ -1252,25 +1291,48 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 	if (err)
 		return err;
 	uint32_t known = REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE |
-			 REC_FLAG_PIDS | REC_FLAG_NAMED;
-	int bad_sum = !(sflags & REC_FLAG_SUMMARY) || (h->flags & REC_FLAG_NAMED) ||
+			 REC_FLAG_PIDS | REC_FLAG_NAMED | REC_FLAG_PREFIX;
+	int bad_sum = !(sflags & REC_FLAG_SUMMARY) || (h->flags & (REC_FLAG_NAMED | REC_FLAG_PREFIX)) ||
 		      ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE));
+	uint32_t pre_needs = REC_FLAG_ZSTD | REC_FLAG_DELTA;
+	int bad_pre = (h->flags & REC_FLAG_PREFIX) && (h->flags & pre_needs) != pre_needs;
 
-	if ((h->flags & ~known) || (s->in_sum ? bad_sum : sflags != 0)) {
+	if ((h->flags & ~known) || bad_pre || (s->in_sum ? bad_sum : sflags != 0)) {
 		*why = "unknown record flags";
 		return -EBADMSG;
 	}
+	struct stat st = { 0 };
+	int have = s->pnext && !fstat(fd, &st) && st.st_dev == s->pdev && st.st_ino == s->pino;
+	if ((h->flags & REC_FLAG_PREFIX) && (!have || s->pnext != off))
+		return -ESTALE; /* the record before it first: its chain is decoded from the key */
 	*raw = s->zbuf;
 	if (h->flags & REC_FLAG_ZSTD) {
 		if ((err = grow_buf(&s->rbuf, &s->rcap, h->raw_len ? h->raw_len : 1)))
 			return err;
+		if ((h->flags & REC_FLAG_PREFIX) &&
+		    ZSTD_isError(ZSTD_DCtx_refPrefix(s->dctx, s->pbuf, s->plen)))
+			return -ENOMEM;
 		size_t r = ZSTD_decompressDCtx(s->dctx, s->rbuf, h->raw_len, s->zbuf, h->comp_len);
 		if (ZSTD_isError(r) || r != h->raw_len) {
+			s->pnext = 0;
 			*why = "payload does not decompress";
 			return -EBADMSG;
 		}
-		*raw = s->rbuf;
-	} else if (h->raw_len != h->comp_len) {
+		/* Kept as the next record's prefix: the two buffers change places. */
+		uint8_t *t = s->pbuf;
+		size_t tcap = s->pcap;
+		s->pbuf = s->rbuf;
+		s->pcap = s->rcap;
+		s->plen = h->raw_len;
+		s->rbuf = t;
+		s->rcap = tcap;
+		if (!have && fstat(fd, &st) < 0)
+			st.st_ino = 0;
+		s->pdev = st.st_dev;
+		s->pino = st.st_ino;
+		s->pnext = st.st_ino ? off + REC_HDR + h->comp_len : 0;
+		*raw = s->pbuf;
+	} else if (s->pnext = 0, h->raw_len != h->comp_len) {
 		*why = "raw and stored lengths differ";
 		return -EBADMSG;
 	}
@@ -2156,7 +2218,7 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
 	if (err)
 		return err;
-	chain_added(&r->ch, r->out_size, delta);
+	chain_added(s, &r->ch, r->out_size, delta);
 	r->out_size += REC_HDR + z;
 	if (++r->nout == 1)
 		crash_point(s, STORE_CRASH_ROLL_WRITING);
@@ -2321,6 +2383,7 @@ static void roll_end(struct store *s)
 	(void)unlinkat(s->dfd, r->tmp, 0);
 	free(r->q.pend);
 	free(r->parts.v);
+	free(r->ch.pre);
 	free(r);
 	s->roll = NULL;
 	/* A segment's worth of samples by pid is megabytes: not kept between summaries. */
@@ -2334,7 +2397,9 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 	struct roll *r;
 	int err;
 
-	if ((!s->rcodec && (err = codec__new(&s->rcodec))) || (!s->rprof && (err = profile__new(&s->rprof))) ||
+	if ((!s->rcodec && ((err = codec__new(&s->rcodec)) ||
+			    (err = codec__set_value_unit(s->rcodec, s->o.value_unit_ns)))) ||
+	    (!s->rprof && (err = profile__new(&s->rprof))) ||
 	    (sum && !s->wprof && (err = profile__new(&s->wprof))) ||
 	    (sum && !s->pprof && (err = profile__new(&s->pprof))))
 		return err;
@@ -2507,7 +2572,9 @@ static int day_start(struct store *s, int64_t day, struct seg_list *parts)
 	struct roll *r;
 	int err;
 
-	if ((!s->rcodec && (err = codec__new(&s->rcodec))) || (!s->wprof && (err = profile__new(&s->wprof))))
+	if ((!s->rcodec && ((err = codec__new(&s->rcodec)) ||
+			    (err = codec__set_value_unit(s->rcodec, s->o.value_unit_ns)))) ||
+	    (!s->wprof && (err = profile__new(&s->wprof))))
 		return err;
 	r = calloc(1, sizeof(*r));
 	if (!r)

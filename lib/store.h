@@ -52,6 +52,12 @@ struct store_opts {
 	 * < 0: they fold nothing.
 	 */
 	int64_t fold_share;
+	/*
+	 * Off-CPU and run-queue values are written in units of this many ns,
+	 * rounded with the error carried within each thread and kind
+	 * (docs/FORMAT.md, "Value units"); 0: nanoseconds, exact.
+	 */
+	uint64_t value_unit_ns;
 	/* Tests only: called at each step of a rollup (STORE_CRASH_*), e.g. to die there. */
 	void (*crash_point)(void *arg, int step);
 	void *crash_arg;

@@ -826,6 +826,132 @@ static int analyse(const char *dir)
 	return 0;
 }
 
+
+/* ---- -L DIR: levers measured on the same windows (re-encoded in chains of 30) ---- */
+
+/* Quantises a value: unit ns, then sig significant bits (0: all), with a carry. */
+static uint64_t quant(uint64_t v, uint64_t unit, int sig, int64_t *carry)
+{
+	int64_t x = (int64_t)v + *carry;
+	if (x < 0)
+		x = 0;
+	uint64_t q = ((uint64_t)x + unit / 2) / unit;
+	if (sig) {
+		int b = 64 - __builtin_clzll(q | 1);
+		if (b > sig) {
+			uint64_t step = 1ull << (b - sig);
+			q = (q + step / 2) / step * step;
+		}
+	}
+	*carry = x - (int64_t)(q * unit);
+	return q; /* written in units */
+}
+
+static void copy_quant(struct profile *dst, const struct profile *p, uint64_t unit, int sig)
+{
+	profile__reset(dst);
+	copy_into(dst, p, 0);
+	if (!unit)
+		return;
+	/* copy_into kept the values: rebuild with values replaced. */
+	struct profile *t;
+	profile__new(&t);
+	copy_into(t, dst, 0);
+	profile__reset(dst);
+	int64_t carry = 0;
+	uint32_t lp = 0, lt = 0, lk = 99;
+	uint32_t fr[256];
+	for (size_t i = 0; i < profile__nsamples(t); i++) {
+		struct pf_sample x = *profile__sample(t, i);
+		if (x.pid != lp || x.tid != lt || x.kind != lk)
+			carry = 0;
+		lp = x.pid, lt = x.tid, lk = x.kind;
+		if (x.kind != PF_KIND_CPU)
+			x.value = quant(x.value, unit, sig, &carry);
+		uint32_t n;
+		const uint32_t *f = profile__stack(t, x.stack, &n);
+		if (n > 256)
+			n = 256;
+		for (uint32_t k = 0; k < n; k++) {
+			struct pf_frame g = *profile__frame(t, f[k]);
+			profile__intern_str(dst, profile__str(t, g.name), &g.name);
+			profile__intern_str(dst, profile__str(t, g.module), &g.module);
+			profile__frame_add(dst, &g, &fr[k]);
+		}
+		profile__stack_add(dst, fr, n, &x.stack);
+		profile__intern_str(dst, profile__str(t, x.comm), &x.comm);
+		profile__intern_str(dst, profile__str(t, x.thread), &x.thread);
+		profile__intern_str(dst, profile__str(t, x.cgroup), &x.cgroup);
+		profile__add(dst, &x);
+	}
+	*profile__meta(dst) = *profile__meta_const(t);
+	profile__free(t);
+}
+
+#define NLEV 6
+static const char *const lev_names[NLEV] = { "as the writer (chains, level 3)", "+ previous record as zstd prefix",
+	"values in us", "values in us, 4 significant bits", "values in us + prefix", "us, 4 bits + prefix" };
+struct lev {
+	struct codec *c[NLEV];
+	ZSTD_CCtx *z;
+	struct profile *own, *q;
+	uint8_t *prev[NLEV], *out;
+	size_t prevlen[NLEV], cap;
+	double bytes[NLEV], cpu[NLEV], valcol[NLEV];
+	int win;
+};
+
+static int lev_window(const struct store_window_info *w, const struct profile *chain_p, void *arg)
+{
+	struct lev *l = arg;
+	int delta = l->win % 30 != 0;
+	for (int v = 0; v < NLEV; v++) {
+		static const uint64_t units[NLEV] = { 0, 0, 1000, 1000, 1000, 1000 };
+		static const int sigs[NLEV] = { 0, 0, 0, 4, 0, 4 };
+		static const int pre[NLEV] = { 0, 1, 0, 0, 1, 1 };
+		copy_quant(l->q, chain_p, units[v], sigs[v]);
+		const uint8_t *buf;
+		size_t len;
+		double c0 = now(CLOCK_THREAD_CPUTIME_ID);
+		if (codec__encode_chain(l->c[v], l->q, delta ? 1 : 0, &buf, &len))
+			return -1;
+		if (ZSTD_compressBound(len) > l->cap) {
+			l->cap = ZSTD_compressBound(len);
+			l->out = realloc(l->out, l->cap);
+		}
+		if (pre[v] && delta)
+			ZSTD_CCtx_refPrefix(l->z, l->prev[v], l->prevlen[v]);
+		size_t z = ZSTD_compress2(l->z, l->out, l->cap, buf, len);
+		l->cpu[v] += now(CLOCK_THREAD_CPUTIME_ID) - c0;
+		l->bytes[v] += (double)z + 64;
+		l->prev[v] = realloc(l->prev[v], len);
+		memcpy(l->prev[v], buf, len);
+		l->prevlen[v] = len;
+	}
+	l->win++;
+	return 0;
+}
+
+static int levers(const char *dir)
+{
+	struct store *s;
+	struct store_opts o = { .dir = dir };
+	struct lev l = { 0 };
+	if (store__open(&o, &s))
+		return 1;
+	for (int v = 0; v < NLEV; v++)
+		codec__new(&l.c[v]);
+	l.z = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(l.z, ZSTD_c_compressionLevel, 3);
+	profile__new(&l.q);
+	store__read(s, INT64_MIN, INT64_MAX, lev_window, &l);
+	for (int v = 0; v < NLEV; v++)
+		printf("%-36s %10.0f B (%+.1f%%), %.2f ms per window encode+zstd\n", lev_names[v], l.bytes[v],
+		       100 * (l.bytes[v] / l.bytes[0] - 1), l.cpu[v] / l.win * 1e3);
+	store__close(s);
+	return 0;
+}
+
 static int last_end(const struct store_window_info *w, void *arg)
 {
 	*(int64_t *)arg = w->end_ns;
@@ -913,11 +1039,12 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, norollup = 0, chain = 0, c;
 
-	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:")) != -1) {
+	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:L:")) != -1) {
 		switch (c) {
 		case 'a': return analyse(optarg);
 		case 'Q': return query_only(optarg);
 		case 'S': return steps_only(optarg);
+		case 'L': return levers(optarg);
 		case 'd': dir = optarg; break;
 		case 'H': hours = num(optarg, 1, 24 * 365, argv[0]); break;
 		case 'c': cpus = num(optarg, 1, 1024, argv[0]); break;
