@@ -665,11 +665,19 @@ static int rewrite_window(const struct store_window_info *w, const struct profil
 	return store__append(rw->out, rw->tmp);
 }
 
+/* Off-CPU and run-queue values as profd writes them (microseconds); VALUE_UNIT=1: nanoseconds. */
+static uint64_t value_unit(void)
+{
+	return getenv("VALUE_UNIT") ? strtoull(getenv("VALUE_UNIT"), NULL, 10) : 1000;
+}
+
 /*
  * A copy of dir's segments rolled up as profd does once every window is
  * old enough for one tier of window_ns (named: merged by function and
  * name, unnamed frames folded into their modules), then summarised.
  */
+static double roll_seg_bytes; /* segment bytes of the last roll_copy */
+
 static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, double flushed)
 {
 	char tmp[] = "/var/tmp/profd-roll.XXXXXX", cmd[1024];
@@ -683,7 +691,8 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, window_ns } },
 				 .named_age_ns = named ? 1 : -1,
 				 .rollup_zstd_level = getenv("ROLL_LEVEL") ? atoi(getenv("ROLL_LEVEL")) : 0,
-				 .fold_share = getenv("FOLD_SHARE") ? atoll(getenv("FOLD_SHARE")) : 0 };
+				 .fold_share = getenv("FOLD_SHARE") ? atoll(getenv("FOLD_SHARE")) : 0,
+				 .value_unit_ns = value_unit() };
 	double worst = 0;
 	struct store_stats st;
 	if (store__open(&wo, &s))
@@ -712,6 +721,7 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	}
 	store__stats(s, &st);
 	double seg = (double)(st.bytes_on_disk - st.summary_bytes);
+	roll_seg_bytes = seg;
 	printf("  rolled up into %lld s windows, %s: segments %.2f MB/hour (%.1f%% of as flushed, %llu bytes), "
 	       "summaries %.2f MB/hour (%llu segments); on-CPU samples folded %.2f%%; longest call %.1f ms\n",
 	       (long long)(window_ns / SEC), named ? "named" : "lossless", seg * ph,
@@ -793,7 +803,8 @@ static int analyse(const char *dir)
 		struct rewrite rw = { .drop_kind = drops[k] };
 		if (!mkdtemp(out))
 			return 1;
-		struct store_opts ro = { .dir = dir }, wo = { .dir = out, .writer = 1, .no_rollup = 1 };
+		struct store_opts ro = { .dir = dir }, wo = { .dir = out, .writer = 1, .no_rollup = 1,
+							      .value_unit_ns = value_unit() };
 		if (store__open(&ro, &in) || store__open(&wo, &rw.out) || profile__new(&rw.tmp))
 			return 1;
 		store__read(in, INT64_MIN, INT64_MAX, rewrite_window, &rw);
@@ -888,45 +899,62 @@ static void copy_quant(struct profile *dst, const struct profile *p, uint64_t un
 	profile__free(t);
 }
 
-#define NLEV 6
-static const char *const lev_names[NLEV] = { "as the writer (chains, level 3)", "+ previous record as zstd prefix",
-	"values in us", "values in us, 4 significant bits", "values in us + prefix", "us, 4 bits + prefix" };
+#define NLEV 7
+static const char *const lev_names[NLEV] = { "ns, no prefix (format 4 writer)", "us, no prefix",
+	"us + previous record as prefix (this writer)", "us + previous 2 records", "us + previous 4 records",
+	"us + prefix, zstd level 5", "us + prefix, zstd level 9" };
+static const uint64_t lev_units[NLEV] = { 0, 1000, 1000, 1000, 1000, 1000, 1000 };
+static const int lev_pre[NLEV] = { 0, 0, 1, 2, 4, 1, 1 };
+static const int lev_level[NLEV] = { 3, 3, 3, 3, 3, 5, 9 };
 struct lev {
 	struct codec *c[NLEV];
-	ZSTD_CCtx *z;
+	ZSTD_CCtx *z[NLEV];
 	struct profile *own, *q;
-	uint8_t *prev[NLEV], *out;
-	size_t prevlen[NLEV], cap;
-	double bytes[NLEV], cpu[NLEV], valcol[NLEV];
+	uint8_t *hist[NLEV][4], *out, *cat;
+	size_t histlen[NLEV][4], cap, catcap;
+	double bytes[NLEV], cpu[NLEV];
 	int win;
 };
 
 static int lev_window(const struct store_window_info *w, const struct profile *chain_p, void *arg)
 {
 	struct lev *l = arg;
-	int delta = l->win % 30 != 0;
+	int pos = l->win % 30;
 	for (int v = 0; v < NLEV; v++) {
-		static const uint64_t units[NLEV] = { 0, 0, 1000, 1000, 1000, 1000 };
-		static const int sigs[NLEV] = { 0, 0, 0, 4, 0, 4 };
-		static const int pre[NLEV] = { 0, 1, 0, 0, 1, 1 };
-		copy_quant(l->q, chain_p, units[v], sigs[v]);
+		copy_quant(l->q, chain_p, 0, 0);
+		codec__set_value_unit(l->c[v], lev_units[v]);
 		const uint8_t *buf;
 		size_t len;
 		double c0 = now(CLOCK_THREAD_CPUTIME_ID);
-		if (codec__encode_chain(l->c[v], l->q, delta ? 1 : 0, &buf, &len))
+		if (codec__encode_chain(l->c[v], l->q, pos ? 1 : 0, &buf, &len))
 			return -1;
 		if (ZSTD_compressBound(len) > l->cap) {
 			l->cap = ZSTD_compressBound(len);
 			l->out = realloc(l->out, l->cap);
 		}
-		if (pre[v] && delta)
-			ZSTD_CCtx_refPrefix(l->z, l->prev[v], l->prevlen[v]);
-		size_t z = ZSTD_compress2(l->z, l->out, l->cap, buf, len);
+		/* The chain's earlier records, oldest first, as one prefix. */
+		int np = pos < lev_pre[v] ? pos : lev_pre[v];
+		size_t catlen = 0;
+		for (int k = np; k >= 1; k--)
+			catlen += l->histlen[v][k - 1];
+		if (catlen > l->catcap)
+			l->cat = realloc(l->cat, l->catcap = catlen);
+		catlen = 0;
+		for (int k = np; k >= 1; k--) {
+			memcpy(l->cat + catlen, l->hist[v][k - 1], l->histlen[v][k - 1]);
+			catlen += l->histlen[v][k - 1];
+		}
+		if (np)
+			ZSTD_CCtx_refPrefix(l->z[v], l->cat, catlen);
+		size_t z = ZSTD_compress2(l->z[v], l->out, l->cap, buf, len);
 		l->cpu[v] += now(CLOCK_THREAD_CPUTIME_ID) - c0;
 		l->bytes[v] += (double)z + 64;
-		l->prev[v] = realloc(l->prev[v], len);
-		memcpy(l->prev[v], buf, len);
-		l->prevlen[v] = len;
+		free(l->hist[v][3]);
+		memmove(&l->hist[v][1], &l->hist[v][0], 3 * sizeof(l->hist[v][0]));
+		memmove(&l->histlen[v][1], &l->histlen[v][0], 3 * sizeof(l->histlen[v][0]));
+		l->hist[v][0] = malloc(len);
+		memcpy(l->hist[v][0], buf, len);
+		l->histlen[v][0] = len;
 	}
 	l->win++;
 	return 0;
@@ -939,16 +967,44 @@ static int levers(const char *dir)
 	struct lev l = { 0 };
 	if (store__open(&o, &s))
 		return 1;
-	for (int v = 0; v < NLEV; v++)
+	for (int v = 0; v < NLEV; v++) {
 		codec__new(&l.c[v]);
-	l.z = ZSTD_createCCtx();
-	ZSTD_CCtx_setParameter(l.z, ZSTD_c_compressionLevel, 3);
+		l.z[v] = ZSTD_createCCtx();
+		ZSTD_CCtx_setParameter(l.z[v], ZSTD_c_compressionLevel, lev_level[v]);
+	}
 	profile__new(&l.q);
 	store__read(s, INT64_MIN, INT64_MAX, lev_window, &l);
 	for (int v = 0; v < NLEV; v++)
 		printf("%-36s %10.0f B (%+.1f%%), %.2f ms per window encode+zstd\n", lev_names[v], l.bytes[v],
 		       100 * (l.bytes[v] / l.bytes[0] - 1), l.cpu[v] / l.win * 1e3);
 	store__close(s);
+	return 0;
+}
+
+/*
+ * -W DIR: bytes of a named window against the CPU time it holds: DIR
+ * rolled up by name into windows of k flushed windows, k growing. A
+ * 64-CPU host's named minute holds 32x the CPU time of this VM's.
+ */
+static int widths(const char *dir)
+{
+	struct store *s;
+	struct store_opts o = { .dir = dir };
+	struct agg a = { 0 };
+	static const int ks[] = { 1, 2, 3, 6, 12, 24, 48, 96 };
+
+	if (store__open(&o, &s))
+		return 1;
+	store__list(s, INT64_MIN, INT64_MAX, on_info, &a);
+	store__close(s);
+	printf("%d windows of 10 s, %llu bytes as flushed\n", a.windows, (unsigned long long)a.bytes);
+	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]) && ks[i] <= a.windows; i++) {
+		if (roll_copy(dir, ks[i] * WINDOW, 1, 0, (double)a.bytes))
+			return 1;
+		double n = (double)a.windows / ks[i];
+		printf("k=%d flushed windows per named window: %.0f bytes per named window (%.1f KB per 10 s of "
+		       "the VM's CPUs)\n", ks[i], roll_seg_bytes / n, roll_seg_bytes / a.windows / 1024);
+	}
 	return 0;
 }
 
@@ -1039,12 +1095,13 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, norollup = 0, chain = 0, c;
 
-	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:L:")) != -1) {
+	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:L:W:")) != -1) {
 		switch (c) {
 		case 'a': return analyse(optarg);
 		case 'Q': return query_only(optarg);
 		case 'S': return steps_only(optarg);
 		case 'L': return levers(optarg);
+		case 'W': return widths(optarg);
 		case 'd': dir = optarg; break;
 		case 'H': hours = num(optarg, 1, 24 * 365, argv[0]); break;
 		case 'c': cpus = num(optarg, 1, 1024, argv[0]); break;

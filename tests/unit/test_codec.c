@@ -238,6 +238,74 @@ static void test_crc(void)
 	CHECK_EQ_INT(crc32c(0, "", 0), 0);
 }
 
+/*
+ * Off-CPU and run-queue values in microseconds: each entry within a unit,
+ * each thread's time by kind within half a unit of its exact sum (also
+ * of many entries each under half a unit), on-CPU values exact.
+ */
+static void test_value_units(struct codec *c, struct profile *a, struct profile *b)
+{
+	enum { NP = 12, PER = 40 };
+	const uint64_t unit = 1000;
+	uint64_t want[NP * PER], sum[NP][PF_KIND_MAX];
+	int entry_bad = 0, sum_bad = 0, cpu_bad = 0, exact_bad = 0;
+	const uint8_t *buf;
+	size_t len;
+	char name[32];
+
+	CHECK_EQ_INT(codec__set_value_unit(c, 2000000000ull), -EINVAL);
+	for (int round = 0; round < 20; round++) {
+		profile__reset(a);
+		memset(sum, 0, sizeof(sum));
+		for (int i = 0; i < NP * PER; i++) {
+			uint32_t id, fr, st;
+			snprintf(name, sizeof(name), "s%d", i);
+			CHECK(!profile__intern_str(a, name, &id));
+			CHECK(!profile__frame_add(a, &(struct pf_frame){ .name = id }, &fr));
+			CHECK(!profile__stack_add(a, &fr, 1, &st));
+			struct pf_sample x = { .pid = 100 + (uint32_t)(i / PER), .stack = st,
+					       .kind = (uint32_t)below(PF_KIND_MAX) };
+			x.tid = x.pid + (uint32_t)below(2);
+			/* Under half a unit, about a unit, or long waits. */
+			x.value = below(3) == 0 ? below(unit / 2) : below(2) ? below(3 * unit) : below(1ull << 40);
+			want[i] = x.value;
+			CHECK(!profile__add(a, &x));
+		}
+		for (int u = 0; u < 2; u++) {
+			CHECK(!codec__set_value_unit(c, u ? unit : 0));
+			CHECK(!codec__encode(c, a, &buf, &len));
+			CHECK(!codec__decode(c, buf, len, b));
+			CHECK_EQ_INT(profile__nsamples(b), NP * PER);
+			int64_t diff[NP][2][PF_KIND_MAX];
+			memset(diff, 0, sizeof(diff));
+			for (size_t k = 0; k < profile__nsamples(b); k++) {
+				const struct pf_sample *x = profile__sample(b, k);
+				uint32_t n;
+				const uint32_t *f = profile__stack(b, x->stack, &n);
+				int i = n == 1 ? atoi(profile__str(b, profile__frame(b, f[0])->name) + 1) : 0;
+				int64_t d = (int64_t)(x->value - want[i]);
+				if (!u && d)
+					exact_bad++;
+				else if (x->kind == PF_KIND_CPU && d)
+					cpu_bad++;
+				else if (d <= -(int64_t)unit || d >= (int64_t)unit)
+					entry_bad++;
+				diff[x->pid - 100][x->tid - x->pid][x->kind] += d;
+			}
+			for (int pi = 0; pi < NP; pi++)
+				for (int t = 0; t < 2; t++)
+					for (int k = 0; k < PF_KIND_MAX; k++)
+						if (diff[pi][t][k] < -(int64_t)unit / 2 || diff[pi][t][k] > (int64_t)unit / 2)
+							sum_bad++;
+		}
+	}
+	CHECK_EQ_INT(exact_bad, 0);
+	CHECK_EQ_INT(cpu_bad, 0);
+	CHECK_EQ_INT(entry_bad, 0);
+	CHECK_EQ_INT(sum_bad, 0);
+	CHECK(!codec__set_value_unit(c, 0));
+}
+
 int main(int argc, char **argv)
 {
 	struct codec *c;
@@ -260,6 +328,7 @@ int main(int argc, char **argv)
 	CHECK(!profile__new(&b));
 	test_varint_and_empty(c, a, b);
 	test_chain(c);
+	test_value_units(c, a, b);
 
 	int roundtrip_fail = 0, reencode_fail = 0, fixpoint_fail = 0, trunc_fail = 0, mut_ok = 0;
 	for (int it = 0; it < iters; it++) {

@@ -1716,6 +1716,35 @@ static int summarise_all(const char *dir, const struct store_rollup *tier, void 
 }
 
 /* Flips a payload byte of the first record of the file whose flags & mask are want: 0, or -1 if none. */
+/* Records of dir's files named prefix*: all, deltas, and those with header flag bit 6 (prefixed). */
+static void count_prefixed(const char *dir, const char *prefix, int *recs, int *deltas, int *prefixed)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[600];
+	uint8_t h[64];
+
+	*recs = *deltas = *prefixed = 0;
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		int fd = open(path, O_RDONLY);
+		for (off_t off = 0; fd >= 0 && pread(fd, h, sizeof(h), off) == (ssize_t)sizeof(h);) {
+			uint32_t flags = h[8] | h[9] << 8 | (uint32_t)h[10] << 16 | (uint32_t)h[11] << 24;
+			uint32_t comp = h[12] | h[13] << 8 | (uint32_t)h[14] << 16 | (uint32_t)h[15] << 24;
+			(*recs)++;
+			*deltas += !!(flags & 2);
+			*prefixed += !!(flags & 64);
+			off += 64 + comp;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (d)
+		closedir(d);
+}
+
 static int flip_in_record(const char *path, uint32_t mask, uint32_t want)
 {
 	int fd = open(path, O_RDWR), ret = -1;
@@ -1751,6 +1780,14 @@ static void test_summaries(const char *base)
 	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
 	CHECK_EQ_INT(count_files(dir, "sum-"), 6);
 	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 0); /* all done: nothing rebuilt */
+	/* Segments' deltas are compressed against the record before; summaries' never. */
+	{
+		int recs, deltas, prefixed;
+		count_prefixed(dir, "seg-", &recs, &deltas, &prefixed);
+		CHECK(recs == SW && deltas > recs / 2 && prefixed == deltas);
+		count_prefixed(dir, "sum-", &recs, &deltas, &prefixed);
+		CHECK(recs >= 12 && deltas > 0 && prefixed == 0);
+	}
 	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, &dec_raw), 0);
 	CHECK_EQ_INT(nwarn, 0);
 	/* A query's cost: one record per segment, not one per window. */
