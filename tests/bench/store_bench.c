@@ -3,6 +3,7 @@
  * store, then times queries over it.
  *
  *   store_bench [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-q]
+ *   store_bench -a DIR | -L DIR | -W DIR | -S DIR | -Q DIR   (a kept store)
  *
  * "Realistic": a build host with compilers (cc1, deep and varied C++ frames),
  * interpreters (python3, node), a database, a web server and kernel threads;
@@ -840,65 +841,6 @@ static int analyse(const char *dir)
 
 /* ---- -L DIR: levers measured on the same windows (re-encoded in chains of 30) ---- */
 
-/* Quantises a value: unit ns, then sig significant bits (0: all), with a carry. */
-static uint64_t quant(uint64_t v, uint64_t unit, int sig, int64_t *carry)
-{
-	int64_t x = (int64_t)v + *carry;
-	if (x < 0)
-		x = 0;
-	uint64_t q = ((uint64_t)x + unit / 2) / unit;
-	if (sig) {
-		int b = 64 - __builtin_clzll(q | 1);
-		if (b > sig) {
-			uint64_t step = 1ull << (b - sig);
-			q = (q + step / 2) / step * step;
-		}
-	}
-	*carry = x - (int64_t)(q * unit);
-	return q; /* written in units */
-}
-
-static void copy_quant(struct profile *dst, const struct profile *p, uint64_t unit, int sig)
-{
-	profile__reset(dst);
-	copy_into(dst, p, 0);
-	if (!unit)
-		return;
-	/* copy_into kept the values: rebuild with values replaced. */
-	struct profile *t;
-	profile__new(&t);
-	copy_into(t, dst, 0);
-	profile__reset(dst);
-	int64_t carry = 0;
-	uint32_t lp = 0, lt = 0, lk = 99;
-	uint32_t fr[256];
-	for (size_t i = 0; i < profile__nsamples(t); i++) {
-		struct pf_sample x = *profile__sample(t, i);
-		if (x.pid != lp || x.tid != lt || x.kind != lk)
-			carry = 0;
-		lp = x.pid, lt = x.tid, lk = x.kind;
-		if (x.kind != PF_KIND_CPU)
-			x.value = quant(x.value, unit, sig, &carry);
-		uint32_t n;
-		const uint32_t *f = profile__stack(t, x.stack, &n);
-		if (n > 256)
-			n = 256;
-		for (uint32_t k = 0; k < n; k++) {
-			struct pf_frame g = *profile__frame(t, f[k]);
-			profile__intern_str(dst, profile__str(t, g.name), &g.name);
-			profile__intern_str(dst, profile__str(t, g.module), &g.module);
-			profile__frame_add(dst, &g, &fr[k]);
-		}
-		profile__stack_add(dst, fr, n, &x.stack);
-		profile__intern_str(dst, profile__str(t, x.comm), &x.comm);
-		profile__intern_str(dst, profile__str(t, x.thread), &x.thread);
-		profile__intern_str(dst, profile__str(t, x.cgroup), &x.cgroup);
-		profile__add(dst, &x);
-	}
-	*profile__meta(dst) = *profile__meta_const(t);
-	profile__free(t);
-}
-
 #define NLEV 7
 static const char *const lev_names[NLEV] = { "ns, no prefix (format 4 writer)", "us, no prefix",
 	"us + previous record as prefix (this writer)", "us + previous 2 records", "us + previous 4 records",
@@ -921,7 +863,8 @@ static int lev_window(const struct store_window_info *w, const struct profile *c
 	struct lev *l = arg;
 	int pos = l->win % 30;
 	for (int v = 0; v < NLEV; v++) {
-		copy_quant(l->q, chain_p, 0, 0);
+		profile__reset(l->q);
+		copy_into(l->q, chain_p, 0);
 		codec__set_value_unit(l->c[v], lev_units[v]);
 		const uint8_t *buf;
 		size_t len;
@@ -1075,7 +1018,8 @@ static int query_only(const char *dir)
 static void usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x] [-R] [-C CHAIN] | -a DIR\n"
-		"  -R: no rollups; -C: records per chain (1: keys only); -a: where the bytes of a store go\n", argv0);
+		"  -R: no rollups; -C: records per chain (1: keys only); -a: where the bytes of a store go\n"
+		"  -L: encodings compared on a store's windows; -W: named window bytes by the time they hold\n", argv0);
 	exit(2);
 }
 
