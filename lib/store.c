@@ -47,7 +47,7 @@
 #define REC_FLAG_WHOLE   8u          /* the summary of the whole segment */
 #define REC_FLAG_PIDS    16u         /* with WHOLE: merged by function only, pids and tids kept */
 #define REC_FLAG_NAMED   32u         /* segments only: rolled up by function and name, no pids */
-#define REC_FLAG_PREFIX  64u         /* segments only: compressed with the record before as a prefix */
+#define REC_FLAG_PREFIX  64u         /* segments only: the record before is its zstd prefix */
 #define DEF_NAMED_AGE    (3600ll * 1000000000ll)
 #define DEF_FOLD_SHARE   10000u
 #define DEF_ROLL_LEVEL   9

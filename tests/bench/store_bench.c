@@ -843,7 +843,8 @@ static int analyse(const char *dir)
 
 #define NLEV 7
 static const char *const lev_names[NLEV] = { "ns, no prefix (format 4 writer)", "us, no prefix",
-	"us + previous record as prefix (this writer)", "us + previous 2 records", "us + previous 4 records",
+	"us + previous record as prefix (this writer)", "us + previous 2 records",
+	"us + previous 4 records",
 	"us + prefix, zstd level 5", "us + prefix, zstd level 9" };
 static const uint64_t lev_units[NLEV] = { 0, 1000, 1000, 1000, 1000, 1000, 1000 };
 static const int lev_pre[NLEV] = { 0, 0, 1, 2, 4, 1, 1 };
@@ -1019,7 +1020,8 @@ static void usage(const char *argv0)
 {
 	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x] [-R] [-C CHAIN] | -a DIR\n"
 		"  -R: no rollups; -C: records per chain (1: keys only); -a: where the bytes of a store go\n"
-		"  -L: encodings compared on a store's windows; -W: named window bytes by the time they hold\n", argv0);
+		"  -L: encodings compared on a store's windows;"
+		" -W: named window bytes by the time they hold\n", argv0);
 	exit(2);
 }
 

@@ -1716,8 +1716,9 @@ static int summarise_all(const char *dir, const struct store_rollup *tier, void 
 }
 
 /* Flips a payload byte of the first record of the file whose flags & mask are want: 0, or -1 if none. */
-/* Records of dir's files named prefix*: all, deltas, and those with header flag bit 6 (prefixed). */
-static void count_prefixed(const char *dir, const char *prefix, int *recs, int *deltas, int *prefixed)
+/* Records of dir's files named prefix*: all, deltas, and those with flag bit 6 (prefixed). */
+static void count_prefixed(const char *dir, const char *prefix, int *recs, int *deltas,
+			   int *prefixed)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
