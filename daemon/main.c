@@ -95,12 +95,8 @@ struct profd {
 	int64_t events_turn_ns, events_tick_ns; /* tick_ns 0: watched, else muted until then */
 	double events_per_gap;
 	uint64_t events_wakeups, events_ticks;
-	/* drains stretched while little happens: see drain_due */
-	int64_t drain_ns, flush_due_ns; /* the last drain; when the flush timer fires next */
-	uint64_t drain_cnt[PROFD_CNT_MAX], drain_procs; /* counters and execs + exits then */
-	uint32_t drains_quiet; /* drains in a row with few execs and exits before them */
-	double drain_counts_per_s, drain_stacks_per_s; /* entries per second the last drain read */
-	uint64_t drains_skipped, drain_entries;
+	/* own cost by part: entries the drains read, and the main thread's CPU */
+	uint64_t drain_entries, drain_stacks;
 	int64_t drain_cpu_ns, flush_cpu_ns; /* the main thread's CPU in drains, in flushes less drains */
 	/* the loop's wake-ups, by what woke it */
 	uint64_t woke_drain, woke_flush, woke_events, woke_tables, woke_tick, woke_other;
@@ -215,44 +211,10 @@ static void trim(struct profd *d)
 	malloc_trim(0);
 }
 
-/*
- * A drain costs a wake-up, a map flip that waits for running programs, two
- * batch reads, and the naming of every entry read: a stack seen in each of
- * ten drains is named ten times, once in a ten times longer one. While
- * little happens the drain timer's ticks are skipped, up to DRAIN_STRETCH
- * intervals. Only after two drains in a row with fewer than twice
- * DRAIN_PROCS execs and exits before each: an exited process holds its
- * state until the second drain after its exit, and a burst of them is let
- * go at the usual pace. A drain is due as soon as the kernel maps could fill a
- * quarter (at the last drain's rate of new entries, or by the samples
- * taken since, each adding at most one count and two stacks), a map
- * overflowed, or DRAIN_PROCS execs and exits came. Not in the first
- * DRAIN_STRETCH intervals: processes older than profd are first seen
- * there, and some exit soon. A tick right before a flush is skipped: the
- * flush drains.
- */
-#ifndef DRAIN_STRETCH
-#define DRAIN_STRETCH 10
-#endif
-#define DRAIN_ROOM_DIV 4
-#define DRAIN_PROCS 64
-
-/* Execs and exits so far: what the registry and the symbolizer keep for the next drain. */
-static uint64_t proc_events(const struct profd *d)
-{
-	struct events_stats es;
-
-	if (!d->events)
-		return 0;
-	events__stats(d->events, &es);
-	return es.execs + es.exits;
-}
-
 static void drain(struct profd *d)
 {
 	int64_t t0 = clock__mono_ns(), c0 = clock__ns(CLOCK_THREAD_CPUTIME_ID), dt;
 	uint32_t nc = 0, ns = 0;
-	uint64_t procs;
 	int err;
 
 	/*
@@ -278,44 +240,8 @@ static void drain(struct profd *d)
 	d->drain_ns_recent[d->drains % RECENT_DRAINS] = (uint64_t)dt;
 	sampler__drained(d->sampler, &nc, &ns);
 	d->drain_entries += nc;
-	procs = proc_events(d);
-	d->drains_quiet = procs - d->drain_procs < 2 * DRAIN_PROCS ? d->drains_quiet + 1 : 0;
-	if (d->drain_ns && t0 > d->drain_ns) {
-		d->drain_counts_per_s = nc * 1e9 / (double)(t0 - d->drain_ns);
-		d->drain_stacks_per_s = ns * 1e9 / (double)(t0 - d->drain_ns);
-	}
-	d->drain_ns = t0;
-	sampler__counters(d->sampler, d->drain_cnt);
-	d->drain_procs = procs;
+	d->drain_stacks += ns;
 	d->drain_cpu_ns += clock__ns(CLOCK_THREAD_CPUTIME_ID) - c0;
-}
-
-static bool drain_due(struct profd *d, int64_t now)
-{
-	int64_t step = d->o.drain_interval_ns, gap = now - d->drain_ns;
-	double room_c = (double)d->o.counts_entries / DRAIN_ROOM_DIV;
-	double room_s = (double)d->o.stacks_entries / DRAIN_ROOM_DIV;
-	uint64_t c[PROFD_CNT_MAX], taken;
-
-	if (d->flush_due_ns - now < step / 2)
-		return false;
-	if (now - d->started_ns < DRAIN_STRETCH * step || gap + step / 2 >= DRAIN_STRETCH * step ||
-	    d->drains_quiet < 2)
-		return true;
-	sampler__counters(d->sampler, c);
-	if (c[PROFD_CNT_COUNTS_FULL] != d->drain_cnt[PROFD_CNT_COUNTS_FULL] ||
-	    c[PROFD_CNT_STACKS_FULL] != d->drain_cnt[PROFD_CNT_STACKS_FULL])
-		return true;
-	taken = c[PROFD_CNT_SAMPLES] - d->drain_cnt[PROFD_CNT_SAMPLES] -
-		(c[PROFD_CNT_IDLE] - d->drain_cnt[PROFD_CNT_IDLE]) +
-		c[PROFD_CNT_OFFCPU_CAPTURED] - d->drain_cnt[PROFD_CNT_OFFCPU_CAPTURED];
-	if ((double)taken >= room_c || 2.0 * (double)taken >= room_s)
-		return true;
-	/* By the next tick, at the last drain's rate. */
-	if (d->drain_counts_per_s * (double)(gap + step) / 1e9 >= room_c ||
-	    d->drain_stacks_per_s * (double)(gap + step) / 1e9 >= room_s)
-		return true;
-	return proc_events(d) - d->drain_procs >= DRAIN_PROCS;
 }
 
 static int window_begin(struct profd *d)
@@ -504,8 +430,8 @@ static int status_reply(struct profd *d, char **out)
 		ADD("heap_trims\t%" PRIu64, d->trims);
 		ADD("event_wakeups\t%" PRIu64, d->events_wakeups);
 		ADD("event_ticks\t%" PRIu64, d->events_ticks);
-		ADD("drains_skipped\t%" PRIu64, d->drains_skipped);
 		ADD("drain_entries\t%" PRIu64, d->drain_entries);
+		ADD("drain_stacks\t%" PRIu64, d->drain_stacks);
 		ADD("drain_cpu_ms\t%" PRId64, d->drain_cpu_ns / 1000000);
 		ADD("flush_cpu_ms\t%" PRId64, d->flush_cpu_ns / 1000000);
 		ADD("wakeups_drain_timer\t%" PRIu64, d->woke_drain);
@@ -822,10 +748,8 @@ static int reload(struct profd *d, char **reply)
 		}
 	}
 	if (n.flush_interval_ns != old.flush_interval_ns &&
-	    !timer_set(d->flush_tfd, n.flush_interval_ns)) {
+	    !timer_set(d->flush_tfd, n.flush_interval_ns))
 		d->o.flush_interval_ns = n.flush_interval_ns;
-		d->flush_due_ns = clock__mono_ns() + n.flush_interval_ns;
-	}
 	if (n.drain_interval_ns != old.drain_interval_ns &&
 	    !timer_set(d->drain_tfd, n.drain_interval_ns))
 		d->o.drain_interval_ns = n.drain_interval_ns;
@@ -1043,7 +967,6 @@ static int setup(struct profd *d)
 	if ((err = timer_open(d->epfd, d->o.drain_interval_ns, &d->drain_tfd)) ||
 	    (err = timer_open(d->epfd, d->o.flush_interval_ns, &d->flush_tfd)))
 		return log_err(err, "cannot create timers: %s", strerror(-err));
-	d->flush_due_ns = clock__mono_ns() + d->o.flush_interval_ns;
 	d->req_tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	ev.data.ptr = &d->req_tfd;
 	if (d->req_tfd < 0 || epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->req_tfd, &ev))
@@ -1255,19 +1178,14 @@ static int loop(struct profd *d)
 				on_signal(d);
 			} else if (tag == &d->drain_tfd) {
 				d->woke_drain++;
-				if (read(d->drain_tfd, &ticks, sizeof(ticks)) > 0) {
-					if (drain_due(d, clock__mono_ns()))
-						drain(d);
-					else
-						d->drains_skipped++;
-				}
+				if (read(d->drain_tfd, &ticks, sizeof(ticks)) > 0)
+					drain(d);
 				if (d->tables)
 					tables__gc(d->tables);
 				server__reap(d->server, clock__mono_ns() / 1000000);
 				refresh_cpus(d);
 			} else if (tag == &d->flush_tfd) {
 				d->woke_flush++;
-				d->flush_due_ns = clock__mono_ns() + d->o.flush_interval_ns;
 				if (read(d->flush_tfd, &ticks, sizeof(ticks)) > 0)
 					flush(d);
 				notify_status(d);
