@@ -95,6 +95,11 @@ struct profd {
 	int64_t events_turn_ns, events_tick_ns; /* tick_ns 0: watched, else muted until then */
 	double events_per_gap;
 	uint64_t events_wakeups, events_ticks;
+	/* own cost by part: entries the drains read, and the main thread's CPU */
+	uint64_t drain_entries, drain_stacks;
+	int64_t drain_cpu_ns, flush_cpu_ns; /* the main thread's CPU in drains, in flushes less drains */
+	/* the loop's wake-ups, by what woke it */
+	uint64_t woke_drain, woke_flush, woke_events, woke_tables, woke_tick, woke_other;
 };
 
 static const char *const counter_names[PROFD_CNT_MAX] = {
@@ -208,7 +213,8 @@ static void trim(struct profd *d)
 
 static void drain(struct profd *d)
 {
-	int64_t t0 = clock__mono_ns(), dt;
+	int64_t t0 = clock__mono_ns(), c0 = clock__ns(CLOCK_THREAD_CPUTIME_ID), dt;
+	uint32_t nc = 0, ns = 0;
 	int err;
 
 	/*
@@ -232,6 +238,10 @@ static void drain(struct profd *d)
 	if ((uint64_t)dt > d->drain_ns_max)
 		d->drain_ns_max = dt;
 	d->drain_ns_recent[d->drains % RECENT_DRAINS] = (uint64_t)dt;
+	sampler__drained(d->sampler, &nc, &ns);
+	d->drain_entries += nc;
+	d->drain_stacks += ns;
+	d->drain_cpu_ns += clock__ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 }
 
 static int window_begin(struct profd *d)
@@ -256,9 +266,11 @@ static int window_begin(struct profd *d)
 static int flush(struct profd *d)
 {
 	uint64_t c[PROFD_CNT_MAX];
+	int64_t c0;
 	int err = 0;
 
 	drain(d);
+	c0 = clock__ns(CLOCK_THREAD_CPUTIME_ID);
 	sampler__counters(d->sampler, c);
 	for (int i = 0; i < PROFD_CNT_MAX; i++) {
 		if (c[i] != d->last_counters[i] &&
@@ -282,7 +294,10 @@ static int flush(struct profd *d)
 	store__retain(d->store, clock__ns(CLOCK_REALTIME));
 	/* At most one segment per flush; a failure is retried later by the store itself. */
 	store__compact(d->store, clock__ns(CLOCK_REALTIME));
-	return window_begin(d) ? -ENOMEM : err;
+	if (window_begin(d))
+		err = -ENOMEM;
+	d->flush_cpu_ns += clock__ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+	return err;
 }
 
 #define ADD(fmt, ...) fprintf(f, fmt "\n", __VA_ARGS__)
@@ -415,6 +430,16 @@ static int status_reply(struct profd *d, char **out)
 		ADD("heap_trims\t%" PRIu64, d->trims);
 		ADD("event_wakeups\t%" PRIu64, d->events_wakeups);
 		ADD("event_ticks\t%" PRIu64, d->events_ticks);
+		ADD("drain_entries\t%" PRIu64, d->drain_entries);
+		ADD("drain_stacks\t%" PRIu64, d->drain_stacks);
+		ADD("drain_cpu_ms\t%" PRId64, d->drain_cpu_ns / 1000000);
+		ADD("flush_cpu_ms\t%" PRId64, d->flush_cpu_ns / 1000000);
+		ADD("wakeups_drain_timer\t%" PRIu64, d->woke_drain);
+		ADD("wakeups_flush_timer\t%" PRIu64, d->woke_flush);
+		ADD("wakeups_process_events\t%" PRIu64, d->woke_events);
+		ADD("wakeups_table_requests\t%" PRIu64, d->woke_tables);
+		ADD("wakeups_event_ticks\t%" PRIu64, d->woke_tick);
+		ADD("wakeups_other\t%" PRIu64, d->woke_other);
 		ADD("rss_kb\t%ld", pages * (sysconf(_SC_PAGESIZE) / 1024));
 		getrusage(RUSAGE_SELF, &ru);
 		ADD("rss_max_kb\t%ld", ru.ru_maxrss);
@@ -1150,8 +1175,10 @@ static int loop(struct profd *d)
 			void *tag = evs[i].data.ptr;
 
 			if (tag == &d->sigfd) {
+				d->woke_other++;
 				on_signal(d);
 			} else if (tag == &d->drain_tfd) {
+				d->woke_drain++;
 				if (read(d->drain_tfd, &ticks, sizeof(ticks)) > 0)
 					drain(d);
 				if (d->tables)
@@ -1159,23 +1186,30 @@ static int loop(struct profd *d)
 				server__reap(d->server, clock__mono_ns() / 1000000);
 				refresh_cpus(d);
 			} else if (tag == &d->flush_tfd) {
+				d->woke_flush++;
 				if (read(d->flush_tfd, &ticks, sizeof(ticks)) > 0)
 					flush(d);
 				notify_status(d);
 			} else if (tag == &d->events) {
+				d->woke_events++;
 				ev_fired = true;
 			} else if (d->tables && tag == d->tables) {
+				d->woke_tables++;
 				tab_fired = true;
 			} else if (tag == &d->req_tfd) {
+				d->woke_other++;
 				if (read(d->req_tfd, &ticks, sizeof(ticks)) > 0)
 					flush_deferred(d);
 			} else if (tag == &d->wd_tfd) {
+				d->woke_other++;
 				if (read(d->wd_tfd, &ticks, sizeof(ticks)) > 0)
 					notify_send("WATCHDOG=1");
 			} else {
+				d->woke_other++;
 				server__dispatch(d->server, tag, evs[i].events);
 			}
 		}
+		d->woke_tick += n == 0;
 		/* One turn serves both sources; one that fires while muted waits for the tick. */
 		if ((ev_fired || tab_fired) && !d->events_tick_ns)
 			events_woke(d, ev_fired, tab_fired);

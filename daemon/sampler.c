@@ -39,7 +39,7 @@ struct sampler {
 	uint64_t *vals;
 	uint64_t *skeys;
 	struct profd_stack *svals;
-	uint32_t nstacks;
+	uint32_t nstacks, ncounts; /* entries the last drain read */
 	uint64_t *sindex; /* open addressing: stack id -> position + 1 in svals */
 	uint32_t sindex_cap;
 	int online_fd; /* /sys/devices/system/cpu/online, kept: read at every hotplug check */
@@ -585,6 +585,7 @@ int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg)
 		return err;
 	err = read_and_clear(bpf_map__fd(cmaps[old]), sizeof(*s->keys), sizeof(*s->vals), s->keys,
 			     s->vals, s->o.counts_entries, &ncounts);
+	s->ncounts = ncounts;
 	if (err)
 		return err;
 	index_stacks(s);
@@ -606,6 +607,12 @@ int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg)
 			return err;
 	}
 	return 0;
+}
+
+void sampler__drained(const struct sampler *s, uint32_t *counts, uint32_t *stacks)
+{
+	*counts = s->ncounts;
+	*stacks = s->nstacks;
 }
 
 void sampler__counters(const struct sampler *s, uint64_t out[PROFD_CNT_MAX])

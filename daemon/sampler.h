@@ -46,6 +46,8 @@ void sampler__free(struct sampler *s);
 /* Flips the generation, then reads and clears the previous one. */
 int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg);
 void sampler__counters(const struct sampler *s, uint64_t out[PROFD_CNT_MAX]);
+/* Entries the last drain read from the counts and stacks maps. */
+void sampler__drained(const struct sampler *s, uint32_t *counts, uint32_t *stacks);
 const char *sampler__event(const struct sampler *s);
 unsigned sampler__ncpus(const struct sampler *s);
 /* The loaded BPF object, for modules that own some of its maps (daemon/tables.c). */

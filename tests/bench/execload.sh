@@ -24,7 +24,9 @@
 # without any exec loop (benchwork only: profd-0, and profd-b-0 with
 # PROFD_B), for the per-drain and per-flush work. Each profd row also
 # gives its drains and execs in the interval and the main thread's
-# voluntary context switches (wake-ups) per second. CLANG_LOOPS=N adds N
+# voluntary context switches (wake-ups) per second, and from profd's status
+# the main thread's CPU in drains and in flushes and its wake-ups by process
+# events and by the walker's table requests. CLANG_LOOPS=N adds N
 # loops of `clang -O1 -c` (libclang-cpp, libLLVM and libz3: 2.3 million
 # unwind rows, more than the default 16 MB of tables holds beside gcc's).
 # Usage: execload.sh [--quick]   (ROUNDS=N SECS=S WARM=S LOOPS=N override)
@@ -85,21 +87,29 @@ tstat() {
 }
 # drains: the profd's drain count; vswitches: its main thread's voluntary context switches.
 drains() { [ "$pd" = 1 ] && pctl "$W/pd" status | awk '$1 == "drains" { print $2 }'; }
+# parts: the main thread's CPU ms in drains and in flushes (less their drains), its wake-ups
+# by process events and by table requests ("- - - -": another profiler, or a build without them).
+parts() {
+	[ "$pd" = 1 ] || { echo "- - - -"; return; }
+	pctl "$W/pd" status | awk '$1 == "drain_cpu_ms" { d = $2 } $1 == "flush_cpu_ms" { f = $2 }
+		$1 == "wakeups_process_events" { e = $2 } $1 == "wakeups_table_requests" { t = $2 }
+		END { if (d == "" || f == "" || e == "" || t == "") print "- - - -"; else print d, f, e, t }'
+}
 vswitches() { awk '$1 == "voluntary_ctxt_switches:" { print $2 }' "/proc/$P/task/$P/status" 2>/dev/null; }
 measure() {
-	local a b c0 c1 m0 m1 t0 t1 execs hwm ns u0 u1 d0 d1 v0 v1
+	local a b c0 c1 m0 m1 t0 t1 execs hwm ns u0 u1 d0 d1 v0 v1 p0 p1
 	sysctl -qw kernel.bpf_stats_enabled=1
 	[ -n "$prog" ] && a=($(prog_ns "$prog"))
 	u0=($(tstat))
 	c0=$(proc_cpu_ms "$P")
 	m0=$(proc_cpu_ms "$P/task/$P")
-	d0=$(drains) v0=$(vswitches)
+	d0=$(drains) v0=$(vswitches) p0=($(parts))
 	t0=$(date +%s.%N)
 	execs=$(perf stat -a -x, -e sched:sched_process_exec sleep "$SECS" 2>&1 | awk -F, '/sched_process_exec/ { print $1 }')
 	t1=$(date +%s.%N)
 	c1=$(proc_cpu_ms "$P")
 	m1=$(proc_cpu_ms "$P/task/$P")
-	d1=$(drains) v1=$(vswitches)
+	d1=$(drains) v1=$(vswitches) p1=($(parts))
 	u1=($(tstat))
 	[ -n "$prog" ] && b=($(prog_ns "$prog"))
 	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
@@ -109,14 +119,18 @@ measure() {
 	[ -n "$prog" ] && [ $((b[1] - a[1])) -gt 0 ] && ns=$(((b[0] - a[0]) / (b[1] - a[1])))
 	row=$(awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v e="${execs:-0}" -v ns="$ns" -v h="${hwm:-0}" -v c="$1" \
 		-v pd="$pd" -v m0="$m0" -v m1="$m1" -v e0="${u0[0]}" -v e1="${u1[0]}" -v b0="${u0[1]}" -v b1="${u1[1]}" \
-		-v d0="$d0" -v d1="$d1" -v v0="$v0" -v v1="$v1" \
+		-v d0="$d0" -v d1="$d1" -v v0="$v0" -v v1="$v1" -v pa="${p0[*]}" -v pb="${p1[*]}" \
 		'BEGIN { printf "%s %.3f %s %.1f %.0f", c, 100 * (c1 - c0) / 1000 / (t1 - t0), ns, e / (t1 - t0), h / 1024
 			if (pd != 1) printf " - - -"
 			else if (e0 == "-" || e1 == "-") printf " %.3f - -", 100 * (m1 - m0) / 1000 / (t1 - t0)
 			else printf " %.3f %d %.0f", 100 * (m1 - m0) / 1000 / (t1 - t0), e1 - e0, (b1 - b0) / (t1 - t0)
 			if (pd != 1 || d0 == "" || d1 == "" || d1 == d0) printf " - - - -"
 			else printf " %.2f %.0f %.2f %s", (d1 - d0) / (t1 - t0), (v1 - v0) / (t1 - t0), (m1 - m0) / (d1 - d0),
-				(e > 0 ? sprintf("%.0f", (m1 - m0) * 1000 / e) : "-") }')
+				(e > 0 ? sprintf("%.0f", (m1 - m0) * 1000 / e) : "-")
+			split(pa, x, " "); split(pb, y, " ")
+			if (x[1] == "-" || y[1] == "-") printf " - - - -"
+			else printf " %.2f %.2f %.1f %.1f", (y[1] - x[1]) / (t1 - t0), (y[2] - x[2]) / (t1 - t0),
+				(y[3] - x[3]) / (t1 - t0), (y[4] - x[4]) / (t1 - t0) }')
 	echo "$row" >>"$W/rows"
 }
 
@@ -138,7 +152,7 @@ for r in $(seq 1 "$ROUNDS"); do
 			[ -n "$prog" ] || { echo "round $r $c: no BPF program found" >&2; exit 1; }
 		fi
 		measure "$c"
-		log "round $r: $row (condition, CPU %, BPF ns/sample, execs/s, peak RSS MB; profd: main thread CPU %, tables evicted, build ms/s, drains/s, main thread wake-ups/s, ms per drain, µs per exec)"
+		log "round $r: $row (condition, CPU %, BPF ns/sample, execs/s, peak RSS MB; profd: main thread CPU %, tables evicted, build ms/s, drains/s, main thread wake-ups/s, ms per drain, µs per exec; drain and flush CPU ms/s, wake-ups/s by process events and by table requests)"
 	done
 done
 
@@ -184,8 +198,8 @@ fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") p
 	echo "Machine: $(machine_line); load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo "$ROUNDS rounds x ${SECS} s per condition, rotated; benchwork on $NCPU CPUs plus gcc -c and \`$PY -c pass\` in $LOOPS loops, clang -c in $CLANG_LOOPS. Median (min-max)."
 	echo
-	echo "| profiler | CPU, % of a core | BPF time per sample, ns | execs/s in the interval | peak RSS, MB | main thread, % of a core | tables evicted | table builds, ms/s | drains/s | main thread wake-ups/s | main thread ms per drain | main thread µs per exec |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| profiler | CPU, % of a core | BPF time per sample, ns | execs/s in the interval | peak RSS, MB | main thread, % of a core | tables evicted | table builds, ms/s | drains/s | main thread wake-ups/s | main thread ms per drain | main thread µs per exec | drains, CPU ms/s | flushes, CPU ms/s | wake-ups/s by process events | by table requests |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for c in "${CONDS[@]}" "${QCONDS[@]}" "${ICONDS[@]}"; do
 		name=$c; [ $c = profd-10 ] && name="profd, quiet exec rate"
 		[ $c = profd-b ] && name="profd-b ($PROFD_B)"
@@ -196,7 +210,8 @@ fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") p
 		[[ $c = *-0 ]] && [ "${IDLE:-0}" != 1 ] && continue
 		echo "| $name | $(fmt $(col $c 2) 3) | $(fmt $(col $c 3) 0) | $(fmt $(col $c 4) 0) | $(fmt $(col $c 5) 0) |" \
 			"$(fmt $(col $c 6) 3) | $(fmt $(col $c 7) 0) | $(fmt $(col $c 8) 0) | $(fmt $(col $c 9) 2) |" \
-			"$(fmt $(col $c 10) 0) | $(fmt $(col $c 11) 2) | $(fmt $(col $c 12) 0) |"
+			"$(fmt $(col $c 10) 0) | $(fmt $(col $c 11) 2) | $(fmt $(col $c 12) 0) |" \
+			"$(fmt $(col $c 13) 2) | $(fmt $(col $c 14) 2) | $(fmt $(col $c 15) 1) | $(fmt $(col $c 16) 1) |"
 	done
 } >"$BENCH_OUT/execload.md"
 cat "$BENCH_OUT/execload.md"
