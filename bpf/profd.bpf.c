@@ -5,6 +5,18 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "profd.h"
+
+/*
+ * Benchmark mode (tests/bench/python_cost.sh): the time record() takes for
+ * the samples of each of these processes (up to two, timed in the same
+ * seconds so that the host's drift enters both alike), summed apart,
+ * whatever else the host runs; and of that, the native stack walk's
+ * (off-CPU walks of these processes count there too: the benchmark runs
+ * with off-CPU off).
+ */
+const volatile __u32 cost_tgid[2] = {};
+__u64 cost_ns[2] = {}, cost_samples[2] = {}, cost_unwind_ns[2] = {};
+
 #include "unwind.h" /* DWARF user-stack walker */
 #include "python.h" /* CPython frames */
 
@@ -174,15 +186,6 @@ static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot
 
 	return add_count(cmap, &key, value);
 }
-
-/*
- * Benchmark mode (tests/bench/python_cost.sh): the time record() takes for
- * the samples of each of these processes (up to two, timed in the same
- * seconds so that the host's drift enters both alike), summed apart,
- * whatever else the host runs.
- */
-const volatile __u32 cost_tgid[2] = {};
-__u64 cost_ns[2] = {}, cost_samples[2] = {};
 
 SEC("perf_event")
 int on_cpu(struct bpf_perf_event_data *ctx)

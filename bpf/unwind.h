@@ -542,7 +542,17 @@ static __always_inline long unwind_user(__u64 *ips, __u32 max)
 	if (!s)
 		return 0;
 	*nest = k + 1;
-	n = unwind_walk(s, ips, max);
+	if (cost_tgid[0]) {
+		__u32 tg = bpf_get_current_pid_tgid() >> 32;
+		__u32 c = tg == cost_tgid[0] ? 1 : tg == cost_tgid[1] ? 2 : 0;
+		__u64 t0 = c ? bpf_ktime_get_ns() : 0;
+
+		n = unwind_walk(s, ips, max);
+		if (c)
+			__sync_fetch_and_add(&cost_unwind_ns[(c - 1) & 1], bpf_ktime_get_ns() - t0);
+	} else {
+		n = unwind_walk(s, ips, max);
+	}
 	*nest = k;
 	return n;
 }

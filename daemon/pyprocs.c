@@ -448,11 +448,13 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		fprintf(f, "sample_cost_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_ns[0]);
 		fprintf(f, "sample_cost_samples\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_samples[0]);
 		fprintf(f, "sample_cost_python_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->py_cost_ns);
+		fprintf(f, "sample_cost_unwind_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_unwind_ns[0]);
 	}
 	if (p->skel->rodata->cost_tgid[1]) {
 		fprintf(f, "sample_cost_pid_2\t%u\n", p->skel->rodata->cost_tgid[1]);
 		fprintf(f, "sample_cost_ns_2\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_ns[1]);
 		fprintf(f, "sample_cost_samples_2\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_samples[1]);
+		fprintf(f, "sample_cost_unwind_ns_2\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_unwind_ns[1]);
 	}
 	{
 		/* The daemon's own memory for Python: its tables and the names they hold. */

@@ -8,13 +8,14 @@
 # within minutes on this VM) enters one side and not the other.
 #
 # Each round starts both processes and a daemon of its own, and takes one
-# ratio: Python ns over native ns of that round. PIN=alt (default) pins
-# the two processes to CPUs of their own, swapped every round: a sample
-# then finds the caches as its own process's previous sample left them
-# (a busy process's steady state), and what differs between the CPUs
-# (other jobs, the daemon's own thread) falls on each side in turn.
-# PIN=free lets the scheduler place them (the samples of the two may then
-# follow each other on one CPU and evict each other's tables).
+# ratio: Python ns over native ns of that round. PIN=same (default) pins
+# both processes to one CPU, CPU 0 in odd rounds and CPU 1 in even ones:
+# each sample of one then meets the same CPU (its other jobs, the
+# hypervisor's steal, what the caches hold) as the other's, which on a
+# shared host is what decides a sample's cost (on this VM, with a process
+# on each CPU, the per-round ratio moved 1.4-3.6x with the CPUs' loads).
+# PIN=alt pins them to CPUs of their own, swapped every round; PIN=free
+# lets the scheduler place them.
 # The native depth follows the Python process's merged user stack, read
 # once per interpreter from a daemon of its own before the rounds.
 # Medians and ranges over the rounds go to $BENCH_OUT/python_cost.md.
@@ -33,7 +34,7 @@ RUNS=${2:-5}
 DEPTH=${3:-20}
 ONLY=${4:-}
 BASE_BUILD=${BASE_BUILD:-}
-PIN=${PIN:-alt}
+PIN=${PIN:-same}
 FREQ=${FREQ:-99}
 T=$(mktemp -d /tmp/profd-pycost.XXXXXX)
 PD= PYP= NATP=
@@ -45,8 +46,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' TERM INT
 mkdir -p "$BENCH_OUT"
-case $PIN in alt | free) ;; *) echo "PIN is alt or free" >&2; exit 2 ;; esac
-[ "$PIN" = alt ] && [ "$(nproc)" -lt 2 ] && { echo "PIN=alt needs 2 CPUs" >&2; exit 2; }
+case $PIN in same | alt | free) ;; *) echo "PIN is same, alt or free" >&2; exit 2 ;; esac
+[ "$PIN" != free ] && [ "$(nproc)" -lt 2 ] && { echo "PIN=$PIN needs 2 CPUs" >&2; exit 2; }
 
 PYS=()
 for v in 3.10 3.11 3.12 3.13; do
@@ -56,7 +57,7 @@ done
 [ -n "$ONLY" ] && { sel=(); for p in "${PYS[@]}"; do [[ "$p" == *"$ONLY"* ]] && sel+=("$p"); done; PYS=("${sel[@]}"); }
 [ ${#PYS[@]} -gt 0 ] || { echo "no CPython 3.10-3.13: nothing to measure" >&2; exit 1; }
 
-# snap BUILDDIR: "py_ns py_samples walk_ns nat_ns nat_samples" so far, from one status
+# snap BUILDDIR: "py_ns py_samples walk_ns nat_ns nat_samples py_unwind_ns nat_unwind_ns" so far, from one status
 # read (retried: at load 30 a daemon building a big unwind table let a read time out).
 snap() {
 	local i
@@ -67,7 +68,8 @@ snap() {
 	done
 	awk -F'\t' '{ v[$1] = $2 } END { if ("sample_cost_python_ns" in v)
 		print v["sample_cost_ns"] + 0, v["sample_cost_samples"] + 0, v["sample_cost_python_ns"] + 0,
-			v["sample_cost_ns_2"] + 0, v["sample_cost_samples_2"] + 0 }' "$T/status" 2>/dev/null
+			v["sample_cost_ns_2"] + 0, v["sample_cost_samples_2"] + 0,
+			v["sample_cost_unwind_ns"] + 0, v["sample_cost_unwind_ns_2"] + 0 }' "$T/status" 2>/dev/null
 }
 
 # frames FOLDED: user frames per sample, weighted: the folded stack less the process
@@ -91,10 +93,11 @@ daemon() {
 stop_daemon() { kill -TERM "$PD"; wait "$PD" 2>/dev/null; PD=; }
 
 # measure BUILDDIR: prints "py_ns/sample py_samples walk_ns/sample nat_ns/sample
-# nat_samples py_frames nat_frames" for the running $PYP and $NATP under BUILDDIR's
-# profd; "0 0 0 0 0 0 0" when a status read did not answer.
+# nat_samples py_frames nat_frames py_unwind_ns/sample nat_unwind_ns/sample" for the
+# running $PYP and $NATP under BUILDDIR's profd (the unwind: the native stack walk's
+# part; 0 from a build without its timer); zeros when a status read did not answer.
 measure() {
-	local b=$1 s0 s1 ns0 n0 w0 m0 k0 ns1 n1 w1 m1 k1 pf nf
+	local b=$1 s0 s1 ns0 n0 w0 m0 k0 u0 v0 ns1 n1 w1 m1 k1 u1 v1 pf nf
 	daemon "$b" "$PYP,$NATP"
 	s0=$(snap "$b")
 	sleep "$SECS"
@@ -102,25 +105,28 @@ measure() {
 	"$b/profctl" --state-dir "$T/state" --socket "$T/sock" dump --pid "$PYP" --since "${SECS}s" >"$T/pyf"
 	"$b/profctl" --state-dir "$T/state" --socket "$T/sock" dump --pid "$NATP" --since "${SECS}s" >"$T/natf"
 	stop_daemon
-	read -r ns0 n0 w0 m0 k0 <<<"$s0"
-	read -r ns1 n1 w1 m1 k1 <<<"$s1"
+	read -r ns0 n0 w0 m0 k0 u0 v0 <<<"$s0"
+	read -r ns1 n1 w1 m1 k1 u1 v1 <<<"$s1"
 	if [ -z "${k0:-}" ] || [ -z "${k1:-}" ] || [ "$((n1 - n0))" -le 0 ] || [ "$((k1 - k0))" -le 0 ]; then
-		echo "0 0 0 0 0 0 0"
+		echo "0 0 0 0 0 0 0 0 0"
 		return
 	fi
 	pf=$(frames "$T/pyf")
 	nf=$(frames "$T/natf")
 	awk -v a=$((ns1 - ns0)) -v n=$((n1 - n0)) -v w=$((w1 - w0)) -v m=$((m1 - m0)) -v k=$((k1 - k0)) \
-		-v pf="$pf" -v nf="$nf" 'BEGIN { printf "%.0f %d %.0f %.0f %d %s %s\n", a / n, n, w / n, m / k, k, pf, nf }'
+		-v u=$((u1 - u0)) -v v=$((v1 - v0)) -v pf="$pf" -v nf="$nf" \
+		'BEGIN { printf "%.0f %d %.0f %.0f %d %s %s %.0f %.0f\n", a / n, n, w / n, m / k, k, pf, nf, u / n, v / k }'
 }
 
-# start_procs PY NATIVE_DEPTH ROUND: the two processes, pinned per PIN (Python on CPU 0
-# in odd rounds, on CPU 1 in even ones), with lives far longer than the measure.
+# start_procs PY NATIVE_DEPTH ROUND: the two processes, pinned per PIN (PIN=same: both on
+# CPU 0 in odd rounds, on CPU 1 in even ones; PIN=alt: Python there, native on the other),
+# with lives far longer than the measure.
 start_procs() {
 	local pc=() nc=()
-	if [ "$PIN" = alt ]; then
-		pc=(taskset -c $((($3 + 1) % 2))) nc=(taskset -c $(($3 % 2)))
-	fi
+	case $PIN in
+	same) pc=(taskset -c $((($3 + 1) % 2))) nc=("${pc[@]}") ;;
+	alt) pc=(taskset -c $((($3 + 1) % 2))) nc=(taskset -c $(($3 % 2))) ;;
+	esac
 	"${pc[@]}" "$1" tests/testprogs/python/deep.py "$DEPTH" $((4 * SECS + 120)) >/dev/null &
 	PYP=$!
 	if [ "$2" -gt 0 ]; then
@@ -143,8 +149,12 @@ list() { tr '\n' ' ' <"$1" | sed 's/ $//'; }
 	echo "BPF time per on-CPU sample at $FREQ Hz (PROFD_COST_PID=PY,NATIVE: record() timed in the program for"
 	echo "each of the two processes apart), DWARF walker; one daemon times the Python process and"
 	echo "the native one in the same ${SECS} s, a daemon and two new processes per round, $RUNS rounds"
-	echo "(PIN=$PIN: $([ "$PIN" = alt ] && echo "each process on a CPU of its own, swapped every round" ||
-		echo "the scheduler places both")). Median (min-max) over the rounds; the ratio is"
+	case $PIN in
+	same) how="both processes on one CPU, the other CPU every round" ;;
+	alt) how="each process on a CPU of its own, swapped every round" ;;
+	free) how="the scheduler places both" ;;
+	esac
+	echo "(PIN=$PIN: $how). Median (min-max) over the rounds; the ratio is"
 	echo "each round's Python ns over the same round's native ns. The native process nests as many"
 	echo "frames as the Python one's merged user stack has; \"walk\" is the part of the Python"
 	echo "process's time spent finding and naming its Python frames. $(nproc) CPUs, $(uname -r),"
@@ -160,18 +170,19 @@ list() { tr '\n' ' ' <"$1" | sed 's/ $//'; }
 {
 	echo
 	echo "The Python sample's parts, per round then median (min-max): the walk, the rest (native"
-	echo "frames, kernel stack, the counts; \"native part\") and the native process's sample;"
+	echo "frames, kernel stack, the counts; \"native part\") and the native process's sample; of"
+	echo "each, the native stack walk (\"unwind\": the umaps lookup, the row searches, the reads);"
 	echo "samples per round of each process; the load average over the interpreter's rounds."
 	echo
-	echo "| interpreter | walk ns | native part ns | native process ns | native part / native | samples Python / native | native frames | load |"
-	echo "|---|---|---|---|---|---|---|---|"
+	echo "| interpreter | walk ns | native part ns | native process ns | native part / native | unwind ns: Python / native | unwind ratio | samples Python / native | native frames | load |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 } >"$T/parts"
 echo >"$T/rounds"
 echo "Per-round ratios, in order:" >>"$T/rounds"
 echo >>"$T/rounds"
 
 for py in "${PYS[@]}"; do
-	for f in py walk nat ratio part pratio npy nnat nfr bpy bwalk bnat bratio; do : >"$T/$f"; done
+	for f in py walk nat ratio part pratio pu nu uratio npy nnat nfr bpy bwalk bnat bratio; do : >"$T/$f"; done
 	ver=$("$py" -c 'import sys; print(sys.version.split()[0])')
 	load0=$(cut -d' ' -f1 /proc/loadavg)
 	# The Python process's merged user stack, for the native process's depth: deep's own
@@ -196,9 +207,11 @@ for py in "${PYS[@]}"; do
 			[ $((r % 2)) = 0 ] && builds="$BASE_BUILD $BUILD"
 		fi
 		for b in $builds; do
-			read -r pns pn pw nns nn pf nf <<<"$(measure "$b")"
-			echo "$ver round $r $b: Python $pns ns/sample ($pn samples, walk $pw, $pf user frames)," \
-				"native $nns ns/sample ($nn samples, $nf user frames), load $(cut -d' ' -f1 /proc/loadavg)" >&2
+			measure "$b" >"$T/m"
+			read -r pns pn pw nns nn pf nf pu nu <"$T/m"
+			echo "$ver round $r $b: Python $pns ns/sample ($pn samples, walk $pw, unwind $pu," \
+				"$pf user frames), native $nns ns/sample ($nn samples, unwind $nu, $nf user frames)," \
+				"load $(cut -d' ' -f1 /proc/loadavg)" >&2
 			[ "$pn" -gt 0 ] && [ "$nn" -gt 0 ] || continue
 			pre=
 			[ "$b" != "$BUILD" ] && pre=b
@@ -208,6 +221,9 @@ for py in "${PYS[@]}"; do
 			awk -v a="$pns" -v b="$nns" 'BEGIN { printf "%.3f\n", a / b }' >>"$T/${pre}ratio"
 			if [ -z "$pre" ]; then
 				echo $((pns - pw)) >>"$T/part"
+				echo "$pu" >>"$T/pu"
+				echo "$nu" >>"$T/nu"
+				awk -v a="$pu" -v b="$nu" 'BEGIN { printf "%.3f\n", b ? a / b : 0 }' >>"$T/uratio"
 				awk -v a=$((pns - pw)) -v b="$nns" 'BEGIN { printf "%.3f\n", a / b }' >>"$T/pratio"
 				echo "$pn" >>"$T/npy"
 				echo "$nn" >>"$T/nnat"
@@ -221,6 +237,7 @@ for py in "${PYS[@]}"; do
 	[ -n "$BASE_BUILD" ] && row="$row $(med "$T/bpy") | $(med "$T/bwalk") | $(med "$T/bnat") | $(medf "$T/bratio") |"
 	echo "$row" >>"$T/md"
 	echo "| $ver | $(med "$T/walk") | $(med "$T/part") | $(med "$T/nat") | $(medf "$T/pratio") |" \
+		"$(med "$T/pu") / $(med "$T/nu") | $(medf "$T/uratio") |" \
 		"$(med "$T/npy") / $(med "$T/nnat") | $(medf "$T/nfr") | $load0 - $load1 |" >>"$T/parts"
 	echo "- $ver: $(list "$T/ratio")$([ -n "$BASE_BUILD" ] && echo "; base: $(list "$T/bratio")")" >>"$T/rounds"
 done
