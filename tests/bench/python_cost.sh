@@ -17,7 +17,8 @@
 # PIN=alt pins them to CPUs of their own, swapped every round; PIN=free
 # lets the scheduler place them.
 # The native depth follows the Python process's merged user stack, read
-# once per interpreter from a daemon of its own before the rounds.
+# once per interpreter from a daemon of its own before the rounds, then
+# from each round's Python samples for the next round.
 # Medians and ranges over the rounds go to $BENCH_OUT/python_cost.md.
 # Root.
 # Usage: tests/bench/python_cost.sh [SECONDS [RUNS [DEPTH [ONLY]]]]
@@ -182,25 +183,26 @@ echo "Per-round ratios, in order:" >>"$T/rounds"
 echo >>"$T/rounds"
 
 for py in "${PYS[@]}"; do
-	for f in py walk nat ratio part pratio pu nu uratio npy nnat nfr bpy bwalk bnat bratio; do : >"$T/$f"; done
+	for f in py walk nat ratio part pratio pu nu uratio npy nnat nfr pfr bpy bwalk bnat bratio; do : >"$T/$f"; done
 	ver=$("$py" -c 'import sys; print(sys.version.split()[0])')
 	load0=$(cut -d' ' -f1 /proc/loadavg)
 	# The Python process's merged user stack, for the native process's depth: deep's own
 	# frames are nest x N, spin, main and libc's three start frames.
 	start_procs "$py" 0 1
 	daemon "$BUILD" "$PYP"
-	sleep 2
-	"$BUILD/profctl" --state-dir "$T/state" --socket "$T/sock" dump --pid "$PYP" --since 1m >"$T/pyf"
+	sleep 3
+	# The last seconds only: the first samples came before the tables, with shorter stacks.
+	"$BUILD/profctl" --state-dir "$T/state" --socket "$T/sock" dump --pid "$PYP" --since 3s >"$T/pyf"
 	stop_daemon
 	stop_procs
 	fr=$(frames "$T/pyf")
-	frames=${fr%.*}
-	if [ "$frames" -le 5 ]; then
+	ufr=${fr%.*}
+	if [ "$ufr" -le 5 ]; then
 		echo "$py: no Python stack seen ($fr user frames): left out" >&2
 		continue
 	fi
 	for r in $(seq "$RUNS"); do
-		start_procs "$py" $((frames - 5)) "$r"
+		start_procs "$py" $((ufr - 5)) "$r"
 		builds="$BUILD"
 		if [ -n "$BASE_BUILD" ]; then
 			builds="$BUILD $BASE_BUILD"
@@ -213,6 +215,8 @@ for py in "${PYS[@]}"; do
 				"$pf user frames), native $nns ns/sample ($nn samples, unwind $nu, $nf user frames)," \
 				"load $(cut -d' ' -f1 /proc/loadavg)" >&2
 			[ "$pn" -gt 0 ] && [ "$nn" -gt 0 ] || continue
+			# The next round's native depth follows what this one's Python stack was.
+			[ "$b" = "$BUILD" ] && ufr=$(printf '%.0f' "$pf")
 			pre=
 			[ "$b" != "$BUILD" ] && pre=b
 			echo "$pns" >>"$T/${pre}py"
@@ -228,12 +232,13 @@ for py in "${PYS[@]}"; do
 				echo "$pn" >>"$T/npy"
 				echo "$nn" >>"$T/nnat"
 				echo "$nf" >>"$T/nfr"
+				echo "$pf" >>"$T/pfr"
 			fi
 		done
 		stop_procs
 	done
 	load1=$(cut -d' ' -f1 /proc/loadavg)
-	row="| $ver ($py) | $DEPTH | $fr | $(med "$T/py") | $(med "$T/walk") | $(med "$T/nat") | $(medf "$T/ratio") |"
+	row="| $ver ($py) | $DEPTH | $(medf "$T/pfr") | $(med "$T/py") | $(med "$T/walk") | $(med "$T/nat") | $(medf "$T/ratio") |"
 	[ -n "$BASE_BUILD" ] && row="$row $(med "$T/bpy") | $(med "$T/bwalk") | $(med "$T/bnat") | $(medf "$T/bratio") |"
 	echo "$row" >>"$T/md"
 	echo "| $ver | $(med "$T/walk") | $(med "$T/part") | $(med "$T/nat") | $(medf "$T/pratio") |" \
