@@ -453,6 +453,8 @@ static int rows_write(struct tables *t, uint32_t first, const struct profd_urow 
 
 	if (m == MAP_FAILED)
 		return -errno;
+	/* Before the rows change: the walker's cached rows of the old generation go unused. */
+	__atomic_add_fetch(&t->skel->bss->urows_gen, 1, __ATOMIC_SEQ_CST);
 	memcpy(m + (off - start), src, n * sizeof(*src));
 	munmap(m, len);
 	return 0;
