@@ -188,14 +188,18 @@ for py in "${PYS[@]}"; do
 	load0=$(cut -d' ' -f1 /proc/loadavg)
 	# The Python process's merged user stack, for the native process's depth: deep's own
 	# frames are nest x N, spin, main and libc's three start frames.
+	# The last seconds only, until the stack holds the Python frames: the first samples came
+	# before the tables (at load 25 that took over 6 s), with shorter stacks.
 	start_procs "$py" 0 1
 	daemon "$BUILD" "$PYP"
-	sleep 3
-	# The last seconds only: the first samples came before the tables, with shorter stacks.
-	"$BUILD/profctl" --state-dir "$T/state" --socket "$T/sock" dump --pid "$PYP" --since 3s >"$T/pyf"
+	for _ in $(seq 15); do
+		sleep 2
+		"$BUILD/profctl" --state-dir "$T/state" --socket "$T/sock" dump --pid "$PYP" --since 2s >"$T/pyf"
+		fr=$(frames "$T/pyf")
+		[ "${fr%.*}" -gt "$DEPTH" ] && break
+	done
 	stop_daemon
 	stop_procs
-	fr=$(frames "$T/pyf")
 	ufr=${fr%.*}
 	if [ "$ufr" -le 5 ]; then
 		echo "$py: no Python stack seen ($fr user frames): left out" >&2
@@ -217,6 +221,11 @@ for py in "${PYS[@]}"; do
 			[ "$pn" -gt 0 ] && [ "$nn" -gt 0 ] || continue
 			# The next round's native depth follows what this one's Python stack was.
 			[ "$b" = "$BUILD" ] && ufr=$(printf '%.0f' "$pf")
+			# Stacks 2 frames apart or more: not the same depth, not counted.
+			if awk -v a="$pf" -v b="$nf" 'BEGIN { exit !(a - b >= 2 || b - a >= 2) }'; then
+				echo "$ver round $r $b: $pf against $nf user frames, left out" >&2
+				continue
+			fi
 			pre=
 			[ "$b" != "$BUILD" ] && pre=b
 			echo "$pns" >>"$T/${pre}py"
