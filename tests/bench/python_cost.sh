@@ -22,6 +22,7 @@
 # Medians and ranges over the rounds go to $BENCH_OUT/python_cost.md.
 # Root.
 # Usage: tests/bench/python_cost.sh [SECONDS [RUNS [DEPTH [ONLY]]]]
+# RUNS: rounds per interpreter (default 6: an even count puts as many on each CPU).
 # ONLY: measure the interpreters whose path contains it (a short run: 3.12).
 # FREQ: samples per second per CPU (default 99, profd's own default).
 # BASE_BUILD=DIR: a second build's profd times the same two processes in
@@ -31,7 +32,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 BENCH_OUT=${BENCH_OUT:-$BUILD/bench}
 SECS=${1:-6}
-RUNS=${2:-5}
+RUNS=${2:-6}
 DEPTH=${3:-20}
 ONLY=${4:-}
 BASE_BUILD=${BASE_BUILD:-}
