@@ -85,18 +85,38 @@ struct pyprocs {
 	bool untracked;  /* an entry written for a pid without a record: exits delete it blind */
 };
 
-void pyprocs__configure(struct profd_bpf *skel)
+/* A pid at *s, which is left after it; 0 when there is none. */
+static uint32_t cost_pid(const char **s)
 {
-	const char *v = getenv("PROFD_COST_PID");
 	char *end;
 	unsigned long pid;
 
+	errno = 0;
+	pid = strtoul(*s, &end, 10);
+	if (errno || end == *s || pid > UINT32_MAX)
+		return 0;
+	*s = end;
+	return (uint32_t)pid;
+}
+
+void pyprocs__configure(struct profd_bpf *skel)
+{
+	const char *v = getenv("PROFD_COST_PID");
+	uint32_t a, b = 0;
+
 	if (!v || !*v)
 		return;
-	errno = 0;
-	pid = strtoul(v, &end, 10);
-	if (!errno && !*end && pid > 0 && pid <= UINT32_MAX)
-		skel->rodata->cost_tgid = skel->rodata->py_cost_tgid = (uint32_t)pid;
+	a = cost_pid(&v);
+	if (*v == ',') {
+		v++;
+		b = cost_pid(&v);
+		if (!b)
+			return;
+	}
+	if (!a || *v)
+		return;
+	skel->rodata->cost_tgid[0] = skel->rodata->py_cost_tgid = a;
+	skel->rodata->cost_tgid[1] = b;
 }
 
 static void seen_free(struct pyprocs *p, struct seen *sl)
@@ -423,11 +443,18 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	fprintf(f, "python_names_missing\t%" PRIu64 "\n", p->sym_misses);
 	for (int i = 0; i < PROFD_PYCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], (uint64_t)p->skel->bss->pycounters[i]);
-	if (p->skel->rodata->cost_tgid) {
-		fprintf(f, "sample_cost_pid\t%u\n", p->skel->rodata->cost_tgid);
-		fprintf(f, "sample_cost_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_ns);
-		fprintf(f, "sample_cost_samples\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_samples);
+	if (p->skel->rodata->cost_tgid[0]) {
+		fprintf(f, "sample_cost_pid\t%u\n", p->skel->rodata->cost_tgid[0]);
+		fprintf(f, "sample_cost_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_ns[0]);
+		fprintf(f, "sample_cost_samples\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_samples[0]);
 		fprintf(f, "sample_cost_python_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->py_cost_ns);
+		fprintf(f, "sample_cost_unwind_ns\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_unwind_ns[0]);
+	}
+	if (p->skel->rodata->cost_tgid[1]) {
+		fprintf(f, "sample_cost_pid_2\t%u\n", p->skel->rodata->cost_tgid[1]);
+		fprintf(f, "sample_cost_ns_2\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_ns[1]);
+		fprintf(f, "sample_cost_samples_2\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_samples[1]);
+		fprintf(f, "sample_cost_unwind_ns_2\t%" PRIu64 "\n", (uint64_t)p->skel->bss->cost_unwind_ns[1]);
 	}
 	{
 		/* The daemon's own memory for Python: its tables and the names they hold. */

@@ -16,8 +16,9 @@ struct pyprocs;
 struct symbolizer;
 
 /*
- * Before load: benchmark mode from PROFD_COST_PID (the BPF time of that
- * process's samples, in status as sample_cost_*); nothing otherwise.
+ * Before load: benchmark mode from PROFD_COST_PID=PID[,PID2] (the BPF time
+ * of each process's samples, in status as sample_cost_* and sample_cost_*_2;
+ * the Python frame walk is timed apart for PID only); nothing otherwise.
  */
 void pyprocs__configure(struct profd_bpf *skel);
 /*

@@ -453,6 +453,8 @@ static int rows_write(struct tables *t, uint32_t first, const struct profd_urow 
 
 	if (m == MAP_FAILED)
 		return -errno;
+	/* Before the rows change: the walker's cached rows of the old generation go unused. */
+	__atomic_add_fetch(&t->skel->bss->urows_gen, 1, __ATOMIC_SEQ_CST);
 	memcpy(m + (off - start), src, n * sizeof(*src));
 	munmap(m, len);
 	return 0;
@@ -1172,7 +1174,7 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 	struct tables *t = calloc(1, sizeof(*t));
 	struct epoll_event ev = { .events = EPOLLIN };
 	long page = sysconf(_SC_PAGESIZE);
-	int err;
+	int err, ncpus;
 
 	if (!t)
 		return -ENOMEM;
@@ -1237,9 +1239,11 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 	/* Without it (not loaded, or attach failed) each exit deletes its entry by a system call. */
 	t->exit_link = bpf_program__attach(skel->progs.uw_exit);
 	t->st.rows_cap = t->rows_cap;
+	ncpus = libbpf_num_possible_cpus();
 	t->st.kernel_bytes = t->rows_len +
 		(uint64_t)bpf_map__max_entries(skel->maps.umaps) * (sizeof(struct profd_umaps) + 64) +
-		bpf_map__max_entries(skel->maps.uevents);
+		bpf_map__max_entries(skel->maps.uevents) +
+		(uint64_t)bpf_map__value_size(skel->maps.uw_rcache) * (ncpus > 0 ? ncpus : 1);
 	*out = t;
 	return 0;
 fail:
