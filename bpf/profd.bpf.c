@@ -240,11 +240,11 @@ const volatile __u32 offcpu_sample = 1;
 /*
  * Switch-outs per second per CPU recorded exactly (0: no limit). A CPU that
  * switched faster in its last rate window (one jiffy) records a random 1 in
- * N of the switch-outs of its frequent switchers in this one, N = its rate /
- * this limit rounded up, each with its time multiplied by N; the others pay
- * no task-storage lookup and no clock read. A same-CPU pipe ping-pong
- * switches over a hundred thousand times a second, and the exact hook costs
- * about 300 ns per switch.
+ * N of the switch-outs of its frequent switchers in this one (while no other
+ * task waits for the CPU), N = its rate / this limit rounded up, each with
+ * its time multiplied by N; the others pay no task-storage lookup and no
+ * clock read. A same-CPU pipe ping-pong switches over a hundred thousand
+ * times a second, and the exact hook costs about 300 ns per switch.
  */
 const volatile __u32 offcpu_max_rate = 0;
 /* A longer window (an idle CPU, no tick) tells nothing of the rate now: exact again. */
@@ -761,31 +761,20 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 }
 
 /*
- * The switch-in on a sampling CPU: a wait whose switch-out was let pass
- * here is known by the per-CPU list and needs nothing. Any other may have
- * been recorded (on any CPU): it is ended now, so that the task's own
- * switch-out, maybe let pass too, need not look it up. Returns the clock
- * read for it (0: none).
+ * Whether next's last switch-out was let pass on this CPU (the entry is
+ * used up): then no wait of next is open, and its switch-in needs nothing.
  */
-static __always_inline __u64 switch_in_sampled(struct offcpu_cpu *c, struct task_struct *next)
+static __always_inline int was_let_pass(struct offcpu_cpu *c, struct task_struct *next)
 {
-	__u64 ran = next->se.sum_exec_runtime, now;
-	struct offcpu_task *t;
+	__u64 ran = next->se.sum_exec_runtime;
 
 	for (int i = 0; i < OFFCPU_LET; i++) {
 		if (c->let[i].task == (__u64)next && c->let[i].ran == ran) {
 			c->let[i].task = 0;
-			return 0;
+			return 1;
 		}
 	}
-	if (next->pid == 0)
-		return 0;
-	t = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
-	if (!t || !t->ts)
-		return 0;
-	now = bpf_ktime_get_ns();
-	end_wait(t, now);
-	return now;
+	return 0;
 }
 
 /*
@@ -806,7 +795,8 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	/* A dead task never comes back. */
 	if (prev_state & TASK_DEAD)
 		return;
-	c->n++;
+	if (offcpu_max_rate)
+		c->n++;
 	/*
 	 * First, before the filters below read another line of prev: whether
 	 * this wait is let pass (nothing recorded, whoever prev is).
@@ -992,9 +982,8 @@ int BPF_PROG(off_cpu, bool preempt, struct task_struct *prev, struct task_struct
 	/* prev is the task this CPU switched in last, unless no switch was seen since attaching. */
 	in = c->run_open && c->run_task == (__u64)prev ? c->run_start : 0;
 	c->run_task = (__u64)next;
-	if (c->every > 1) {
+	if (c->every > 1 && was_let_pass(c, next)) {
 		c->run_open = 0;
-		now = switch_in_sampled(c, next);
 	} else {
 		/* One clock read for both halves (about 40 ns on a VM): the switch is one instant. */
 		now = bpf_ktime_get_ns();
