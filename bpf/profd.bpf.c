@@ -602,14 +602,16 @@ static __always_inline int frequent(struct task_struct *p, struct offcpu_cpu *c)
 
 /*
  * Whether tasks besides prev and next wait for this CPU (prev counts while
- * runnable, or while its dequeue is delayed): a wait that starts then may
- * last their time slices, and such a long tail, sampled, would weigh N times
- * or not at all. Those switch-outs stay exact. Unknown: yes.
+ * runnable; a task whose dequeue is delayed does not wait): a wait that
+ * starts then may last their time slices, and such a long tail, sampled,
+ * would weigh N times or not at all. Those switch-outs stay exact.
+ * Unknown: yes.
  */
-static __always_inline int crowded(struct task_struct *prev)
+static __always_inline int crowded(struct task_struct *prev, int prev_queued)
 {
 	struct cfs_rq *cfs;
 	struct rq *rq;
+	__s64 n;
 
 	if (!bpf_core_field_exists(prev->se.cfs_rq) || !bpf_core_field_exists(struct cfs_rq, rq))
 		return 1;
@@ -619,7 +621,10 @@ static __always_inline int crowded(struct task_struct *prev)
 	rq = cfs->rq;
 	if (!rq)
 		return 1;
-	return rq->nr_running > 2;
+	n = rq->nr_running;
+	if (bpf_core_field_exists(rq->cfs.h_nr_runnable) && bpf_core_field_exists(rq->cfs.h_nr_queued))
+		n -= (__s64)rq->cfs.h_nr_queued - rq->cfs.h_nr_runnable;
+	return n > 1 + prev_queued;
 }
 
 /*
@@ -801,7 +806,8 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	 * First, before the filters below read another line of prev: whether
 	 * this wait is let pass (nothing recorded, whoever prev is).
 	 */
-	if (c->every > 1 && frequent(prev, c) && !crowded(prev)) {
+	if (c->every > 1 && frequent(prev, c) &&
+	    !crowded(prev, preempt || prev_state == TASK_RUNNING)) {
 		weight = cpu_weight(c);
 		if (!weight) {
 			/* One that ended at the switch-in still counts. */
