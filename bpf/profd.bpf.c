@@ -249,20 +249,31 @@ const volatile __u32 offcpu_sample = 1;
 /*
  * Switch-outs per second per CPU recorded exactly (0: no limit). A CPU that
  * switched faster in its last rate window (one jiffy) records a random 1 in
- * N of its switch-outs in this one, N = its rate / this limit rounded up,
- * each with its time multiplied by N: a same-CPU pipe ping-pong switches
- * several hundred thousand times a second, and even a reused stack costs
- * about 120 ns per switch.
+ * N of the switch-outs of its frequent switchers in this one (while no other
+ * task waits for the CPU), N = its rate / this limit rounded up, each with
+ * its time multiplied by N; the others pay no task-storage lookup and no
+ * clock read. A same-CPU pipe ping-pong switches over a hundred thousand
+ * times a second, and the exact hook costs about 300 ns per switch.
  */
 const volatile __u32 offcpu_max_rate = 0;
 /* A longer window (an idle CPU, no tick) tells nothing of the rate now: exact again. */
 #define OFFCPU_RATE_GAP_NS 50000000ULL
 /*
- * Past 1 in 4 the hook costs little less (what every switch pays stays),
- * while a long wait behind another task's time slice, when recorded,
- * weighs N times: the estimate's spread grows with N - 1.
+ * The spread of an estimate grows with N - 1 (a long wait, when recorded,
+ * weighs N times); past this the hook's cost per switch is mostly what
+ * every switch pays anyway.
  */
-#define OFFCPU_MAX_EVERY 4
+#define OFFCPU_MAX_EVERY 8
+/*
+ * Only a thread that has switched at least this often over its life is
+ * sampled on such a CPU: a thread that sleeps long between short runs keeps
+ * every wait exact beside a ping-pong (it would otherwise weigh N times or
+ * not at all), and costs little as it switches rarely.
+ */
+#define OFFCPU_FREQUENT_NS 1000000ULL
+#define OFFCPU_FREQUENT_MIN 64
+/* Switch-outs let pass, remembered per CPU so that their switch-ins need no lookup. */
+#define OFFCPU_LET 4
 
 /*
  * Short waits in the same place are summed in the thread's own storage and
@@ -348,19 +359,33 @@ struct offcpu_task {
 };
 
 /*
+ * A switch-out let pass unrecorded, and so the one wait that the task's
+ * next switch-in ends: the task and its CPU time then, which only its own
+ * runs change. Both are on cache lines the scheduler has just touched, for
+ * the task switched out and for the one switched in: no other line of the
+ * task is read on this path.
+ */
+struct offcpu_let {
+	__u64 task; /* 0: free */
+	__u64 ran;  /* se.sum_exec_runtime */
+};
+
+/*
  * Per CPU: the task running there and when it was switched in; then the
  * switch-outs of the current rate window, and how they are sampled.
  */
 struct offcpu_cpu {
-	__u64 run_start; /* bpf_ktime_get_ns() at the switch-in of run_pid */
-	__u32 run_pid;   /* 0: no switch seen on this CPU yet */
-	__u32 pad0;
+	__u64 run_start; /* bpf_ktime_get_ns() at the switch-in of run_task, if run_open */
+	__u64 run_task;  /* the task switched in last (0: no switch seen on this CPU yet) */
+	__u32 run_open;  /* run_task's last wait may be open still: end it at its switch-out */
+	__u32 pad;
 	__u64 win;   /* window: jiffies (bpf_ktime_get_coarse_ns is not for tracing programs) */
-	__u64 start; /* bpf_ktime_get_ns() at its first switch-out */
+	__u64 start; /* bpf_ktime_get_ns() at its first switch */
 	__u32 n;     /* switch-outs seen in window win */
 	__u32 every; /* record 1 in this many in window win (0 or 1: all) */
 	__u32 skip;  /* switch-outs to let pass before the next recorded one */
-	__u32 pad;
+	__u32 let_i; /* next slot of let[] to fill */
+	struct offcpu_let let[OFFCPU_LET];
 };
 
 struct {
@@ -524,46 +549,91 @@ static __always_inline void flush_pending(struct offcpu_task *t, __u32 kind)
 }
 
 /*
- * offcpu_max_rate: 0 when this switch-out is let pass, else the weight of
- * its wait. Gaps between recorded switch-outs are N-1, N or N+1 at random
- * (as for offcpu_sample), so every switch-out of a pattern is recorded with
- * probability 1/N and N x the recorded time estimates the total without
- * bias. The rate of a window sets the next one's N: a switch's own length
- * never decides whether it is recorded.
+ * offcpu_max_rate: at a new window, the last one's rate sets how many
+ * switch-outs this one records (every). The rate of a window sets the next
+ * one's: a switch's own length never decides whether it is recorded.
  */
-static __always_inline __u32 cpu_weight(struct offcpu_cpu *c)
+static __always_inline void rate_window(struct offcpu_cpu *c)
 {
 	__u64 w, now, d, cap;
 
 	if (!offcpu_max_rate)
-		return 1;
+		return;
 	w = bpf_jiffies64();
-	if (w != c->win) {
-		/* One clock read per window: switches per second = n / d. */
-		now = bpf_ktime_get_ns();
-		d = now - c->start;
-		cap = d * offcpu_max_rate; /* switch-outs allowed in d, x 1e9 */
-		c->every = d && d < OFFCPU_RATE_GAP_NS && c->n * 1000000000ULL > cap ?
-				   (c->n * 1000000000ULL + cap - 1) / cap : 1;
-		if (c->every > OFFCPU_MAX_EVERY)
-			c->every = OFFCPU_MAX_EVERY;
-		c->win = w;
-		c->start = now;
-		c->n = 0;
-		if (c->every > 1) {
-			c->skip = bpf_get_prandom_u32() % c->every;
-			count(PROFD_CNT_OFFCPU_RATE_WINDOWS);
-		}
+	if (w == c->win)
+		return;
+	/* One clock read per window: switches per second = n / d. */
+	now = bpf_ktime_get_ns();
+	d = now - c->start;
+	cap = d * offcpu_max_rate; /* switch-outs allowed in d, x 1e9 */
+	c->every = d && d < OFFCPU_RATE_GAP_NS && c->n * 1000000000ULL > cap ?
+			   (c->n * 1000000000ULL + cap - 1) / cap : 1;
+	if (c->every > OFFCPU_MAX_EVERY)
+		c->every = OFFCPU_MAX_EVERY;
+	c->win = w;
+	c->start = now;
+	c->n = 0;
+	if (c->every > 1) {
+		c->skip = bpf_get_prandom_u32() % c->every;
+		count(PROFD_CNT_OFFCPU_RATE_WINDOWS);
 	}
-	c->n++;
-	if (c->every <= 1)
-		return 1;
+}
+
+/*
+ * 0 when this switch-out is let pass, else the weight of its wait. Gaps
+ * between recorded switch-outs are N-1, N or N+1 at random (as for
+ * offcpu_sample), so every switch-out of a pattern is recorded with
+ * probability 1/N and N x the recorded time estimates the total without
+ * bias.
+ */
+static __always_inline __u32 cpu_weight(struct offcpu_cpu *c)
+{
 	if (c->skip) {
 		c->skip--;
 		return 0;
 	}
 	c->skip = c->every - 2 + bpf_get_prandom_u32() % 3;
 	return c->every;
+}
+
+/*
+ * Whether p switches often enough over its life to be sampled. Its start
+ * time is the monotonic clock's, as the window's start; a thread younger
+ * than the window counts as frequent once it has switched enough.
+ */
+static __always_inline int frequent(struct task_struct *p, struct offcpu_cpu *c)
+{
+	__u64 n = p->nvcsw + p->nivcsw, born = p->start_time;
+
+	return n >= OFFCPU_FREQUENT_MIN &&
+	       (born >= c->start || c->start - born < n * OFFCPU_FREQUENT_NS);
+}
+
+/*
+ * Whether tasks besides prev and next wait for this CPU (prev counts while
+ * runnable; a task whose dequeue is delayed does not wait): a wait that
+ * starts then may last their time slices, and such a long tail, sampled,
+ * would weigh N times or not at all. Those switch-outs stay exact.
+ * Unknown: yes.
+ */
+static __always_inline int crowded(struct task_struct *prev, int prev_queued)
+{
+	struct cfs_rq *cfs;
+	struct rq *rq;
+	__s64 n;
+
+	if (!bpf_core_field_exists(prev->se.cfs_rq) || !bpf_core_field_exists(struct cfs_rq, rq))
+		return 1;
+	cfs = prev->se.cfs_rq;
+	if (!cfs)
+		return 1;
+	rq = cfs->rq;
+	if (!rq)
+		return 1;
+	n = rq->nr_running;
+	if (bpf_core_field_exists(rq->cfs.h_nr_runnable) && bpf_core_field_exists(rq->cfs.h_nr_queued))
+		n -= (__s64)rq->cfs.h_nr_queued - rq->cfs.h_nr_runnable;
+	return n > 1 + prev_queued;
 }
 
 /*
@@ -704,7 +774,27 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 		end_wait(t, now);
 }
 
-/* in: prev's switch-in time (0: not seen); the switch-out's own is now. */
+/*
+ * Whether next's last switch-out was let pass on this CPU (the entry is
+ * used up): then no wait of next is open, and its switch-in needs nothing.
+ */
+static __always_inline int was_let_pass(struct offcpu_cpu *c, struct task_struct *next)
+{
+	__u64 ran = next->se.sum_exec_runtime;
+
+	for (int i = 0; i < OFFCPU_LET; i++) {
+		if (c->let[i].task == (__u64)next && c->let[i].ran == ran) {
+			c->let[i].task = 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * in: prev's switch-in time if its last wait may still be open (0: none,
+ * or not seen); the switch-out's own time is now (0: not read yet).
+ */
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev,
 				       unsigned int prev_state, struct offcpu_cpu *c, __u64 now,
 				       __u64 in)
@@ -713,24 +803,43 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	struct offcpu_task *t;
 	struct pt_regs *regs;
 	__u64 upc = 0, usp = 0, ubp = 0;
-	__u32 kind, weight;
+	__u32 kind, weight = 1, i;
 	int kthread;
 
-	/* The idle task never waits; a dead task never comes back. */
-	if (prev->pid == 0 || (prev_state & TASK_DEAD))
+	/* A dead task never comes back. */
+	if (prev_state & TASK_DEAD)
+		return;
+	if (offcpu_max_rate)
+		c->n++;
+	/*
+	 * First, before the filters below read another line of prev: whether
+	 * this wait is let pass (nothing recorded, whoever prev is).
+	 */
+	if (c->every > 1 && frequent(prev, c) &&
+	    !crowded(prev, preempt || prev_state == TASK_RUNNING)) {
+		weight = cpu_weight(c);
+		if (!weight) {
+			/* One that ended at the switch-in still counts. */
+			if (in) {
+				t = bpf_task_storage_get(&offcpu_tasks, prev, 0, 0);
+				if (t)
+					end_wait(t, in);
+			}
+			i = c->let_i++ % OFFCPU_LET;
+			c->let[i].task = (__u64)prev;
+			c->let[i].ran = prev->se.sum_exec_runtime;
+			return;
+		}
+	}
+	/* The idle task never waits. */
+	if (prev->pid == 0)
 		return;
 	if (offcpu_self_tgid && prev->tgid == offcpu_self_tgid)
 		return;
 	if (offcpu_filter && !selected(prev))
 		return;
-	weight = cpu_weight(c);
-	if (!weight) {
-		/* This wait is let pass; the one that ended at the switch-in still counts. */
-		t = bpf_task_storage_get(&offcpu_tasks, prev, 0, 0);
-		if (t)
-			end_wait(t, in);
-		return;
-	}
+	if (!now)
+		now = bpf_ktime_get_ns();
 	t = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t) {
 		count(PROFD_CNT_OFFCPU_NO_STATE);
@@ -877,19 +986,26 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(off_cpu, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	/* One clock read for both halves (about 40 ns on a VM): the switch is one instant. */
-	__u64 now = bpf_ktime_get_ns(), in;
 	struct offcpu_cpu *c;
+	__u64 now = 0, in;
 	__u32 zero = 0;
 
 	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
 	if (!c)
 		return 0;
+	rate_window(c);
 	/* prev is the task this CPU switched in last, unless no switch was seen since attaching. */
-	in = c->run_pid == prev->pid ? c->run_start : 0;
-	c->run_pid = next->pid;
-	c->run_start = now;
-	switch_in(next, now);
+	in = c->run_open && c->run_task == (__u64)prev ? c->run_start : 0;
+	c->run_task = (__u64)next;
+	if (c->every > 1 && was_let_pass(c, next)) {
+		c->run_open = 0;
+	} else {
+		/* One clock read for both halves (about 40 ns on a VM): the switch is one instant. */
+		now = bpf_ktime_get_ns();
+		c->run_open = 1;
+		c->run_start = now;
+		switch_in(next, now);
+	}
 	switch_out(ctx, preempt, prev, prev_state, c, now, in);
 	return 0;
 }
@@ -912,7 +1028,7 @@ int BPF_PROG(offcpu_exit, struct task_struct *p)
 	if (!t)
 		return 0;
 	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
-	end_wait(t, c && c->run_pid == cur->pid ? c->run_start : 0);
+	end_wait(t, c && c->run_open && c->run_task == (__u64)cur ? c->run_start : 0);
 	flush_pending(t, PROFD_KIND_OFFCPU);
 	flush_pending(t, PROFD_KIND_RUNQ);
 	return 0;

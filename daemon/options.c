@@ -79,7 +79,8 @@ static const struct opt_def defs[] = {
 	{ "offcpu-sample", K_UINT, F(offcpu_sample), 1, 1000000, 0, "N",
 	  "record 1 in N switch-outs of each thread, its time x N (1: every one)" },
 	{ "offcpu-max-rate", K_UINT, F(offcpu_max_rate), 0, 100000000, 0, "N",
-	  "a CPU switching more often per second samples its switch-outs, weighted (0: never)" },
+	  "a CPU switching more often per second samples its frequent switchers' switch-outs, "
+	  "weighted (0: never)" },
 	{ "runqueue-stack", K_RUNQ_STACK, F(runqueue_stack), 0, 0, 0, "kernel|user",
 	  "stacks of run-queue waits: kernel frames only, or with the preempted user stack" },
 	{ "counts-entries", K_UINT, F(counts_entries), 64, 1 << 24, 0, "N",
@@ -118,6 +119,7 @@ void options_defaults(struct profd_opts *o)
 		.offcpu_min_ns = 1000,
 		.offcpu_stack_interval_ns = MS,
 		.offcpu_sample = 1,
+		.offcpu_max_rate = 10000,
 		.log_level = LOG_LVL_INFO,
 		.counts_entries = 16384,
 		.stacks_entries = 8192,

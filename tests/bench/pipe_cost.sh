@@ -88,6 +88,7 @@ prog_stats() { bpftool -j prog show id "$1" | python3 -c '
 import json, sys
 p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; }
 captured() { pctl "$W/p" status | awk '$1 == "offcpu_stacks_captured" { print $2 }'; }
+windows() { pctl "$W/p" status | awk '$1 == "offcpu_sampled_windows" { print $2 }'; }
 HOOK=
 if [ $QUICK = 0 ] && command -v bpftool >/dev/null; then
 	rm -rf "$W/p"
@@ -99,11 +100,15 @@ if [ $QUICK = 0 ] && command -v bpftool >/dev/null; then
 		echo 1 >/proc/sys/kernel/bpf_stats_enabled
 		read -r t0 n0 < <(prog_stats "$prog")
 		c0=$(captured)
+		w0=$(windows)
+		s0=$(date +%s%N)
 		pipe >/dev/null
 		read -r t1 n1 < <(prog_stats "$prog")
 		c1=$(captured)
+		w1=$(windows)
+		ms=$((($(date +%s%N) - s0) / 1000000))
 		echo "$stats_was" >/proc/sys/kernel/bpf_stats_enabled
-		[ $((n1 - n0)) -gt 0 ] && HOOK="$(((t1 - t0) / (n1 - n0))) $((n1 - n0)) $((c1 - c0))"
+		[ $((n1 - n0)) -gt 0 ] && HOOK="$(((t1 - t0) / (n1 - n0))) $((n1 - n0)) $((c1 - c0)) $((w1 - w0)) $ms"
 	fi
 	stop "$PROFD_PID"
 	PROFD_PID=
@@ -145,13 +150,15 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 				cm, clo, chi, cam, calo, cahi, com, colo, cohi, self }'
 	done
 	if [ -n "$HOOK" ]; then
-		read -r hns calls caps <<<"$HOOK"
+		read -r hns calls caps wins ms <<<"$HOOK"
 		echo
-		awk -v h="$hns" -v n="$calls" -v c="$caps" -v l="$LOOPS" 'BEGIN {
+		awk -v h="$hns" -v n="$calls" -v c="$caps" -v l="$LOOPS" -v w="$wins" -v ms="$ms" 'BEGIN {
 			printf "Defaults, one more run with BPF statistics on: the sched_switch hook ran"
 			printf " %.2f times per round trip", n / l
 			printf " (every switch on the host), %d ns per run, so %.0f ns per round trip;", h, h * n / l
-			printf " %.4f stack captures per round trip (host-wide counter).\n", c / l }'
+			printf " %.4f stack captures per round trip (host-wide counter);", c / l
+			printf " %d per-CPU rate windows sampled (switch-outs of frequent switchers", w
+			printf " recorded 1 in up to 8) in the %.1f s of the run.\n", ms / 1000 }'
 	fi
 } >"$BENCH_OUT/pipe_cost.md"
 read -r def _ _ _ < <(stats <"$(f default)")

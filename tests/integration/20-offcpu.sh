@@ -115,6 +115,34 @@ off=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '{ s +
 inpipe=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '/pipe_read/ { s += $NF } END { print s + 0 }')
 r=$(ratio "$inpipe" "$off")
 check "pingpong: $r of off-CPU time $off us under a pipe_read stack (>= 0.95)" between "$r" 0.95 1.0
+w=$(profctl status | awk '$1 == "offcpu_sampled_windows" { print $2 }')
+check "pingpong: its CPU switched fast enough to sample by default, in ${w:-0} rate windows (> 0)" test "${w:-0}" -gt 0
+
+# Threads that switch rarely stay exact on a CPU that samples: the sleeper
+# and the piper blocked beside a ping-pong on one CPU keep their off-CPU
+# time (sampled 1 in up to 8, 150-300 waits each would spread it by 15-20 %).
+CPU=$(($(nproc) - 1))
+taskset -c $CPU "$TP/pingpong" 4 same >"$T/pp2.out" &
+PP2=$!
+taskset -c $CPU "$TP/offcpu_threads" block $SECS >"$T/block2.out" &
+B2=$!
+wait $B2 || fail "offcpu_threads block beside pingpong exited $?"
+wait $PP2 || fail "pingpong beside offcpu_threads exited $?"
+profctl dump --pid $B2 --since 2m --type offcpu --threads >"$T/offcpu-stacks.$B2"
+for pair in sleeper:block_in_nanosleep piper:block_in_pipe_read; do
+	th=${pair%%:*} fn=${pair#*:}
+	want=$(wall_us $th "$T/block2.out")
+	got=$(awk -v t=";$th;" -v f=";$fn;" 'index($0, t) && index($0, f) { s += $NF } END { print s + 0 }' \
+		"$T/offcpu-stacks.$B2")
+	r=$(ratio "$got" "$want")
+	check "$th beside a sampled ping-pong: off-CPU in $fn ${got} us = $r x its wall ${want} us (0.95..1.05)" \
+		between "$r" 0.95 1.05
+done
+elapsed=$(awk '$1 == "seconds" { printf "%.0f", $2 * 1e6 }' "$T/pp2.out")
+got=$(profctl dump --pid $PP2 --since 2m --type wall --no-flush | awk '{ s += $NF } END { print s + 0 }')
+r=$(ratio "$got" "$((2 * elapsed))")
+check "pingpong beside them: wall of both threads $got us = $r x 2 x elapsed $elapsed us (0.90..1.10)" \
+	between "$r" 0.90 1.10
 
 # Stack reuse must not merge two call paths that block at one pc and sp
 # (path_a and path_b share wait_here, 40 waits of 200 us each in turn): each
@@ -166,9 +194,9 @@ check "selection: an unselected process has no off-CPU or run-queue time ($(off 
 check "profd exits 0 on SIGTERM" stop_profd
 
 # --offcpu-max-rate: the ping-pong's CPU switches far more often than 1,000
-# times a second, so its switch-outs are sampled (1 in up to 4) and weighted:
+# times a second, so its switch-outs are sampled (1 in up to 8) and weighted:
 # the wall still adds up (loose bounds: a few long waits on a loaded CPU
-# weigh 4 times; unweighted it would be about half).
+# weigh 8 times; unweighted it would be an eighth).
 rm -rf "$STATE"
 start_profd --offcpu-min 0 --offcpu-max-rate 1000
 "$TP/pingpong" 2 same >"$T/pps.out" &
