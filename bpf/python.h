@@ -383,10 +383,14 @@ static __always_inline __s64 py_hash_at(const __u8 *buf, __u16 off)
 	return off == PROFD_PY_NONE ? -1 : *(const __s64 *)(buf + (off & 31));
 }
 
-/* 1 when the object at addr carries the hash want (not -1); reads its first 32 bytes into buf. */
+/*
+ * 1 when the object at addr carries the hash want (not -1); reads the
+ * hash's word alone into buf: one cache line, whatever the object's place.
+ */
 static __always_inline int py_hash_is(__u8 *buf, __u64 addr, __u16 off, __s64 want)
 {
-	return !bpf_probe_read_user(buf, 32, (void *)addr) && py_hash_at(buf, off) == want;
+	return off != PROFD_PY_NONE && !bpf_probe_read_user(buf, 8, (void *)(addr + (off & 31))) &&
+	       *(const __s64 *)buf == want;
 }
 
 #define PY_PART_FILE 1
