@@ -70,10 +70,12 @@ __u64 py_syms_adds = 0;
  * an LRU entry that went is named again.
  */
 struct py_code {
-	__u64 code, name, file, lt, id, checked, epoch, interp;
+	__u64 code, name, file, lt, id, epoch, interp;
+	__u64 file_sum; /* py_file_sum of the file part of what id names */
 	__s64 name_hash, file_hash, lt_hash; /* CPython's own, from the objects named (-1: none) */
 	__u32 version, firstlineno;
-	__u32 used, pad; /* the walk that last used it: the older of a set's two goes first */
+	__u32 used;    /* the walk that last used it: the older of a set's two goes first */
+	__u32 checked; /* py_syms_adds, cut to 32 bits, when id was last found in py_syms */
 };
 
 #define PY_CODE_SLOTS 256 /* two-way sets; a per-CPU array value stays under 32 KB */
@@ -141,9 +143,17 @@ struct py_scratch {
 	__u32 sym_key;
 	__u64 interp; /* the walked thread's interpreter */
 	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
-	__u64 fbuf_str; /* the file string whose header and text fbuf holds, read in this walk */
-	__u32 fr_read;   /* bytes of a frame the walk uses (the layout's last field's end) */
-	__u32 co_head;   /* bytes of a code object up to co_version's end: what a cache hit needs (3.12+) */
+	/*
+	 * A file string found in this walk to hold the file text that code
+	 * cache entries with this py_file_sum name: the chain's code objects
+	 * hold it, so it holds that text until the walk ends. Frames of one
+	 * file compare its bytes once a walk, not once a frame.
+	 */
+	__u64 fver_str, fver_sum;
+	__u64 last_file_sum;
+	__u16 fr_lo, fr_len; /* the bytes of a frame the walk uses: its first and last fields */
+	__u16 co_head;   /* bytes of a code object up to co_version's end: what a cache hit needs (3.12+) */
+	__u16 co_full;   /* ... up to the last field naming reads */
 	__u64 fhash_str; /* the file string found to carry fhash in this walk */
 	__s64 fhash;
 	struct py_code codes[PY_CODE_SLOTS];
@@ -186,12 +196,20 @@ static __always_inline int py_read(__u64 *dst, __u64 addr)
 	return 0;
 }
 
-#define PY_STR_READ (PY_STR_HDR + 128) /* a header and up to 128 bytes of compact ASCII text */
-
-/* Reads a str object's header and the start of its text into buf (256 bytes); 0 or -1. */
-static __always_inline int py_str_read(__u8 *buf, __u64 str)
+/*
+ * Reads a str object's header and its first len bytes of compact ASCII
+ * text (len <= 128) into buf (256 bytes): what comparing it with a kept
+ * text of len bytes needs, and no cache line more. 0 or -1.
+ */
+static __always_inline int py_str_read(const struct profd_pyoffs *o, __u8 *buf, __u64 str, __u32 len)
 {
-	return !str || bpf_probe_read_user(buf, PY_STR_READ, (void *)str) ? -1 : 0;
+	__u32 n = (o->str_ascii_data & 63) + (len & 255);
+
+	/* One register for the bound and the call, or the verifier sees the unbounded read. */
+	asm volatile("" : "+r"(n));
+	if (!str || n > 192)
+		return -1;
+	return bpf_probe_read_user(buf, n, (void *)str) ? -1 : 0;
 }
 
 /*
@@ -286,6 +304,20 @@ static __always_inline int py_sym_same(const struct profd_pysym *a, const struct
 	return 1;
 }
 
+/* A 64-bit sum of a file part of a name: text, length and flags (CUT, RAW). */
+static __always_inline __u64 py_file_sum(const struct profd_pysym *s, __u32 flags)
+{
+	const __u64 *w = (const __u64 *)s->file;
+	__u64 h = 0x84222325cbf29ce4ULL ^ ((__u64)s->file_len << 32 | flags);
+
+	for (__u32 i = 0; i < PROFD_PY_FILE_MAX / 8; i++) {
+		h ^= w[i];
+		h *= 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
 /*
  * Copies the start of a bytes object (a line table) into s->lt; returns
  * the bytes copied, or -1.
@@ -351,10 +383,14 @@ static __always_inline __s64 py_hash_at(const __u8 *buf, __u16 off)
 	return off == PROFD_PY_NONE ? -1 : *(const __s64 *)(buf + (off & 31));
 }
 
-/* 1 when the object at addr carries the hash want (not -1); reads its first 32 bytes into buf. */
+/*
+ * 1 when the object at addr carries the hash want (not -1); reads the
+ * hash's word alone into buf: one cache line, whatever the object's place.
+ */
 static __always_inline int py_hash_is(__u8 *buf, __u64 addr, __u16 off, __s64 want)
 {
-	return !bpf_probe_read_user(buf, 32, (void *)addr) && py_hash_at(buf, off) == want;
+	return off != PROFD_PY_NONE && !bpf_probe_read_user(buf, 8, (void *)(addr + (off & 31))) &&
+	       *(const __s64 *)buf == want;
 }
 
 #define PY_PART_FILE 1
@@ -383,14 +419,16 @@ __noinline int py_code_bytes_same(const struct profd_pyproc *pp, struct py_scrat
 	sym = bpf_map_lookup_elem(&py_code_syms, &sc->sym_key);
 	if (!sym)
 		return 0;
-	/* fbuf holds the file string: py_code_same read it. */
 	if (parts & PY_PART_FILE) {
-		if (!py_str_is(&pp->o, sc->fbuf, sym->file, sym->file_len))
+		if (py_str_read(&pp->o, sc->fbuf, sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file, sym->file_len) ||
+		    !py_str_is(&pp->o, sc->fbuf, sym->file, sym->file_len))
 			return 0;
 		sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file_hash = py_hash_at(sc->fbuf, pp->o.str_hash);
+		sc->fver_str = sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file;
+		sc->fver_sum = sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file_sum;
 	}
 	if (parts & PY_PART_NAME) {
-		if (py_str_read(sc->nbuf, sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].name) ||
+		if (py_str_read(&pp->o, sc->nbuf, sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].name, sym->name_len) ||
 		    !py_str_is(&pp->o, sc->nbuf, sym->name, sym->name_len))
 			return 0;
 		sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].name_hash = py_hash_at(sc->nbuf, pp->o.str_hash);
@@ -432,14 +470,7 @@ __noinline int py_code_same(const struct profd_pyproc *pp, struct py_scratch *sc
 			sc->fhash_str = c->file;
 			sc->fhash = c->file_hash;
 		}
-	} else {
-		if (c->file != sc->fbuf_str) {
-			sc->fbuf_str = 0;
-			if (!py_str_read(sc->fbuf, c->file))
-				sc->fbuf_str = c->file;
-		}
-		if (c->file != sc->fbuf_str)
-			return -1;
+	} else if (c->file != sc->fver_str || c->file_sum != sc->fver_sum) {
 		parts |= PY_PART_FILE;
 	}
 	if (c->name_hash == -1)
@@ -497,12 +528,12 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	slot &= PY_CODE_SLOTS - 1;
 	c = &sc->codes[slot];
 	if (version && c->code == code && c->epoch == pp->epoch && c->version == version && c->interp == sc->interp &&
-	    py_syms_adds - c->checked <= PY_SYMS_RECHECK) {
+	    (__u32)((__u32)py_syms_adds - c->checked) <= PY_SYMS_RECHECK) {
 		c->used = sc->walk;
 		sc->cached++;
 		return c->id;
 	}
-	if (n < PY_OBJ_READ && bpf_probe_read_user(sc->obj, PY_OBJ_READ, (void *)code)) {
+	if (n < sc->co_full && bpf_probe_read_user(sc->obj, sc->co_full & 255, (void *)code)) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return -1;
 	}
@@ -515,7 +546,7 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		id = c->id;
 		/* Version 0: the counter ran out (or there is none), and 0 names nothing. */
 		if (version ? c->version == version && c->interp == sc->interp : py_code_known(pp, sc, slot)) {
-			if (py_syms_adds - c->checked > PY_SYMS_RECHECK) {
+			if ((__u32)((__u32)py_syms_adds - c->checked) > PY_SYMS_RECHECK) {
 				if (!bpf_map_lookup_elem(&py_syms, &id))
 					goto read;
 				c->checked = py_syms_adds;
@@ -541,6 +572,10 @@ read:
 		sc->last_file = file;
 		/* A text kept raw is named again once it has its UTF-8 form: no hash to hit on. */
 		sc->last_file_hash = flags & PROFD_PYSYM_F_FILE_RAW ? -1 : py_hash_at(sc->str, o->str_hash);
+		/* Just read: the string holds this text for the rest of the walk. */
+		sc->last_file_sum = py_file_sum(s, flags);
+		sc->fver_str = file;
+		sc->fver_sum = sc->last_file_sum;
 	}
 	flags = 0;
 	__builtin_memset(s->name, 0, sizeof(s->name));
@@ -604,6 +639,7 @@ named:
 	c->checked = py_syms_adds;
 	c->name_hash = sc->name_hash;
 	c->file_hash = sc->last_file_hash;
+	c->file_sum = sc->last_file_sum;
 	c->lt_hash = sc->lt_hash;
 	if (!version) {
 		__u32 k = (sc->kind & 1) * PY_CODE_SLOTS + slot;
@@ -661,7 +697,7 @@ static long py_step(__u64 index, void *arg)
 		pycount(PROFD_PYCNT_TRUNCATED);
 		return 1;
 	}
-	if (bpf_probe_read_user(sc->obj, sc->fr_read & 127, (void *)w->cur)) {
+	if (bpf_probe_read_user(sc->obj + (sc->fr_lo & 63), sc->fr_len & 127, (void *)(w->cur + (sc->fr_lo & 63)))) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return 1;
 	}
@@ -831,18 +867,43 @@ static __always_inline __u32 py_end(__u32 end, __u16 off, __u32 width)
 	return off != PROFD_PY_NONE && off + width > end ? off + width : end;
 }
 
-/* A frame and a code object are read no further than the walk looks: each cache line costs. */
+/* off when the layout has the field and it starts before start. */
+static __always_inline __u32 py_start(__u32 start, __u16 off)
+{
+	return off != PROFD_PY_NONE && off < start ? off : start;
+}
+
+/*
+ * A frame and a code object are read from the first to the last byte the
+ * walk looks at: each cache line costs.
+ */
 static __always_inline void py_read_sizes(const struct profd_pyoffs *o, struct py_scratch *sc)
 {
-	__u32 n = py_end(0, o->fr_previous, 8);
+	__u32 n = py_end(0, o->fr_previous, 8), lo = py_start(PY_FRAME_READ, o->fr_previous);
 
 	n = py_end(n, o->fr_code, 8);
-	n = py_end(n, o->fr_instr, 8);
+	n = py_end(n, o->fr_instr, o->flags & PROFD_PY_F_LASTI ? 4 : 8);
 	n = py_end(n, o->fr_is_entry, 1);
 	n = py_end(n, o->fr_owner, 1);
-	sc->fr_read = n > PY_FRAME_READ ? PY_FRAME_READ : n;
-	n = o->co_version != PROFD_PY_NONE ? py_end(16, o->co_version, 4) : PY_OBJ_READ;
-	sc->co_head = n > PY_OBJ_READ ? PY_OBJ_READ : n;
+	lo = py_start(lo, o->fr_code);
+	lo = py_start(lo, o->fr_instr);
+	lo = py_start(lo, o->fr_is_entry);
+	lo = py_start(lo, o->fr_owner);
+	if (n > PY_FRAME_READ)
+		n = PY_FRAME_READ;
+	lo &= ~7u;
+	if (lo > 63 || lo > n)
+		lo = 0;
+	sc->fr_lo = lo;
+	sc->fr_len = n - lo;
+	n = py_end(16, o->co_filename, 8);
+	n = py_end(n, o->co_name, 8);
+	n = py_end(n, o->co_linetable, 8);
+	n = py_end(n, o->co_firstlineno, 4);
+	n = py_end(n, o->co_version, 4);
+	sc->co_full = n > PY_OBJ_READ ? PY_OBJ_READ : n;
+	n = o->co_version != PROFD_PY_NONE ? py_end(16, o->co_version, 4) : sc->co_full;
+	sc->co_head = n > sc->co_full ? sc->co_full : n;
 }
 
 /*
@@ -875,7 +936,7 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	if ((w->pp->o.flags & PROFD_PY_F_CFRAME) && (!w->cur || py_read(&w->cur, w->cur + w->pp->o.cf_current_frame)))
 		goto none;
 	w->sc->n = 0;
-	w->sc->last_code = w->sc->last_file = w->sc->fbuf_str = w->sc->fhash_str = 0;
+	w->sc->last_code = w->sc->last_file = w->sc->fver_str = w->sc->fhash_str = 0;
 	w->sc->pid = pid;
 	w->sc->cached = 0;
 	w->sc->kind = slot;
