@@ -609,6 +609,17 @@ static __always_inline int frequent(struct task_struct *p, struct offcpu_cpu *c)
 	       (born >= c->start || c->start - born < n * OFFCPU_FREQUENT_NS);
 }
 
+/* The run queue p is on, through its scheduling entity; NULL when this kernel has no such path. */
+static __always_inline struct rq *task_rq(struct task_struct *p)
+{
+	struct cfs_rq *cfs;
+
+	if (!bpf_core_field_exists(p->se.cfs_rq) || !bpf_core_field_exists(struct cfs_rq, rq))
+		return NULL;
+	cfs = p->se.cfs_rq;
+	return cfs ? cfs->rq : NULL;
+}
+
 /*
  * Whether tasks besides prev and next wait for this CPU (prev counts while
  * runnable; a task whose dequeue is delayed does not wait): a wait that
@@ -618,16 +629,9 @@ static __always_inline int frequent(struct task_struct *p, struct offcpu_cpu *c)
  */
 static __always_inline int crowded(struct task_struct *prev, int prev_queued)
 {
-	struct cfs_rq *cfs;
-	struct rq *rq;
+	struct rq *rq = task_rq(prev);
 	__s64 n;
 
-	if (!bpf_core_field_exists(prev->se.cfs_rq) || !bpf_core_field_exists(struct cfs_rq, rq))
-		return 1;
-	cfs = prev->se.cfs_rq;
-	if (!cfs)
-		return 1;
-	rq = cfs->rq;
 	if (!rq)
 		return 1;
 	n = rq->nr_running;
@@ -739,17 +743,11 @@ static __always_inline void end_wait(struct offcpu_task *t, __u64 in)
  */
 static __always_inline int away_long(struct task_struct *next)
 {
-	struct cfs_rq *cfs;
 	struct rq *rq;
 
-	if (!bpf_core_field_exists(next->sched_info.last_arrival) ||
-	    !bpf_core_field_exists(next->se.cfs_rq) ||
-	    !bpf_core_field_exists(struct cfs_rq, rq))
+	if (!bpf_core_field_exists(next->sched_info.last_arrival))
 		return 1;
-	cfs = next->se.cfs_rq;
-	if (!cfs)
-		return 1;
-	rq = cfs->rq;
+	rq = task_rq(next);
 	if (!rq)
 		return 1;
 	return rq->clock - next->sched_info.last_arrival >= OFFCPU_BATCH_NS;
