@@ -276,6 +276,18 @@ static ssize_t pread_full(int fd, void *buf, size_t n, uint64_t off)
 	return (ssize_t)done;
 }
 
+/* Two growable buffers change places, so that a payload is kept without a copy. */
+static void swap_buf(uint8_t **a, size_t *acap, uint8_t **b, size_t *bcap)
+{
+	uint8_t *t = *a;
+	size_t tcap = *acap;
+
+	*a = *b;
+	*acap = *bcap;
+	*b = t;
+	*bcap = tcap;
+}
+
 static int grow_buf(uint8_t **b, size_t *cap, size_t n)
 {
 	if (n <= *cap)
@@ -1104,14 +1116,8 @@ static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const
 /* The record just made is on disk: it is the chain's, and the next delta's prefix. */
 static void chain_added(struct store *s, struct chain *ch, uint64_t off, int delta)
 {
-	uint8_t *t = ch->pre;
-	size_t tcap = ch->pre_cap;
-
-	ch->pre = s->wnext;
-	ch->pre_cap = s->wnext_cap;
+	swap_buf(&ch->pre, &ch->pre_cap, &s->wnext, &s->wnext_cap);
 	ch->pre_len = s->wnext_len;
-	s->wnext = t;
-	s->wnext_cap = tcap;
 	s->wnext_len = 0;
 	if (delta) {
 		ch->len++;
@@ -1319,13 +1325,8 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 			return -EBADMSG;
 		}
 		/* Kept as the next record's prefix: the two buffers change places. */
-		uint8_t *t = s->pbuf;
-		size_t tcap = s->pcap;
-		s->pbuf = s->rbuf;
-		s->pcap = s->rcap;
+		swap_buf(&s->pbuf, &s->pcap, &s->rbuf, &s->rcap);
 		s->plen = h->raw_len;
-		s->rbuf = t;
-		s->rcap = tcap;
 		if (!have && fstat(fd, &st) < 0)
 			st.st_ino = 0;
 		s->pdev = st.st_dev;
