@@ -13,6 +13,13 @@
 # CPU too), and in full mode one more run under the defaults with BPF run
 # statistics on: the sched_switch hook's time per round trip and the stack
 # captures per round trip, to set against the measured difference.
+# In full mode one more condition per round, `--no-offcpu` beside an empty
+# program on sched_switch (built here with clang and libbpf): what attaching
+# anything to the switch costs, the floor under any hook. The rounds run
+# with BPF run statistics off (they add two clock reads to every program
+# run): kernel.bpf_stats_enabled is cleared for them and restored after, and
+# the empty program's own run count shows whether another process holds the
+# statistics on anyway.
 # Usage: pipe_cost.sh [--quick] [ROUNDS [LOOPS]]; --quick (inside make test):
 # 1 round of 20000 round trips, no goal check.
 source "$(dirname "$0")/bench-lib.sh"
@@ -26,6 +33,57 @@ CPU=$((NCPU - 1))
 
 conds=(alone oncpu default)
 declare -A args=([alone]=- [oncpu]=--no-offcpu [default]=)
+
+# empty_build: the empty sched_switch program and a loader that attaches it until killed, into $W.
+empty_build() {
+	local inc
+	inc=$(dirname "$PROFD_BUILT")
+	[ -f "$inc/vmlinux.h" ] && command -v clang >/dev/null && command -v cc >/dev/null || return 1
+	cat >"$W/empty.bpf.c" <<-'EOF'
+	#include "vmlinux.h"
+	#include <bpf/bpf_helpers.h>
+	#include <bpf/bpf_tracing.h>
+	char LICENSE[] SEC("license") = "GPL";
+	SEC("tp_btf/sched_switch")
+	int BPF_PROG(empty_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+	{
+		return 0;
+	}
+	EOF
+	cat >"$W/empty_load.c" <<-'EOF'
+	#include <bpf/libbpf.h>
+	#include <stdio.h>
+	#include <unistd.h>
+	int main(int argc, char **argv)
+	{
+		struct bpf_object *o = bpf_object__open_file(argv[1], NULL);
+		struct bpf_program *p;
+
+		if (!o || bpf_object__load(o))
+			return 1;
+		p = bpf_object__find_program_by_name(o, "empty_switch");
+		if (!p || !bpf_program__attach(p))
+			return 1;
+		printf("%d\n", bpf_program__fd(p));
+		fflush(stdout);
+		pause();
+		return 0;
+	}
+	EOF
+	clang -O2 -g -target bpf -I"$inc" -c "$W/empty.bpf.c" -o "$W/empty.bpf.o" 2>"$W/empty.err" &&
+		cc -O2 "$W/empty_load.c" -o "$W/empty_load" -lbpf 2>>"$W/empty.err"
+}
+PROFD_BUILT=$BUILD/profd
+EMPTY=0
+if [ $QUICK = 0 ]; then
+	if empty_build; then
+		EMPTY=1
+		conds+=(empty)
+		args[empty]=--no-offcpu
+	else
+		log "no empty sched_switch program (clang, libbpf or $BUILD/vmlinux.h missing): $(cat "$W/empty.err" 2>/dev/null)"
+	fi
+fi
 IFS=';' read -r -a extra <<<"${PIPE_EXTRA:-}"
 for e in "${extra[@]}"; do
 	[ -n "$e" ] || continue
@@ -48,6 +106,12 @@ profd_ticks() {
 }
 TICK_NS=$((1000000000 / $(getconf CLK_TCK)))
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+STATS0=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
+if [ $QUICK = 0 ] && [ "$STATS0" != 0 ]; then
+	trap 'echo "$STATS0" >/proc/sys/kernel/bpf_stats_enabled; bench_cleanup' EXIT
+	echo 0 >/proc/sys/kernel/bpf_stats_enabled
+fi
+EMPTY_RUNS=0
 log "pipe_cost: $ROUNDS rounds of $LOOPS round trips on CPU $CPU, conditions: ${conds[*]}"
 for r in $(seq 1 "$ROUNDS"); do
 	n=${#conds[@]}
@@ -58,6 +122,14 @@ for r in $(seq 1 "$ROUNDS"); do
 			rm -rf "$W/p"
 			# shellcheck disable=SC2086
 			profd_start "$W/p" --config /dev/null ${args[$c]}
+		fi
+		EPID= EID=
+		if [ "$c" = empty ]; then
+			bg "$W/empty_load" "$W/empty.bpf.o" >"$W/empty.fd"
+			EPID=$BG
+			for _ in $(seq 1 100); do [ -s "$W/empty.fd" ] && break; sleep 0.1; done
+			EID=$(awk '$1 == "prog_id:" { print $2 }' "/proc/$EPID/fdinfo/$(cat "$W/empty.fd")" 2>/dev/null)
+			[ -n "$EID" ] || { echo "the empty sched_switch program did not attach" >&2; exit 1; }
 		fi
 		sleep 1 # past start-up (tables of running processes); the same pause without profd
 		t0=$(profd_ticks)
@@ -70,6 +142,12 @@ for r in $(seq 1 "$ROUNDS"); do
 		echo "$cpu" >>"$(f "$c").cpu"
 		[ -n "$PROFD_PID" ] && echo $(($(profd_ticks) - t0)) >>"$(f "$c").self"
 		[ -n "$PROFD_PID" ] && stop "$PROFD_PID"
+		if [ -n "$EPID" ]; then
+			# Statistics count runs only while on: any run counted means they were on in this round.
+			EMPTY_RUNS=$((EMPTY_RUNS + $(bpftool -j prog show id "$EID" 2>/dev/null |
+				python3 -c 'import json, sys; print(json.load(sys.stdin).get("run_cnt", 0))' 2>/dev/null || echo 0)))
+			stop "$EPID"
+		fi
 	done
 done
 
@@ -97,6 +175,7 @@ if [ $QUICK = 0 ] && command -v bpftool >/dev/null; then
 	prog=$(off_cpu_prog)
 	if [ -n "$prog" ]; then
 		stats_was=$(cat /proc/sys/kernel/bpf_stats_enabled)
+		# (STATS0 comes back at exit.)
 		echo 1 >/proc/sys/kernel/bpf_stats_enabled
 		read -r t0 n0 < <(prog_stats "$prog")
 		c0=$(captured)
@@ -124,6 +203,12 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 	echo "round trip, and of the per-round difference against the run without profd and the run under \`--no-offcpu\`"
 	echo "of the same round; then the same for the CPU time both processes used per round trip (perf stat"
 	echo "task-clock: the hook runs in their time, other tasks on the CPU do not count)."
+	if [ $QUICK = 0 ]; then
+		echo "BPF run statistics during the rounds: kernel.bpf_stats_enabled was $STATS0 before, 0 in the rounds;"
+		[ $EMPTY = 1 ] && echo "the empty program counted $EMPTY_RUNS runs in them (0: statistics off, as meant)."
+	fi
+	grep -qw pti /proc/cpuinfo && ! grep -qw pcid /proc/cpuinfo &&
+		echo "Page-table isolation without PCID: every entry to the kernel and back flushes the TLB, so each page a hook touches is a TLB miss at every switch."
 	echo
 	echo "| condition | µs per round trip | vs no profd, per round | vs \`--no-offcpu\`, per round | CPU ns per round trip | CPU vs no profd | CPU vs \`--no-offcpu\` | profd CPU ns per round trip |"
 	echo "|---|---|---|---|---|---|---|---|"
@@ -132,6 +217,7 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 		read -r cm clo chi _ < <(stats <"$(f "$c").cpu")
 		name=$c; [ "$c" = alone ] && name="no profd"; [ "$c" = oncpu ] && name="\`--no-offcpu\`"
 		[ "$c" = default ] && name="defaults (off-CPU on)"
+		[ "$c" = empty ] && name="\`--no-offcpu\` + an empty sched_switch program"
 		case $c in -*) name="\`$c\`" ;; esac
 		read -r am alo ahi _ < <(paired "$c" alone)
 		read -r om olo ohi _ < <(paired "$c" oncpu)
@@ -178,6 +264,10 @@ read -r con _ _ _ < <(stats <"$(f oncpu).cpu")
 	echo "oncpu_cpu_ns=$con"
 	echo "default_cpu_ns=$cdef"
 	echo "default_vs_oncpu_cpu_pct=$cpo"
+	if [ $EMPTY = 1 ]; then
+		echo "empty_vs_oncpu_pct=$(paired empty oncpu | cut -d' ' -f1)"
+		echo "empty_vs_oncpu_cpu_pct=$(paired empty oncpu .cpu | cut -d' ' -f1)"
+	fi
 } >"$BENCH_OUT/pipe_cost.env"
 cat "$BENCH_OUT/pipe_cost.md"
 if [ $QUICK = 0 ]; then
