@@ -9,8 +9,9 @@
 # time, which on a shared machine is mostly other tasks' time on that CPU),
 # the CPU time both processes used per round trip (perf stat task-clock):
 # the switch hook runs in their time, other tasks do not.
-# Beside them, profd's own CPU time per round trip (it may run on the pinned
-# CPU too), and in full mode one more run under the defaults with BPF run
+# Beside them, profd's own CPU time per round trip and its threads' context
+# switches (each a wake-up that may land on the pinned CPU), and in full
+# mode one more run under the defaults with BPF run
 # statistics on: the sched_switch hook's time per round trip and the stack
 # captures per round trip, to set against the measured difference.
 # In full mode one more condition per round, `--no-offcpu` beside an empty
@@ -104,6 +105,12 @@ f() { echo "$W/$(echo "$1" | tr -c 'A-Za-z0-9\n' _).us"; }
 profd_ticks() {
 	[ -n "$PROFD_PID" ] && awk '{ print $14 + $15 }' "/proc/$PROFD_PID/stat" || echo 0
 }
+# profd_switches: context switches of all of profd's threads so far, each a wake-up or a preemption
+# of profd that may land on the pinned CPU.
+profd_switches() {
+	[ -n "$PROFD_PID" ] && cat /proc/"$PROFD_PID"/task/*/status 2>/dev/null |
+		awk '$1 ~ /voluntary_ctxt_switches:$/ { s += $2 } END { print s + 0 }' || echo 0
+}
 TICK_NS=$((1000000000 / $(getconf CLK_TCK)))
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 STATS0=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
@@ -133,6 +140,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		fi
 		sleep 1 # past start-up (tables of running processes); the same pause without profd
 		t0=$(profd_ticks)
+		x0=$(profd_switches)
 		v=$(pipe)
 		# taskset fails while the CPU is offline (a hotplug test on a shared machine): one more try.
 		[ -n "$v" ] || { sleep 5; v=$(pipe); }
@@ -141,6 +149,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		echo "$us" >>"$(f "$c")"
 		echo "$cpu" >>"$(f "$c").cpu"
 		[ -n "$PROFD_PID" ] && echo $(($(profd_ticks) - t0)) >>"$(f "$c").self"
+		[ -n "$PROFD_PID" ] && echo $(($(profd_switches) - x0)) >>"$(f "$c").wake"
 		[ -n "$PROFD_PID" ] && stop "$PROFD_PID"
 		if [ -n "$EPID" ]; then
 			# Statistics count runs only while on: any run counted means they were on in this round.
@@ -210,8 +219,8 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 	grep -qw pti /proc/cpuinfo && ! grep -qw pcid /proc/cpuinfo &&
 		echo "Page-table isolation without PCID: every entry to the kernel and back flushes the TLB, so each page a hook touches is a TLB miss at every switch."
 	echo
-	echo "| condition | µs per round trip | vs no profd, per round | vs \`--no-offcpu\`, per round | CPU ns per round trip | CPU vs no profd | CPU vs \`--no-offcpu\` | profd CPU ns per round trip |"
-	echo "|---|---|---|---|---|---|---|---|"
+	echo "| condition | µs per round trip | vs no profd, per round | vs \`--no-offcpu\`, per round | CPU ns per round trip | CPU vs no profd | CPU vs \`--no-offcpu\` | profd CPU ns per round trip | profd switches per 1000 round trips |"
+	echo "|---|---|---|---|---|---|---|---|---|"
 	for c in "${conds[@]}"; do
 		read -r m lo hi _ < <(stats <"$(f "$c")")
 		read -r cm clo chi _ < <(stats <"$(f "$c").cpu")
@@ -226,14 +235,17 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 		self=-
 		[ -s "$(f "$c").self" ] && self=$(awk -v t=$TICK_NS -v l="$LOOPS" '{ print $1 * t / l }' \
 			"$(f "$c").self" | stats | awk '{ printf "%.0f (%.0f-%.0f)", $1, $2, $3 }')
+		wake=-
+		[ -s "$(f "$c").wake" ] && wake=$(awk -v l="$LOOPS" '{ print $1 * 1000 / l }' "$(f "$c").wake" |
+			stats | awk '{ printf "%.2f (%.2f-%.2f)", $1, $2, $3 }')
 		awk -v n="$name" -v m="$m" -v lo="$lo" -v hi="$hi" -v am="$am" -v alo="$alo" -v ahi="$ahi" \
 			-v om="$om" -v olo="$olo" -v ohi="$ohi" -v cm="$cm" -v clo="$clo" -v chi="$chi" \
 			-v cam="$cam" -v calo="$calo" -v cahi="$cahi" -v com="$com" -v colo="$colo" -v cohi="$cohi" \
-			-v self="$self" 'BEGIN {
+			-v self="$self" -v wake="$wake" 'BEGIN {
 			printf "| %s | %.3f (%.3f-%.3f) | %+.1f %% (%+.1f..%+.1f) | %+.1f %% (%+.1f..%+.1f) |", \
 				n, m, lo, hi, am, alo, ahi, om, olo, ohi
-			printf " %.0f (%.0f-%.0f) | %+.1f %% (%+.1f..%+.1f) | %+.1f %% (%+.1f..%+.1f) | %s |\n", \
-				cm, clo, chi, cam, calo, cahi, com, colo, cohi, self }'
+			printf " %.0f (%.0f-%.0f) | %+.1f %% (%+.1f..%+.1f) | %+.1f %% (%+.1f..%+.1f) | %s | %s |\n", \
+				cm, clo, chi, cam, calo, cahi, com, colo, cohi, self, wake }'
 	done
 	if [ -n "$HOOK" ]; then
 		read -r hns calls caps wins ms <<<"$HOOK"
