@@ -82,7 +82,8 @@ if [ $QUICK = 0 ]; then
 		conds+=(empty)
 		args[empty]=--no-offcpu
 	else
-		log "no empty sched_switch program (clang, libbpf or $BUILD/vmlinux.h missing): $(cat "$W/empty.err" 2>/dev/null)"
+		log "no empty sched_switch program (clang, libbpf or $BUILD/vmlinux.h missing):" \
+			"$(cat "$W/empty.err" 2>/dev/null)"
 	fi
 fi
 IFS=';' read -r -a extra <<<"${PIPE_EXTRA:-}"
@@ -153,8 +154,10 @@ for r in $(seq 1 "$ROUNDS"); do
 		[ -n "$PROFD_PID" ] && stop "$PROFD_PID"
 		if [ -n "$EPID" ]; then
 			# Statistics count runs only while on: any run counted means they were on in this round.
-			EMPTY_RUNS=$((EMPTY_RUNS + $(bpftool -j prog show id "$EID" 2>/dev/null |
-				python3 -c 'import json, sys; print(json.load(sys.stdin).get("run_cnt", 0))' 2>/dev/null || echo 0)))
+			runs=$(bpftool -j prog show id "$EID" 2>/dev/null | python3 -c '
+import json, sys
+print(json.load(sys.stdin).get("run_cnt", 0))' 2>/dev/null)
+			EMPTY_RUNS=$((EMPTY_RUNS + ${runs:-0}))
 			stop "$EPID"
 		fi
 	done
@@ -213,11 +216,14 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 	echo "of the same round; then the same for the CPU time both processes used per round trip (perf stat"
 	echo "task-clock: the hook runs in their time, other tasks on the CPU do not count)."
 	if [ $QUICK = 0 ]; then
-		echo "BPF run statistics during the rounds: kernel.bpf_stats_enabled was $STATS0 before, 0 in the rounds;"
-		[ $EMPTY = 1 ] && echo "the empty program counted $EMPTY_RUNS runs in them (0: statistics off, as meant)."
+		echo "BPF run statistics during the rounds: kernel.bpf_stats_enabled was $STATS0 before," \
+			"0 in the rounds;"
+		[ $EMPTY = 1 ] && echo "the empty program counted $EMPTY_RUNS runs in them" \
+			"(0: statistics off, as meant)."
 	fi
 	grep -qw pti /proc/cpuinfo && ! grep -qw pcid /proc/cpuinfo &&
-		echo "Page-table isolation without PCID: every entry to the kernel and back flushes the TLB, so each page a hook touches is a TLB miss at every switch."
+		echo "Page-table isolation without PCID: every entry to the kernel and back flushes" \
+			"the TLB, so each page a hook touches is a TLB miss at every switch."
 	echo
 	echo "| condition | µs per round trip | vs no profd, per round | vs \`--no-offcpu\`, per round | CPU ns per round trip | CPU vs no profd | CPU vs \`--no-offcpu\` | profd CPU ns per round trip | profd switches per 1000 round trips |"
 	echo "|---|---|---|---|---|---|---|---|---|"
