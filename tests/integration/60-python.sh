@@ -36,9 +36,12 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 
+# Since profd started: on a loaded VM the test takes over 5 minutes, and a
+# fixed 5 minutes left the first processes out.
+since() { echo "$((SECONDS + 60))s"; }
 # Folded lines of one pid; each line "stack<TAB>value" (frames hold spaces).
 dump_pid() { # TYPE PID
-	profctl dump --pid "$2" --since 5m --type "$1" --no-flush | sed -E 's/ ([0-9]+)$/\t\1/'
+	profctl dump --pid "$2" --since "$(since)" --type "$1" --no-flush | sed -E 's/ ([0-9]+)$/\t\1/'
 }
 # share PATTERN FILE: summed value of lines matching the ERE, over all lines (percent, 1 decimal)
 share() { awk -F'\t' -v p="$1" '{ t += $2; if ($1 ~ p) s += $2 } END { printf "%.1f", t ? 100 * s / t : 0 }' "$2"; }
@@ -136,7 +139,7 @@ for l in $LABELS; do
 
 	# pprof: the function's file and first line, and the line being run.
 	if command -v go >/dev/null; then
-		profctl dump --pid ${SPLIT[$l]} --since 5m --no-flush --format pprof -o "$f.pb.gz" &&
+		profctl dump --pid ${SPLIT[$l]} --since "$(since)" --no-flush --format pprof -o "$f.pb.gz" &&
 			go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1 &&
 			go tool pprof -lines -top -nodecount=100000 -sample_index=samples "$f.pb.gz" >"$f.lines" 2>&1 ||
 			fail "$l split: pprof export or go tool pprof failed"
@@ -189,7 +192,7 @@ for l in $LABELS; do
 	# g: one name, file and first line, another line table each round. Under run_gJ
 	# its lines are 2 and 3-6 + 10 J; a line read with another round's table is not.
 	if command -v go >/dev/null; then
-		profctl dump --pid ${CHURN[$l]} --since 5m --no-flush --format pprof -o "$f.pb.gz" &&
+		profctl dump --pid ${CHURN[$l]} --since "$(since)" --no-flush --format pprof -o "$f.pb.gz" &&
 			go tool pprof -raw "$f.pb.gz" >"$f.raw" 2>&1 || fail "$l churn: pprof export or go tool pprof failed"
 		awk '/^Samples:/ { sec = 1; next } /^Locations/ { sec = 2; next } /^Mappings/ { sec = 3; next }
 			sec == 1 && $1 ~ /^[0-9]+$/ && index($0, ":") { ns++; v[ns] = $1; ids[ns] = substr($0, index($0, ":") + 1) }
