@@ -42,8 +42,10 @@ struct {
  * its thread pointer (arch_prctl ARCH_SET_FS, x86-64's fsbase), which
  * ld.so (or a static binary's libc) does once, before main, after laying
  * out the static TLS of every library it loaded. A BPF timer looks every
- * exec_poll_ns (0: the event goes at once), up to PROFD_PEV_EXEC_POLLS
- * times. A process that exits first wakes nobody: its exit sends the list.
+ * exec_poll_ns (0: the event goes at once) until the process has run
+ * PROFD_PEV_EXEC_POLLS looks' time on a CPU: what ld.so takes is CPU time,
+ * and a process waiting for a CPU is not sampled either. A process that
+ * exits first wakes nobody: its exit sends the list.
  */
 const volatile __u64 exec_poll_ns = 0;
 
@@ -51,6 +53,7 @@ struct delayed {
 	struct bpf_timer timer;
 	struct profd_pev ev;
 	__u64 fsbase;  /* at exec: the image sets its own */
+	__u64 cpu_ns;  /* its CPU time at exec */
 	__u32 polls;
 };
 
@@ -167,8 +170,9 @@ static int exec_due(void *map, __u32 *key, struct delayed *d)
 		bpf_map_delete_elem(map, key);
 		return 0;
 	}
-	if (t->thread.fsbase == d->fsbase && ++d->polls < PROFD_PEV_EXEC_POLLS &&
-	    !bpf_timer_start(&d->timer, exec_poll_ns, 0)) {
+	if (t->thread.fsbase == d->fsbase &&
+	    t->se.sum_exec_runtime - d->cpu_ns < exec_poll_ns * PROFD_PEV_EXEC_POLLS &&
+	    ++d->polls < PROFD_PEV_EXEC_POLLS_MAX && !bpf_timer_start(&d->timer, exec_poll_ns, 0)) {
 		bpf_task_release(t);
 		return 0;
 	}
@@ -230,6 +234,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		    (d = bpf_map_lookup_elem(&delayed, &pid))) {
 			d->ev = ev;
 			d->fsbase = BPF_CORE_READ(p, thread.fsbase);
+			d->cpu_ns = BPF_CORE_READ(p, se.sum_exec_runtime);
 			if (bpf_timer_init(&d->timer, &delayed, 1 /* CLOCK_MONOTONIC */) == 0 &&
 			    bpf_timer_set_callback(&d->timer, exec_due) == 0 &&
 			    bpf_timer_start(&d->timer, exec_poll_ns, 0) == 0)

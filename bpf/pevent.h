@@ -61,8 +61,14 @@ struct profd_pev_exec {
 	struct profd_pev_map maps[PROFD_PEV_MAX_MAPS];
 };
 
-/* Exec events wait for the new image's thread pointer (bpf/events.bpf.c): at most this many looks. */
+/*
+ * Exec events wait for the new image's thread pointer (bpf/events.bpf.c)
+ * while the process has run less than this many looks' time on a CPU, and
+ * for this many looks at most: on a busy host a process may wait for a CPU
+ * far longer than ld.so takes to run.
+ */
 #define PROFD_PEV_EXEC_POLLS 20
+#define PROFD_PEV_EXEC_POLLS_MAX 250
 
 enum profd_pev_counter {
 	PROFD_PEV_CNT_EXEC = 0, /* exec events seen */

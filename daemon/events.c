@@ -35,7 +35,7 @@
  */
 #define RECAPTURE_DELAY_NS (5 * 1000000LL)
 #define RECAPTURE_TRIES 4
-/* How often bpf/events.bpf.c looks whether ld.so is done (PROFD_PEV_EXEC_POLLS times at most). */
+/* How often bpf/events.bpf.c looks whether ld.so is done. */
 #define EXEC_POLL_NS (1000000LL)
 /* The registry's looks planned here: the unwind tables plan and call off their own. */
 #define LOOK PROCREG_LOOK_CAPTURE
@@ -311,7 +311,7 @@ static int open_bpf(struct events *e, uint64_t poll_ns, int py_procs_fd)
 		err = -errno;
 	else if (events_bpf__load(e->skel) || events_bpf__attach(e->skel))
 		err = -errno;
-	e->delay_max_ns = err ? 0 : poll_ns * PROFD_PEV_EXEC_POLLS;
+	e->delay_max_ns = err ? 0 : poll_ns * PROFD_PEV_EXEC_POLLS_MAX;
 	return err;
 }
 

@@ -93,6 +93,7 @@ struct profd {
 	uint64_t trimmed_evictions, trims;
 	/* process events and walker requests: see EVENTS_GAP_NS */
 	int64_t events_turn_ns, events_tick_ns; /* tick_ns 0: watched, else muted until then */
+	int64_t drain_tables_ns; /* inside a drain: when the tables' next turn is due */
 	double events_per_gap;
 	uint64_t events_wakeups, events_ticks;
 	/* own cost by part: entries the drains read, and the main thread's CPU */
@@ -139,6 +140,9 @@ struct native_ctx {
 	uint32_t pid;
 };
 
+/* The tables' turns inside a drain, at most this often. */
+#define DRAIN_TABLES_GAP_NS (20 * 1000000LL)
+
 static int native_frame(void *arg, uint64_t ip, uint32_t is_ret, uint32_t *id)
 {
 	struct native_ctx *c = arg;
@@ -167,6 +171,15 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 		events__poll(d->events);
 		if (e->nustack)
 			events__seen(d->events, k->pid);
+	}
+	/*
+	 * On a loaded host a drain of a busy second takes the main thread
+	 * seconds of wall time: new processes get their tables meanwhile, not
+	 * after it (a 300 ms script would run without its native callers).
+	 */
+	if (d->tables && clock__mono_ns() >= d->drain_tables_ns) {
+		tables__poll(d->tables);
+		d->drain_tables_ns = clock__mono_ns() + DRAIN_TABLES_GAP_NS;
 	}
 	if (d->py && e->nustack)
 		pyprocs__seen(d->py, d->sym, k->pid);
@@ -224,6 +237,7 @@ static void drain(struct profd *d)
 	if (d->events)
 		events__drain_begin(d->events);
 	window__drain(d->win);
+	d->drain_tables_ns = t0 + DRAIN_TABLES_GAP_NS;
 	err = sampler__drain(d->sampler, on_entry, d);
 	if (d->events)
 		events__drain_end(d->events);

@@ -119,6 +119,14 @@ start_profd() {
 	exit 1
 }
 
+# caught_up: profd answered a flush, so what it had to do before (its start-up
+# read of every running program's symbols, a backlog of samples) is behind
+# it. Seconds on a loaded host, where one flush can outlast profctl's 10 s.
+caught_up() {
+	for _ in $(seq 12); do profctl flush >/dev/null 2>&1 && return 0; done
+	return 1
+}
+
 stop_profd() {
 	[ -n "$PROFD_PID" ] || return 0
 	kill -TERM "$PROFD_PID"
