@@ -11,8 +11,17 @@
 #include "window.h"
 
 #define FCACHE_SLOTS 16384
-#define PCACHE_SLOTS 4096
+/*
+ * Two ways per set: every new process of a known program names its frames
+ * here (its (pid, address) slots are new), and with one way a quarter of
+ * the lookups under an exec loop found their slot taken by another frame
+ * of the same window and named the frame again.
+ */
+#define PCACHE_SETS 4096
+#define PCACHE_WAYS 2
 #define KERNEL_PID UINT32_MAX /* above any pid_max */
+/* A named kernel frame's place: its address in a file id no loaded file gets (they count up). */
+#define KERNEL_FILE UINT64_MAX
 
 #define SLOT_ID 1        /* id is the frame's id in the window */
 #define SLOT_GLUE_KNOWN 2 /* whether the frame is tracing glue is known: SLOT_GLUE */
@@ -59,7 +68,7 @@ int window__new(struct profile *p, const struct window_syms *syms, struct window
 	if (!w)
 		return -ENOMEM;
 	w->fcache = calloc(FCACHE_SLOTS, sizeof(*w->fcache));
-	w->pcache = calloc(PCACHE_SLOTS, sizeof(*w->pcache));
+	w->pcache = calloc(PCACHE_SETS * PCACHE_WAYS, sizeof(*w->pcache));
 	if (!w->fcache || !w->pcache) {
 		free(w->fcache);
 		free(w->pcache);
@@ -86,7 +95,7 @@ static void next_gen(struct window *w)
 {
 	if (++w->gen == 0) {
 		memset(w->fcache, 0, FCACHE_SLOTS * sizeof(*w->fcache));
-		memset(w->pcache, 0, PCACHE_SLOTS * sizeof(*w->pcache));
+		memset(w->pcache, 0, PCACHE_SETS * PCACHE_WAYS * sizeof(*w->pcache));
 		w->gen = w->win_gen = 1;
 	}
 	w->drain_gen = w->gen;
@@ -157,18 +166,42 @@ static uint8_t keep_flag(uint32_t pid, const struct sym *y)
 	return pid == KERNEL_PID && y->name ? SLOT_KEEP : 0;
 }
 
-static struct pcache_slot *pcache_slot(struct window *w, uint64_t file, uint64_t offset,
-				       uint32_t is_ret)
+static bool pcache_live(const struct window *w, const struct pcache_slot *c)
+{
+	return c->gen >= w->win_gen && c->gen <= w->gen;
+}
+
+/*
+ * The slot holding this place in the window, else NULL with *put set to
+ * the way to fill: an empty or stale one, else the one written first.
+ */
+static struct pcache_slot *pcache_find(struct window *w, uint64_t file, uint64_t offset,
+				       uint32_t is_ret, struct pcache_slot **put)
 {
 	uint64_t h = (file * 0xff51afd7ed558ccdULL ^ offset ^ is_ret) * 0x9e3779b97f4a7c15ULL;
+	struct pcache_slot *set = &w->pcache[((h >> 40) & (PCACHE_SETS - 1)) * PCACHE_WAYS];
 
-	return &w->pcache[(h >> 40) & (PCACHE_SLOTS - 1)];
+	*put = NULL;
+	for (int k = 0; k < PCACHE_WAYS; k++) {
+		struct pcache_slot *c = &set[k];
+
+		if (!pcache_live(w, c)) {
+			if (!*put || pcache_live(w, *put))
+				*put = c;
+			continue;
+		}
+		if (c->file == file && c->offset == offset && c->is_ret == is_ret)
+			return c;
+		if (!*put || (pcache_live(w, *put) && c->gen < (*put)->gen))
+			*put = c;
+	}
+	return NULL;
 }
 
 static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
 {
 	struct fcache_slot *c = fcache_find(w, pid, ip, is_ret);
-	struct pcache_slot *pc = NULL;
+	struct pcache_slot *pc, *put = NULL;
 	uint64_t file = 0, offset = 0;
 	uint8_t flags = 0;
 	struct sym y;
@@ -181,17 +214,24 @@ static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret
 	}
 	if (c)
 		flags = c->flags & (SLOT_GLUE_KNOWN | SLOT_GLUE);
-	if (pid != KERNEL_PID && w->syms.place &&
-	    !w->syms.place(w->syms.arg, pid, ip, (int)is_ret, &file, &offset) && file) {
-		pc = pcache_slot(w, file, offset, is_ret);
-		if (pc->file == file && pc->offset == offset && pc->is_ret == is_ret &&
-		    pc->gen >= w->win_gen && pc->gen <= w->gen) {
-			w->st.frame_hits++;
-			w->st.place_hits++;
-			*id = pc->id;
-			fcache_put(w, pid, ip, is_ret, flags | SLOT_ID, *id);
-			return 0;
-		}
+	/*
+	 * Kernel frames too: their (pid, address) slots are taken over by the
+	 * frames of new processes, and they are named for the window.
+	 */
+	if (pid == KERNEL_PID) {
+		file = KERNEL_FILE;
+		offset = ip;
+	} else if (!w->syms.place ||
+		   w->syms.place(w->syms.arg, pid, ip, (int)is_ret, &file, &offset)) {
+		file = 0;
+	}
+	if (file && (pc = pcache_find(w, file, offset, is_ret, &put))) {
+		w->st.frame_hits++;
+		w->st.place_hits++;
+		*id = pc->id;
+		fcache_put(w, pid, ip, is_ret, flags | SLOT_ID | (pid == KERNEL_PID ? SLOT_KEEP : 0),
+			   *id);
+		return 0;
 	}
 	w->st.frame_misses++;
 	err = pid == KERNEL_PID ? w->syms.kernel(w->syms.arg, ip, &y) :
@@ -200,8 +240,9 @@ static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret
 		err = add_frame(w, &y, id);
 	if (!err)
 		fcache_put(w, pid, ip, is_ret, flags | SLOT_ID | keep_flag(pid, &y), *id);
-	if (!err && pc)
-		*pc = (struct pcache_slot){ file, offset, w->gen, *id, is_ret };
+	/* An unnamed kernel address is asked again at the next drain (fcache_find). */
+	if (!err && put && (pid != KERNEL_PID || y.name))
+		*put = (struct pcache_slot){ file, offset, w->gen, *id, is_ret };
 	return err;
 }
 

@@ -353,6 +353,56 @@ static void test_place(void)
 	profile__free(p);
 }
 
+/*
+ * A window of 2000 places in one file, named for one process: a second
+ * process of the same program finds them (a new process of a known program
+ * names nothing again). And a kernel frame is named once in the window
+ * however many new processes' frames came between.
+ */
+static void test_place_many(void)
+{
+	struct fake f = { 0 };
+	struct window_syms syms = { .user = fake_shared, .kernel = fake_kernel, .arg = &f,
+				    .place = fake_place };
+	struct profile *p = NULL;
+	struct window *w = NULL;
+	__u64 ip[1], k[] = { 0xffffffff81000000ULL };
+	struct window_sample s = { .pid = 7, .kind = PF_KIND_CPU, .value = 1, .comm = "c",
+				   .comm_len = 1, .ustack = ip, .nustack = 1, .kstack = k, .nkstack = 1 };
+	unsigned first;
+
+	if (profile__new(&p) || window__new(p, &syms, &w)) {
+		CHECK(0);
+		profile__free(p);
+		return;
+	}
+	for (unsigned i = 0; i < 2000; i++) {
+		ip[0] = 0x1000 + 8 * i;
+		CHECK_EQ_INT(window__add(w, &s), 0);
+	}
+	first = f.user_calls;
+	CHECK_EQ_INT(first, 2000);
+	CHECK_EQ_INT(f.kernel_calls, 1);
+	s.pid = 8;
+	for (unsigned i = 0; i < 2000; i++) {
+		ip[0] = 0x1000 + 8 * i;
+		CHECK_EQ_INT(window__add(w, &s), 0);
+	}
+	CHECK(f.user_calls - first <= 40);
+	/* 100,000 frames of new processes outside the file, then the kernel frame again. */
+	s.nkstack = 0;
+	for (unsigned i = 0; i < 100000; i++) {
+		s.pid = 100 + i;
+		ip[0] = 0x6000 + i % 64;
+		CHECK_EQ_INT(window__add(w, &s), 0);
+	}
+	s.nkstack = 1;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(f.kernel_calls, 1);
+	window__free(w);
+	profile__free(p);
+}
+
 int main(void)
 {
 	struct window_syms none = { 0 };
@@ -367,5 +417,6 @@ int main(void)
 	test_glue();
 	test_ids_and_errors();
 	test_place();
+	test_place_many();
 	T_DONE();
 }
