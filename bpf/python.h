@@ -152,8 +152,12 @@ struct py_scratch {
 	__u64 fver_str, fver_sum;
 	__u64 last_file_sum;
 	__u16 fr_lo, fr_len; /* the bytes of a frame the walk uses: its first and last fields */
+	__u64 wstart, whi;   /* what py_win holds of the thread's memory: [wstart, whi) */
 	__u16 co_head;   /* bytes of a code object up to co_version's end: what a cache hit needs (3.12+) */
 	__u16 co_full;   /* ... up to the last field naming reads */
+	__u16 co_lo;     /* where the fields naming reads begin: what a hit reads from, before 3.12 */
+	__u16 co_pad[3];
+	__u64 seen[PY_CODE_SLOTS / 64]; /* codes[] slots named or checked in this walk */
 	__u64 fhash_str; /* the file string found to carry fhash in this walk */
 	__s64 fhash;
 	struct py_code codes[PY_CODE_SLOTS];
@@ -502,38 +506,71 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	/* Two ways a set: two hot functions whose addresses hash alike do not evict each other at every walk. */
 	__u32 base = ((code * 0x9e3779b97f4a7c15ULL) >> 57 & (PY_CODE_SLOTS / 2 - 1)) * 2, slot = base;
 	struct py_code *c;
-	__u32 flags = 0, first, version = 0;
+	__u32 flags = 0, first, version = 0, typed = 0;
 	__u64 id, file, name, lt;
 	int n, m;
 	long err;
 
 	if (code == sc->last_code)
 		return sc->last_id;
-	/*
-	 * From 3.12 the object's head, up to co_version, is all a cache hit
-	 * reads: the address, version and interpreter name one code object,
-	 * whose strings a code object never changes. The rest on a miss only.
-	 */
-	n = sc->co_head & 255;
-	if (bpf_probe_read_user(sc->obj, n, (void *)code)) {
-		pycount(PROFD_PYCNT_BAD_READ);
-		return -1;
-	}
-	if (py_word(sc->obj, 8) != pp->code_type)
-		return -1;
-	if (o->co_version != PROFD_PY_NONE)
-		version = *(__u32 *)(sc->obj + (o->co_version & 255));
 	if (sc->codes[base & (PY_CODE_SLOTS - 1)].code != code)
 		slot = base + 1;
 	slot &= PY_CODE_SLOTS - 1;
 	c = &sc->codes[slot];
-	if (version && c->code == code && c->epoch == pp->epoch && c->version == version && c->interp == sc->interp &&
-	    (__u32)((__u32)py_syms_adds - c->checked) <= PY_SYMS_RECHECK) {
-		c->used = sc->walk;
+	/*
+	 * Named or checked earlier in this walk, at a frame nearer the leaf:
+	 * that frame holds the object while the thread is stopped, so the
+	 * address is still that object and nothing need be read. Recursion
+	 * through other functions and wrappers met at many levels cost one
+	 * check a walk.
+	 */
+	if (c->code == code && (sc->seen[(slot >> 6) & 3] >> (slot & 63) & 1) && c->epoch == pp->epoch &&
+	    c->interp == sc->interp) {
 		sc->cached++;
 		return c->id;
 	}
-	if (n < sc->co_full && bpf_probe_read_user(sc->obj, sc->co_full & 255, (void *)code)) {
+	if (o->co_version == PROFD_PY_NONE) {
+		/*
+		 * Before 3.12 a hit reads the fields naming reads and not the
+		 * object's head, a cache line less: the type is checked on a
+		 * miss, before anything is named. A hit needs no type check: a
+		 * live frame holds its code object, and what a hit returns was
+		 * named from a code object whose name, file and line table
+		 * objects it finds at the same addresses with the same hashes.
+		 */
+		n = sc->co_lo & 127;
+		m = sc->co_full - n;
+		/* One register for the bound and the call, or the verifier sees the unbounded read. */
+		asm volatile("" : "+r"(m));
+		if (m <= 0 || m > 136 || bpf_probe_read_user(sc->obj + n, m, (void *)(code + n))) {
+			pycount(PROFD_PYCNT_BAD_READ);
+			return -1;
+		}
+	} else {
+		/*
+		 * From 3.12 the object's head, up to co_version, is all a cache
+		 * hit reads: the address, version and interpreter name one code
+		 * object, whose strings a code object never changes. The rest on
+		 * a miss only.
+		 */
+		n = sc->co_head & 255;
+		if (bpf_probe_read_user(sc->obj, n, (void *)code)) {
+			pycount(PROFD_PYCNT_BAD_READ);
+			return -1;
+		}
+		if (py_word(sc->obj, 8) != pp->code_type)
+			return -1;
+		version = *(__u32 *)(sc->obj + (o->co_version & 255));
+		typed = 1;
+	}
+	if (version && c->code == code && c->epoch == pp->epoch && c->version == version && c->interp == sc->interp &&
+	    (__u32)((__u32)py_syms_adds - c->checked) <= PY_SYMS_RECHECK) {
+		c->used = sc->walk;
+		sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
+		sc->cached++;
+		return c->id;
+	}
+	if (typed && n < sc->co_full && bpf_probe_read_user(sc->obj, sc->co_full & 255, (void *)code)) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return -1;
 	}
@@ -552,11 +589,21 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 				c->checked = py_syms_adds;
 			}
 			c->used = sc->walk;
+			sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
 			sc->cached++;
 			return id;
 		}
 	}
 read:
+	if (!typed) {
+		if (bpf_probe_read_user(sc->obj, 16, (void *)code)) {
+			pycount(PROFD_PYCNT_BAD_READ);
+			return -1;
+		}
+		if (py_word(sc->obj, 8) != pp->code_type)
+			return -1;
+		typed = 1;
+	}
 	/* The file part of sym is the last frame's when the string is the same (see last_file). */
 	if (!file || file != sc->last_file) {
 		sc->last_file = 0;
@@ -627,6 +674,7 @@ named:
 		c = &sc->codes[slot];
 	}
 	c->used = sc->walk;
+	sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
 	c->code = code;
 	c->epoch = pp->epoch;
 	c->interp = sc->interp;
@@ -683,12 +731,72 @@ struct py_ctx {
 	__u32 n, np;   /* append: frames in ips, Python frames to add */
 };
 
+/*
+ * From 3.11 a thread's frames lie in its data stack: chunks of pages, each
+ * frame pushed above its caller. One read from the start of the leaf
+ * frame's page (at most PY_WIN bytes below its end) takes the frames
+ * below it in that page at once, where a read a frame would cost a call
+ * and a cache line each; a read never leaves the page of the frame it is
+ * for, so it cannot fault on the unmapped page below a chunk. A frame
+ * neither in the last read nor just below it (a generator's, in its heap
+ * object) is read alone. 3.10's frames are heap objects: read alone.
+ */
+#define PY_WIN 4096
+
+struct py_win {
+	__u8 buf[PY_WIN + 256];
+};
+
+/* One per program kind, as py_scratch. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct py_win);
+} py_win SEC(".maps");
+
+/* Where field off of the frame lies past py_frame_bytes' pointer. */
+#define PY_FR(sc, off) (((off) - (sc)->fr_lo) & 127)
+
+/*
+ * The bytes of the frame at w->cur from its first field the walk uses
+ * (sc->fr_lo), read now or by an earlier read of this walk; NULL when
+ * unreadable.
+ */
+static __always_inline const __u8 *py_frame_bytes(struct py_ctx *w)
+{
+	struct py_scratch *sc = w->sc;
+	struct py_win *wb = bpf_map_lookup_elem(&py_win, &sc->kind);
+	__u64 a = w->cur + (sc->fr_lo & 63), e = a + (sc->fr_len & 127), lo = a, size;
+
+	if (!wb)
+		return NULL;
+	if (a < sc->wstart || e > sc->whi) {
+		/* The first frame, or one below the last read: its caller's, in the data stack. */
+		if (!(w->pp->o.flags & PROFD_PY_F_ALL_ENTRY) &&
+		    (!sc->whi || (e <= sc->wstart && sc->wstart - e < PY_WIN))) {
+			lo = e > PY_WIN ? e - PY_WIN : 0;
+			if (lo < (a & ~4095ULL))
+				lo = a & ~4095ULL;
+		}
+		size = e - lo;
+		/* One register for the bound and the call, or the verifier sees the unbounded read. */
+		asm volatile("" : "+r"(size));
+		if (size > PY_WIN || !size || bpf_probe_read_user(wb->buf, size, (void *)lo))
+			return NULL;
+		sc->wstart = lo;
+		sc->whi = e;
+	}
+	return wb->buf + ((a - sc->wstart) & (PY_WIN - 1));
+}
+
 static long py_step(__u64 index, void *arg)
 {
 	struct py_ctx *w = arg;
 	const struct profd_pyoffs *o = &w->pp->o;
 	struct py_scratch *sc = w->sc;
 	__u64 code, prev, f = 0, lasti;
+	const __u8 *fb;
 	__s64 id;
 
 	if (!w->cur)
@@ -697,24 +805,25 @@ static long py_step(__u64 index, void *arg)
 		pycount(PROFD_PYCNT_TRUNCATED);
 		return 1;
 	}
-	if (bpf_probe_read_user(sc->obj + (sc->fr_lo & 63), sc->fr_len & 127, (void *)(w->cur + (sc->fr_lo & 63)))) {
+	fb = py_frame_bytes(w);
+	if (!fb) {
 		pycount(PROFD_PYCNT_BAD_READ);
 		return 1;
 	}
-	prev = py_word(sc->obj, o->fr_previous);
-	code = py_word(sc->obj, o->fr_code);
+	prev = *(const __u64 *)(fb + PY_FR(sc, o->fr_previous));
+	code = *(const __u64 *)(fb + PY_FR(sc, o->fr_code));
 	/* The last instruction's index in code units, plus 2 (-1: not started); 0 when out of range. */
 	if (o->flags & PROFD_PY_F_LASTI)
-		lasti = (__u64)(__s64)*(__s32 *)(sc->obj + (o->fr_instr & 127)) + 2;
+		lasti = (__u64)(__s64)*(const __s32 *)(fb + PY_FR(sc, o->fr_instr)) + 2;
 	else
-		lasti = (__u64)((__s64)(py_word(sc->obj, o->fr_instr) - code - o->co_code) >> 1) + 2;
+		lasti = (__u64)((__s64)(*(const __u64 *)(fb + PY_FR(sc, o->fr_instr)) - code - o->co_code) >> 1) + 2;
 	if (lasti > PROFD_PY_LASTI_MASK)
 		lasti = 0;
 	if (o->flags & PROFD_PY_F_ALL_ENTRY)
 		f = PROFD_PY_ENTRY;
-	else if (o->fr_is_entry != PROFD_PY_NONE && sc->obj[o->fr_is_entry & 127])
+	else if (o->fr_is_entry != PROFD_PY_NONE && fb[PY_FR(sc, o->fr_is_entry)])
 		f = PROFD_PY_ENTRY;
-	if (o->fr_owner != PROFD_PY_NONE && sc->obj[o->fr_owner & 127] == 3 /* FRAME_OWNED_BY_CSTACK */) {
+	if (o->fr_owner != PROFD_PY_NONE && fb[PY_FR(sc, o->fr_owner)] == 3 /* FRAME_OWNED_BY_CSTACK */) {
 		/* An eval call's entry shim: the frame below it is the call's outermost. */
 		if (sc->n)
 			sc->frames[(sc->n - 1) & 63] |= PROFD_PY_ENTRY;
@@ -902,6 +1011,11 @@ static __always_inline void py_read_sizes(const struct profd_pyoffs *o, struct p
 	n = py_end(n, o->co_firstlineno, 4);
 	n = py_end(n, o->co_version, 4);
 	sc->co_full = n > PY_OBJ_READ ? PY_OBJ_READ : n;
+	lo = py_start(PY_OBJ_READ, o->co_filename);
+	lo = py_start(lo, o->co_name);
+	lo = py_start(lo, o->co_linetable);
+	lo = py_start(lo, o->co_firstlineno) & ~7u;
+	sc->co_lo = lo < sc->co_full && lo < 128 && sc->co_full - lo <= 136 ? lo : 0;
 	n = o->co_version != PROFD_PY_NONE ? py_end(16, o->co_version, 4) : sc->co_full;
 	sc->co_head = n > sc->co_full ? sc->co_full : n;
 }
@@ -937,6 +1051,9 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 		goto none;
 	w->sc->n = 0;
 	w->sc->last_code = w->sc->last_file = w->sc->fver_str = w->sc->fhash_str = 0;
+	w->sc->wstart = w->sc->whi = 0;
+	for (__u32 i = 0; i < PY_CODE_SLOTS / 64; i++)
+		w->sc->seen[i] = 0;
 	w->sc->pid = pid;
 	w->sc->cached = 0;
 	w->sc->kind = slot;
