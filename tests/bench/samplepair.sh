@@ -46,6 +46,8 @@ sum_ns() { local t=0 i r; for i in $1; do
 	r=$(bpftool -j prog show id "$i" | jq -r '.run_time_ns // 0'); t=$((t + r)); done; echo $t; }
 prog_ns() { bpftool -j prog show id "$1" | jq -r '"\(.run_time_ns // 0) \(.run_cnt // 0)"'; }
 sysctl -qw kernel.bpf_stats_enabled=1
+# END clears the map: printing it at exit held each cycle for minutes.
+BTPROG='profile:hz:99 { @[ustack, kstack, comm] = count(); } END { clear(@); }'
 names=(); for p in "${PS[@]}"; do names+=("${p%%=*}"); done
 [ "$BT" = 1 ] && names+=(bpftrace)
 echo "# $(date -u +%T) $(uptime | sed 's/.*load/load/') names: ${names[*]}"
@@ -55,10 +57,7 @@ for c in $(seq 1 "$CYCLES"); do
 	for k in $(seq 0 $((n - 1))); do
 		nm=${names[$(((k + c - 1) % n))]}
 		if [ "$nm" = bpftrace ]; then
-			# END clears the map: printing it at exit took bpftrace minutes here.
-			bpftrace -e 'profile:hz:99 { @[ustack, kstack, comm] = count(); }
-				END { clear(@); }' \
-				>"$W/bt.log" 2>&1 &
+			bpftrace -e "$BTPROG" >"$W/bt.log" 2>&1 &
 			PID[$nm]=$!
 		else
 			bin=; for p in "${PS[@]}"; do [ "${p%%=*}" = "$nm" ] && bin=${p#*=}; done
