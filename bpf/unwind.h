@@ -460,25 +460,36 @@ static __always_inline struct profd_umaps *uw_umaps(struct uw_state *s, struct t
 	if (um && um->n && um->start_code == sc)
 		return um;
 	/*
+	 * A placeholder this image has tagged: its request is out and its
+	 * parent's tables were not its own. A process's first samples, before
+	 * its tables come, skip the parent's lookup (three cache misses).
+	 */
+	if (um && !um->n && um->start_code == sc) {
+		ucount(PROFD_UCNT_NO_PID);
+		return NULL;
+	}
+	/*
 	 * Exiting: the exit event may have dropped its tables already, and a
 	 * request now would only have user space read a zombie's mappings.
 	 */
 	if (BPF_CORE_READ(task, flags) & 0x00000004 /* PF_EXITING */)
 		return NULL;
-	s->wake = uw_wake(task); /* not on the hot path: only where a request may go */
 	if (um) {
 		/* exec (or pid reuse): these mappings are another program's. A placeholder (n = 0) has asked. */
 		if (um->n && !um->refresh) {
 			um->refresh = 1;
+			s->wake = uw_wake(task);
 			uevent_small(PROFD_UEV_NEW_PID, pid, s->wake);
 		}
 	} else if ((zero = bpf_map_lookup_elem(&umaps_zero, &z))) {
 		/* The placeholder (n = 0) makes the request once per process. */
 		err = bpf_map_update_elem(&umaps, &pid, zero, BPF_NOEXIST);
-		if (err == 0)
+		if (err == 0) {
+			s->wake = uw_wake(task);
 			uevent_small(PROFD_UEV_NEW_PID, pid, s->wake);
-		else if (err != -17 /* EEXIST */)
+		} else if (err != -17 /* EEXIST */) {
 			ucount(PROFD_UCNT_PIDS_FULL);
+		}
 	}
 	ppid = BPF_CORE_READ(task, real_parent, tgid);
 	pum = bpf_map_lookup_elem(&umaps, &ppid);
@@ -486,6 +497,13 @@ static __always_inline struct profd_umaps *uw_umaps(struct uw_state *s, struct t
 		s->borrowed = 1;
 		return pum;
 	}
+	/*
+	 * Racy on purpose, as refresh: user space replaces the placeholder
+	 * whole, and a tag lost or left on a reused entry costs one more
+	 * parent lookup or a refresh request.
+	 */
+	if (um && !um->n)
+		um->start_code = sc;
 	ucount(PROFD_UCNT_NO_PID);
 	return NULL;
 }

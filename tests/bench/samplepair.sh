@@ -36,16 +36,18 @@ for l in $(seq 1 "$LOOPS"); do
 	PIDS+=($!)
 done
 # prog_ids PID: the ids of the BPF programs the process holds.
-prog_ids() { local f; for f in /proc/"$1"/fdinfo/*; do
-	awk '$1 == "prog_id:" { print $2 }' "$f" 2>/dev/null; done | sort -u; }
-# prog_of PID NAME-REGEX: the id of its program of that name.
-prog_of() { local i; for i in $(prog_ids "$1"); do
-	bpftool prog show id "$i" 2>/dev/null | grep -qE " name ($2) " && { echo "$i"; return; }
-	done; }
+prog_ids() { grep -hs '^prog_id:' /proc/"$1"/fdinfo/* | awk '{ print $2 }' | sort -u; }
+# prog_of PID NAME-REGEX: the id of its program of that name (one bpftool call:
+# one per program took minutes on a loaded host).
+prog_of() { bpftool -j prog show 2>/dev/null | jq -r --arg re "^($2)$" \
+	--argjson ids "[$(prog_ids "$1" | paste -sd,)]" \
+	'.[] | select((.name // "" | test($re)) and (.id as $i | $ids | index($i))) | .id' | head -1; }
 sum_ns() { local t=0 i r; for i in $1; do
 	r=$(bpftool -j prog show id "$i" | jq -r '.run_time_ns // 0'); t=$((t + r)); done; echo $t; }
 prog_ns() { bpftool -j prog show id "$1" | jq -r '"\(.run_time_ns // 0) \(.run_cnt // 0)"'; }
 sysctl -qw kernel.bpf_stats_enabled=1
+# END clears the map: printing it at exit held each cycle for minutes.
+BTPROG='profile:hz:99 { @[ustack, kstack, comm] = count(); } END { clear(@); }'
 names=(); for p in "${PS[@]}"; do names+=("${p%%=*}"); done
 [ "$BT" = 1 ] && names+=(bpftrace)
 echo "# $(date -u +%T) $(uptime | sed 's/.*load/load/') names: ${names[*]}"
@@ -55,8 +57,7 @@ for c in $(seq 1 "$CYCLES"); do
 	for k in $(seq 0 $((n - 1))); do
 		nm=${names[$(((k + c - 1) % n))]}
 		if [ "$nm" = bpftrace ]; then
-			bpftrace -e 'profile:hz:99 { @[ustack, kstack, comm] = count(); }' \
-				>"$W/bt.log" 2>&1 &
+			bpftrace -e "$BTPROG" >"$W/bt.log" 2>&1 &
 			PID[$nm]=$!
 		else
 			bin=; for p in "${PS[@]}"; do [ "${p%%=*}" = "$nm" ] && bin=${p#*=}; done
