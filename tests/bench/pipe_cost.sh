@@ -158,7 +158,8 @@ for r in $(seq 1 "$ROUNDS"); do
 import json, sys
 print(json.load(sys.stdin).get("run_cnt", 0))' 2>/dev/null)
 			EMPTY_RUNS=$((EMPTY_RUNS + ${runs:-0}))
-			stop "$EPID"
+			# Started in the background by a script, it ignores SIGINT (as bash sets it).
+			stop "$EPID" TERM
 		fi
 	done
 done
