@@ -94,6 +94,7 @@ struct profd {
 	/* process events and walker requests: see EVENTS_GAP_NS */
 	int64_t events_turn_ns, events_tick_ns; /* tick_ns 0: watched, else muted until then */
 	int64_t drain_tables_ns; /* inside a drain: when the tables' next turn is due */
+	uint32_t drain_seen;     /* entries of this drain, for the clock's look every few */
 	double events_per_gap;
 	uint64_t events_wakeups, events_ticks;
 	/* own cost by part: entries the drains read, and the main thread's CPU */
@@ -140,8 +141,9 @@ struct native_ctx {
 	uint32_t pid;
 };
 
-/* The tables' turns inside a drain, at most this often. */
+/* The tables' turns inside a drain, at most this often; the clock read once per EVERY entries. */
 #define DRAIN_TABLES_GAP_NS (20 * 1000000LL)
+#define DRAIN_TABLES_EVERY 64
 
 static int native_frame(void *arg, uint64_t ip, uint32_t is_ret, uint32_t *id)
 {
@@ -177,7 +179,8 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	 * seconds of wall time: new processes get their tables meanwhile, not
 	 * after it (a 300 ms script would run without its native callers).
 	 */
-	if (d->tables && clock__mono_ns() >= d->drain_tables_ns) {
+	if (d->tables && ++d->drain_seen % DRAIN_TABLES_EVERY == 0 &&
+	    clock__mono_ns() >= d->drain_tables_ns) {
 		tables__poll(d->tables);
 		d->drain_tables_ns = clock__mono_ns() + DRAIN_TABLES_GAP_NS;
 	}
@@ -238,6 +241,7 @@ static void drain(struct profd *d)
 		events__drain_begin(d->events);
 	window__drain(d->win);
 	d->drain_tables_ns = t0 + DRAIN_TABLES_GAP_NS;
+	d->drain_seen = 0;
 	err = sampler__drain(d->sampler, on_entry, d);
 	if (d->events)
 		events__drain_end(d->events);
