@@ -130,7 +130,9 @@ measure() {
 	[ -n "$prog" ] && b=($(prog_ns "$prog"))
 	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
 	hwm=$(proc_kb "$P" VmHWM)
-	[ "${2:-}" = keep ] || stop "$P"
+	# bpftrace, the same at its exit on either signal, once sat in epoll_wait
+	# 80 s after SIGINT here, and left within 3 s of a SIGTERM then.
+	[ "${2:-}" = keep ] || stop "$P" "$([ "$P" = "${BT_PID:-}" ] && echo TERM || echo INT)"
 	ns=-
 	[ -n "$prog" ] && [ $((b[1] - a[1])) -gt 0 ] && ns=$(((b[0] - a[0]) / (b[1] - a[1])))
 	row=$(awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v e="${execs:-0}" -v ns="$ns" -v h="${hwm:-0}" -v c="$1" \
