@@ -45,6 +45,10 @@ need gcc
 if [ "$QUICK" = 1 ]; then ROUNDS=${ROUNDS:-1} SECS=${SECS:-3} WARM=${WARM:-2} LATE=${LATE:-0} DEF_CONDS="profd bpftrace"
 else ROUNDS=${ROUNDS:-3} SECS=${SECS:-20} WARM=${WARM:-15} LATE=${LATE:-60} DEF_CONDS="profd bpftrace perf"; fi
 read -ra CONDS <<<"${CONDS:-$DEF_CONDS}"
+BT_PROG='profile:hz:99 { @[ustack, kstack, comm] = count(); }'
+# Quick: bpftrace's map emptied at its exit, not printed; it is measured
+# before, and symbolizing the stacks of a loaded host took it over 60 s.
+[ "$QUICK" = 1 ] && BT_PROG="$BT_PROG END { clear(@); }"
 PROFD_B=${PROFD_B:-}
 if [ -n "$PROFD_B" ]; then
 	cp "$PROFD_B" "$W/bin/profd-b" || exit 1
@@ -73,17 +77,21 @@ sleep 2
 
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; bench_cleanup' EXIT
-# prog_of PID NAME-REGEX: the id of a BPF program the process holds.
+# prog_of PID NAME-REGEX: the fdinfo file of a BPF program the process holds,
+# where prog_ns reads its run time and count. One bpftool call and one grep:
+# at load 30 a bpftool call (it loads a BPF program of its own) took 5-20 s
+# and an awk 0.25 s, and one of each per descriptor ran for minutes.
 prog_of() {
-	local f i
-	for f in /proc/"$1"/fdinfo/*; do
-		i=$(awk '$1 == "prog_id:" { print $2 }' "$f" 2>/dev/null)
-		[ -n "$i" ] && bpftool prog show id "$i" 2>/dev/null | grep -qE " name ($2) " && { echo "$i"; return; }
-	done
+	local ids
+	ids=$(bpftool -j prog show | python3 -c '
+import json, re, sys
+for p in json.load(sys.stdin):
+    if re.fullmatch(sys.argv[1], p.get("name", "")): print(p["id"])' "$2")
+	grep -Hs '^prog_id:' /proc/"$1"/fdinfo/* | awk -v ids="$ids" '
+		BEGIN { n = split(ids, a, "\n"); for (i = 1; i <= n; i++) w[a[i]] = 1 }
+		$2 in w { sub(/:prog_id:$/, "", $1); print $1; exit }'
 }
-prog_ns() { bpftool -j prog show id "$1" | python3 -c '
-import json, sys
-p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; }
+prog_ns() { awk '$1 == "run_time_ns:" { t = $2 } $1 == "run_cnt:" { c = $2 } END { print t + 0, c + 0 }' "$1"; }
 
 # measure COND: one row of $W/rows for process P (BPF program prog, if set) over SECS.
 # tstat: "evictions build_ms" of the profd under $W/pd, or "- -" for another profiler.
@@ -122,7 +130,9 @@ measure() {
 	[ -n "$prog" ] && b=($(prog_ns "$prog"))
 	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
 	hwm=$(proc_kb "$P" VmHWM)
-	[ "${2:-}" = keep ] || stop "$P"
+	# bpftrace, the same at its exit on either signal, once sat in epoll_wait
+	# 80 s after SIGINT here, and left within 3 s of a SIGTERM then.
+	[ "${2:-}" = keep ] || stop "$P" "$([ "$P" = "${BT_PID:-}" ] && echo TERM || echo INT)"
 	ns=-
 	[ -n "$prog" ] && [ $((b[1] - a[1])) -gt 0 ] && ns=$(((b[0] - a[0]) / (b[1] - a[1])))
 	row=$(awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v e="${execs:-0}" -v ns="$ns" -v h="${hwm:-0}" -v c="$1" \
@@ -151,7 +161,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		case $c in
 		profd) profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' pd=1 ;;
 		profd-b) PROFD=$W/bin/profd-b profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' pd=1 ;;
-		bpftrace) bpftrace_start "$W/bt.log"; P=$BT_PID re='99|profile_hz_99' ;;
+		bpftrace) bpftrace_start "$W/bt.log" "$BT_PROG"; P=$BT_PID re='99|profile_hz_99' ;;
 		perf) perf_start "$W/perf.data"; P=$PERF_PID re= ;;
 		esac
 		sleep "$WARM"

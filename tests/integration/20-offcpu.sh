@@ -12,7 +12,7 @@ start_profd --offcpu-min 0
 
 # per_thread TYPE PID: "<thread> <value>" per thread name, values summed.
 per_thread() {
-	profctl dump --pid "$2" --since 2m --type "$1" --threads --no-flush |
+	profctl dump --pid "$2" --since "$(since_start)" --type "$1" --threads --no-flush |
 		awk '{ n = split($1, a, ";"); s[a[2]] += $NF } END { for (k in s) print k, s[k] }'
 }
 # ratio GOT WANT: GOT / WANT, 4 decimals
@@ -34,7 +34,7 @@ for p in $BPID $UPID; do
 	for t in offcpu runq wall; do
 		per_thread $t $p >"$T/$t.$p" || fail "dump --type $t for pid $p exited $?"
 	done
-	profctl dump --pid $p --since 2m --type offcpu --threads --no-flush >"$T/offcpu-stacks.$p"
+	profctl dump --pid $p --since "$(since_start)" --type offcpu --threads --no-flush >"$T/offcpu-stacks.$p"
 done
 
 # Blocked time where each thread blocked, against the thread's wall time.
@@ -77,7 +77,7 @@ done
 # runq_frames PID: "<run-queue us> <us under a stack with a user frame>
 # <us under the busy function>"
 runq_frames() {
-	profctl dump --pid "$1" --since 2m --type runq --threads --no-flush | awk '{
+	profctl dump --pid "$1" --since "$(since_start)" --type runq --threads --no-flush | awk '{
 		n = split($1, a, ";"); u = 0; b = 0
 		for (i = 3; i <= n; i++) { if (a[i] !~ /_\[k\]$/) u = 1; if (a[i] == "busy") b = 1 }
 		s += $NF; su += u * $NF; sb += b * $NF } END { print s + 0, su + 0, sb + 0 }'
@@ -107,12 +107,12 @@ done
 PPID_=$!
 wait $PPID_ || fail "pingpong exited $?"
 elapsed=$(awk '$1 == "seconds" { printf "%.0f", $2 * 1e6 }' "$T/pp.out")
-profctl dump --pid $PPID_ --since 2m --type wall >"$T/pp.wall" || fail "dump wall for pingpong exited $?"
+profctl dump --pid $PPID_ --since "$(since_start)" --type wall >"$T/pp.wall" || fail "dump wall for pingpong exited $?"
 got=$(awk '{ s += $NF } END { print s + 0 }' "$T/pp.wall")
 r=$(ratio "$got" "$((2 * elapsed))")
 check "pingpong: wall of both threads $got us = $r x 2 x elapsed $elapsed us (0.90..1.10)" between "$r" 0.90 1.10
-off=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '{ s += $NF } END { print s + 0 }')
-inpipe=$(profctl dump --pid $PPID_ --since 2m --type offcpu --no-flush | awk '/pipe_read/ { s += $NF } END { print s + 0 }')
+off=$(profctl dump --pid $PPID_ --since "$(since_start)" --type offcpu --no-flush | awk '{ s += $NF } END { print s + 0 }')
+inpipe=$(profctl dump --pid $PPID_ --since "$(since_start)" --type offcpu --no-flush | awk '/pipe_read/ { s += $NF } END { print s + 0 }')
 r=$(ratio "$inpipe" "$off")
 check "pingpong: $r of off-CPU time $off us under a pipe_read stack (>= 0.95)" between "$r" 0.95 1.0
 w=$(profctl status | awk '$1 == "offcpu_sampled_windows" { print $2 }')
@@ -128,7 +128,7 @@ taskset -c $CPU "$TP/offcpu_threads" block $SECS >"$T/block2.out" &
 B2=$!
 wait $B2 || fail "offcpu_threads block beside pingpong exited $?"
 wait $PP2 || fail "pingpong beside offcpu_threads exited $?"
-profctl dump --pid $B2 --since 2m --type offcpu --threads >"$T/offcpu-stacks.$B2"
+profctl dump --pid $B2 --since "$(since_start)" --type offcpu --threads >"$T/offcpu-stacks.$B2"
 for pair in sleeper:block_in_nanosleep piper:block_in_pipe_read; do
 	th=${pair%%:*} fn=${pair#*:}
 	want=$(wall_us $th "$T/block2.out")
@@ -139,7 +139,7 @@ for pair in sleeper:block_in_nanosleep piper:block_in_pipe_read; do
 		between "$r" 0.95 1.05
 done
 elapsed=$(awk '$1 == "seconds" { printf "%.0f", $2 * 1e6 }' "$T/pp2.out")
-got=$(profctl dump --pid $PP2 --since 2m --type wall --no-flush | awk '{ s += $NF } END { print s + 0 }')
+got=$(profctl dump --pid $PP2 --since "$(since_start)" --type wall --no-flush | awk '{ s += $NF } END { print s + 0 }')
 r=$(ratio "$got" "$((2 * elapsed))")
 check "pingpong beside them: wall of both threads $got us = $r x 2 x elapsed $elapsed us (0.90..1.10)" \
 	between "$r" 0.90 1.10
@@ -150,7 +150,7 @@ check "pingpong beside them: wall of both threads $got us = $r x 2 x elapsed $el
 "$TP/offcpu_threads" alt 3 >"$T/alt.out" &
 ALT=$!
 wait $ALT || fail "offcpu_threads alt exited $?"
-profctl dump --pid $ALT --since 2m --type offcpu >"$T/alt.folded" || fail "dump offcpu for alt exited $?"
+profctl dump --pid $ALT --since "$(since_start)" --type offcpu >"$T/alt.folded" || fail "dump offcpu for alt exited $?"
 pa=$(awk '/;path_a;wait_here;/ { s += $NF } END { print s + 0 }' "$T/alt.folded")
 pb=$(awk '/;path_b;wait_here;/ { s += $NF } END { print s + 0 }' "$T/alt.folded")
 wa=$(awk '$1 == "path_a" { printf "%.0f", $2 / 1000 }' "$T/alt.out")
@@ -186,7 +186,7 @@ INCG=$!
 OTHER=$!
 wait $INCG $OTHER $SEL
 profctl flush >/dev/null
-off() { profctl dump --pid "$1" --since 2m --type "$2" --no-flush | awk '{ s += $NF } END { print s + 0 }'; }
+off() { profctl dump --pid "$1" --since "$(since_start)" --type "$2" --no-flush | awk '{ s += $NF } END { print s + 0 }'; }
 check "--offcpu-pids: the selected process has off-CPU time ($(off $SEL offcpu) us)" test "$(off $SEL offcpu)" -gt 0
 check "--offcpu-cgroups: the process in /$CG has off-CPU time ($(off $INCG offcpu) us)" test "$(off $INCG offcpu)" -gt 0
 check "selection: an unselected process has no off-CPU or run-queue time ($(off $OTHER offcpu) / $(off $OTHER runq) us) but on-CPU samples ($(off $OTHER cpu))" \
@@ -203,7 +203,7 @@ start_profd --offcpu-min 0 --offcpu-max-rate 1000
 PPS=$!
 wait $PPS || fail "pingpong exited $?"
 elapsed=$(awk '$1 == "seconds" { printf "%.0f", $2 * 1e6 }' "$T/pps.out")
-got=$(profctl dump --pid $PPS --since 2m --type wall | awk '{ s += $NF } END { print s + 0 }')
+got=$(profctl dump --pid $PPS --since "$(since_start)" --type wall | awk '{ s += $NF } END { print s + 0 }')
 r=$(ratio "$got" "$((2 * elapsed))")
 check "--offcpu-max-rate 1000: pingpong wall $got us = $r x 2 x elapsed $elapsed us (0.75..1.25)" between "$r" 0.75 1.25
 w=$(profctl status | awk '$1 == "offcpu_sampled_windows" { print $2 }')
@@ -236,8 +236,8 @@ start_profd --no-offcpu
 "$TP/offcpu_threads" block 1 >/dev/null
 st=$(profctl status)
 check "--no-offcpu: status reports off-CPU off" grep -qP '^offcpu\s+off$' <<<"$st"
-n=$(profctl dump --since 2m --type wall | wc -l)
-m=$(profctl dump --since 2m --type offcpu --no-flush | wc -l)
+n=$(profctl dump --since "$(since_start)" --type wall | wc -l)
+m=$(profctl dump --since "$(since_start)" --type offcpu --no-flush | wc -l)
 check "--no-offcpu: no off-CPU stacks ($m), while on-CPU still works ($n wall lines)" \
 	test "$m" -eq 0 -a "$n" -gt 0
 check "profd exits 0 on SIGTERM" stop_profd

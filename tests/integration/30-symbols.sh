@@ -63,8 +63,15 @@ pids="$DEL_PID $NS_PID"
 "$TP/sym_dlopen" "$TP/libsym_plugin.so" $SECS & pids+=" $!"
 "$TP/sym_stripped" $SECS & pids+=" $!"
 wait $pids
-timeout 1 dd if=/dev/zero of=/dev/null bs=64k status=none
-profctl dump --since 2m >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
+# A count of blocks, not a second of wall time: 0.5-0.7 s of CPU however
+# loaded the host (at load 30, 0.7 s of dd's CPU took 22 s of wall time; the
+# check below needs 20 samples).
+dd if=/dev/zero of=/dev/null bs=64k count=300000 status=none
+# What the program ran is in the store once profd answers a flush after its
+# exit; at load 30 one flush can outlast profctl's 10 s, and a dump whose own
+# flush timed out lacks the last seconds.
+caught_up || fail "profd did not answer a flush within 12 tries of 10 s"
+profctl dump --no-flush --since "$(since_start)" >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
 
 # sym_spin's own frames: the leaf, or the CPU-clock read between leaves (a system call, where
 # a task preempted on its way back to user space is sampled when it runs again: up to 12 %

@@ -67,7 +67,7 @@ wait $pids
 node --perf-basic-prof --no-turbo-inlining "$T/hot.js" 3 >"$T/node.out" & NODE_PID=$!
 on_exit "rm -f /tmp/perf-$NODE_PID.map"
 wait $NODE_PID
-profctl dump --since 2m >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
+profctl dump --since "$(since_start)" >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
 profctl status >"$T/status"
 
 # 40 ms processes: every frame named ("[...]" is an unnamed frame).
@@ -120,7 +120,7 @@ wait $OWN_PID $PL_PID
 d1=$(drains)
 check "no drain while the short JIT processes ran (drains $d0, then $d1)" test "$d0" = "$d1"
 # The store still holds the first profd's windows: these processes only.
-profctl dump --since 2m --pid "$SHORT_PID" --pid "$OWN_PID" --pid "$PL_PID" >"$T/folded" ||
+profctl dump --since "$(since_start)" --pid "$SHORT_PID" --pid "$OWN_PID" --pid "$PL_PID" >"$T/folded" ||
 	{ fail "profctl dump exited $?"; done_test; }
 profctl status >"$T/status"
 

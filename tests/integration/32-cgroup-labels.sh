@@ -24,7 +24,7 @@ wait $pids
 profctl flush >/dev/null
 
 # comms WANT: the process names with samples under --cgroup WANT, sorted
-comms() { profctl dump --since 2m --no-flush --cgroup "$1" | awk '{ split($0, f, ";"); print f[1] }' | grep '^cg_' | sort -u | tr '\n' ' '; }
+comms() { profctl dump --since "$(since_start)" --no-flush --cgroup "$1" | awk '{ split($0, f, ";"); print f[1] }' | grep '^cg_' | sort -u | tr '\n' ' '; }
 got=$(comms "$UNIT"); echo "--cgroup $UNIT: $got"
 check "--cgroup with a systemd unit name selects that unit's process" test "$got" = "cg_unit "
 got=$(comms "${ID:0:12}"); echo "--cgroup ${ID:0:12}: $got"

@@ -80,7 +80,7 @@ check "one capture per exec: $((caps + own)) for $execs execs (<= 1.25 each)" \
 check "mappings from the exec event: $listed of $execs captures listed (>= 80%), $reads reads of /proc/PID/maps (<= 20%)" \
 	awk -v l="$listed" -v r="$((reads + own))" -v e="$execs" 'BEGIN { exit !(l >= 0.8 * e && r <= 0.2 * e) }'
 
-profctl dump --since 1m $(own_pids) >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
+profctl dump --since "$(since_start)" $(own_pids) >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
 read -r s_spin s_all s_start < <(own_share "$T/folded" sym_short ";short_spin")
 read -r n_spin n_all < <(share "$T/folded" spin_nolibc ";start_c;nolibc_spin")
 echo "sym_short: $s_spin of $s_all samples through short_spin, $s_start more in exec, ld.so and exit; spin_nolibc: $n_spin of $n_all through start_c;nolibc_spin"
@@ -112,7 +112,7 @@ echo "without the wait: own processes $execs, captures $caps, $listed from a lis
 # At least once each (again only when ld.so had not mapped the libraries yet at the first).
 check "without the wait: every exec captured from /proc ($caps captures for $execs execs, none listed)" \
 	awk -v c="$caps" -v e="$execs" -v l="$listed" 'BEGIN { exit !(e >= 20 && c >= e && l == 0) }'
-profctl dump --since 1m $(own_pids) >"$T/folded" || fail "profctl dump exited $?"
+profctl dump --since "$(since_start)" $(own_pids) >"$T/folded" || fail "profctl dump exited $?"
 read -r s_spin s_all s_start < <(own_share "$T/folded" sym_short ";short_spin")
 echo "without the wait: $s_start samples in exec, ld.so and exit; not through short_spin, most samples first:"
 grep '^sym_short;' "$T/folded" | grep -v ';short_spin' | sort -t' ' -k2 -nr | head -8 | cut -c1-300

@@ -9,19 +9,37 @@
 # binary and from that library.
 source "$(dirname "$0")/lib.sh"
 
+# usr1_ready PID: PID has its SIGUSR1 handler (SigCgt bit 9), within 30 s.
+usr1_ready() {
+	local mask
+	for _ in $(seq 300); do
+		mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+		[ -n "$mask" ] && [ $(((16#$mask >> 9) & 1)) -eq 1 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 "$TP/fork_children" fork 6 wait &
 PARENT=$!
 on_exit "kill $PARENT"
-sleep 0.5
+usr1_ready "$PARENT" || fail "the fork parent did not start"
 start_profd
-sleep 1
-kill -USR1 "$PARENT"
-"$TP/fork_children" prefork 8 "$TP/libsym_plugin.so" &
+# 16 workers of 150 ms of CPU each: about 240 samples at 99 Hz however loaded the host.
+"$TP/fork_children" prefork 16 "$TP/libsym_plugin.so" &
 PREFORK=$!
 on_exit "kill $PREFORK"
+usr1_ready "$PREFORK" || fail "the prefork server did not start"
+# The children come once profd is past its start-up (a read of every
+# running program, seconds on a loaded host, while process events queue in
+# a bounded ring buffer) and has taken the server's exec event: a fork
+# event lost to a full buffer leaves a gone child nothing to be named from.
+caught_up || fail "profd did not answer a flush within 12 tries of 10 s"
+lost0=$(profctl status | awk '$1 == "process_events_lost" { print $2 }')
+kill -USR1 "$PARENT" "$PREFORK"
 wait "$PARENT" "$PREFORK"
-sleep 2.5 # the last children's samples drained and flushed
-profctl dump --since 2m >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
+caught_up || fail "profd did not answer a flush after the children"
+profctl dump --since "$((SECONDS + 60))s" >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
 
 read -r n t < <(share "$T/folded" fk_child ";child_burn")
 echo "fk_child: $n of $t samples through child_burn"
@@ -45,5 +63,7 @@ inh=$(profctl status | awk '$1 == "unwind_maps_inherited" { print $2 }')
 if [ -n "$inh" ]; then
 	check "forked workers' unwind tables from their parent's snapshot ($inh, > 0)" test "$inh" -gt 0
 fi
+lost=$(profctl status | awk '$1 == "process_events_lost" { print $2 }')
+echo "process events lost while the children ran: $((lost - lost0))"
 check "profd exits 0 on SIGTERM" stop_profd
 done_test

@@ -65,6 +65,10 @@ for l in $LABELS; do
 	"${INTERP[$l]}" "$PY/split.py" 8 & SPLIT[$l]=$!
 done
 for l in $LABELS; do wait ${SPLIT[$l]} || fail "$l: split.py exited $?"; done
+# Phase 2's sleeping thread blocks as it starts, and its off-CPU stack is
+# taken then: it needs room in the kernel's stack maps, which phase 1's
+# backlog fills while a loaded profd drains it (15-45 s at load 30-40).
+caught_up || fail "profd did not catch up with phase 1 within 12 flushes of 10 s"
 
 # Phase 2: threads, churn and the C extension, all at once.
 declare -A THR=() CHURN=() CEXT=() AIO=() SHORT=()

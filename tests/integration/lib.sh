@@ -127,6 +127,12 @@ caught_up() {
 	return 1
 }
 
+# since_start: a --since span back to the test's start, and a minute before:
+# a loaded host stretches a test over minutes (10-cpu-split's 8 s of CPU took
+# 5.5 min at load 30), and a fixed 2m left its first samples out. Each test's
+# profd writes a state dir of its own: nothing older is in it.
+since_start() { echo "$((SECONDS + 60))s"; }
+
 stop_profd() {
 	[ -n "$PROFD_PID" ] || return 0
 	kill -TERM "$PROFD_PID"

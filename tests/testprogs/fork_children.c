@@ -4,10 +4,11 @@
  *   fork_children fork SECONDS [wait]
  *     (with wait: after SIGUSR1) every 100 ms forks a child (named fk_child)
  *     that burns 40 ms of CPU in child_burn and _exit()s;
- *   fork_children prefork SECONDS LIBRARY
- *     dlopen()s LIBRARY 300 ms after start-up, then forks workers (named
- *     pf_worker) one after another, each burning 75 ms in worker_own and
- *     75 ms in the library's plugin_spin.
+ *   fork_children prefork WORKERS LIBRARY
+ *     dlopen()s LIBRARY 300 ms after start-up, then (after SIGUSR1) forks
+ *     WORKERS workers (named pf_worker) one after another, each burning
+ *     75 ms in worker_own and 75 ms in the library's plugin_spin: a count
+ *     of CPU time, not of wall time, so a loaded host gives as many samples.
  * The parent sleeps meanwhile: nearly every sample of the named children is
  * a child's.
  */
@@ -110,16 +111,19 @@ static void on_usr1(int sig)
 	go = 1;
 }
 
+static void wait_usr1(void)
+{
+	while (!go)
+		sleep_until(mono_ns() + 10 * 1000000LL);
+}
+
 static int run_fork(double secs, int wait)
 {
 	long long end, next;
 
 	signal(SIGCHLD, SIG_IGN); /* reaped by the kernel */
-	if (wait) {
-		signal(SIGUSR1, on_usr1);
-		while (!go)
-			sleep_until(mono_ns() + 10 * 1000000LL);
-	}
+	if (wait)
+		wait_usr1();
 	end = mono_ns() + (long long)(secs * 1e9);
 	next = mono_ns();
 	while (mono_ns() < end) {
@@ -131,9 +135,8 @@ static int run_fork(double secs, int wait)
 	return 0;
 }
 
-static int run_prefork(double secs, const char *lib)
+static int run_prefork(int workers, const char *lib)
 {
-	long long end = mono_ns() + (long long)(secs * 1e9);
 	void *h;
 
 	sleep_until(mono_ns() + 300 * 1000000LL);
@@ -145,7 +148,8 @@ static int run_prefork(double secs, const char *lib)
 	plugin_spin = (void (*)(double))dlsym(h, "plugin_spin");
 	if (!plugin_spin)
 		return 1;
-	while (mono_ns() < end) {
+	wait_usr1();
+	for (int i = 0; i < workers; i++) {
 		pid_t c = spawn("pf_worker", prefork_worker);
 
 		if (c < 0)
@@ -158,10 +162,11 @@ static int run_prefork(double secs, const char *lib)
 
 int main(int argc, char **argv)
 {
+	signal(SIGUSR1, on_usr1);
 	if (argc >= 3 && !strcmp(argv[1], "fork"))
 		return run_fork(atof(argv[2]), argc >= 4 && !strcmp(argv[3], "wait"));
 	if (argc >= 4 && !strcmp(argv[1], "prefork"))
-		return run_prefork(atof(argv[2]), argv[3]);
-	fprintf(stderr, "usage: fork_children fork SECONDS | prefork SECONDS LIBRARY\n");
+		return run_prefork(atoi(argv[2]), argv[3]);
+	fprintf(stderr, "usage: fork_children fork SECONDS [wait] | prefork WORKERS LIBRARY\n");
 	return 2;
 }
