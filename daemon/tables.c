@@ -755,7 +755,8 @@ static bool file_same(struct tfile *f, uint32_t pid, const struct procmap *m)
  * three lookups that are never cached (the pid is new at each exec); this
  * is a walk of cached names.
  */
-static bool file_same_by_path(const struct tables *t, const struct tfile *f, const struct procmap *m)
+static bool file_same_by_path(const struct tables *t, const struct tfile *f,
+			      const struct procmap *m)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS |
