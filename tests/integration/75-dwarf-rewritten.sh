@@ -20,7 +20,8 @@ echo "file checks $c0 -> $c1, by path $p0 -> $p1"
 
 # Another program in the same inode: size and time differ, the table is built again.
 cat "$TP/phases_nofp" >"$T/prog"
-check "the file was rewritten in place (inode $ino -> $(stat -c %i "$T/prog"))" test "$(stat -c %i "$T/prog")" = "$ino"
+ino2=$(stat -c %i "$T/prog")
+check "the file was rewritten in place (inode $ino -> $ino2)" test "$ino2" = "$ino"
 "$T/prog" 4 >/dev/null &
 PID=$!
 wait $PID
