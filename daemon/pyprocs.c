@@ -83,6 +83,14 @@ struct pyprocs {
 	uint64_t written, write_errors, sym_misses;
 	uint64_t epochs; /* py_procs values written: each one's epoch */
 	bool untracked;  /* an entry written for a pid without a record: exits delete it blind */
+	/*
+	 * The py_files entry written last: each exec of an interpreter gives
+	 * the same one again, and only user space writes that map (nothing
+	 * evicts it), so an equal one is not written again.
+	 */
+	struct profd_pyfile_key tmpl_key;
+	struct profd_pyfile tmpl;
+	bool tmpl_written;
 };
 
 /* A pid at *s, which is left after it; 0 when there is none. */
@@ -248,8 +256,17 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 				p->untracked = true;
 		}
 		/* The next process of this interpreter is read from its first sample on, before we look. */
-		if (pyinterp__template(p->pi, &fkey, &pf) == 0 && bpf_map_update_elem(p->files_fd, &fkey, &pf, BPF_ANY))
-			p->write_errors++;
+		if (pyinterp__template(p->pi, &fkey, &pf) == 0 &&
+		    (!p->tmpl_written || memcmp(&fkey, &p->tmpl_key, sizeof(fkey)) ||
+		     memcmp(&pf, &p->tmpl, sizeof(pf)))) {
+			p->tmpl_written = !bpf_map_update_elem(p->files_fd, &fkey, &pf, BPF_ANY);
+			if (p->tmpl_written) {
+				p->tmpl_key = fkey;
+				p->tmpl = pf;
+			} else {
+				p->write_errors++;
+			}
+		}
 	} else if (!sl || sl->wrote_ns) {
 		/* No longer found in this image (unmapped): what was written must not be read. */
 		bpf_map_delete_elem(p->procs_fd, &pid);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/openat2.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -193,6 +195,8 @@ struct tables {
 	size_t npids;
 	int umaps_fd;
 	int proc_fd;             /* /proc, for reading mappings */
+	int root_fd;             /* our "/", for file_same_by_path; -1: that check is off */
+	uint64_t root_dev;       /* the device of the filesystem mounted at "/" */
 	int64_t backstop_at;     /* the last liveness scan (tables__gc) */
 	struct profd_umaps *um;  /* scratch for writing one umaps entry */
 	struct loadq *queue;     /* pids waiting for pid_load */
@@ -740,6 +744,41 @@ static bool file_same(struct tfile *f, uint32_t pid, const struct procmap *m)
 }
 
 /*
+ * The cheap form of file_same, which only ever says "the same": the path
+ * the mapping had, looked up in our root, is still the inode f was built
+ * from, with its size and time. A live inode keeps its number, so the
+ * mapping's (device, inode) is that file. The walk stays on the root's
+ * mount, the filesystem of the file built (no FUSE server can stall it:
+ * such a file is never built), and follows no link. Only for a file whose
+ * device stat and the mappings agree on (a btrfs subvolume's do not: its
+ * inode numbers are per subvolume). A stat of /proc/PID/map_files costs
+ * three lookups that are never cached (the pid is new at each exec); this
+ * is a walk of cached names.
+ */
+static bool file_same_by_path(const struct tables *t, const struct tfile *f,
+			      const struct procmap *m)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS |
+					   RESOLVE_NO_MAGICLINKS };
+	struct stat sb;
+	bool same;
+	int fd;
+
+	if (t->root_fd < 0 || !m->path || m->path[0] != '/' || !m->path[1] ||
+	    f->st_dev != t->root_dev || f->st_dev != f->dev || f->st_ino != f->ino)
+		return false;
+	fd = (int)syscall(SYS_openat2, t->root_fd, m->path + 1, &how, sizeof(how));
+	if (fd < 0)
+		return false;
+	same = !fstat(fd, &sb) && S_ISREG(sb.st_mode) && sb.st_dev == f->st_dev &&
+	       sb.st_ino == f->st_ino && (uint64_t)sb.st_size == f->st_size &&
+	       sb.st_mtim.tv_sec == f->st_mtim.tv_sec && sb.st_mtim.tv_nsec == f->st_mtim.tv_nsec;
+	close(fd);
+	return same;
+}
+
+/*
  * The file of mapping m of pid: known already, or a new one handed to a
  * worker. NULL with *retry set when it cannot be opened now: the process
  * exited or exec'd since its mappings were read, which says nothing about
@@ -753,7 +792,14 @@ static struct tfile *file_get(struct tables *t, uint32_t pid, const struct procm
 
 	f = filecache__get(t->fc, m->dev, m->inode, t->fslot);
 	if (f) {
-		if (f->users || f->job || file_same(f, pid, m))
+		if (f->users || f->job)
+			return f;
+		t->st.file_checks++;
+		if (file_same_by_path(t, f, m)) {
+			t->st.file_checks_by_path++;
+			return f;
+		}
+		if (file_same(f, pid, m))
 			return f;
 		for (size_t i = 0; i < t->nfiles; i++) {
 			if (t->files[i] == f) {
@@ -1180,12 +1226,22 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		return -ENOMEM;
 	t->skel = skel;
 	t->o = *o;
-	t->epfd = t->tfd = t->proc_fd = -1;
+	t->epfd = t->tfd = t->proc_fd = t->root_fd = -1;
 	t->umaps_fd = bpf_map__fd(skel->maps.umaps);
 	t->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->proc_fd < 0) {
 		err = -errno;
 		goto fail;
+	}
+	{
+		struct stat sb;
+
+		t->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (t->root_fd >= 0 && fstat(t->root_fd, &sb)) {
+			close(t->root_fd);
+			t->root_fd = -1;
+		}
+		t->root_dev = t->root_fd >= 0 ? (uint64_t)sb.st_dev : 0;
 	}
 	t->um = calloc(1, sizeof(*t->um));
 	if (!t->um) {
@@ -1277,6 +1333,8 @@ void tables__free(struct tables *t)
 		file_free(t, t->nfiles - 1);
 	if (t->proc_fd >= 0)
 		close(t->proc_fd);
+	if (t->root_fd >= 0)
+		close(t->root_fd);
 	free(t->files);
 	loadq__free(t->queue);
 	rowalloc__free(t->ra);
@@ -1519,6 +1577,8 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_table_displaced\t%" PRIu64 "\n", st.displaced);
 	fprintf(f, "unwind_table_rebuilds\t%" PRIu64 "\n", st.rebuilds);
 	fprintf(f, "unwind_load_requests_dropped\t%" PRIu64 "\n", st.requests_dropped);
+	fprintf(f, "unwind_file_checks\t%" PRIu64 "\n", st.file_checks);
+	fprintf(f, "unwind_file_checks_by_path\t%" PRIu64 "\n", st.file_checks_by_path);
 	fprintf(f, "unwind_turn_max_ms\t%.1f\n", st.turn_ns_max / 1e6);
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], st.bpf[i]);

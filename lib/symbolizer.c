@@ -310,9 +310,9 @@ static int root_pin(struct symbolizer *s, uint32_t pid, const uint64_t *known, s
 	struct root *r = known && known[0] ? root_find(s, known) : NULL;
 	int fd = -1, err = 0;
 
-	snprintf(path, sizeof(path), "%u/root", pid);
 	if (r)
 		goto found;
+	snprintf(path, sizeof(path), "%u/root", pid);
 	err = root_key(s->proc_fd, path, 0, key);
 	if (err)
 		return err;

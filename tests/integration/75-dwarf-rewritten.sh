@@ -1,0 +1,42 @@
+#!/bin/bash
+# An unwind table nobody maps is kept for the next run of its file, and
+# checked before reuse: the file at that (device, inode) may have changed.
+# The same file rewritten in place (same inode, another program) gets a
+# table of its own: its stacks keep their callers down to libc's start.
+# Counted by the walk's depth, not by names: the symbolizer keys its files
+# by (device, inode) alone and may still name the old program's functions.
+source "$(dirname "$0")/lib.sh"
+
+sv() { profctl status | awk -F'\t' -v k="$1" '$1 == k { print $2 }'; }
+start_profd --unwind dwarf
+cp "$TP/qsort_nofp" "$T/prog"
+ino=$(stat -c %i "$T/prog")
+"$T/prog" 1 >/dev/null
+c0=$(sv unwind_file_checks) p0=$(sv unwind_file_checks_by_path)
+"$T/prog" 1 >/dev/null
+c1=$(sv unwind_file_checks) p1=$(sv unwind_file_checks_by_path)
+# Host-wide counters (every exec on the host counts): printed, not checked.
+echo "file checks $c0 -> $c1, by path $p0 -> $p1"
+
+# Another program in the same inode: size and time differ, the table is built again.
+cat "$TP/phases_nofp" >"$T/prog"
+ino2=$(stat -c %i "$T/prog")
+check "the file was rewritten in place (inode $ino -> $ino2)" test "$ino2" = "$ino"
+"$T/prog" 4 >/dev/null &
+PID=$!
+wait $PID
+c2=$(sv unwind_file_checks) p2=$(sv unwind_file_checks_by_path)
+echo "file checks $c1 -> $c2, by path $p1 -> $p2"
+profctl dump --pid $PID --since 2m >"$T/folded" || { fail "profctl dump exited $?"; done_test; }
+sort -t' ' -k2 -nr "$T/folded" | head -3 | cut -c1-300
+# Whole: libc's start, then main's caller chain (main, run, mid, phase: 4 frames of prog at least).
+read -r n whole <<<"$(awk '{ n += $NF; i = index($0, ";__libc_start_call_main;")
+	if (i) { k = split(substr($0, i + 24), f, ";"); p = 0
+		for (j = 1; j <= k; j++) if (f[j] !~ /_\[k\]( [0-9]+)?$/) p++
+		if (p >= 4) w += $NF } } END { print n + 0, w + 0 }' "$T/folded")"
+pct=$(awk -v a="$whole" -v b="$n" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }')
+check "the rewritten program has samples ($n >= 100)" test "$n" -ge 100
+check "its stacks reach libc's start through 4 callers: $pct% >= 90% (a stale table cuts them)" \
+	awk -v c="$pct" 'BEGIN { exit !(c >= 90) }'
+check "profd exits 0 on SIGTERM" stop_profd
+done_test
