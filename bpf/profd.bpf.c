@@ -156,6 +156,23 @@ static __always_inline int add_count(void *cmap, const struct profd_key *key, __
 	return 0;
 }
 
+/*
+ * A task name up to its NUL into dst, zeroed before: what
+ * bpf_get_current_comm and bpf_probe_read_kernel_str give, by plain loads
+ * from a BTF pointer instead of a helper call each.
+ */
+static __always_inline void copy_comm(char *dst, const char *src)
+{
+#pragma unroll
+	for (int i = 0; i < PROFD_COMM_LEN - 1; i++) {
+		char c = src[i];
+
+		if (!c)
+			break;
+		dst[i] = c;
+	}
+}
+
 static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot, int kernel)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -176,12 +193,12 @@ static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot
 	}
 
 	key.cgroup_id = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(key.thread, sizeof(key.thread));
-	BPF_CORE_READ_STR_INTO(&key.comm, task, group_leader, comm);
+	copy_comm(key.thread, task->comm);
+	copy_comm(key.comm, task->group_leader->comm);
 
 	if (kernel)
 		key.kstack = store_stack(ctx, smap, slot, 0, &key.flags);
-	if (!(BPF_CORE_READ(task, flags) & PF_KTHREAD))
+	if (!(task->flags & PF_KTHREAD))
 		key.ustack = store_stack(ctx, smap, slot, 1, &key.flags);
 
 	return add_count(cmap, &key, value);

@@ -919,6 +919,41 @@ static long py_vma(struct task_struct *task, struct vm_area_struct *vma, void *a
 }
 
 /*
+ * Bumped after every insert into py_procs, user space's and py_adopt's: a
+ * lookup that found no entry for a pid is still right while this holds
+ * the value it had before that lookup. Alone in its cache line: every
+ * sample reads it, and the counters beside it are written by all CPUs.
+ */
+__u32 py_gen SEC(".data.py_gen") = 0;
+
+/*
+ * Per CPU, by pid: pid << 32 | py_gen + 1 when py_procs had no entry for
+ * the pid at that py_gen. Most samples are of processes that are not
+ * CPython: one line of this CPU's instead of a py_procs lookup (two cold
+ * lines of a shared hash map). One 8-byte store: a sample that
+ * interrupts the off-CPU hook cannot tear a slot.
+ */
+#define PY_NONE_SLOTS 256
+
+struct py_none {
+	__u64 s[PY_NONE_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_none);
+} py_none SEC(".maps");
+
+/* Whether the current thread's name starts with "python": py_adopt's candidates. */
+static __always_inline int py_named_python(struct task_struct *task)
+{
+	return task->comm[0] == 'p' && task->comm[1] == 'y' && task->comm[2] == 't' &&
+	       task->comm[3] == 'h' && task->comm[4] == 'o' && task->comm[5] == 'n';
+}
+
+/*
  * A process named python* that user space has not made known yet: when
  * the sampled pc lies in an interpreter file probed before (py_files), its
  * py_procs value is made here. Its epoch has bit 63 set (user space counts
@@ -932,12 +967,10 @@ static __always_inline const struct profd_pyproc *py_adopt(struct py_ctx *w, str
 	__u64 off, bias = 0, ip;
 	int found = 0;
 
-	bpf_get_current_comm(sc->comm, sizeof(sc->comm));
-	if (sc->comm[0] != 'p' || sc->comm[1] != 'y' || sc->comm[2] != 't' || sc->comm[3] != 'h' ||
-	    sc->comm[4] != 'o' || sc->comm[5] != 'n')
+	if (!py_named_python(task))
 		return NULL;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	ip = BPF_CORE_READ(regs, ip);
+	ip = regs->ip;
 	sc->fkey.dev = sc->fkey.ino = 0;
 	if (bpf_find_vma(task, ip, py_vma, w, 0) || !sc->fkey.ino)
 		return NULL;
@@ -963,10 +996,12 @@ static __always_inline const struct profd_pyproc *py_adopt(struct py_ctx *w, str
 		sc->adopt.eval_lo += bias;
 		sc->adopt.eval_hi += bias;
 	}
-	sc->adopt.start_code = BPF_CORE_READ(task, mm, start_code);
+	sc->adopt.start_code = task->mm->start_code;
 	sc->adopt.epoch = 1ULL << 63 | (__u64)pid << 32 | (__u32)bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&py_procs, &pid, &sc->adopt, BPF_NOEXIST) == 0)
+	if (bpf_map_update_elem(&py_procs, &pid, &sc->adopt, BPF_NOEXIST) == 0) {
+		__sync_fetch_and_add(&py_gen, 1);
 		pycount(PROFD_PYCNT_ADOPTED);
+	}
 	return bpf_map_lookup_elem(&py_procs, &pid);
 }
 
@@ -1027,17 +1062,32 @@ static __always_inline void py_read_sizes(const struct profd_pyoffs *o, struct p
 static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts;
-	__u32 pid = pid_tgid >> 32;
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), ts, none;
+	__u32 pid = pid_tgid >> 32, zero = 0;
+	/* On-CPU only: its pc is where the process runs. */
+	int adopt = slot == 0 && py_named_python(task);
+	struct py_none *nc;
+	__u64 *ns = NULL;
 
 	w->sc = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!w->sc)
 		return 0;
+	/* Read before the lookup: an insert after it bumps py_gen past this. */
+	none = (__u64)pid << 32 | (__u32)(*(volatile __u32 *)&py_gen + 1);
+	nc = bpf_map_lookup_elem(&py_none, &zero);
+	if (nc) {
+		ns = &nc->s[pid & (PY_NONE_SLOTS - 1)];
+		if (*ns == none && !adopt)
+			return 0;
+	}
 	w->pp = bpf_map_lookup_elem(&py_procs, &pid);
-	/* On-CPU only: its pc is where the process runs. */
-	if (!w->pp && slot == 0)
-		w->pp = py_adopt(w, task, pid);
-	if (!w->pp || w->pp->start_code != BPF_CORE_READ(task, mm, start_code))
+	if (!w->pp) {
+		if (adopt)
+			w->pp = py_adopt(w, task, pid);
+		else if (ns)
+			*ns = none;
+	}
+	if (!w->pp || w->pp->start_code != task->mm->start_code)
 		return 0;
 	/* In the scratch, not on the stack: the on-CPU program's stack is near its limit. */
 	w->sc->t0 = slot == 0 && py_cost_tgid && pid == py_cost_tgid ? bpf_ktime_get_ns() : 0;

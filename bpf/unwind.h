@@ -453,7 +453,7 @@ static long uw_step(__u64 index, void *arg)
 static __always_inline struct profd_umaps *uw_umaps(struct uw_state *s, struct task_struct *task)
 {
 	__u32 pid = s->pid, ppid, z = 0;
-	__u64 sc = BPF_CORE_READ(task, mm, start_code);
+	__u64 sc = task->mm->start_code;
 	struct profd_umaps *um = bpf_map_lookup_elem(&umaps, &pid), *zero, *pum;
 	long err;
 
@@ -472,7 +472,7 @@ static __always_inline struct profd_umaps *uw_umaps(struct uw_state *s, struct t
 	 * Exiting: the exit event may have dropped its tables already, and a
 	 * request now would only have user space read a zombie's mappings.
 	 */
-	if (BPF_CORE_READ(task, flags) & 0x00000004 /* PF_EXITING */)
+	if (task->flags & 0x00000004 /* PF_EXITING */)
 		return NULL;
 	if (um) {
 		/* exec (or pid reuse): these mappings are another program's. A placeholder (n = 0) has asked. */
@@ -491,7 +491,7 @@ static __always_inline struct profd_umaps *uw_umaps(struct uw_state *s, struct t
 			ucount(PROFD_UCNT_PIDS_FULL);
 		}
 	}
-	ppid = BPF_CORE_READ(task, real_parent, tgid);
+	ppid = task->real_parent->tgid;
 	pum = bpf_map_lookup_elem(&umaps, &ppid);
 	if (pum && pum->n && pum->start_code == sc) {
 		s->borrowed = 1;
@@ -606,9 +606,10 @@ static __always_inline long unwind_walk(struct uw_state *s, __u64 *ips, __u32 ma
 	s->pid = pid_tgid >> 32;
 	w.um = uw_umaps(s, task);
 	s->max = max;
-	s->pc = BPF_CORE_READ(regs, ip);
-	s->sp = BPF_CORE_READ(regs, sp);
-	s->bp = BPF_CORE_READ(regs, bp);
+	/* A BTF pointer: plain loads, not a bpf_probe_read_kernel call each. */
+	s->pc = regs->ip;
+	s->sp = regs->sp;
+	s->bp = regs->bp;
 	s->exact = 1;
 	if (s->pc == 0)
 		return 0;

@@ -249,6 +249,8 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 		if (bpf_map_update_elem(p->procs_fd, &pid, &pp, BPF_ANY)) {
 			p->write_errors++;
 		} else {
+			/* After the write: the walker's per-CPU "no entry" notes of older values lapse. */
+			__atomic_fetch_add(&p->skel->data_py_gen->py_gen, 1, __ATOMIC_SEQ_CST);
 			p->written++;
 			if (sl)
 				sl->wrote_ns = clock__mono_ns();
