@@ -739,7 +739,11 @@ struct py_ctx {
  * and a cache line each; a read never leaves the page of the frame it is
  * for, so it cannot fault on the unmapped page below a chunk. A frame
  * neither in the last read nor just below it (a generator's, in its heap
- * object) is read alone. 3.10's frames are heap objects: read alone.
+ * object) is read alone. 3.10's frames are heap objects, but a chain made
+ * in call order comes from one allocator pool, each caller just below its
+ * callee: a frame that lies just below the last read is read with the
+ * rest of its page too (3.10's leaf frame, far from its caller as a rule,
+ * is read alone).
  */
 #define PY_WIN 4096
 
@@ -772,9 +776,9 @@ static __always_inline const __u8 *py_frame_bytes(struct py_ctx *w)
 	if (!wb)
 		return NULL;
 	if (a < sc->wstart || e > sc->whi) {
-		/* The first frame, or one below the last read: its caller's, in the data stack. */
-		if (!(w->pp->o.flags & PROFD_PY_F_ALL_ENTRY) &&
-		    (!sc->whi || (e <= sc->wstart && sc->wstart - e < PY_WIN))) {
+		/* From 3.11 the first frame, or (any version) one just below the last read: a caller's. */
+		if ((!sc->whi && !(w->pp->o.flags & PROFD_PY_F_ALL_ENTRY)) ||
+		    (e <= sc->wstart && sc->wstart - e < PY_WIN)) {
 			lo = e > PY_WIN ? e - PY_WIN : 0;
 			if (lo < (a & ~4095ULL))
 				lo = a & ~4095ULL;
