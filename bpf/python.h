@@ -75,14 +75,17 @@ struct py_code {
 	__u64 code, epoch;
 	union {
 		struct { /* checked by content: before 3.12, or co_version 0 */
-			__s64 name_hash, lt_hash; /* CPython's own, from the objects named (-1: none) */
-			__u64 file_sum;           /* py_file_sum of the file part of what id names */
+			/* CPython's own, from the objects named (-1: none) */
+			__s64 name_hash, lt_hash;
+			/* py_file_sum of the file part of what id names */
+			__u64 file_sum;
 		};
 		__u64 interp; /* PY_CODE_VERSIONED */
 	};
 	__u64 idc;   /* the id, and py_syms_adds (24 bits) when it was last found there: PY_IDC_* */
 	__u32 first; /* co_firstlineno; co_version when PY_CODE_VERSIONED */
-	__u32 used;  /* the walk that last used it (the older of a set's two goes first), PY_CODE_VERSIONED */
+	/* The walk that last used it (the older of a set's two goes first), PY_CODE_VERSIONED. */
+	__u32 used;
 };
 
 _Static_assert(sizeof(struct py_code) <= 64, "a code cache entry fits a cache line");
@@ -173,9 +176,11 @@ struct py_scratch {
 	__u16 co_lo;     /* where the fields naming reads begin: what a hit reads from, before 3.12 */
 	__u16 co_pad[3];
 	__u64 seen[PY_CODE_SLOTS / 64]; /* codes[] slots named or checked in this walk */
-	__u64 cur_name, cur_file, cur_lt; /* the strings and line table of the code object being checked */
+	/* The strings and line table of the code object being checked. */
+	__u64 cur_name, cur_file, cur_lt;
 	struct py_code codes[PY_CODE_SLOTS];
-	__s64 file_hash[PY_CODE_SLOTS]; /* codes[]' file strings' hashes (-1: none): once a walk a file */
+	/* codes[]' file strings' hashes (-1: none): read once a walk a file. */
+	__s64 file_hash[PY_CODE_SLOTS];
 	struct py_thread thr;  /* the py_threads value written */
 	struct profd_pysym sym;
 	__u8 obj[264]; /* a frame, code object or thread state: an 8-byte word at any offset below 256 */
@@ -442,7 +447,8 @@ __noinline int py_code_bytes_same(const struct profd_pyproc *pp, struct py_scrat
 		if (py_str_read(&pp->o, sc->fbuf, sc->cur_file, sym->file_len) ||
 		    !py_str_is(&pp->o, sc->fbuf, sym->file, sym->file_len))
 			return 0;
-		sc->file_hash[sc->sym_key & (PY_CODE_SLOTS - 1)] = py_hash_at(sc->fbuf, pp->o.str_hash);
+		sc->file_hash[sc->sym_key & (PY_CODE_SLOTS - 1)] =
+			py_hash_at(sc->fbuf, pp->o.str_hash);
 		sc->fver_str = sc->cur_file;
 		sc->fver_sum = sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file_sum;
 	}
@@ -542,7 +548,8 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	 * through other functions and wrappers met at many levels cost one
 	 * check a walk.
 	 */
-	if (c->code == code && (sc->seen[(slot >> 6) & 3] >> (slot & 63) & 1) && c->epoch == pp->epoch) {
+	if (c->code == code && (sc->seen[(slot >> 6) & 3] >> (slot & 63) & 1) &&
+	    c->epoch == pp->epoch) {
 		sc->cached++;
 		return c->idc & PROFD_PY_ID_MASK;
 	}
@@ -601,8 +608,10 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	/* Version 0: the counter ran out (or there is none), and 0 names nothing. */
 	if (c->code == code && c->epoch == pp->epoch) {
 		id = c->idc & PROFD_PY_ID_MASK;
-		if (version ? (c->used & PY_CODE_VERSIONED) && c->first == version && c->interp == sc->interp
-			    : !(c->used & PY_CODE_VERSIONED) && c->first == first && py_code_known(pp, sc, slot)) {
+		if (version ? (c->used & PY_CODE_VERSIONED) && c->first == version &&
+				      c->interp == sc->interp
+			    : !(c->used & PY_CODE_VERSIONED) && c->first == first &&
+				      py_code_known(pp, sc, slot)) {
 			if (!PY_IDC_FRESH(c)) {
 				if (!bpf_map_lookup_elem(&py_syms, &id))
 					goto read;
@@ -689,7 +698,10 @@ named:
 	/* Neither way held this object: the older goes. */
 	if (c->code != code) {
 		base &= PY_CODE_SLOTS - 2;
-		slot = (sc->codes[base].used & PY_CODE_WALK) <= (sc->codes[base + 1].used & PY_CODE_WALK) ? base : base + 1;
+		slot = (sc->codes[base].used & PY_CODE_WALK) <=
+				       (sc->codes[base + 1].used & PY_CODE_WALK) ?
+			       base :
+			       base + 1;
 		slot &= PY_CODE_SLOTS - 1;
 		c = &sc->codes[slot];
 	}
@@ -796,7 +808,7 @@ static __always_inline const __u8 *py_frame_bytes(struct py_ctx *w)
 	if (!wb)
 		return NULL;
 	if (a < sc->wstart || e > sc->whi) {
-		/* From 3.11 the first frame, or (any version) one just below the last read: a caller's. */
+		/* From 3.11 the first frame, or (any version) one just below the last read. */
 		if ((!sc->whi && !(w->pp->o.flags & PROFD_PY_F_ALL_ENTRY)) ||
 		    (e <= sc->wstart && sc->wstart - e < PY_WIN)) {
 			lo = e > PY_WIN ? e - PY_WIN : 0;
