@@ -49,34 +49,52 @@ __u64 py_syms_adds = 0;
 
 /*
  * A code object named before on this CPU, by process image (epoch) and
- * address, with the addresses of its name, file and line table objects,
- * its first line and the id it was named.
+ * address, and the id it was named: within a cache line, all a hit reads
+ * of it (the entries are read cold, one per frame).
  *
- * None of these addresses proves the object is the same: a freed code
- * object and its strings get their addresses back at once. From 3.12 a
- * code object carries co_version, drawn from a counter of its interpreter
- * that only grows (and stops at 0), so the address, the version and the
+ * The address does not prove the object is the same: a freed code object
+ * and its strings get their addresses back at once. From 3.12 a code
+ * object carries co_version, drawn from a counter of its interpreter that
+ * only grows (and stops at 0), so the address, the version and the
  * interpreter together name one code object for the life of the process
- * image: a hit reads nothing more. Before 3.12 a hit reads the name and
- * line table objects (the file's once a walk) and checks that each still
- * holds the bytes the id was made from. CPython caches a str's and a bytes
- * object's hash in the object (-1 until computed) and never changes it:
- * when the entry kept that hash, a hit reads the object's first 32 bytes
- * and compares the 64-bit hash (a different text at the same address
- * would need the same keyed SipHash); when it did not, the bytes are
- * compared with the ones kept in py_code_syms.
+ * image: a hit reads nothing more. Otherwise the entry is checked by what
+ * its id is made of, in the objects the code object points to now: its
+ * first line, and the name, file and line table objects holding the
+ * bytes the id was made from. CPython caches a str's and a bytes object's
+ * hash in the object (-1 until computed) and never changes it: when the
+ * entry kept that hash, a hit reads the hash's word and compares it (a
+ * different text would need the same keyed SipHash); when it did not,
+ * the bytes are compared with the ones kept in py_code_syms. The
+ * objects' addresses need not be the ones named: equal bytes name the
+ * same id.
  *
  * The id is looked up in py_syms again after PY_SYMS_RECHECK new names:
  * an LRU entry that went is named again.
  */
 struct py_code {
-	__u64 code, name, file, lt, id, epoch, interp;
-	__u64 file_sum; /* py_file_sum of the file part of what id names */
-	__s64 name_hash, file_hash, lt_hash; /* CPython's own, from the objects named (-1: none) */
-	__u32 version, firstlineno;
-	__u32 used;    /* the walk that last used it: the older of a set's two goes first */
-	__u32 checked; /* py_syms_adds, cut to 32 bits, when id was last found in py_syms */
+	__u64 code, epoch;
+	union {
+		struct { /* checked by content: before 3.12, or co_version 0 */
+			/* CPython's own, from the objects named (-1: none) */
+			__s64 name_hash, lt_hash;
+			/* py_file_sum of the file part of what id names */
+			__u64 file_sum;
+		};
+		__u64 interp; /* PY_CODE_VERSIONED */
+	};
+	__u64 idc;   /* the id, and py_syms_adds (24 bits) when it was last found there: PY_IDC_* */
+	__u32 first; /* co_firstlineno; co_version when PY_CODE_VERSIONED */
+	/* The walk that last used it (the older of a set's two goes first), PY_CODE_VERSIONED. */
+	__u32 used;
 };
+
+_Static_assert(sizeof(struct py_code) <= 64, "a code cache entry fits a cache line");
+
+#define PY_CODE_VERSIONED (1u << 31)
+#define PY_CODE_WALK (PY_CODE_VERSIONED - 1)
+#define PY_IDC_SHIFT 40
+#define PY_IDC_CHECKED(c) ((__u32)((c)->idc >> PY_IDC_SHIFT))
+#define PY_IDC_FRESH(c) ((((__u32)py_syms_adds - PY_IDC_CHECKED(c)) & 0xffffff) <= PY_SYMS_RECHECK)
 
 #define PY_CODE_SLOTS 256 /* two-way sets; a per-CPU array value stays under 32 KB */
 
@@ -158,9 +176,11 @@ struct py_scratch {
 	__u16 co_lo;     /* where the fields naming reads begin: what a hit reads from, before 3.12 */
 	__u16 co_pad[3];
 	__u64 seen[PY_CODE_SLOTS / 64]; /* codes[] slots named or checked in this walk */
-	__u64 fhash_str; /* the file string found to carry fhash in this walk */
-	__s64 fhash;
+	/* The strings and line table of the code object being checked. */
+	__u64 cur_name, cur_file, cur_lt;
 	struct py_code codes[PY_CODE_SLOTS];
+	/* codes[]' file strings' hashes (-1: none): read once a walk a file. */
+	__s64 file_hash[PY_CODE_SLOTS];
 	struct py_thread thr;  /* the py_threads value written */
 	struct profd_pysym sym;
 	__u8 obj[264]; /* a frame, code object or thread state: an 8-byte word at any offset below 256 */
@@ -424,21 +444,22 @@ __noinline int py_code_bytes_same(const struct profd_pyproc *pp, struct py_scrat
 	if (!sym)
 		return 0;
 	if (parts & PY_PART_FILE) {
-		if (py_str_read(&pp->o, sc->fbuf, sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file, sym->file_len) ||
+		if (py_str_read(&pp->o, sc->fbuf, sc->cur_file, sym->file_len) ||
 		    !py_str_is(&pp->o, sc->fbuf, sym->file, sym->file_len))
 			return 0;
-		sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file_hash = py_hash_at(sc->fbuf, pp->o.str_hash);
-		sc->fver_str = sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file;
+		sc->file_hash[sc->sym_key & (PY_CODE_SLOTS - 1)] =
+			py_hash_at(sc->fbuf, pp->o.str_hash);
+		sc->fver_str = sc->cur_file;
 		sc->fver_sum = sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file_sum;
 	}
 	if (parts & PY_PART_NAME) {
-		if (py_str_read(&pp->o, sc->nbuf, sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].name, sym->name_len) ||
+		if (py_str_read(&pp->o, sc->nbuf, sc->cur_name, sym->name_len) ||
 		    !py_str_is(&pp->o, sc->nbuf, sym->name, sym->name_len))
 			return 0;
 		sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].name_hash = py_hash_at(sc->nbuf, pp->o.str_hash);
 	}
 	if (parts & PY_PART_LT) {
-		if (!py_lt_is(&pp->o, sc->lbuf, sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].lt, sym))
+		if (!py_lt_is(&pp->o, sc->lbuf, sc->cur_lt, sym))
 			return 0;
 		sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].lt_hash = py_hash_at(sc->lbuf, pp->o.bytes_hash);
 	}
@@ -465,25 +486,28 @@ __noinline int py_code_same(const struct profd_pyproc *pp, struct py_scratch *sc
 	/*
 	 * The frames of one file share its string: checked once a walk, by
 	 * its hash's word when the entry kept one (a cache line, where the
-	 * text would be up to four), else by its bytes.
+	 * text would be up to four), else by its bytes. The hash was kept
+	 * with the sum, from one text: a match is the text of that sum.
 	 */
-	if (c->file_hash != -1) {
-		if (c->file != sc->fhash_str || c->file_hash != sc->fhash) {
-			if (!py_hash_is(sc->nbuf, c->file, o->str_hash, c->file_hash))
+	if (sc->cur_file != sc->fver_str || c->file_sum != sc->fver_sum) {
+		__s64 fh = sc->file_hash[i & (PY_CODE_SLOTS - 1)];
+
+		if (fh == -1) {
+			parts |= PY_PART_FILE;
+		} else {
+			if (!py_hash_is(sc->nbuf, sc->cur_file, o->str_hash, fh))
 				return -1;
-			sc->fhash_str = c->file;
-			sc->fhash = c->file_hash;
+			sc->fver_str = sc->cur_file;
+			sc->fver_sum = c->file_sum;
 		}
-	} else if (c->file != sc->fver_str || c->file_sum != sc->fver_sum) {
-		parts |= PY_PART_FILE;
 	}
 	if (c->name_hash == -1)
 		parts |= PY_PART_NAME;
-	else if (!py_hash_is(sc->nbuf, c->name, o->str_hash, c->name_hash))
+	else if (!py_hash_is(sc->nbuf, sc->cur_name, o->str_hash, c->name_hash))
 		return -1;
 	if (c->lt_hash == -1)
 		parts |= PY_PART_LT;
-	else if (!py_hash_is(sc->lbuf, c->lt, o->bytes_hash, c->lt_hash))
+	else if (!py_hash_is(sc->lbuf, sc->cur_lt, o->bytes_hash, c->lt_hash))
 		return -1;
 	return parts;
 }
@@ -524,10 +548,10 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	 * through other functions and wrappers met at many levels cost one
 	 * check a walk.
 	 */
-	if (c->code == code && (sc->seen[(slot >> 6) & 3] >> (slot & 63) & 1) && c->epoch == pp->epoch &&
-	    c->interp == sc->interp) {
+	if (c->code == code && (sc->seen[(slot >> 6) & 3] >> (slot & 63) & 1) &&
+	    c->epoch == pp->epoch) {
 		sc->cached++;
-		return c->id;
+		return c->idc & PROFD_PY_ID_MASK;
 	}
 	if (o->co_version == PROFD_PY_NONE) {
 		/*
@@ -536,7 +560,7 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		 * miss, before anything is named. A hit needs no type check: a
 		 * live frame holds its code object, and what a hit returns was
 		 * named from a code object whose name, file and line table
-		 * objects it finds at the same addresses with the same hashes.
+		 * objects held the bytes this one's hold now.
 		 */
 		n = sc->co_lo & 127;
 		m = sc->co_full - n;
@@ -563,12 +587,12 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		version = *(__u32 *)(sc->obj + (o->co_version & 255));
 		typed = 1;
 	}
-	if (version && c->code == code && c->epoch == pp->epoch && c->version == version && c->interp == sc->interp &&
-	    (__u32)((__u32)py_syms_adds - c->checked) <= PY_SYMS_RECHECK) {
-		c->used = sc->walk;
+	if (version && c->code == code && c->epoch == pp->epoch && (c->used & PY_CODE_VERSIONED) &&
+	    c->first == version && c->interp == sc->interp && PY_IDC_FRESH(c)) {
+		c->used = (sc->walk & PY_CODE_WALK) | PY_CODE_VERSIONED;
 		sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
 		sc->cached++;
-		return c->id;
+		return c->idc & PROFD_PY_ID_MASK;
 	}
 	if (typed && n < sc->co_full && bpf_probe_read_user(sc->obj, sc->co_full & 255, (void *)code)) {
 		pycount(PROFD_PYCNT_BAD_READ);
@@ -578,17 +602,22 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	name = py_word(sc->obj, o->co_name);
 	lt = py_word(sc->obj, o->co_linetable);
 	first = *(__u32 *)(sc->obj + (o->co_firstlineno & 255));
-	if (c->code == code && c->epoch == pp->epoch && c->name == name && c->file == file && c->lt == lt &&
-	    c->firstlineno == first) {
-		id = c->id;
-		/* Version 0: the counter ran out (or there is none), and 0 names nothing. */
-		if (version ? c->version == version && c->interp == sc->interp : py_code_known(pp, sc, slot)) {
-			if ((__u32)((__u32)py_syms_adds - c->checked) > PY_SYMS_RECHECK) {
+	sc->cur_name = name;
+	sc->cur_file = file;
+	sc->cur_lt = lt;
+	/* Version 0: the counter ran out (or there is none), and 0 names nothing. */
+	if (c->code == code && c->epoch == pp->epoch) {
+		id = c->idc & PROFD_PY_ID_MASK;
+		if (version ? (c->used & PY_CODE_VERSIONED) && c->first == version &&
+				      c->interp == sc->interp
+			    : !(c->used & PY_CODE_VERSIONED) && c->first == first &&
+				      py_code_known(pp, sc, slot)) {
+			if (!PY_IDC_FRESH(c)) {
 				if (!bpf_map_lookup_elem(&py_syms, &id))
 					goto read;
-				c->checked = py_syms_adds;
+				c->idc = id | (py_syms_adds & 0xffffff) << PY_IDC_SHIFT;
 			}
-			c->used = sc->walk;
+			c->used = (sc->walk & PY_CODE_WALK) | (c->used & PY_CODE_VERSIONED);
 			sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
 			sc->cached++;
 			return id;
@@ -669,26 +698,29 @@ named:
 	/* Neither way held this object: the older goes. */
 	if (c->code != code) {
 		base &= PY_CODE_SLOTS - 2;
-		slot = sc->codes[base].used <= sc->codes[base + 1].used ? base : base + 1;
+		slot = (sc->codes[base].used & PY_CODE_WALK) <=
+				       (sc->codes[base + 1].used & PY_CODE_WALK) ?
+			       base :
+			       base + 1;
 		slot &= PY_CODE_SLOTS - 1;
 		c = &sc->codes[slot];
 	}
-	c->used = sc->walk;
 	sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
 	c->code = code;
 	c->epoch = pp->epoch;
-	c->interp = sc->interp;
-	c->name = name;
-	c->file = file;
-	c->lt = lt;
-	c->id = id;
-	c->version = version;
-	c->firstlineno = first;
-	c->checked = py_syms_adds;
-	c->name_hash = sc->name_hash;
-	c->file_hash = sc->last_file_hash;
-	c->file_sum = sc->last_file_sum;
-	c->lt_hash = sc->lt_hash;
+	c->idc = id | (py_syms_adds & 0xffffff) << PY_IDC_SHIFT;
+	if (version) {
+		c->used = (sc->walk & PY_CODE_WALK) | PY_CODE_VERSIONED;
+		c->interp = sc->interp;
+		c->first = version;
+	} else {
+		c->used = sc->walk & PY_CODE_WALK;
+		c->first = first;
+		c->name_hash = sc->name_hash;
+		c->lt_hash = sc->lt_hash;
+		c->file_sum = sc->last_file_sum;
+		sc->file_hash[slot] = sc->last_file_hash;
+	}
 	if (!version) {
 		__u32 k = (sc->kind & 1) * PY_CODE_SLOTS + slot;
 		struct profd_pysym *kept = bpf_map_lookup_elem(&py_code_syms, &k);
@@ -739,7 +771,11 @@ struct py_ctx {
  * and a cache line each; a read never leaves the page of the frame it is
  * for, so it cannot fault on the unmapped page below a chunk. A frame
  * neither in the last read nor just below it (a generator's, in its heap
- * object) is read alone. 3.10's frames are heap objects: read alone.
+ * object) is read alone. 3.10's frames are heap objects, but a chain made
+ * in call order comes from one allocator pool, each caller just below its
+ * callee: a frame that lies just below the last read is read with the
+ * rest of its page too (3.10's leaf frame, far from its caller as a rule,
+ * is read alone).
  */
 #define PY_WIN 4096
 
@@ -772,9 +808,9 @@ static __always_inline const __u8 *py_frame_bytes(struct py_ctx *w)
 	if (!wb)
 		return NULL;
 	if (a < sc->wstart || e > sc->whi) {
-		/* The first frame, or one below the last read: its caller's, in the data stack. */
-		if (!(w->pp->o.flags & PROFD_PY_F_ALL_ENTRY) &&
-		    (!sc->whi || (e <= sc->wstart && sc->wstart - e < PY_WIN))) {
+		/* From 3.11 the first frame, or (any version) one just below the last read. */
+		if ((!sc->whi && !(w->pp->o.flags & PROFD_PY_F_ALL_ENTRY)) ||
+		    (e <= sc->wstart && sc->wstart - e < PY_WIN)) {
 			lo = e > PY_WIN ? e - PY_WIN : 0;
 			if (lo < (a & ~4095ULL))
 				lo = a & ~4095ULL;
@@ -1100,7 +1136,7 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	if ((w->pp->o.flags & PROFD_PY_F_CFRAME) && (!w->cur || py_read(&w->cur, w->cur + w->pp->o.cf_current_frame)))
 		goto none;
 	w->sc->n = 0;
-	w->sc->last_code = w->sc->last_file = w->sc->fver_str = w->sc->fhash_str = 0;
+	w->sc->last_code = w->sc->last_file = w->sc->fver_str = 0;
 	w->sc->wstart = w->sc->whi = 0;
 	for (__u32 i = 0; i < PY_CODE_SLOTS / 64; i++)
 		w->sc->seen[i] = 0;
