@@ -100,6 +100,8 @@ struct pid_ent {
 	uint32_t ppid;
 	int64_t miss_ms;       /* start of the current second of miss checks */
 	uint32_t miss_n;       /* misses checked with the kernel in it */
+	int64_t kid_ms;        /* the same for misses of its forked children */
+	uint32_t kid_n;
 	bool exited;           /* process events said so: the kernel has nothing more to tell */
 	struct perfmap *pm;    /* NULL until a JIT frame asks */
 	int64_t pm_read_ms;
@@ -1196,9 +1198,11 @@ static const char *demangled(struct symbolizer *s, const struct file_ent *f, uin
  * for a perf map. *maybe_jit: a perf map may still name it (the kernel could
  * not tell us; a perf map can be ahead of the maps we hold).
  */
-static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint64_t addr, bool *maybe_jit)
+static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint64_t addr, bool kid,
+				  bool *maybe_jit)
 {
-	int64_t now = clock__mono_ms();
+	int64_t now = clock__mono_ms(), *ms = kid ? &p->kid_ms : &p->miss_ms;
+	uint32_t *n = kid ? &p->kid_n : &p->miss_n;
 	int r;
 
 	/* A process gone from /proc maps nothing new: only its perf map can name what the capture missed. */
@@ -1211,14 +1215,14 @@ static const struct procmap *miss(struct symbolizer *s, struct pid_ent *p, uint6
 	 * garbage in the same drain is still checked (with one, it waited a
 	 * drain or two: a second-long JIT process lost every name).
 	 */
-	if (now - p->miss_ms >= MAPS_REFRESH_MS) {
-		p->miss_ms = now;
-		p->miss_n = 0;
+	if (now - *ms >= MAPS_REFRESH_MS) {
+		*ms = now;
+		*n = 0;
 	}
 	/* Gone: one check a window notices the pid in use again; more would find the same. */
-	if (p->miss_n >= (p->gone ? 1 : MISS_CHECKS_PER_SEC))
+	if (*n >= (p->gone ? 1 : MISS_CHECKS_PER_SEC))
 		return NULL;
-	p->miss_n++;
+	(*n)++;
 	s->st.miss_checks++;
 	r = s->no_query ? -ENOTTY : procmaps__covers_exec(s->proc_fd, p->pid, addr);
 	if (r == -ENOENT || r == -ESRCH) {
@@ -1250,8 +1254,17 @@ static const struct procmap *parent_miss(struct symbolizer *s, struct pid_ent *p
 {
 	struct pid_ent *pp = p->ppid ? pid_find(s, p->ppid) : NULL;
 	const struct procmap *m = NULL;
+	struct procreg_info in;
 	bool maybe_jit;
 
+	/*
+	 * A parent that only sleeps (a prefork server in waitpid()) may have
+	 * no sample drained yet, so no entry: the registry says whether the
+	 * pid is still that parent (no exit seen), and it is read as if sampled.
+	 */
+	if (!pp && p->ppid && !procreg__info(s->reg, p->ppid, &in) && !in.exited &&
+	    pid_get(s, p->ppid, &pp))
+		pp = NULL;
 	if (!pp || pp == p)
 		return NULL;
 	/*
@@ -1260,8 +1273,13 @@ static const struct procmap *parent_miss(struct symbolizer *s, struct pid_ent *p
 	 */
 	if (pp->maps && pp->maps != p->maps)
 		m = procmaps__find(pp->maps, addr);
+	/*
+	 * On a budget of the children's own: a sleeping server's off-CPU stacks,
+	 * walked by frame pointers through a libc without them, spend the
+	 * parent's checks on garbage, and its workers' real misses went unasked.
+	 */
 	if (!m)
-		m = miss(s, pp, addr, &maybe_jit);
+		m = miss(s, pp, addr, true, &maybe_jit);
 	if (!m)
 		return NULL;
 	if (p->maps != pp->maps) {
@@ -1294,7 +1312,7 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	if (p->maps)
 		m = procmaps__find(p->maps, addr);
 	if (!m)
-		m = miss(s, p, addr, &maybe_jit);
+		m = miss(s, p, addr, false, &maybe_jit);
 	if (!m && p->ppid && (p->gone || p->exited))
 		m = parent_miss(s, p, addr, &owner);
 	if ((!m && maybe_jit) || (m && (m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))) {
