@@ -190,7 +190,6 @@ struct py_scratch {
 	struct profd_pyproc adopt; /* a py_procs value made from py_files */
 	struct profd_pyfile_key fkey; /* py_vma's answer: the file at the pc, */
 	__u64 vstart, vpgoff;         /* and where the mapping starts */
-	char comm[16];
 };
 
 /* One per program kind (on-CPU, off-CPU): a perf NMI may interrupt the sched_switch program. */

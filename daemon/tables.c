@@ -723,6 +723,14 @@ static int map_files_probe(int proc_fd)
  * rebuilt binary often gets the number back). Unknown (the process is
  * gone) counts as the same: the next one to map it asks again.
  */
+/* sb is the very file f was built from: inode, size and modification time. */
+static bool stat_is(const struct tfile *f, const struct stat *sb)
+{
+	return S_ISREG(sb->st_mode) && sb->st_dev == f->st_dev && sb->st_ino == f->st_ino &&
+	       (uint64_t)sb->st_size == f->st_size && sb->st_mtim.tv_sec == f->st_mtim.tv_sec &&
+	       sb->st_mtim.tv_nsec == f->st_mtim.tv_nsec;
+}
+
 static bool file_same(struct tfile *f, uint32_t pid, const struct procmap *m)
 {
 	char path[64];
@@ -736,11 +744,7 @@ static bool file_same(struct tfile *f, uint32_t pid, const struct procmap *m)
 	 */
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
 		 m->end);
-	if (stat(path, &sb))
-		return true;
-	return S_ISREG(sb.st_mode) && sb.st_dev == f->st_dev && sb.st_ino == f->st_ino &&
-	       (uint64_t)sb.st_size == f->st_size && sb.st_mtim.tv_sec == f->st_mtim.tv_sec &&
-	       sb.st_mtim.tv_nsec == f->st_mtim.tv_nsec;
+	return stat(path, &sb) || stat_is(f, &sb);
 }
 
 /*
@@ -771,9 +775,7 @@ static bool file_same_by_path(const struct tables *t, const struct tfile *f,
 	fd = (int)syscall(SYS_openat2, t->root_fd, m->path + 1, &how, sizeof(how));
 	if (fd < 0)
 		return false;
-	same = !fstat(fd, &sb) && S_ISREG(sb.st_mode) && sb.st_dev == f->st_dev &&
-	       sb.st_ino == f->st_ino && (uint64_t)sb.st_size == f->st_size &&
-	       sb.st_mtim.tv_sec == f->st_mtim.tv_sec && sb.st_mtim.tv_nsec == f->st_mtim.tv_nsec;
+	same = !fstat(fd, &sb) && stat_is(f, &sb);
 	close(fd);
 	return same;
 }
