@@ -45,11 +45,24 @@ else:
     t.join()
 PY
 
-# Each interpreter once with profd looking: what it learns of the file is
-# what a host's profd knows of its interpreters long before.
+# Each interpreter once with profd looking, alive until profd has found it:
+# what it learns of the file is what a host's profd knows of its
+# interpreters long before. (A process gone before profd looks teaches it
+# nothing.)
+WARM=()
+base=$(profctl status | awk '$1 == "python_processes" { print $2 }')
 for l in $LABELS; do
-	"${INTERP[$l]}" -c 'import threading, time' || fail "$l: warm-up exited $?"
+	"${INTERP[$l]}" -c 'import threading, time; time.sleep(120)' & WARM+=($!)
 done
+n=0
+for _ in $(seq 1 600); do
+	n=$(profctl status | awk -v b="${base:-0}" '$1 == "python_processes" { print $2 - b }')
+	[ "${n:-0}" -ge ${#WARM[@]} ] && break
+	sleep 0.1
+done
+check "profd found $n CPython processes since the warm-up's ${#WARM[@]} started" [ "${n:-0}" -ge ${#WARM[@]} ]
+kill "${WARM[@]}"
+wait "${WARM[@]}" 2>/dev/null
 caught_up || fail "profd did not catch up with the warm-up"
 
 declare -A EXEC=() FORK=()
