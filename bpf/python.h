@@ -1254,7 +1254,8 @@ static __always_inline long py_user_stack(void *ctx, __u64 *ips, __u32 slot)
  * py_place sum in sc->place_k[i], its caller in sc->place_prev. 0, or -1
  * when unreadable. A NULL frame is a part of 0, as in the walk.
  */
-static __always_inline int py_place_frame(struct py_scratch *sc, const struct py_place *p, __u64 a, __u32 i)
+static __always_inline int py_place_frame(struct py_scratch *sc, const struct py_place *p, __u64 a,
+					  __u32 i)
 {
 	const __u8 *b = sc->obj;
 	__u64 len = p->len, instr;

@@ -16,7 +16,11 @@ for v in 3.10 3.11 3.12 3.13; do
 	done
 	[ -n "${INTERP[py$v]:-}" ] || echo "note: no pyenv CPython $v here: not tested"
 done
-if [ -x /usr/bin/python3.11 ]; then INTERP[debian3.11]=/usr/bin/python3.11; else echo "note: no /usr/bin/python3.11: Debian's CPython not tested"; fi
+if [ -x /usr/bin/python3.11 ]; then
+	INTERP[debian3.11]=/usr/bin/python3.11
+else
+	echo "note: no /usr/bin/python3.11: Debian's CPython not tested"
+fi
 [ ${#INTERP[@]} -gt 0 ] || skip_test "no CPython 3.10-3.13 on this machine"
 LABELS=$(printf '%s\n' "${!INTERP[@]}" | sort)
 
