@@ -336,6 +336,7 @@ struct offcpu_place {
 	__u64 uret;             /* the word at ubp + 8 at capture: the caller check of a grown interval */
 	__u32 flags;            /* PROFD_F_*_TRUNC of this capture */
 	__u32 pad;
+	struct py_place py;     /* the Python frames' place at capture, when hot's py */
 	struct profd_stack ustk;
 	struct profd_stack kstk;
 };
@@ -355,7 +356,7 @@ struct offcpu_hot {
 	__u8 ids_ok;
 	__u8 ready;          /* 0: never captured, or a capture was due and did not run */
 	__u8 grown;          /* the reuse interval grew past the base: check the caller */
-	__u8 pad;
+	__u8 py;             /* the capture read Python frames: a reuse checks them (py_place_same) */
 };
 
 /*
@@ -903,7 +904,9 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	    (!h->grown ||
 	     (ubp == h->ubp && (now - h->chk_ns < offcpu_stack_interval_ns ||
 				(user_word(ubp + 8) == t->place[kind == PROFD_KIND_RUNQ].uret &&
-				 (h->chk_ns = now)))))) {
+				 (h->chk_ns = now))))) &&
+	    /* Python calls add no native frames: one pc and sp serve every Python function. */
+	    (!h->py || py_place_same(&t->place[kind == PROFD_KIND_RUNQ].py))) {
 		t->ts = now;
 		return;
 	}
@@ -960,7 +963,9 @@ int BPF_PROG(off_cpu_capture, bool preempt, struct task_struct *prev, struct tas
 	h->chk_ns = t->ts;
 	/* Counted here, not on reuse: a shared counter bumped at every switch costs about 250 ns on this VM. */
 	count(PROFD_CNT_OFFCPU_CAPTURED);
+	py_place_clear();
 	flags = capture_place(ctx, pl, kthread || (k && !offcpu_runq_ustack));
+	h->py = py_place_take(&pl->py);
 	uh = stack_hash(&pl->ustk, pl->ustk.len);
 	kh = stack_hash(&pl->kstk, pl->kstk.len);
 	/*

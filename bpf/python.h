@@ -132,6 +132,23 @@ struct {
 #define PY_TS_READ 192  /* ... of a thread state */
 #define PY_STR_HDR 64   /* covers PyASCIIObject and PyCompactUnicodeObject's utf8 fields */
 
+/*
+ * Where a blocked thread's Python frames stand, for the off-CPU hook's
+ * reuse of a place's stacks: from 3.11 a Python call adds no native
+ * frame, so two functions that block at one native pc and sp (time.sleep
+ * in each) differ only here. sum mixes the leaf frame's and its caller's
+ * addresses, code objects and instructions, read again at a reuse from
+ * src (the thread state's frame word, through the _PyCFrame when cf is
+ * not PROFD_PY_NONE); src 0: no Python frames read.
+ */
+struct py_place {
+	__u64 src, sum;
+	__u16 cf, lo, len;       /* the frame's bytes read: [lo, lo + len) */
+	__u16 code, prev, instr; /* the fields' offsets in the frame */
+	__u16 lasti;             /* instr is a 32-bit index (3.10) */
+	__u16 pad;
+};
+
 /* Reads land at the start of buffers twice their size, so masked offsets stay inside. */
 struct py_scratch {
 	__u64 frames[64];
@@ -188,6 +205,9 @@ struct py_scratch {
 	__u8 str[128];
 	__u8 nbuf[256], fbuf[256]; /* a name's and a file's header and text, from one read */
 	__u8 lbuf[512];            /* a line table's header and bytes */
+	struct py_place place;     /* the off-CPU walk's, for its place (slot 1) */
+	__u64 place_k[2];          /* the leaf frame's and its caller's part of place.sum */
+	__u64 place_prev;          /* py_place_frame's caller */
 	struct profd_pyproc adopt; /* a py_procs value made from py_files */
 	struct profd_pyfile_key fkey; /* py_vma's answer: the file at the pc, */
 	__u64 vstart, vpgoff;         /* and where the mapping starts */
@@ -826,6 +846,21 @@ static __always_inline const __u8 *py_frame_bytes(struct py_ctx *w)
 	return wb->buf + ((a - sc->wstart) & (PY_WIN - 1));
 }
 
+/* A frame's part of a py_place sum: its address, code object and instruction. */
+static __always_inline __u64 py_place_word(__u64 addr, __u64 code, __u64 instr)
+{
+	__u64 h = (addr ^ 0x84222325cbf29ce4ULL) * 0x9e3779b97f4a7c15ULL;
+
+	h = (h ^ h >> 31 ^ code) * 0xbf58476d1ce4e5b9ULL;
+	h = (h ^ h >> 29 ^ instr) * 0x94d049bb133111ebULL;
+	return h ^ h >> 32;
+}
+
+static __always_inline __u64 py_place_sum(const __u64 *k)
+{
+	return py_place_word(k[0], k[1], 0x7079);
+}
+
 static long py_step(__u64 index, void *arg)
 {
 	struct py_ctx *w = arg;
@@ -859,6 +894,11 @@ static long py_step(__u64 index, void *arg)
 		f = PROFD_PY_ENTRY;
 	else if (o->fr_is_entry != PROFD_PY_NONE && fb[PY_FR(sc, o->fr_is_entry)])
 		f = PROFD_PY_ENTRY;
+	if (sc->kind && index < 2)
+		sc->place_k[index & 1] =
+			py_place_word(w->cur, code, o->flags & PROFD_PY_F_LASTI ?
+							    *(const __u32 *)(fb + PY_FR(sc, o->fr_instr)) :
+							    *(const __u64 *)(fb + PY_FR(sc, o->fr_instr)));
 	if (o->fr_owner != PROFD_PY_NONE && fb[PY_FR(sc, o->fr_owner)] == 3 /* FRAME_OWNED_BY_CSTACK */) {
 		/* An eval call's entry shim: the frame below it is the call's outermost. */
 		if (sc->n)
@@ -1084,6 +1124,7 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	w->sc = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!w->sc)
 		return 0;
+	w->sc->place.src = 0;
 	/* Read before the lookup: an insert after it bumps py_gen past this. */
 	none = (__u64)pid << 32 | (__u32)(*(volatile __u32 *)&py_gen + 1);
 	nc = bpf_map_lookup_elem(&py_none, &zero);
@@ -1111,6 +1152,17 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	w->sc->interp = py_word(w->sc->obj, w->pp->o.ts_interp);
 	if ((w->pp->o.flags & PROFD_PY_F_CFRAME) && (!w->cur || py_read(&w->cur, w->cur + w->pp->o.cf_current_frame)))
 		goto none;
+	if (slot) {
+		struct py_place *pl = &w->sc->place;
+
+		pl->src = ts + w->pp->o.ts_frame;
+		pl->cf = w->pp->o.flags & PROFD_PY_F_CFRAME ? w->pp->o.cf_current_frame : PROFD_PY_NONE;
+		pl->code = w->pp->o.fr_code;
+		pl->prev = w->pp->o.fr_previous;
+		pl->instr = w->pp->o.fr_instr;
+		pl->lasti = !!(w->pp->o.flags & PROFD_PY_F_LASTI);
+		w->sc->place_k[0] = w->sc->place_k[1] = 0;
+	}
 	w->sc->n = 0;
 	w->sc->last_code = w->sc->last_file = w->sc->fver_str = 0;
 	w->sc->wstart = w->sc->whi = 0;
@@ -1122,6 +1174,11 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	w->sc->walk++;
 	py_read_sizes(&w->pp->o, w->sc);
 	bpf_loop(PROFD_PY_MAX_DEPTH + 16, py_step, w, 0);
+	if (slot) {
+		w->sc->place.lo = w->sc->fr_lo;
+		w->sc->place.len = w->sc->fr_len;
+		w->sc->place.sum = py_place_sum(w->sc->place_k);
+	}
 	/* Counted once a walk: an atomic add per frame is a shared cache line per frame. */
 	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_FRAMES], w->sc->n);
 	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_CODE_CACHED], w->sc->cached);
@@ -1167,6 +1224,76 @@ static __always_inline long py_user_stack(void *ctx, __u64 *ips, __u32 slot)
 	w.np = np;
 	bpf_loop(PROFD_PY_MAX_DEPTH, py_append_step, &w, 0);
 	return w.n * sizeof(__u64);
+}
+
+/*
+ * The frame at a, read into sc->obj as a walk reads it: its part of a
+ * py_place sum in sc->place_k[i], its caller in sc->place_prev. 0, or -1
+ * when unreadable. A NULL frame is a part of 0, as in the walk.
+ */
+static __always_inline int py_place_frame(struct py_scratch *sc, const struct py_place *p, __u64 a,
+					  __u32 i)
+{
+	const __u8 *b = sc->obj;
+	__u64 len = p->len, instr;
+
+	sc->place_k[i & 1] = sc->place_prev = 0;
+	if (!a)
+		return 0;
+	/* One register for the bound and the call, or the verifier sees the unbounded read. */
+	asm volatile("" : "+r"(len));
+	if (!len || len > PY_FRAME_READ || bpf_probe_read_user(sc->obj, len, (void *)(a + (p->lo & 63))))
+		return -1;
+	instr = p->lasti ? *(const __u32 *)(b + ((p->instr - p->lo) & 127)) :
+			   *(const __u64 *)(b + ((p->instr - p->lo) & 127));
+	sc->place_k[i & 1] = py_place_word(a, *(const __u64 *)(b + ((p->code - p->lo) & 127)), instr);
+	sc->place_prev = *(const __u64 *)(b + ((p->prev - p->lo) & 127));
+	return 0;
+}
+
+/*
+ * For the off-CPU hook's reuse of a place whose capture read Python
+ * frames: 1 when the current thread's leaf frame and its caller are the
+ * ones read then (the same frames, code objects and instructions), so the
+ * kept stacks still hold its Python frames. Four user reads at most.
+ */
+static __always_inline int py_place_same(const struct py_place *p)
+{
+	__u32 one = 1;
+	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &one);
+	__u64 f;
+
+	if (!sc || !p->src || bpf_probe_read_user(&f, sizeof(f), (void *)p->src))
+		return 0;
+	if (p->cf != PROFD_PY_NONE && (!f || bpf_probe_read_user(&f, sizeof(f), (void *)(f + p->cf))))
+		return 0;
+	if (py_place_frame(sc, p, f, 0) || py_place_frame(sc, p, sc->place_prev, 1))
+		return 0;
+	return py_place_sum(sc->place_k) == p->sum;
+}
+
+/* Before a capture: no Python place until its walk reads one. */
+static __always_inline void py_place_clear(void)
+{
+	__u32 one = 1;
+	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &one);
+
+	if (sc)
+		sc->place.src = 0;
+}
+
+/* After a capture: the place its walk read into dst; 1 when there is one. */
+static __always_inline __u8 py_place_take(struct py_place *dst)
+{
+	__u32 one = 1;
+	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &one);
+
+	if (!sc || !sc->place.src) {
+		dst->src = 0;
+		return 0;
+	}
+	__builtin_memcpy(dst, &sc->place, sizeof(*dst));
+	return 1;
 }
 
 #endif
