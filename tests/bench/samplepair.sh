@@ -7,9 +7,9 @@
 # profile probe). CYCLES restarts with the start order rotated (a daemon
 # started later finds warm caches, and each sampler keeps its timer phase
 # for its life: compare builds across cycles, not within one), MEAS
-# intervals per cycle after WARM s. Where a sampler starts among the others
-# moves its cost per sample by 5-15 % for the cycle (more than some changes
-# measured): use an even CYCLES, which starts every pair in both orders alike.
+# intervals per cycle after WARM s. A build's cost against another moves by
+# 5-30 % for a whole cycle, the start order among the things that differ:
+# use an even CYCLES, which starts every pair in both orders alike.
 # Load: benchwork on every CPU (frame pointers) plus LOOPS loops of gcc -c
 # and `python3 -c pass` (through pyenv's shim when there is one).
 # Usage: PROFDS="a=/path/profd b=/path/profd" [BT=1] [LOOPS=0] samplepair.sh
