@@ -7,7 +7,9 @@
 # profile probe). CYCLES restarts with the start order rotated (a daemon
 # started later finds warm caches, and each sampler keeps its timer phase
 # for its life: compare builds across cycles, not within one), MEAS
-# intervals per cycle after WARM s.
+# intervals per cycle after WARM s. A build's cost against another moves by
+# 5-30 % for a whole cycle, the start order among the things that differ:
+# use an even CYCLES, which starts every pair in both orders alike.
 # Load: benchwork on every CPU (frame pointers) plus LOOPS loops of gcc -c
 # and `python3 -c pass` (through pyenv's shim when there is one).
 # Usage: PROFDS="a=/path/profd b=/path/profd" [BT=1] [LOOPS=0] samplepair.sh
@@ -55,7 +57,10 @@ for c in $(seq 1 "$CYCLES"); do
 	declare -A PID=() PROG=()
 	n=${#names[@]}
 	for k in $(seq 0 $((n - 1))); do
-		nm=${names[$(((k + c - 1) % n))]}
+		# Each pair in both orders alike over every two cycles: the rotation
+		# moves every other cycle, and the second of two runs it backwards.
+		i=$(((k + (c - 1) / 2) % n)); [ $((c % 2)) = 0 ] && i=$((n - 1 - i))
+		nm=${names[$i]}
 		if [ "$nm" = bpftrace ]; then
 			bpftrace -e "$BTPROG" >"$W/bt.log" 2>&1 &
 			PID[$nm]=$!
@@ -98,5 +103,11 @@ for c in $(seq 1 "$CYCLES"); do
 		echo "$line"
 	done
 	for nm in "${names[@]}"; do kill -INT "${PID[$nm]}"; done
-	for nm in "${names[@]}"; do wait "${PID[$nm]}" 2>/dev/null; done
+	# bpftrace at times ignores one SIGINT on a loaded host (minutes in
+	# epoll_wait): a second one after 10 s, then SIGKILL.
+	for nm in "${names[@]}"; do
+		for k in $(seq 1 40); do kill -0 "${PID[$nm]}" 2>/dev/null || break; sleep 0.5
+			[ "$k" = 20 ] && kill -INT "${PID[$nm]}" 2>/dev/null; done
+		kill -KILL "${PID[$nm]}" 2>/dev/null; wait "${PID[$nm]}" 2>/dev/null
+	done
 done
