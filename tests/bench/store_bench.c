@@ -856,7 +856,7 @@ static int analyse(const char *dir)
  */
 #include "modframes.h"
 enum { XF_FUNC = 1, XF_RQLEAF = 2, XF_RQNONE = 4, XF_OFFKERN = 8, XF_TAIL = 16, XF_RQDROP = 32,
-       XF_CPUONLY = 64, XF_MOD = 128, XF_TAILNC = 256, XF_LEAFPC = 512, XF_MODIN = 1024 };
+       XF_CPUONLY = 64, XF_MOD = 128, XF_TAILNC = 256, XF_LEAFPC = 512, XF_MODIN = 1024, XF_RQROOT = 2048 };
 static const struct {
 	const char *name;
 	uint64_t unit;
@@ -884,6 +884,7 @@ static const struct {
 	{ "(a') module frames, leaf pc kept", 1000, 1, 3, XF_MODIN | XF_LEAFPC },
 	{ "(a)+(a') leaf pc kept", 1000, 1, 3, XF_FUNC | XF_MODIN | XF_LEAFPC },
 	{ "(a)+(a') leaf pc kept, rq leaf", 1000, 1, 3, XF_FUNC | XF_MODIN | XF_LEAFPC | XF_RQLEAF },
+	{ "(a)+(a') leaf pc kept, rq kernel root only", 1000, 1, 3, XF_FUNC | XF_MODIN | XF_LEAFPC | XF_RQROOT },
 	{ "(a)+(a') leaf pc kept, rq leaf, level 9", 1000, 1, 9, XF_FUNC | XF_MODIN | XF_LEAFPC | XF_RQLEAF },
 	{ "(a)+(a') leaf pc kept, rq leaf, tails", 1000, 1, 3,
 	  XF_FUNC | XF_MODIN | XF_LEAFPC | XF_RQLEAF | XF_TAILNC },
@@ -918,9 +919,15 @@ static void xform(struct profile *dst, struct profile *tmp, const struct profile
 			from = n;
 		else if (x.kind == PF_KIND_RUNQ && (xf & XF_RQLEAF) && n)
 			from = n - 1;
+		uint32_t to = n;
+		if (x.kind == PF_KIND_RUNQ && (xf & XF_RQROOT) && n) {
+			while (from < n && profile__frame(p, f[from])->kind != PF_FRAME_KERNEL)
+				from++;
+			to = from < n ? from + 1 : n;
+		}
 		int kern_kept = 0;
 		uint32_t lastmod = UINT32_MAX;
-		for (uint32_t k = from; k < n; k++) {
+		for (uint32_t k = from; k < to; k++) {
 			struct pf_frame g = *profile__frame(p, f[k]);
 			int leaf = k + 1 == n;
 			if ((xf & XF_MODIN) && !g.name && g.kind == PF_FRAME_USER && !(leaf && (xf & XF_LEAFPC))) {
