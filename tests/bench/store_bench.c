@@ -810,11 +810,14 @@ static int analyse(const char *dir)
 							      .calls_by_function = k == 5 };
 		if (store__open(&ro, &in) || store__open(&wo, &rw.out) || profile__new(&rw.tmp))
 			return 1;
+		double c0 = now(CLOCK_THREAD_CPUTIME_ID);
 		store__read(in, INT64_MIN, INT64_MAX, rewrite_window, &rw);
+		double cpu = now(CLOCK_THREAD_CPUTIME_ID) - c0;
 		store__stats(rw.out, &st);
 		printf("written again by this writer (chains of 30), %s: %.2f MB/hour (%llu bytes,"
-		       " %.1f bytes per on-CPU sample)\n", drop_names[k], (double)st.bytes_on_disk * ph,
-		       (unsigned long long)st.bytes_on_disk, a.vals_cpu > 0 ? st.bytes_on_disk / a.vals_cpu : 0);
+		       " %.1f bytes per on-CPU sample; read and write %.2f ms CPU per window)\n", drop_names[k],
+		       (double)st.bytes_on_disk * ph, (unsigned long long)st.bytes_on_disk,
+		       a.vals_cpu > 0 ? st.bytes_on_disk / a.vals_cpu : 0, cpu / a.win * 1e3);
 		if (k == 0)
 			whole = (double)st.bytes_on_disk;
 		if (k == 4)
