@@ -595,6 +595,7 @@ static struct store_opts store_opts(const struct profd_opts *o)
 		.max_age_ns = o->retention_ns, .max_bytes = o->max_disk, .no_rollup = !o->rollup,
 		.named_age_ns = o->rollup_by_name_ns ? o->rollup_by_name_ns : -1,
 		.value_unit_ns = 1000, /* off-CPU and run-queue times in microseconds */
+		.calls_by_function = !o->call_pcs,
 		.group_read = g != NULL, .group_gid = g ? g->gr_gid : 0,
 		.warn = store_warn,
 	};

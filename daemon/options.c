@@ -99,6 +99,9 @@ static const struct opt_def defs[] = {
 	{ "rollup-by-name", K_DUR, F(rollup_by_name_ns), 0, 3650 * 86400 * SEC, 0, "DUR",
 	  "rollups of windows older than this keep process names and functions, not pids and pcs "
 	  "(0: keep them at every age)" },
+	{ "call-pcs", K_BOOL, F(call_pcs), 0, 0, 0, "yes|no",
+	  "windows as flushed keep the pc of every calling frame (no: a leaf's pc, callers by "
+	  "function, about a quarter fewer bytes)" },
 	{ "log-level", K_LEVEL, F(log_level), 0, 0, LIVE, "LEVEL", "error, warning, info or debug" },
 };
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))

@@ -47,6 +47,7 @@ struct profd_opts {
 	uint64_t cache_memory;   /* one budget for the symbolizer's caches */
 	int zstd_level;
 	int rollup;
+	int call_pcs;               /* flushed windows keep every caller's pc */
 	int64_t rollup_by_name_ns; /* 0: rollups keep pids and pcs at every age */
 	char unwind_snapshots[4096]; /* test mode "PID:FILE"; "" : off */
 };

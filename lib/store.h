@@ -58,6 +58,13 @@ struct store_opts {
 	 * (docs/FORMAT.md, "Value units"); 0: nanoseconds, exact.
 	 */
 	uint64_t value_unit_ns;
+	/*
+	 * Windows appended keep their leaf frames as they are and their callers
+	 * by function: a named caller at one pc per function, a run of unnamed
+	 * callers in one module as its module frame (docs/FORMAT.md, "Callers
+	 * by function"); 0: every frame as appended.
+	 */
+	int calls_by_function;
 	/* Tests only: called at each step of a rollup (STORE_CRASH_*), e.g. to die there. */
 	void (*crash_point)(void *arg, int step);
 	void *crash_arg;

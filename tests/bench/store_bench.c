@@ -790,13 +790,14 @@ static int analyse(const char *dir)
 	store__close(s);
 
 	/* The same windows written again by this writer (chains), whole and without each kind. */
-	static const int drops[] = { -1, PF_KIND_RUNQ, PF_KIND_OFFCPU, PF_KIND_MAX, RUNQ_KERNEL };
+	static const int drops[] = { -1, PF_KIND_RUNQ, PF_KIND_OFFCPU, PF_KIND_MAX, RUNQ_KERNEL, -1 };
 	static const char *const drop_names[] = { "every entry", "without run-queue entries",
 						  "without off-CPU entries", "on-CPU entries only",
-						  "run-queue entries' kernel frames only" };
+						  "run-queue entries' kernel frames only",
+						  "every entry, callers by function (profd's default)" };
 	char kdir[] = "/var/tmp/profd-runqk.XXXXXX";
 	double whole = 0, kernel_only = 0;
-	for (int k = 0; k < 5; k++) {
+	for (int k = 0; k < 6; k++) {
 		char tmp[] = "/var/tmp/profd-rewrite.XXXXXX";
 		char *out = k == 4 ? kdir : tmp;
 		struct store *in;
@@ -805,13 +806,18 @@ static int analyse(const char *dir)
 		if (!mkdtemp(out))
 			return 1;
 		struct store_opts ro = { .dir = dir }, wo = { .dir = out, .writer = 1, .no_rollup = 1,
-							      .value_unit_ns = value_unit() };
+							      .value_unit_ns = value_unit(),
+							      .calls_by_function = k == 5 };
 		if (store__open(&ro, &in) || store__open(&wo, &rw.out) || profile__new(&rw.tmp))
 			return 1;
+		double c0 = now(CLOCK_THREAD_CPUTIME_ID);
 		store__read(in, INT64_MIN, INT64_MAX, rewrite_window, &rw);
+		double cpu = now(CLOCK_THREAD_CPUTIME_ID) - c0;
 		store__stats(rw.out, &st);
-		printf("written again by this writer (chains of 30), %s: %.2f MB/hour (%llu bytes)\n",
-		       drop_names[k], (double)st.bytes_on_disk * ph, (unsigned long long)st.bytes_on_disk);
+		printf("written again by this writer (chains of 30), %s: %.2f MB/hour (%llu bytes,"
+		       " %.1f bytes per on-CPU sample; read and write %.2f ms CPU per window)\n", drop_names[k],
+		       (double)st.bytes_on_disk * ph, (unsigned long long)st.bytes_on_disk,
+		       a.vals_cpu > 0 ? st.bytes_on_disk / a.vals_cpu : 0, cpu / a.win * 1e3);
 		if (k == 0)
 			whole = (double)st.bytes_on_disk;
 		if (k == 4)
@@ -841,21 +847,169 @@ static int analyse(const char *dir)
 
 /* ---- -L DIR: levers measured on the same windows (re-encoded in chains of 30) ---- */
 
-#define NLEV 7
-static const char *const lev_names[NLEV] = { "ns, no prefix (format 4 writer)", "us, no prefix",
-	"us + previous record as prefix (this writer)", "us + previous 2 records",
-	"us + previous 4 records",
-	"us + prefix, zstd level 5", "us + prefix, zstd level 9" };
-static const uint64_t lev_units[NLEV] = { 0, 1000, 1000, 1000, 1000, 1000, 1000 };
-static const int lev_pre[NLEV] = { 0, 0, 1, 2, 4, 1, 1 };
-static const int lev_level[NLEV] = { 3, 3, 3, 3, 3, 5, 9 };
+/*
+ * What a flushed window keeps, each variant written as the writer does
+ * (microseconds, previous record as prefix, zstd level 3):
+ *   XF_FUNC    named native frames by function (offset 0; Python frames whole)
+ *   XF_RQLEAF  run-queue entries keep their leaf frame only
+ *   XF_RQNONE  run-queue entries keep no stack (the thread's wait only)
+ *   XF_OFFKERN off-CPU entries keep their user frames and one kernel leaf
+ *   XF_TAIL    off-CPU and run-queue entries under 1/10,000 of their kind folded
+ *   XF_RQDROP  no run-queue entries (a bound, not a candidate)
+ */
+#include "modframes.h"
+enum { XF_FUNC = 1, XF_RQLEAF = 2, XF_RQNONE = 4, XF_OFFKERN = 8, XF_TAIL = 16, XF_RQDROP = 32,
+       XF_CPUONLY = 64, XF_MOD = 128, XF_TAILNC = 256, XF_LEAFPC = 512, XF_MODIN = 1024, XF_RQROOT = 2048 };
+static const struct {
+	const char *name;
+	uint64_t unit;
+	int pre, level;
+	unsigned xf;
+} lev_v[] = {
+	{ "ns, no prefix (format 4 writer)", 0, 0, 3, 0 },
+	{ "us + previous record as prefix (this writer)", 1000, 1, 3, 0 },
+	{ "us + prefix, zstd level 9", 1000, 1, 9, 0 },
+	{ "(a) frames by function", 1000, 1, 3, XF_FUNC },
+	{ "(a') unnamed frames as module frames", 1000, 1, 3, XF_MOD },
+	{ "(a)+(a')", 1000, 1, 3, XF_FUNC | XF_MOD },
+	{ "(b) run-queue: leaf frame only", 1000, 1, 3, XF_RQLEAF },
+	{ "(b) run-queue: no stack", 1000, 1, 3, XF_RQNONE },
+	{ "(b) off-CPU: one kernel frame", 1000, 1, 3, XF_OFFKERN },
+	{ "(b) off+rq tails folded (a' on them)", 1000, 1, 3, XF_TAILNC },
+	{ "(b) all tails folded (a' on all)", 1000, 1, 3, XF_TAIL },
+	{ "(a)+(b) func, rq leaf", 1000, 1, 3, XF_FUNC | XF_RQLEAF },
+	{ "(a)+(b) func, off+rq tails", 1000, 1, 3, XF_FUNC | XF_TAILNC },
+	{ "(a)+(b) func, rq leaf, off+rq tails", 1000, 1, 3, XF_FUNC | XF_RQLEAF | XF_TAILNC },
+	{ "(a)+(a')+(b) func, mod, rq leaf", 1000, 1, 3, XF_FUNC | XF_MOD | XF_RQLEAF },
+	{ "(a)+(a')+(b) func, mod, rq leaf, tails", 1000, 1, 3, XF_FUNC | XF_MOD | XF_RQLEAF | XF_TAILNC },
+	{ "(a)+(a')+(b) ... at zstd level 9", 1000, 1, 9, XF_FUNC | XF_MOD | XF_RQLEAF | XF_TAILNC },
+	{ "(a) by function, leaf pc kept", 1000, 1, 3, XF_FUNC | XF_LEAFPC },
+	{ "(a') module frames, leaf pc kept", 1000, 1, 3, XF_MODIN | XF_LEAFPC },
+	{ "(a)+(a') leaf pc kept", 1000, 1, 3, XF_FUNC | XF_MODIN | XF_LEAFPC },
+	{ "(a)+(a') leaf pc kept, rq leaf", 1000, 1, 3, XF_FUNC | XF_MODIN | XF_LEAFPC | XF_RQLEAF },
+	{ "(a)+(a') leaf pc kept, rq kernel root only", 1000, 1, 3, XF_FUNC | XF_MODIN | XF_LEAFPC | XF_RQROOT },
+	{ "(a)+(a') leaf pc kept, rq leaf, level 9", 1000, 1, 9, XF_FUNC | XF_MODIN | XF_LEAFPC | XF_RQLEAF },
+	{ "(a)+(a') leaf pc kept, rq leaf, tails", 1000, 1, 3,
+	  XF_FUNC | XF_MODIN | XF_LEAFPC | XF_RQLEAF | XF_TAILNC },
+	{ "bound: no run-queue entries", 1000, 1, 3, XF_RQDROP },
+	{ "bound: on-CPU only", 1000, 1, 3, XF_CPUONLY },
+	{ "bound: on-CPU only, by function, mod", 1000, 1, 3, XF_FUNC | XF_MOD | XF_CPUONLY },
+};
+#define NLEV ((int)(sizeof(lev_v) / sizeof(lev_v[0])))
+
+static int keep_cpu(const struct profile *p, const struct pf_sample *s, void *arg)
+{
+	return (s->kind == PF_KIND_CPU) == (arg != NULL);
+}
+
+/* dst (reset first): p with what xf drops dropped. */
+static void xform(struct profile *dst, struct profile *tmp, const struct profile *p, unsigned xf)
+{
+	uint32_t fr[256];
+	profile__reset(dst);
+	for (size_t i = 0; i < profile__nsamples(p); i++) {
+		struct pf_sample x = *profile__sample(p, i);
+		uint32_t n, m = 0;
+		const uint32_t *f = profile__stack(p, x.stack, &n);
+		if ((xf & XF_RQDROP) && x.kind == PF_KIND_RUNQ)
+			continue;
+		if ((xf & XF_CPUONLY) && x.kind != PF_KIND_CPU)
+			continue;
+		if (n > 256)
+			n = 256;
+		uint32_t from = 0;
+		if (x.kind == PF_KIND_RUNQ && (xf & XF_RQNONE))
+			from = n;
+		else if (x.kind == PF_KIND_RUNQ && (xf & XF_RQLEAF) && n)
+			from = n - 1;
+		uint32_t to = n;
+		if (x.kind == PF_KIND_RUNQ && (xf & XF_RQROOT) && n) {
+			while (from < n && profile__frame(p, f[from])->kind != PF_FRAME_KERNEL)
+				from++;
+			to = from < n ? from + 1 : n;
+		}
+		int kern_kept = 0;
+		uint32_t lastmod = UINT32_MAX;
+		for (uint32_t k = from; k < to; k++) {
+			struct pf_frame g = *profile__frame(p, f[k]);
+			int leaf = k + 1 == n;
+			if ((xf & XF_MODIN) && !g.name && g.kind == PF_FRAME_USER && !(leaf && (xf & XF_LEAFPC))) {
+				const char *mod = profile__str(p, g.module), *b = strrchr(mod, '/');
+				char nm[300];
+				snprintf(nm, sizeof(nm), "[%s]", *mod ? (b ? b + 1 : mod) : "unknown");
+				if (lastmod == g.module)
+					continue;
+				lastmod = g.module;
+				profile__intern_str(dst, nm, &g.name);
+				profile__intern_str(dst, mod, &g.module);
+				g.offset = 0;
+				profile__frame_add(dst, &g, &fr[m++]);
+				continue;
+			}
+			lastmod = UINT32_MAX;
+			if (x.kind == PF_KIND_OFFCPU && (xf & XF_OFFKERN) && g.kind == PF_FRAME_KERNEL &&
+			    k + 1 < n) {
+				if (kern_kept)
+					continue;
+				kern_kept = 1; /* the outermost kernel frame: the system call */
+			}
+			profile__intern_str(dst, profile__str(p, g.name), &g.name);
+			profile__intern_str(dst, profile__str(p, g.module), &g.module);
+			if ((xf & XF_FUNC) && g.name && g.kind != PF_FRAME_PY && !(leaf && (xf & XF_LEAFPC)))
+				g.offset = 0;
+			profile__frame_add(dst, &g, &fr[m++]);
+		}
+		profile__stack_add(dst, fr, m, &x.stack);
+		profile__intern_str(dst, profile__str(p, x.comm), &x.comm);
+		profile__intern_str(dst, profile__str(p, x.thread), &x.thread);
+		profile__intern_str(dst, profile__str(p, x.cgroup), &x.cgroup);
+		profile__add(dst, &x);
+	}
+	struct pf_meta *mt = profile__meta(dst);
+	const struct pf_meta *sm = profile__meta_const(p);
+	mt->start_ns = sm->start_ns;
+	mt->end_ns = sm->end_ns;
+	mt->frequency = sm->frequency;
+	profile__intern_str(dst, profile__str(p, sm->host), &mt->host);
+	profile__intern_str(dst, profile__str(p, sm->kernel), &mt->kernel);
+	profile__intern_str(dst, profile__str(p, sm->event), &mt->event);
+	for (size_t i = 0; i < profile__ncounters(p); i++)
+		profile__counter_add(dst, profile__str(p, profile__counter(p, i)->name), profile__counter(p, i)->value);
+	uint64_t moved[PF_KIND_MAX];
+	if (xf & XF_MOD) {
+		profile__reset(tmp);
+		profile__merge(tmp, dst, NULL, NULL);
+		modframes__fold(dst, tmp);
+	}
+	if (xf & XF_TAIL) {
+		profile__reset(tmp);
+		profile__merge(tmp, dst, NULL, NULL);
+		modframes__fold_tail(dst, tmp, 10000, moved);
+	}
+	if (xf & XF_TAILNC) {
+		static struct profile *nc, *fnc;
+		if (!nc) {
+			profile__new(&nc);
+			profile__new(&fnc);
+		}
+		profile__reset(tmp);
+		profile__merge(tmp, dst, keep_cpu, (void *)1);
+		profile__reset(nc);
+		profile__merge(nc, dst, keep_cpu, NULL);
+		profile__meta(nc)->start_ns = 0;
+		modframes__fold_tail(fnc, nc, 10000, moved);
+		profile__merge(tmp, fnc, NULL, NULL);
+		profile__reset(dst);
+		profile__merge(dst, tmp, NULL, NULL);
+	}
+}
 struct lev {
 	struct codec *c[NLEV];
 	ZSTD_CCtx *z[NLEV];
-	struct profile *own, *q;
+	struct profile *own, *q, *t;
 	uint8_t *hist[NLEV][4], *out, *cat;
 	size_t histlen[NLEV][4], cap, catcap;
-	double bytes[NLEV], cpu[NLEV];
+	double bytes[NLEV], cpu[NLEV], ent[NLEV], frames[NLEV];
 	int win;
 };
 
@@ -863,10 +1017,13 @@ static int lev_window(const struct store_window_info *w, const struct profile *c
 {
 	struct lev *l = arg;
 	int pos = l->win % 30;
+	profile__reset(l->own);
+	copy_into(l->own, chain_p, 0);
 	for (int v = 0; v < NLEV; v++) {
-		profile__reset(l->q);
-		copy_into(l->q, chain_p, 0);
-		codec__set_value_unit(l->c[v], lev_units[v]);
+		xform(l->q, l->t, l->own, lev_v[v].xf);
+		l->ent[v] += (double)profile__nsamples(l->q);
+		l->frames[v] += (double)profile__nframes(l->q);
+		codec__set_value_unit(l->c[v], lev_v[v].unit);
 		const uint8_t *buf;
 		size_t len;
 		double c0 = now(CLOCK_THREAD_CPUTIME_ID);
@@ -877,7 +1034,7 @@ static int lev_window(const struct store_window_info *w, const struct profile *c
 			l->out = realloc(l->out, l->cap);
 		}
 		/* The chain's earlier records, oldest first, as one prefix. */
-		int np = pos < lev_pre[v] ? pos : lev_pre[v];
+		int np = pos < lev_v[v].pre ? pos : lev_v[v].pre;
 		size_t catlen = 0;
 		for (int k = np; k >= 1; k--)
 			catlen += l->histlen[v][k - 1];
@@ -914,13 +1071,17 @@ static int levers(const char *dir)
 	for (int v = 0; v < NLEV; v++) {
 		codec__new(&l.c[v]);
 		l.z[v] = ZSTD_createCCtx();
-		ZSTD_CCtx_setParameter(l.z[v], ZSTD_c_compressionLevel, lev_level[v]);
+		ZSTD_CCtx_setParameter(l.z[v], ZSTD_c_compressionLevel, lev_v[v].level);
 	}
 	profile__new(&l.q);
+	profile__new(&l.t);
+	profile__new(&l.own);
 	store__read(s, INT64_MIN, INT64_MAX, lev_window, &l);
 	for (int v = 0; v < NLEV; v++)
-		printf("%-36s %10.0f B (%+.1f%%), %.2f ms per window encode+zstd\n", lev_names[v], l.bytes[v],
-		       100 * (l.bytes[v] / l.bytes[0] - 1), l.cpu[v] / l.win * 1e3);
+		printf("%-44s %9.0f B (%+.1f%% vs this writer), %.0f entries %.0f frames per window,"
+		       " %.2f ms encode+zstd\n", lev_v[v].name, l.bytes[v],
+		       100 * (l.bytes[v] / l.bytes[1] - 1), l.ent[v] / l.win, l.frames[v] / l.win,
+		       l.cpu[v] / l.win * 1e3);
 	store__close(s);
 	return 0;
 }

@@ -2485,6 +2485,149 @@ static int read_only(const char *mnt)
 	return 0;
 }
 
+
+/*
+ * A window of cc1 and python3: stacks that reach work() from two call
+ * sites (pcs 0x2100 and 0x2200 + i) through a run of two unnamed cc1
+ * callers, a Python caller, a kernel caller; leaves unnamed and named.
+ */
+static void make_calls_window(struct profile *p, int i)
+{
+	uint32_t s_main, s_work, s_leaf, s_cc1, s_py, s_pyf, s_comm, s_k, f[12], st[2];
+
+	profile__reset(p);
+	profile__intern_str(p, "main", &s_main);
+	profile__intern_str(p, "work", &s_work);
+	profile__intern_str(p, "leaf_fn", &s_leaf);
+	profile__intern_str(p, "/usr/lib/gcc/cc1", &s_cc1);
+	profile__intern_str(p, "/srv/app.py", &s_py);
+	profile__intern_str(p, "handler (/srv/app.py)", &s_pyf);
+	profile__intern_str(p, "entry_SYSCALL_64", &s_k);
+	profile__intern_str(p, "cc1", &s_comm);
+	struct pf_frame fr[8] = {
+		{ .name = s_main, .module = s_cc1, .offset = 0x1000, .kind = PF_FRAME_USER },
+		{ .name = s_work, .module = s_cc1, .offset = 0x2200 + (uint64_t)i, .kind = PF_FRAME_USER },
+		{ .name = 0, .module = s_cc1, .offset = 0x5000 + (uint64_t)i, .kind = PF_FRAME_USER },
+		{ .name = 0, .module = s_cc1, .offset = 0x6000, .kind = PF_FRAME_USER },
+		{ .name = 0, .module = s_cc1, .offset = 0x7000 + (uint64_t)i, .kind = PF_FRAME_USER },
+		{ .name = s_work, .module = s_cc1, .offset = 0x2100, .kind = PF_FRAME_USER },
+		{ .name = s_pyf, .module = s_py, .offset = PF_PY_OFFSET(10, 12 + i), .kind = PF_FRAME_PY },
+		{ .name = s_k, .module = 0, .offset = 0xffffffff81000000ull + (uint64_t)i,
+		  .kind = PF_FRAME_KERNEL },
+	};
+	struct pf_frame leaf = { .name = s_leaf, .module = s_cc1, .offset = 0x3000 + (uint64_t)i,
+				 .kind = PF_FRAME_USER };
+	for (int k = 0; k < 8; k++)
+		profile__frame_add(p, &fr[k], &f[k]);
+	profile__frame_add(p, &leaf, &f[8]);
+	/* main;work@i;?;?;?(leaf)  and  main;work@0x2100;handler;entry_SYSCALL_64;leaf_fn */
+	uint32_t a[5] = { f[0], f[1], f[2], f[3], f[4] }, b[5] = { f[0], f[5], f[6], f[7], f[8] };
+	profile__stack_add(p, a, 5, &st[0]);
+	profile__stack_add(p, b, 5, &st[1]);
+	for (int k = 0; k < 2; k++) {
+		struct pf_sample s = { .pid = 300 + (uint32_t)i, .tid = 300 + (uint32_t)i + (uint32_t)k,
+				       .comm = s_comm, .thread = s_comm, .stack = st[k], .kind = PF_KIND_CPU,
+				       .value = 5 + (uint64_t)k };
+		profile__add(p, &s);
+		s.kind = PF_KIND_OFFCPU;
+		s.value = 123456;
+		profile__add(p, &s);
+	}
+	struct pf_meta *m = profile__meta(p);
+	m->start_ns = T0 + i * 10 * SEC;
+	m->end_ns = m->start_ns + 10 * SEC;
+	m->frequency = 99;
+}
+
+struct calls_seen {
+	int windows, bad;
+	uint64_t cpu, offcpu;
+	char first[512], second[512];
+};
+
+/* "name@offset;..." of stack id. */
+static void stack_text(const struct profile *p, uint32_t id, char *out, size_t n)
+{
+	uint32_t m;
+	const uint32_t *f = profile__stack(p, id, &m);
+	size_t len = 0;
+
+	out[0] = 0;
+	for (uint32_t k = 0; k < m && len < n; k++) {
+		const struct pf_frame *fr = profile__frame(p, f[k]);
+		len += (size_t)snprintf(out + len, n - len, "%s%s@%llx", k ? ";" : "", profile__str(p, fr->name),
+					(unsigned long long)fr->offset);
+	}
+}
+
+static int on_calls(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	struct calls_seen *c = arg;
+
+	for (size_t i = 0; i < profile__nsamples(p); i++) {
+		const struct pf_sample *s = profile__sample(p, i);
+		char *out = s->tid == s->pid ? c->first : c->second;
+
+		if (s->pid != 300 + (uint32_t)c->windows)
+			c->bad++;
+		if (s->kind == PF_KIND_CPU)
+			c->cpu += s->value;
+		else
+			c->offcpu += s->value;
+		if (c->windows == 1)
+			stack_text(p, s->stack, out, 512);
+	}
+	c->windows++;
+	return 0;
+}
+
+static void test_calls_by_function(const char *base)
+{
+	char dir[256];
+	struct store *s;
+	struct profile *p;
+	struct calls_seen c = { 0 };
+
+	snprintf(dir, sizeof(dir), "%s/calls", base);
+	CHECK_EQ_INT(profile__new(&p), 0);
+	for (int by = 1; by >= 0; by--) {
+		struct store_opts o = { .dir = dir, .writer = 1, .warn = on_warn, .calls_by_function = by };
+
+		rm_rf(dir);
+		CHECK_EQ_INT(store__open(&o, &s), 0);
+		for (int i = 0; i < 2; i++) {
+			make_calls_window(p, i);
+			CHECK_EQ_INT(store__append(s, p), 0);
+		}
+		store__close(s);
+		o.writer = 0;
+		memset(&c, 0, sizeof(c));
+		CHECK_EQ_INT(store__open(&o, &s), 0);
+		CHECK_EQ_INT(store__read(s, INT64_MIN, INT64_MAX, on_calls, &c), 0);
+		store__close(s);
+		CHECK_EQ_INT(c.windows, 2);
+		CHECK_EQ_INT(c.bad, 0);
+		CHECK_EQ_INT(c.cpu, 2 * (5 + 6));
+		CHECK_EQ_INT(c.offcpu, 4 * 123456);
+		if (by) {
+			/*
+			 * The second window: work() and the kernel caller at the pcs
+			 * the writer met first (in window 0), the run of unnamed
+			 * callers one module frame; leaves and Python frames as they
+			 * were appended.
+			 */
+			CHECK_EQ_STR(c.first, "main@1000;work@2200;[cc1]@0;@7001");
+			CHECK_EQ_STR(c.second, "main@1000;work@2200;handler (/srv/app.py)@d0000000a;"
+					       "entry_SYSCALL_64@ffffffff81000000;leaf_fn@3001");
+		} else {
+			CHECK_EQ_STR(c.first, "main@1000;work@2201;@5001;@6000;@7001");
+			CHECK_EQ_STR(c.second, "main@1000;work@2100;handler (/srv/app.py)@d0000000a;"
+					       "entry_SYSCALL_64@ffffffff81000001;leaf_fn@3001");
+		}
+	}
+	profile__free(p);
+}
+
 int main(int argc, char **argv)
 {
 	char base[] = "/tmp/profd-test-store.XXXXXX";
@@ -2526,6 +2669,7 @@ int main(int argc, char **argv)
 	test_named_rollup(base);
 	test_named_modules(base);
 	test_named_tail(base);
+	test_calls_by_function(base);
 	test_summaries(base);
 	test_v3_compat(base);
 	test_v4_compat(base);
