@@ -126,19 +126,30 @@ static int count_files(const struct procmaps *m)
 }
 
 /*
- * Paths of the files in m, and the kernel told that they are known: their
- * next exec events need not wake us at once.
+ * Paths of the files in m, and the kernel told of those new to us: their
+ * next exec events need not wake us at once. Only the new ones: a read of
+ * a known program's mappings would otherwise cost a system call per file.
  */
 static void learn(struct events *e, const struct procmaps *m)
 {
+	size_t n = procmaps__count(m);
+	uint64_t fresh = 0;
+
+	for (size_t i = 0; i < n && i < 64; i++) {
+		const struct procmap *p = procmaps__get(m, i);
+
+		if (!(p->flags & PROCMAP_ANON) && p->inode && !filenames__get(e->paths, p->dev, p->inode))
+			fresh |= 1ULL << i;
+	}
 	filenames__learn(e->paths, m);
-	for (size_t i = 0; e->known_fd >= 0 && i < procmaps__count(m); i++) {
+	for (size_t i = 0; e->known_fd >= 0 && i < n; i++) {
 		const struct procmap *p = procmaps__get(m, i);
 		struct profd_pev_file k = { .ino = p->inode,
 					    .dev = (uint32_t)(major(p->dev) << 20 | minor(p->dev)) };
 		uint8_t one = 1;
 
-		if (!(p->flags & PROCMAP_ANON) && p->inode && filenames__get(e->paths, p->dev, p->inode))
+		if ((i >= 64 || (fresh >> i & 1)) && !(p->flags & PROCMAP_ANON) && p->inode &&
+		    filenames__get(e->paths, p->dev, p->inode))
 			bpf_map_update_elem(e->known_fd, &k, &one, BPF_ANY);
 	}
 }
