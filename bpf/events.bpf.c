@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 #include "pevent.h"
 #include "pytypes.h"
+#include "pyadopt.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -32,6 +33,40 @@ struct {
 	__type(key, __u32);
 	__type(value, struct profd_pyproc);
 } py_procs SEC(".maps");
+
+/*
+ * The sampler's interpreter files and its py_procs generation, shared the
+ * same way: an exec of an interpreter probed before, or a fork of a
+ * CPython process, gets its py_procs value here, before user space has
+ * handled the event. A thread that blocks as the process starts (a worker
+ * waiting for its first job) has its stacks taken at once, and a busy
+ * daemon can be seconds late.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct profd_pyfile_key);
+	__type(value, struct profd_pyfile);
+} py_files SEC(".maps");
+
+__u32 py_gen SEC(".data.py_gen") = 0;
+
+/* A py_procs value being made: too large for the stack beside a ring record's pointer. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct profd_pyproc);
+} py_new SEC(".maps");
+
+/* val as pid's py_procs value, unless one is there; the walker's "none" notes lapse. */
+static __always_inline void py_insert(__u32 pid, struct profd_pyproc *val)
+{
+	if (bpf_map_update_elem(&py_procs, &pid, val, BPF_NOEXIST) == 0) {
+		__sync_fetch_and_add(&py_gen, 1);
+		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_PY_ADOPTED], 1);
+	}
+}
 
 /*
  * An exec event is sent once ld.so has mapped the libraries, with the
@@ -215,6 +250,33 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 	bpf_iter_task_vma_destroy(&it);
 }
 
+/* The first listed mapping of an interpreter file probed before, made the process's CPython. */
+static __always_inline void py_adopt_listed(const struct profd_pev_exec *x)
+{
+	const struct profd_pev_map *m;
+	const struct profd_pyfile *pf;
+	struct profd_pyfile_key k;
+	struct profd_pyproc *pp;
+	__u32 zero = 0;
+
+	for (__u32 i = 0; i < PROFD_PEV_MAX_MAPS; i++) {
+		if (i >= x->nmaps)
+			return;
+		m = &x->maps[i];
+		if (!m->ino)
+			continue;
+		k.dev = m->dev;
+		k.ino = m->ino;
+		pf = bpf_map_lookup_elem(&py_files, &k);
+		if (!pf)
+			continue;
+		pp = bpf_map_lookup_elem(&py_new, &zero);
+		if (pp && !py_place(pf, m->start, m->offset >> 12, x->ev.pid, x->ev.start_code, pp))
+			py_insert(x->ev.pid, pp);
+		return;
+	}
+}
+
 /*
  * The exec event ev with t's executable mappings listed; flags join the
  * list's own. wake 0: at once, unless the list is complete and names only
@@ -233,6 +295,8 @@ static __always_inline void send_listed(struct task_struct *t, const struct prof
 	x->ev = *ev;
 	list_maps(t, x);
 	x->maps_flags |= flags;
+	if (!(flags & PROFD_PEV_MAPS_EXITED))
+		py_adopt_listed(x);
 	later = !wake && wake_gap_ns &&
 		(x->maps_flags & (PROFD_PEV_MAPS_OK | PROFD_PEV_MAPS_NEW)) == PROFD_PEV_MAPS_OK;
 	bpf_ringbuf_submit(x, later ? BPF_RB_NO_WAKEUP : wake ? wake : BPF_RB_FORCE_WAKEUP);
@@ -372,6 +436,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	struct profd_pev ev = {};
 	struct mm_struct *mm = BPF_CORE_READ(child, mm);
+	const struct profd_pyproc *pp;
+	struct profd_pyproc *np;
+	__u32 zero = 0;
 
 	if (BPF_CORE_READ(child, tgid) == BPF_CORE_READ(parent, tgid) || !mm ||
 	    mm == BPF_CORE_READ(parent, mm) ||
@@ -383,6 +450,13 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	ev.ppid = BPF_CORE_READ(parent, tgid);
 	fill_ids(child, &ev);
 	bpf_map_delete_elem(&py_procs, &ev.pid);
+	/* The parent's interpreter is the child's, at the same addresses; its code cache is not. */
+	pp = bpf_map_lookup_elem(&py_procs, &ev.ppid);
+	if (pp && (np = bpf_map_lookup_elem(&py_new, &zero)) && pp->start_code == ev.start_code) {
+		__builtin_memcpy(np, pp, sizeof(*np));
+		np->epoch = 1ULL << 63 | (__u64)ev.pid << 32 | (__u32)bpf_ktime_get_ns();
+		py_insert(ev.pid, np);
+	}
 	send(&ev, BPF_RB_NO_WAKEUP);
 	return 0;
 }

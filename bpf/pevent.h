@@ -90,6 +90,7 @@ enum profd_pev_counter {
 	PROFD_PEV_CNT_EXIT,     /* process exits seen */
 	PROFD_PEV_CNT_LOST,     /* ring buffer full: an event dropped */
 	PROFD_PEV_CNT_FORK,     /* processes forked (not threads, not vfork) */
+	PROFD_PEV_CNT_PY_ADOPTED, /* CPython processes made known here, at exec or fork */
 	PROFD_PEV_CNT_MAX,
 };
 

@@ -15,6 +15,7 @@
 #define PROFD_PYTHON_BPF_H
 
 #include "pytypes.h"
+#include "pyadopt.h"
 
 __u64 pycounters[PROFD_PYCNT_MAX] = {};
 
@@ -991,48 +992,24 @@ static __always_inline int py_named_python(struct task_struct *task)
 /*
  * A process named python* that user space has not made known yet: when
  * the sampled pc lies in an interpreter file probed before (py_files), its
- * py_procs value is made here. Its epoch has bit 63 set (user space counts
- * from 1) and holds the pid and the time, so it is no other image's.
+ * py_procs value is made here (the exec hook makes most of them, once
+ * ld.so is done; this is for images that map an interpreter later).
  */
 static __always_inline const struct profd_pyproc *py_adopt(struct py_ctx *w, struct task_struct *task, __u32 pid)
 {
 	struct py_scratch *sc = w->sc;
 	const struct profd_pyfile *pf;
 	struct pt_regs *regs;
-	__u64 off, bias = 0, ip;
-	int found = 0;
 
 	if (!py_named_python(task))
 		return NULL;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	ip = regs->ip;
 	sc->fkey.dev = sc->fkey.ino = 0;
-	if (bpf_find_vma(task, ip, py_vma, w, 0) || !sc->fkey.ino)
+	if (bpf_find_vma(task, regs->ip, py_vma, w, 0) || !sc->fkey.ino)
 		return NULL;
 	pf = bpf_map_lookup_elem(&py_files, &sc->fkey);
-	if (!pf)
+	if (!pf || py_place(pf, sc->vstart, sc->vpgoff, pid, task->mm->start_code, &sc->adopt))
 		return NULL;
-	off = sc->vpgoff << 12;
-	for (__u32 i = 0; i < PROFD_PY_LOADS; i++) {
-		if (i >= pf->nloads)
-			break;
-		if (off >= pf->loads[i].offset && off - pf->loads[i].offset < pf->loads[i].filesz) {
-			bias = sc->vstart - (off - pf->loads[i].offset + pf->loads[i].vaddr);
-			found = 1;
-			break;
-		}
-	}
-	if (!found)
-		return NULL;
-	__builtin_memcpy(&sc->adopt, &pf->tmpl, sizeof(sc->adopt));
-	sc->adopt.runtime += bias;
-	sc->adopt.code_type += bias;
-	if (sc->adopt.eval_lo) {
-		sc->adopt.eval_lo += bias;
-		sc->adopt.eval_hi += bias;
-	}
-	sc->adopt.start_code = task->mm->start_code;
-	sc->adopt.epoch = 1ULL << 63 | (__u64)pid << 32 | (__u32)bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&py_procs, &pid, &sc->adopt, BPF_NOEXIST) == 0) {
 		__sync_fetch_and_add(&py_gen, 1);
 		pycount(PROFD_PYCNT_ADOPTED);

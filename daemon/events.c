@@ -21,6 +21,7 @@
 #include "pevent.h"
 #include "procmaps.h"
 #include "procreg.h"
+#include "pyprocs.h"
 #include "symbolizer.h"
 
 /*
@@ -344,9 +345,16 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static int open_bpf(struct events *e, uint64_t poll_ns, int py_procs_fd)
+/* Nobody's to share: one entry, not preallocated, for the hooks to find empty. */
+static int map_empty(struct bpf_map *m)
 {
-	struct bpf_map *py = NULL;
+	return bpf_map__set_type(m, BPF_MAP_TYPE_HASH) || bpf_map__set_max_entries(m, 1) ||
+	       bpf_map__set_map_flags(m, BPF_F_NO_PREALLOC);
+}
+
+static int open_bpf(struct events *e, uint64_t poll_ns, const struct pyprocs_fds *py)
+{
+	struct bpf_map *procs, *files;
 	int err = 0;
 
 	events_bpf__destroy(e->skel);
@@ -356,11 +364,11 @@ static int open_bpf(struct events *e, uint64_t poll_ns, int py_procs_fd)
 	e->skel->rodata->exec_poll_ns = poll_ns;
 	e->skel->rodata->wake_gap_ns = poll_ns ? EXEC_WAKE_GAP_NS : 0;
 	bpf_map__set_max_entries(e->skel->maps.known_files, MAX_PATHS);
-	py = e->skel->maps.py_procs;
-	/* Nobody's to share: one entry, not a preallocated LRU, for the hooks to find empty. */
-	if (py_procs_fd >= 0 ? bpf_map__reuse_fd(py, py_procs_fd) :
-	    bpf_map__set_type(py, BPF_MAP_TYPE_HASH) || bpf_map__set_max_entries(py, 1) ||
-	    bpf_map__set_map_flags(py, BPF_F_NO_PREALLOC))
+	procs = e->skel->maps.py_procs;
+	files = e->skel->maps.py_files;
+	if (py ? bpf_map__reuse_fd(procs, py->procs) || bpf_map__reuse_fd(files, py->files) ||
+		 bpf_map__reuse_fd(e->skel->maps.data_py_gen, py->gen) :
+		 map_empty(procs) || map_empty(files))
 		err = -errno;
 	else if (events_bpf__load(e->skel) || events_bpf__attach(e->skel))
 		err = -errno;
@@ -371,7 +379,7 @@ static int open_bpf(struct events *e, uint64_t poll_ns, int py_procs_fd)
 }
 
 int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *fc,
-		 int py_procs_fd, struct events **out)
+		 const struct pyprocs_fds *py, struct events **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct events *e = calloc(1, sizeof(*e));
@@ -396,9 +404,9 @@ int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *
 	 */
 	nowait = getenv("PROFD_EXEC_NOWAIT");
 	err = nowait && !strcmp(nowait, "1") ? -EOPNOTSUPP :
-					       open_bpf(e, EXEC_POLL_NS, py_procs_fd);
+					       open_bpf(e, EXEC_POLL_NS, py);
 	if (err)
-		err = open_bpf(e, 0, py_procs_fd);
+		err = open_bpf(e, 0, py);
 	if (err)
 		goto fail;
 	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.pevents), on_event, e, NULL);
@@ -530,6 +538,8 @@ void events__stats(const struct events *e, struct events_stats *out)
 	out->lost = __atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_LOST], __ATOMIC_RELAXED);
 	out->forks_seen =
 		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_FORK], __ATOMIC_RELAXED);
+	out->py_adopted =
+		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_PY_ADOPTED], __ATOMIC_RELAXED);
 }
 
 void events__print_status(const struct events *e, FILE *f)
@@ -546,6 +556,7 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_forks\t%" PRIu64 "\n", s.forks_seen);
 	fprintf(f, "process_forks_named\t%" PRIu64 "\n", s.forks_named);
 	fprintf(f, "process_forks_parent_read\t%" PRIu64 "\n", s.fork_parents_read);
+	fprintf(f, "process_python_made_known\t%" PRIu64 "\n", s.py_adopted);
 	fprintf(f, "process_events_lost\t%" PRIu64 "\n", s.lost);
 	fprintf(f, "process_captures\t%" PRIu64 "\n", s.captures);
 	fprintf(f, "process_captures_gone\t%" PRIu64 "\n", s.capture_gone);

@@ -24,6 +24,7 @@ struct symbolizer;
 struct events_stats {
 	uint64_t execs, exits, lost;   /* from the BPF program */
 	uint64_t forks_seen;           /* processes forked, from the BPF program */
+	uint64_t py_adopted;           /* CPython processes the BPF program made known at exec or fork */
 	uint64_t forks;                /* fork events read */
 	uint64_t forks_named;          /* forked children sampled, named by the parent's snapshot */
 	uint64_t fork_parents_read;    /* forks whose parent was read at the fork (not read before) */
@@ -36,15 +37,15 @@ struct events_stats {
 
 /*
  * The events write reg (the symbolizer's registry too); the paths of files
- * they learn hang off fc. py_procs_fd: the walker's map of CPython
- * processes, whose entries the kernel side deletes at exec, fork and exit
- * (-1: none). Errors: -EPERM (no privilege), -ENOENT/-EOPNOTSUPP (kernel
+ * they learn hang off fc. py: the walker's CPython maps to share
+ * (pyprocs__share; NULL: none). Errors: -EPERM (no privilege), -ENOENT/-EOPNOTSUPP (kernel
  * lacks tp_btf).
  */
 struct filecache;
 struct procreg;
+struct pyprocs_fds;
 int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *fc,
-		 int py_procs_fd, struct events **out);
+		 const struct pyprocs_fds *py, struct events **out);
 void events__free(struct events *e);
 
 /*

@@ -903,6 +903,7 @@ static int setup(struct profd *d)
 				      .bad_file = bad_file, .maps_read = maps_read };
 	struct store_opts to = store_opts(&d->o);
 	struct epoll_event ev = { .events = EPOLLIN };
+	struct pyprocs_fds pyfds;
 	const char *snap_path = NULL;
 	uint32_t snap_pid = 0;
 	char err_msg[256] = "";
@@ -964,8 +965,8 @@ static int setup(struct profd *d)
 		log_warn("off-CPU profiling unavailable (%s); on-CPU profiles only",
 			 sampler__offcpu_why(d->sampler));
 	/* Without exec/exit events short-lived processes go unnamed; the rest still is. */
-	err = events__open(d->sym, d->reg, d->files, pyprocs__map_fd(sampler__skel(d->sampler)),
-			   &d->events);
+	pyprocs__share(sampler__skel(d->sampler), &pyfds);
+	err = events__open(d->sym, d->reg, d->files, &pyfds, &d->events);
 	if (err)
 		log_warn("process exec/exit events unavailable (%s): processes that live less than "
 			 "a drain interval may show unnamed frames", strerror(-err));

@@ -157,9 +157,11 @@ static int seen_forget(uint32_t pid, void *data, void *arg)
 	return 0;
 }
 
-int pyprocs__map_fd(struct profd_bpf *skel)
+void pyprocs__share(struct profd_bpf *skel, struct pyprocs_fds *out)
 {
-	return bpf_map__fd(skel->maps.py_procs);
+	out->procs = bpf_map__fd(skel->maps.py_procs);
+	out->files = bpf_map__fd(skel->maps.py_files);
+	out->gen = bpf_map__fd(skel->maps.data_py_gen);
 }
 
 int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc,

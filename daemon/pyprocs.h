@@ -22,10 +22,16 @@ struct symbolizer;
  */
 void pyprocs__configure(struct profd_bpf *skel);
 /*
- * The walker's map of CPython processes, for process events to share
- * (events__open): the kernel side deletes an entry as its image goes.
+ * The walker's maps for process events to share (events__open): its
+ * CPython processes, whose entries the kernel side deletes as an image
+ * goes and makes at an exec of an interpreter file probed before (and a
+ * fork of a CPython process), those files, and the generation that an
+ * insert bumps.
  */
-int pyprocs__map_fd(struct profd_bpf *skel);
+struct pyprocs_fds {
+	int procs, files, gen;
+};
+void pyprocs__share(struct profd_bpf *skel, struct pyprocs_fds *out);
 /*
  * What is found of each process hangs off its record in reg (which keeps
  * it while the symbols or events do), each interpreter file's probe off
