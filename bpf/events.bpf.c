@@ -100,6 +100,35 @@ struct {
 	__type(value, struct delayed);
 } delayed SEC(".maps");
 
+/*
+ * Exec events of programs whose files user space knows wake it at most
+ * once per wake_gap_ns, all of them together (0: each at once): a wake-up
+ * cost more than the work of an exec. The first event after a wake-up
+ * arms the timer; its callback sends one record that wakes. An image
+ * listing a file user space has no path for still wakes at once: its
+ * /proc read must find the process alive. User space fills known_files.
+ */
+const volatile __u64 wake_gap_ns = 0;
+
+struct waker {
+	struct bpf_timer timer;
+	__u64 armed;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct waker);
+} waker SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024); /* user space sets it before load */
+	__type(key, struct profd_pev_file);
+	__type(value, __u8);
+} known_files SEC(".maps");
+
 extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
 extern void bpf_task_release(struct task_struct *p) __ksym __weak;
 extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __ksym __weak;
@@ -120,6 +149,36 @@ static __always_inline void send(const struct profd_pev *ev, __u64 wake)
 		wake = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&pevents, (void *)ev, sizeof(*ev), wake))
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
+}
+
+static int wake_due(void *map, __u32 *key, struct waker *w)
+{
+	struct profd_pev ev = { .type = PROFD_PEV_WAKE };
+
+	w->armed = 0;
+	send(&ev, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* After an event sent without a wake-up: one shared wake-up within wake_gap_ns, else one now. */
+static __always_inline void wake_soon(void)
+{
+	struct profd_pev ev = { .type = PROFD_PEV_WAKE };
+	__u32 z = 0;
+	struct waker *w = bpf_map_lookup_elem(&waker, &z);
+
+	if (w && w->armed)
+		return;
+	if (w && __sync_val_compare_and_swap(&w->armed, 0, 1) != 0)
+		return;
+	if (w) {
+		bpf_timer_init(&w->timer, &waker, 1 /* CLOCK_MONOTONIC */); /* -EBUSY after the first */
+		if (bpf_timer_set_callback(&w->timer, wake_due) == 0 &&
+		    bpf_timer_start(&w->timer, wake_gap_ns, 0) == 0)
+			return;
+		w->armed = 0;
+	}
+	send(&ev, BPF_RB_FORCE_WAKEUP);
 }
 
 /*
@@ -172,6 +231,16 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 				m->offset = vma->vm_pgoff << 12;
 				m->ino = BPF_CORE_READ(f, f_inode, i_ino);
 				m->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+				m->size = BPF_CORE_READ(f, f_inode, i_size);
+				/* Kernels before 6.7 keep a struct timespec64: no stat from here. */
+				if (bpf_core_field_exists(struct inode, i_mtime_sec)) {
+					m->mtime_sec = BPF_CORE_READ(f, f_inode, i_mtime_sec);
+					m->mtime_nsec = BPF_CORE_READ(f, f_inode, i_mtime_nsec);
+					m->flags = PROFD_PEV_MAP_STAT;
+				}
+				if (!bpf_map_lookup_elem(&known_files, &(struct profd_pev_file){
+								.ino = m->ino, .dev = m->dev }))
+					x->maps_flags |= PROFD_PEV_MAPS_NEW;
 			} else {
 				m->flags = vma->vm_start == vdso ? PROFD_PEV_MAP_VDSO : PROFD_PEV_MAP_ANON;
 			}
@@ -181,7 +250,6 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 	bpf_iter_task_vma_destroy(&it);
 }
 
-/* The exec event ev with t's executable mappings listed; flags join the list's own. */
 /* The first listed mapping of an interpreter file probed before, made the process's CPython. */
 static __always_inline void py_adopt_listed(const struct profd_pev_exec *x)
 {
@@ -209,10 +277,16 @@ static __always_inline void py_adopt_listed(const struct profd_pev_exec *x)
 	}
 }
 
+/*
+ * The exec event ev with t's executable mappings listed; flags join the
+ * list's own. wake 0: at once, unless the list is complete and names only
+ * files user space knows (then a shared wake-up, wake_soon).
+ */
 static __always_inline void send_listed(struct task_struct *t, const struct profd_pev *ev, __u32 flags,
 					__u64 wake)
 {
 	struct profd_pev_exec *x = bpf_ringbuf_reserve(&pevents, sizeof(*x), 0);
+	bool later;
 
 	if (!x) {
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
@@ -223,7 +297,11 @@ static __always_inline void send_listed(struct task_struct *t, const struct prof
 	x->maps_flags |= flags;
 	if (!(flags & PROFD_PEV_MAPS_EXITED))
 		py_adopt_listed(x);
-	bpf_ringbuf_submit(x, wake);
+	later = !wake && wake_gap_ns &&
+		(x->maps_flags & (PROFD_PEV_MAPS_OK | PROFD_PEV_MAPS_NEW)) == PROFD_PEV_MAPS_OK;
+	bpf_ringbuf_submit(x, later ? BPF_RB_NO_WAKEUP : wake ? wake : BPF_RB_FORCE_WAKEUP);
+	if (later)
+		wake_soon();
 }
 
 static int exec_due(void *map, __u32 *key, struct delayed *d)
@@ -240,7 +318,7 @@ static int exec_due(void *map, __u32 *key, struct delayed *d)
 		bpf_task_release(t);
 		return 0;
 	}
-	send_listed(t, &d->ev, 0, BPF_RB_FORCE_WAKEUP);
+	send_listed(t, &d->ev, 0, 0);
 	bpf_task_release(t);
 	bpf_map_delete_elem(map, key);
 	return 0;

@@ -7,6 +7,14 @@ enum profd_pev_type {
 	PROFD_PEV_EXEC = 1, /* the process has a new image: its old mappings are stale */
 	PROFD_PEV_EXIT = 2, /* the last thread of the process exited */
 	PROFD_PEV_FORK = 3, /* a new process (not a thread), its parent's image until it execs */
+	PROFD_PEV_WAKE = 4, /* pid 0: wakes user space for the events sent without a wake-up */
+};
+
+/* A file user space has a path for: its exec events can wait for a shared wake-up. */
+struct profd_pev_file {
+	__u64 ino;
+	__u32 dev;     /* the kernel's dev_t (major << 20 | minor) */
+	__u32 pad;
 };
 
 struct profd_pev {
@@ -43,8 +51,10 @@ struct profd_pev {
 #define PROFD_PEV_MAX_MAPS 32
 #define PROFD_PEV_MAP_VDSO 1  /* [vdso] */
 #define PROFD_PEV_MAP_ANON 2  /* no file: JIT code, [uprobes] */
+#define PROFD_PEV_MAP_STAT 4  /* size and mtime are the inode's */
 #define PROFD_PEV_MAPS_OK 1     /* the list is complete: no overflow, no deleted file, the iterator ran */
 #define PROFD_PEV_MAPS_EXITED 2 /* sent at the exit, before the event was due: the list is all there is */
+#define PROFD_PEV_MAPS_NEW 4    /* lists a file user space has not said it knows (known_files) */
 
 struct profd_pev_map {
 	__u64 start, end;
@@ -52,6 +62,11 @@ struct profd_pev_map {
 	__u64 ino;
 	__u32 dev;     /* the kernel's dev_t (major << 20 | minor) */
 	__u32 flags;   /* PROFD_PEV_MAP_* */
+	/* PROFD_PEV_MAP_STAT: the inode's size and modification time, what stat would say */
+	__u64 size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 pad;
 };
 
 struct profd_pev_exec {

@@ -42,6 +42,13 @@
 #define LOOK PROCREG_LOOK_CAPTURE
 /* Paths of files seen in /proc reads: an exec event lists mappings without them. */
 #define MAX_PATHS 1024
+/*
+ * Exec events of known programs wake us together, at most this often
+ * (bpf/events.bpf.c): a wake-up costs more than an exec's work, and the
+ * event lists the mappings, so nothing is lost by waiting but the first
+ * milliseconds of the new image's tables.
+ */
+#define EXEC_WAKE_GAP_NS (20 * 1000000LL)
 
 struct events {
 	struct events_bpf *skel;
@@ -61,6 +68,8 @@ struct events {
 	struct filenames *paths;
 	struct events_stats st;
 	uint64_t delay_max_ns;   /* exec events come at most this long after the exec */
+	uint64_t wake_gap_ns;    /* exec events of known programs share wake-ups this far apart */
+	int known_fd;            /* known_files: files whose paths the exec events need not wait for */
 	uint64_t ns_per_tick;    /* /proc's clock ticks (USER_HZ) */
 
 	events_maps_fn maps_fn;
@@ -87,6 +96,11 @@ static struct procmaps *event_maps(struct events *e, const struct profd_pev_exec
 
 		*m = (struct procmap){ .start = k->start, .end = k->end, .offset = k->offset, .inode = k->ino,
 				       .dev = makedev(k->dev >> 20, k->dev & 0xfffff) };
+		if (k->flags & PROFD_PEV_MAP_STAT) {
+			m->flags = PROCMAP_STAT;
+			m->size = k->size;
+			m->mtime_ns = k->mtime_sec * 1000000000LL + k->mtime_nsec;
+		}
 		if (k->flags & PROFD_PEV_MAP_VDSO) {
 			m->path = "[vdso]";
 			m->inode = m->dev = 0;
@@ -110,6 +124,35 @@ static int count_files(const struct procmaps *m)
 	for (size_t i = 0; m && i < procmaps__count(m); i++)
 		n += !(procmaps__get(m, i)->flags & PROCMAP_ANON);
 	return n;
+}
+
+/*
+ * Paths of the files in m, and the kernel told of those new to us: their
+ * next exec events need not wake us at once. Only the new ones: a read of
+ * a known program's mappings would otherwise cost a system call per file.
+ */
+static void learn(struct events *e, const struct procmaps *m)
+{
+	size_t n = procmaps__count(m);
+	uint64_t fresh = 0;
+
+	for (size_t i = 0; i < n && i < 64; i++) {
+		const struct procmap *p = procmaps__get(m, i);
+
+		if (!(p->flags & PROCMAP_ANON) && p->inode && !filenames__get(e->paths, p->dev, p->inode))
+			fresh |= 1ULL << i;
+	}
+	filenames__learn(e->paths, m);
+	for (size_t i = 0; e->known_fd >= 0 && i < n; i++) {
+		const struct procmap *p = procmaps__get(m, i);
+		struct profd_pev_file k = { .ino = p->inode,
+					    .dev = (uint32_t)(major(p->dev) << 20 | minor(p->dev)) };
+		uint8_t one = 1;
+
+		if ((i >= 64 || (fresh >> i & 1)) && !(p->flags & PROCMAP_ANON) && p->inode &&
+		    filenames__get(e->paths, p->dev, p->inode))
+			bpf_map_update_elem(e->known_fd, &k, &one, BPF_ANY);
+	}
 }
 
 /*
@@ -140,7 +183,7 @@ static int capture(struct events *e, struct events_image *im, const struct procr
 		return 0;
 	}
 	if (!given && im->maps)
-		filenames__learn(e->paths, im->maps);
+		learn(e, im->maps);
 	n = count_files(im->maps);
 	if (e->maps_fn)
 		e->maps_fn(im, e->maps_arg);
@@ -281,11 +324,19 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct events *e = ctx;
 	const struct profd_pev *ev = data;
 
-	if (size < sizeof(*ev) || !ev->pid)
+	if (size < sizeof(*ev) || (!ev->pid && ev->type != PROFD_PEV_WAKE))
 		return 0;
-	if (ev->type == PROFD_PEV_EXEC) {
+	if (ev->type == PROFD_PEV_WAKE) {
 		e->woken++;
-		on_exec(e, ev, size >= sizeof(struct profd_pev_exec) ? data : NULL);
+	} else if (ev->type == PROFD_PEV_EXEC) {
+		const struct profd_pev_exec *x = size >= sizeof(*x) ? data : NULL;
+
+		/* What woke us counts, not what a shared wake-up brought: the loop ticks above a rate. */
+		if (!e->wake_gap_ns || !x ||
+		    (x->maps_flags & (PROFD_PEV_MAPS_OK | PROFD_PEV_MAPS_NEW | PROFD_PEV_MAPS_EXITED)) !=
+			    PROFD_PEV_MAPS_OK)
+			e->woken++;
+		on_exec(e, ev, x);
 	}
 	else if (ev->type == PROFD_PEV_EXIT)
 		on_exit_ev(e, ev->pid, ev->time_ns);
@@ -311,6 +362,8 @@ static int open_bpf(struct events *e, uint64_t poll_ns, const struct pyprocs_fds
 	if (!e->skel)
 		return -errno;
 	e->skel->rodata->exec_poll_ns = poll_ns;
+	e->skel->rodata->wake_gap_ns = poll_ns ? EXEC_WAKE_GAP_NS : 0;
+	bpf_map__set_max_entries(e->skel->maps.known_files, MAX_PATHS);
 	procs = e->skel->maps.py_procs;
 	files = e->skel->maps.py_files;
 	if (py ? bpf_map__reuse_fd(procs, py->procs) || bpf_map__reuse_fd(files, py->files) ||
@@ -319,7 +372,9 @@ static int open_bpf(struct events *e, uint64_t poll_ns, const struct pyprocs_fds
 		err = -errno;
 	else if (events_bpf__load(e->skel) || events_bpf__attach(e->skel))
 		err = -errno;
-	e->delay_max_ns = err ? 0 : poll_ns * PROFD_PEV_EXEC_POLLS_MAX;
+	e->wake_gap_ns = err || !poll_ns ? 0 : EXEC_WAKE_GAP_NS;
+	e->delay_max_ns = err ? 0 : poll_ns * PROFD_PEV_EXEC_POLLS_MAX + e->wake_gap_ns;
+	e->known_fd = err ? -1 : bpf_map__fd(e->skel->maps.known_files);
 	return err;
 }
 
@@ -335,7 +390,7 @@ int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *
 		return -ENOMEM;
 	e->sym = sym;
 	e->reg = reg;
-	e->epfd = e->tfd = -1;
+	e->epfd = e->tfd = e->known_fd = -1;
 	e->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	e->ns_per_tick = 1000000000 / (uint64_t)(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
 	if (filenames__new(fc, MAX_PATHS, &e->paths)) {

@@ -1124,8 +1124,13 @@ static void events_turn(struct profd *d, int64_t now)
 
 	if (d->events && (r = events__dispatch(d->events)) > 0)
 		n += r;
+	/*
+	 * The walker's requests come with the exec events that share a
+	 * wake-up (most wake nobody): one thing, however many, or the rate
+	 * would call for ticks the shared wake-ups already make.
+	 */
 	if (d->tables && (r = tables__poll(d->tables)) > 0)
-		n += r;
+		n++;
 	/* A turn after a long quiet one says little about the rate: the gap bounds it. */
 	if (dt < EVENTS_GAP_NS)
 		dt = EVENTS_GAP_NS;

@@ -74,6 +74,7 @@ struct tables_stats {
 	uint64_t requests_dropped; /* exec-time reads not done: too many, or too old (the walker asks when it samples one) */
 	uint64_t file_checks;     /* unused tables checked before reuse (the file may be another) */
 	uint64_t file_checks_by_path; /* of them, settled by the file's path, without /proc */
+	uint64_t file_checks_by_inode; /* of them, settled by the inode the exec event read */
 	uint64_t bpf[PROFD_UCNT_MAX];
 };
 

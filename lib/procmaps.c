@@ -333,7 +333,8 @@ int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out)
 	for (size_t i = 0; i < n; i++) {
 		const struct procmap *l = &list[i];
 		struct procmap pm = { .start = l->start, .end = l->end, .offset = l->offset, .dev = l->dev,
-				      .inode = l->inode };
+				      .inode = l->inode, .flags = l->flags & PROCMAP_STAT,
+				      .size = l->size, .mtime_ns = l->mtime_ns };
 
 		if (pm.end <= pm.start) {
 			m->bad_lines++;

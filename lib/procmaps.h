@@ -10,6 +10,7 @@ enum procmap_flags {
 	PROCMAP_ANON    = 1 << 1, /* no backing file (inode 0): JIT code, [anon:...], [heap] */
 	PROCMAP_VDSO    = 1 << 2, /* [vdso]: an ELF image living only in the process memory */
 	PROCMAP_SPECIAL = 1 << 3, /* any other [name]: [vsyscall], [uprobes] */
+	PROCMAP_STAT    = 1 << 4, /* size and mtime_ns are the mapped inode's, from the kernel */
 };
 
 struct procmap {
@@ -19,6 +20,8 @@ struct procmap {
 	uint64_t inode;
 	const char *path;    /* without " (deleted)"; NULL for unnamed anonymous memory */
 	uint32_t flags;      /* enum procmap_flags */
+	uint64_t size;       /* PROCMAP_STAT: the file's size and modification time, as stat says */
+	int64_t mtime_ns;
 };
 
 struct procmaps;
