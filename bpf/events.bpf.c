@@ -22,34 +22,11 @@ struct {
 } pevents SEC(".maps");
 
 /*
- * The walker's CPython processes (bpf/python.h), the sampler's map shared
- * by user space before load (events__open). An entry goes here with its
- * image, at exec and exit, and a stale one of the pid's last owner at fork:
- * no system call per exit, where most processes never ran CPython.
+ * The walker's CPython processes (py_procs, bpf/pyadopt.h): an entry goes
+ * here with its image, at exec and exit, and a stale one of the pid's last
+ * owner at fork: no system call per exit, where most processes never ran
+ * CPython.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, struct profd_pyproc);
-} py_procs SEC(".maps");
-
-/*
- * The sampler's interpreter files and its py_procs generation, shared the
- * same way: an exec of an interpreter probed before, or a fork of a
- * CPython process, gets its py_procs value here, before user space has
- * handled the event. A thread that blocks as the process starts (a worker
- * waiting for its first job) has its stacks taken at once, and a busy
- * daemon can be seconds late.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, struct profd_pyfile_key);
-	__type(value, struct profd_pyfile);
-} py_files SEC(".maps");
-
-__u32 py_gen SEC(".data.py_gen") = 0;
 
 /* A py_procs value being made: too large for the stack beside a ring record's pointer. */
 struct {

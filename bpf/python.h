@@ -23,20 +23,6 @@ __u64 pycounters[PROFD_PYCNT_MAX] = {};
 const volatile __u32 py_cost_tgid = 0;
 __u64 py_cost_ns = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, struct profd_pyproc);
-} py_procs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, struct profd_pyfile_key);
-	__type(value, struct profd_pyfile);
-} py_files SEC(".maps");
-
 /* Sized by user space; LRU: an id evicted before its drain shows as an unnamed Python frame. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -993,14 +979,6 @@ static long py_vma(struct task_struct *task, struct vm_area_struct *vma, void *a
 	sc->vpgoff = BPF_CORE_READ(vma, vm_pgoff);
 	return 0;
 }
-
-/*
- * Bumped after every insert into py_procs, user space's and py_adopt's: a
- * lookup that found no entry for a pid is still right while this holds
- * the value it had before that lookup. Alone in its cache line: every
- * sample reads it, and the counters beside it are written by all CPUs.
- */
-__u32 py_gen SEC(".data.py_gen") = 0;
 
 /*
  * Per CPU, by pid: pid << 32 | py_gen + 1 when py_procs had no entry for

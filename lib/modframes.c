@@ -6,11 +6,10 @@
 #include "modframes.h"
 #include "profile.h"
 
-/* "[base name of the module]", or the module itself when it is bracketed already ("[vdso]"). */
-static int fold_label(struct profile *dst, const struct profile *src, const struct pf_frame *f,
-		      uint32_t *name)
+/* "[base name of mod]", mod itself when bracketed already ("[vdso]"), "[unknown]" for "". */
+static int module_label(struct profile *dst, const char *mod, uint32_t *name)
 {
-	const char *mod = profile__str(src, f->module), *base = strrchr(mod, '/');
+	const char *base = strrchr(mod, '/');
 	char buf[256];
 	size_t n;
 
@@ -75,7 +74,7 @@ static int map_frame(struct fold_map *m, uint32_t id, uint32_t *out)
 	} else {
 		m->folded[id] = 1;
 		d.offset = 0;
-		err = fold_label(m->dst, m->src, f, &d.name);
+		err = module_label(m->dst, profile__str(m->src, f->module), &d.name);
 	}
 	if (err || (err = profile__frame_add(m->dst, &d, out)))
 		return err;
@@ -401,4 +400,207 @@ out:
 	free(m.folded);
 	free(m.buf);
 	return err;
+}
+
+/* ---- callers by function ---- */
+
+/*
+ * funcs holds one frame (kind, module, name, offset 0) per function met,
+ * pc[id] the pc it is written with: the first one met, so that a function
+ * is one frame in every window of a chain. Forgotten past CALLS_MAX_FUNCS.
+ */
+struct modcalls {
+	struct profile *win, *funcs;
+	uint64_t *pc;
+	size_t pccap;
+	uint32_t *caller, *leaf, *stack; /* window id -> written id + 1; 0: not yet */
+	size_t mapcap[3];
+	uint32_t *buf;
+	size_t bufcap;
+};
+#define CALLS_MAX_FUNCS (1u << 16)
+
+int modframes__calls_new(struct modcalls **out)
+{
+	struct modcalls *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	*out = c;
+	return 0;
+}
+
+void modframes__calls_free(struct modcalls *c)
+{
+	if (!c)
+		return;
+	profile__free(c->win);
+	profile__free(c->funcs);
+	free(c->pc);
+	free(c->caller);
+	free(c->leaf);
+	free(c->stack);
+	free(c->buf);
+	free(c);
+}
+
+/* a (n items of size sz, zeroed) holds at least n items. */
+static int calls_grow(void *a, size_t *cap, size_t n, size_t sz)
+{
+	void **pa = a;
+
+	if (n <= *cap) {
+		memset(*pa, 0, n * sz);
+		return 0;
+	}
+	void *na = calloc(n, sz);
+	if (!na)
+		return -ENOMEM;
+	free(*pa);
+	*pa = na;
+	*cap = n;
+	return 0;
+}
+
+/* Window frame id as written: as a leaf (kept) or as a caller (by function). */
+static int calls_frame(struct modcalls *c, const struct profile *src, uint32_t id, int leaf,
+		       uint32_t *out, int *module)
+{
+	const struct pf_frame *f = profile__frame(src, id);
+	uint32_t *map = leaf ? c->leaf : c->caller;
+	struct pf_frame d;
+	int err;
+
+	*module = 0;
+	if (!f)
+		return -EINVAL;
+	d = *f;
+	if ((err = profile__intern_str(c->win, profile__str(src, f->module), &d.module)))
+		return err;
+	if (leaf || f->kind == PF_FRAME_PY) {
+		err = profile__intern_str(c->win, profile__str(src, f->name), &d.name);
+	} else if (!profile__str(src, f->name)[0]) {
+		*module = 1;
+		d.offset = 0;
+		err = module_label(c->win, profile__str(src, f->module), &d.name);
+	} else {
+		struct pf_frame k = { .kind = f->kind };
+		uint32_t fid;
+		size_t had;
+
+		if (profile__nframes(c->funcs) >= CALLS_MAX_FUNCS)
+			profile__reset(c->funcs);
+		had = profile__nframes(c->funcs);
+		if ((err = profile__intern_str(c->funcs, profile__str(src, f->module), &k.module)) ||
+		    (err = profile__intern_str(c->funcs, profile__str(src, f->name), &k.name)) ||
+		    (err = profile__frame_add(c->funcs, &k, &fid)))
+			return err;
+		if (fid >= had) {
+			if (fid >= c->pccap) {
+				size_t ncap = c->pccap ? 2 * c->pccap : 1024;
+				uint64_t *np = realloc(c->pc, ncap * sizeof(*np));
+
+				if (!np)
+					return -ENOMEM;
+				c->pc = np;
+				c->pccap = ncap;
+			}
+			c->pc[fid] = f->offset;
+		}
+		d.offset = c->pc[fid];
+		err = profile__intern_str(c->win, profile__str(src, f->name), &d.name);
+	}
+	if (err || (err = profile__frame_add(c->win, &d, out)))
+		return err;
+	map[id] = *out + 1;
+	return 0;
+}
+
+static int calls_stack(struct modcalls *c, const struct profile *src, uint32_t id, uint32_t *out)
+{
+	const uint32_t *fr;
+	uint32_t n, m = 0, f;
+	int err, module, last_module = 0;
+
+	if (c->stack[id]) {
+		*out = c->stack[id] - 1;
+		return 0;
+	}
+	fr = profile__stack(src, id, &n);
+	if (n > c->bufcap) {
+		uint32_t *nb = realloc(c->buf, n * sizeof(*nb));
+
+		if (!nb)
+			return -ENOMEM;
+		c->buf = nb;
+		c->bufcap = n;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		int leaf = k + 1 == n;
+		uint32_t *map = leaf ? c->leaf : c->caller;
+
+		if (fr[k] >= profile__nframes(src))
+			return -EINVAL;
+		if (map[fr[k]]) {
+			f = map[fr[k]] - 1;
+			module = !leaf && profile__frame(src, fr[k])->kind != PF_FRAME_PY &&
+				 !profile__str(src, profile__frame(src, fr[k])->name)[0];
+		} else if ((err = calls_frame(c, src, fr[k], leaf, &f, &module))) {
+			return err;
+		}
+		/* A run of unnamed callers in one module is one module frame. */
+		if (module && last_module && c->buf[m - 1] == f)
+			continue;
+		last_module = module;
+		c->buf[m++] = f;
+	}
+	if ((err = profile__stack_add(c->win, c->buf, m, out)))
+		return err;
+	c->stack[id] = *out + 1;
+	return 0;
+}
+
+int modframes__calls(struct modcalls *c, const struct profile *src, const struct profile **out)
+{
+	const struct pf_meta *sm = profile__meta_const(src);
+	struct pf_meta *dm;
+	size_t nf = profile__nframes(src) + 1, ns = profile__nstacks(src) + 1;
+	int err;
+
+	if ((!c->win && (err = profile__new(&c->win))) || (!c->funcs && (err = profile__new(&c->funcs))))
+		return err;
+	profile__reset(c->win);
+	if ((err = calls_grow(&c->caller, &c->mapcap[0], nf, sizeof(uint32_t))) ||
+	    (err = calls_grow(&c->leaf, &c->mapcap[1], nf, sizeof(uint32_t))) ||
+	    (err = calls_grow(&c->stack, &c->mapcap[2], ns, sizeof(uint32_t))))
+		return err;
+	for (size_t i = 0; i < profile__nsamples(src); i++) {
+		struct pf_sample d = *profile__sample(src, i);
+
+		if (d.stack >= ns - 1 && d.stack)
+			return -EINVAL;
+		if ((err = calls_stack(c, src, d.stack, &d.stack)) ||
+		    (err = profile__intern_str(c->win, profile__str(src, d.comm), &d.comm)) ||
+		    (err = profile__intern_str(c->win, profile__str(src, d.thread), &d.thread)) ||
+		    (err = profile__intern_str(c->win, profile__str(src, d.cgroup), &d.cgroup)) ||
+		    (err = profile__add(c->win, &d)))
+			return err;
+	}
+	for (size_t i = 0; i < profile__ncounters(src); i++) {
+		const struct pf_counter *k = profile__counter(src, i);
+
+		if ((err = profile__counter_add(c->win, profile__str(src, k->name), k->value)))
+			return err;
+	}
+	dm = profile__meta(c->win);
+	dm->start_ns = sm->start_ns;
+	dm->end_ns = sm->end_ns;
+	dm->frequency = sm->frequency;
+	if ((err = profile__intern_str(c->win, profile__str(src, sm->host), &dm->host)) ||
+	    (err = profile__intern_str(c->win, profile__str(src, sm->kernel), &dm->kernel)))
+		return err;
+	if ((err = profile__intern_str(c->win, profile__str(src, sm->event), &dm->event)))
+		return err;
+	*out = c->win;
+	return 0;
 }

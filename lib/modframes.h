@@ -32,4 +32,17 @@ int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_
 /* Whether p holds a frame modframes__fold() made. */
 int modframes__has(const struct profile *p);
 
+/*
+ * Callers by function, for windows as flushed (docs/FORMAT.md): leaves and
+ * Python frames as they are, a named caller at one pc per function (the
+ * first met, the same in every window while c lives, so a pprof address
+ * still resolves to its function), a run of unnamed callers in one module
+ * as its module frame ("[cc1]", as modframes__fold() names it).
+ */
+struct modcalls;
+int modframes__calls_new(struct modcalls **out);
+void modframes__calls_free(struct modcalls *c);
+/* *out: src by function, owned by c until its next call. */
+int modframes__calls(struct modcalls *c, const struct profile *src, const struct profile **out);
+
 #endif

@@ -107,24 +107,6 @@ struct rec_ref {
 	struct rec_hdr h;
 };
 
-/*
- * Flushed windows with their callers by function (docs/FORMAT.md, "Callers
- * by function"). funcs holds one frame (kind, module, name, offset 0) per
- * function met, pc[id] the pc it is written with: the first one met, so
- * that a function is one frame in every window of a chain and a pprof
- * address still resolves to it. Forgotten past CALLS_MAX_FUNCS.
- */
-struct calls {
-	struct profile *win, *funcs;
-	uint64_t *pc;
-	size_t pccap;
-	uint32_t *caller, *leaf, *stack; /* window id -> written id + 1; 0: not yet */
-	size_t mapcap[3];
-	uint32_t *buf;
-	size_t bufcap;
-};
-#define CALLS_MAX_FUNCS (1u << 16)
-
 struct store {
 	struct store_opts o;
 	char *dir;
@@ -167,8 +149,7 @@ struct store {
 	struct profile *wprof; /* a summary's whole segment so far, by name */
 	struct profile *pprof; /* the same by function only: pids kept */
 	struct profile *fprof; /* a named rollup's window, unnamed frames folded into modules */
-	/* Callers by function (o.calls_by_function): the window as written, the functions met. */
-	struct calls calls;
+	struct modcalls *calls; /* o.calls_by_function: functions met, the window as written */
 	int64_t summed_upto;   /* every sealed segment starting at or before this has its summary or failed */
 	int64_t dayed_upto;    /* every day starting at or before this has its day summary */
 	int in_sum;            /* reading a summary file */
@@ -981,13 +962,7 @@ void store__close(struct store *s)
 	profile__free(s->wprof);
 	profile__free(s->pprof);
 	profile__free(s->fprof);
-	profile__free(s->calls.win);
-	profile__free(s->calls.funcs);
-	free(s->calls.pc);
-	free(s->calls.caller);
-	free(s->calls.leaf);
-	free(s->calls.stack);
-	free(s->calls.buf);
+	modframes__calls_free(s->calls);
 	free(s->zbuf);
 	free(s->rbuf);
 	free(s->pbuf);
@@ -998,186 +973,6 @@ void store__close(struct store *s)
 }
 
 /* ---- appending ---- */
-
-/* a (n items of size sz, zeroed) holds at least n items. */
-static int calls_grow(void *a, size_t *cap, size_t n, size_t sz)
-{
-	void **pa = a;
-
-	if (n <= *cap) {
-		memset(*pa, 0, n * sz);
-		return 0;
-	}
-	void *na = calloc(n, sz);
-	if (!na)
-		return -ENOMEM;
-	free(*pa);
-	*pa = na;
-	*cap = n;
-	return 0;
-}
-
-/* "[base name of the module]" (as named rollups write it), "[unknown]" without one. */
-static int calls_module_name(struct profile *dst, const char *mod, uint32_t *name)
-{
-	const char *base = strrchr(mod, '/');
-	char buf[256];
-	size_t n;
-
-	base = base ? base + 1 : mod;
-	n = strlen(base);
-	if (!n)
-		return profile__intern_str(dst, "[unknown]", name);
-	if (base[0] == '[' && base[n - 1] == ']')
-		return profile__intern(dst, base, n, name);
-	if (n > sizeof(buf) - 3)
-		n = sizeof(buf) - 3;
-	buf[0] = '[';
-	memcpy(buf + 1, base, n);
-	buf[n + 1] = ']';
-	return profile__intern(dst, buf, n + 2, name);
-}
-
-/* Window frame id as written: as a leaf (kept) or as a caller (by function). */
-static int calls_frame(struct calls *c, const struct profile *src, uint32_t id, int leaf,
-		       uint32_t *out, int *module)
-{
-	const struct pf_frame *f = profile__frame(src, id);
-	uint32_t *map = leaf ? c->leaf : c->caller;
-	struct pf_frame d;
-	int err;
-
-	*module = 0;
-	if (!f)
-		return -EINVAL;
-	d = *f;
-	if ((err = profile__intern_str(c->win, profile__str(src, f->module), &d.module)))
-		return err;
-	if (leaf || f->kind == PF_FRAME_PY) {
-		err = profile__intern_str(c->win, profile__str(src, f->name), &d.name);
-	} else if (!profile__str(src, f->name)[0]) {
-		*module = 1;
-		d.offset = 0;
-		err = calls_module_name(c->win, profile__str(src, f->module), &d.name);
-	} else {
-		struct pf_frame k = { .kind = f->kind };
-		uint32_t fid;
-		size_t had;
-
-		if (profile__nframes(c->funcs) >= CALLS_MAX_FUNCS)
-			profile__reset(c->funcs);
-		had = profile__nframes(c->funcs);
-		if ((err = profile__intern_str(c->funcs, profile__str(src, f->module), &k.module)) ||
-		    (err = profile__intern_str(c->funcs, profile__str(src, f->name), &k.name)) ||
-		    (err = profile__frame_add(c->funcs, &k, &fid)))
-			return err;
-		if (fid >= had) {
-			if (fid >= c->pccap) {
-				size_t ncap = c->pccap ? 2 * c->pccap : 1024;
-				uint64_t *np = realloc(c->pc, ncap * sizeof(*np));
-
-				if (!np)
-					return -ENOMEM;
-				c->pc = np;
-				c->pccap = ncap;
-			}
-			c->pc[fid] = f->offset;
-		}
-		d.offset = c->pc[fid];
-		err = profile__intern_str(c->win, profile__str(src, f->name), &d.name);
-	}
-	if (err || (err = profile__frame_add(c->win, &d, out)))
-		return err;
-	map[id] = *out + 1;
-	return 0;
-}
-
-static int calls_stack(struct calls *c, const struct profile *src, uint32_t id, uint32_t *out)
-{
-	const uint32_t *fr;
-	uint32_t n, m = 0, f;
-	int err, module, last_module = 0;
-
-	if (c->stack[id]) {
-		*out = c->stack[id] - 1;
-		return 0;
-	}
-	fr = profile__stack(src, id, &n);
-	if (n > c->bufcap) {
-		uint32_t *nb = realloc(c->buf, n * sizeof(*nb));
-
-		if (!nb)
-			return -ENOMEM;
-		c->buf = nb;
-		c->bufcap = n;
-	}
-	for (uint32_t k = 0; k < n; k++) {
-		int leaf = k + 1 == n;
-		uint32_t *map = leaf ? c->leaf : c->caller;
-
-		if (fr[k] >= profile__nframes(src))
-			return -EINVAL;
-		if (map[fr[k]]) {
-			f = map[fr[k]] - 1;
-			module = !leaf && profile__frame(src, fr[k])->kind != PF_FRAME_PY &&
-				 !profile__str(src, profile__frame(src, fr[k])->name)[0];
-		} else if ((err = calls_frame(c, src, fr[k], leaf, &f, &module))) {
-			return err;
-		}
-		/* A run of unnamed callers in one module is one module frame. */
-		if (module && last_module && c->buf[m - 1] == f)
-			continue;
-		last_module = module;
-		c->buf[m++] = f;
-	}
-	if ((err = profile__stack_add(c->win, c->buf, m, out)))
-		return err;
-	c->stack[id] = *out + 1;
-	return 0;
-}
-
-/* c->win: src with its callers by function; leaves and Python frames as they are. */
-static int calls_by_function(struct calls *c, const struct profile *src)
-{
-	const struct pf_meta *sm = profile__meta_const(src);
-	struct pf_meta *dm;
-	size_t nf = profile__nframes(src) + 1, ns = profile__nstacks(src) + 1;
-	int err;
-
-	if ((!c->win && (err = profile__new(&c->win))) || (!c->funcs && (err = profile__new(&c->funcs))))
-		return err;
-	profile__reset(c->win);
-	if ((err = calls_grow(&c->caller, &c->mapcap[0], nf, sizeof(uint32_t))) ||
-	    (err = calls_grow(&c->leaf, &c->mapcap[1], nf, sizeof(uint32_t))) ||
-	    (err = calls_grow(&c->stack, &c->mapcap[2], ns, sizeof(uint32_t))))
-		return err;
-	for (size_t i = 0; i < profile__nsamples(src); i++) {
-		struct pf_sample d = *profile__sample(src, i);
-
-		if (d.stack >= ns - 1 && d.stack)
-			return -EINVAL;
-		if ((err = calls_stack(c, src, d.stack, &d.stack)) ||
-		    (err = profile__intern_str(c->win, profile__str(src, d.comm), &d.comm)) ||
-		    (err = profile__intern_str(c->win, profile__str(src, d.thread), &d.thread)) ||
-		    (err = profile__intern_str(c->win, profile__str(src, d.cgroup), &d.cgroup)) ||
-		    (err = profile__add(c->win, &d)))
-			return err;
-	}
-	for (size_t i = 0; i < profile__ncounters(src); i++) {
-		const struct pf_counter *k = profile__counter(src, i);
-
-		if ((err = profile__counter_add(c->win, profile__str(src, k->name), k->value)))
-			return err;
-	}
-	dm = profile__meta(c->win);
-	dm->start_ns = sm->start_ns;
-	dm->end_ns = sm->end_ns;
-	dm->frequency = sm->frequency;
-	if ((err = profile__intern_str(c->win, profile__str(src, sm->host), &dm->host)) ||
-	    (err = profile__intern_str(c->win, profile__str(src, sm->kernel), &dm->kernel)))
-		return err;
-	return profile__intern_str(c->win, profile__str(src, sm->event), &dm->event);
-}
 
 static int open_new_segment(struct store *s, int64_t start)
 {
@@ -1344,10 +1139,9 @@ int store__append(struct store *s, const struct profile *window)
 	if (!s->o.writer)
 		return -EPERM;
 	if (s->o.calls_by_function) {
-		err = calls_by_function(&s->calls, window);
-		if (err)
+		err = s->calls ? 0 : modframes__calls_new(&s->calls);
+		if (err || (err = modframes__calls(s->calls, window, &window)))
 			goto drop;
-		window = s->calls.win;
 	}
 	int64_t span;
 	if (s->afd >= 0 &&

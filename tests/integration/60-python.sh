@@ -8,16 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 
 PY=$ROOT/tests/testprogs/python
-declare -A INTERP=()
-for v in 3.10 3.11 3.12 3.13; do
-	for p in /root/.pyenv/versions/$v.*/bin/python$v; do
-		[ -x "$p" ] && INTERP[py$v]=$p
-	done
-	[ -n "${INTERP[py$v]:-}" ] || echo "note: no pyenv CPython $v here: not tested"
-done
-if [ -x /usr/bin/python3.11 ]; then INTERP[debian3.11]=/usr/bin/python3.11; else echo "note: no /usr/bin/python3.11: Debian's CPython not tested"; fi
-[ ${#INTERP[@]} -gt 0 ] || skip_test "no CPython 3.10-3.13 on this machine"
-LABELS=$(printf '%s\n' "${!INTERP[@]}" | sort)
+python_interpreters
 
 # 1999 Hz: 800-2900 samples per split on the shared 2-CPU machine, several sigma inside
 # a 5-point band. Maps for a drain that comes seconds late (a huge ELF file of another

@@ -9,16 +9,7 @@
 # CPython process profd knows.
 source "$(dirname "$0")/lib.sh"
 
-declare -A INTERP=()
-for v in 3.10 3.11 3.12 3.13; do
-	for p in /root/.pyenv/versions/$v.*/bin/python$v; do
-		[ -x "$p" ] && INTERP[py$v]=$p
-	done
-	[ -n "${INTERP[py$v]:-}" ] || echo "note: no pyenv CPython $v here: not tested"
-done
-if [ -x /usr/bin/python3.11 ]; then INTERP[debian3.11]=/usr/bin/python3.11; else echo "note: no /usr/bin/python3.11: Debian's CPython not tested"; fi
-[ ${#INTERP[@]} -gt 0 ] || skip_test "no CPython 3.10-3.13 on this machine"
-LABELS=$(printf '%s\n' "${!INTERP[@]}" | sort)
+python_interpreters
 
 start_profd --frequency 1
 

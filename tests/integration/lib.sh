@@ -178,3 +178,25 @@ skip_test() {
 	echo "skipped: $*"
 	exit 77
 }
+
+# python_interpreters: INTERP[label] for every CPython 3.10-3.13 here (the
+# pyenv builds, libpython shared, and Debian's, libpython linked in) and
+# LABELS, sorted; an absent one is said, and none at all skips the test.
+declare -A INTERP=()
+LABELS=
+python_interpreters() {
+	local v p
+	for v in 3.10 3.11 3.12 3.13; do
+		for p in /root/.pyenv/versions/$v.*/bin/python$v; do
+			[ -x "$p" ] && INTERP[py$v]=$p
+		done
+		[ -n "${INTERP[py$v]:-}" ] || echo "note: no pyenv CPython $v here: not tested"
+	done
+	if [ -x /usr/bin/python3.11 ]; then
+		INTERP[debian3.11]=/usr/bin/python3.11
+	else
+		echo "note: no /usr/bin/python3.11: Debian's CPython not tested"
+	fi
+	[ ${#INTERP[@]} -gt 0 ] || skip_test "no CPython 3.10-3.13 on this machine"
+	LABELS=$(printf '%s\n' "${!INTERP[@]}" | sort)
+}
