@@ -248,7 +248,8 @@ static __always_inline void py_adopt_listed(const struct profd_pev_exec *x)
 		if (!pf)
 			continue;
 		pp = bpf_map_lookup_elem(&py_new, &zero);
-		if (pp && !py_place(pf, m->start, m->offset >> 12, x->ev.pid, x->ev.start_code, pp))
+		if (pp && !py_from_file(pf, m->start, m->offset >> 12, x->ev.pid, x->ev.start_code,
+					pp))
 			py_insert(x->ev.pid, pp);
 		return;
 	}

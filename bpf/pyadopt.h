@@ -47,8 +47,8 @@ __u32 py_gen SEC(".data.py_gen") = 0;
  * space counts from 1) and holds the pid and the time, so it is no other
  * image's.
  */
-static __always_inline int py_place(const struct profd_pyfile *pf, __u64 vstart, __u64 vpgoff, __u32 pid,
-				    __u64 start_code, struct profd_pyproc *out)
+static __always_inline int py_from_file(const struct profd_pyfile *pf, __u64 vstart, __u64 vpgoff,
+					__u32 pid, __u64 start_code, struct profd_pyproc *out)
 {
 	__u64 off = vpgoff << 12, bias;
 

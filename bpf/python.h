@@ -1026,7 +1026,7 @@ static __always_inline const struct profd_pyproc *py_adopt(struct py_ctx *w, str
 	if (bpf_find_vma(task, regs->ip, py_vma, w, 0) || !sc->fkey.ino)
 		return NULL;
 	pf = bpf_map_lookup_elem(&py_files, &sc->fkey);
-	if (!pf || py_place(pf, sc->vstart, sc->vpgoff, pid, task->mm->start_code, &sc->adopt))
+	if (!pf || py_from_file(pf, sc->vstart, sc->vpgoff, pid, task->mm->start_code, &sc->adopt))
 		return NULL;
 	if (bpf_map_update_elem(&py_procs, &pid, &sc->adopt, BPF_NOEXIST) == 0) {
 		__sync_fetch_and_add(&py_gen, 1);
