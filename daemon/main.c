@@ -418,6 +418,7 @@ static int status_reply(struct profd *d, char **out)
 	ADD("cgroup_names_bytes\t%" PRIu64, cgroups__mem_bytes(d->cg));
 	ADD("symbol_files_refused_pid\t%" PRIu64, ss.files_refused_pid);
 	ADD("symbol_files_mismatched\t%" PRIu64, ss.files_mismatched);
+	ADD("symbol_files_changed\t%" PRIu64, ss.files_changed);
 	ADD("symbol_nonregular_refused\t%" PRIu64, ss.nonregular_refused);
 	ADD("symbol_debug_deferred\t%" PRIu64, ss.debug_deferred);
 	events__print_status(d->events, f);

@@ -85,6 +85,13 @@ struct file_ent {
 	struct elfsym *es;    /* NULL: negative entry */
 	size_t bytes;         /* heap held by es (counted in file_bytes) */
 	int64_t retry_at_ms;  /* negative entries: when to try again (INT64_MAX: never) */
+	/*
+	 * The inode's size and mtime when es was read (have_stat): a file
+	 * rewritten in place keeps its key but not these.
+	 */
+	bool have_stat;
+	uint64_t size;
+	int64_t mtime_ns;
 };
 
 struct pid_ent {
@@ -469,6 +476,8 @@ static void pid_gone(struct pid_ent *p)
 	p->pm_tried = false;
 }
 
+static void maps_check(struct symbolizer *s, const struct pid_ent *p);
+
 static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 {
 	struct procmaps *m = NULL;
@@ -504,6 +513,7 @@ static void pid_read_maps(struct symbolizer *s, struct pid_ent *p)
 		p->ppid = 0;
 		p->gone = false;
 		p->exited = false; /* a pid in use again (forked, not exec'd: no event says so) */
+		maps_check(s, p);
 	}
 }
 
@@ -520,9 +530,10 @@ static void pid_set_maps(struct pid_ent *p, struct procmaps *m)
 /* given: mappings the caller read; NULL: read them now. */
 static void pid_load_maps(struct symbolizer *s, struct pid_ent *p, struct procmaps *given)
 {
-	if (given)
+	if (given) {
 		pid_set_maps(p, given);
-	else
+		maps_check(s, p);
+	} else
 		pid_read_maps(s, p);
 	pid_account(s, p);
 	budget_enforce(s, NULL, p);
@@ -860,7 +871,8 @@ out:
 	return err;
 }
 
-static int load_file(struct symbolizer *s, uint32_t pid, const struct procmap *m, struct elfsym **es)
+static int load_file(struct symbolizer *s, uint32_t pid, const struct procmap *m, struct elfsym **es,
+		     struct stat *st)
 {
 	struct elfsym *d = NULL;
 	int fd, err;
@@ -870,6 +882,8 @@ static int load_file(struct symbolizer *s, uint32_t pid, const struct procmap *m
 	fd = open_mapped(s, pid, m);
 	if (fd < 0)
 		return fd;
+	if (fstat(fd, st))
+		memset(st, 0, sizeof(*st));
 	err = elfsym__open_fd_max(fd, s->file_cap, es);
 	close(fd);
 	if (err || elfsym__has_full_symtab(*es))
@@ -908,6 +922,55 @@ static void pid_refuse(struct pid_ent *p, uint64_t dev, uint64_t ino)
 }
 
 /*
+ * The mapping's inode, by the size and mtime that came with the mappings,
+ * is no longer the file read: rewritten in place (`cat new > old`, an
+ * inode number reused after a delete). The key (device, inode) stays.
+ */
+static bool file_changed(const struct file_ent *f, const struct procmap *m)
+{
+	return f->have_stat && (m->flags & PROCMAP_STAT) &&
+	       (m->size != f->size || m->mtime_ns != f->mtime_ns);
+}
+
+/*
+ * Mappings read from /proc carry no size or mtime: a cached file they name
+ * is checked with one stat of the very file mapped, when they are read
+ * (once per read, never per frame). Mappings from exec events, most of
+ * them on a host that keeps starting processes, carry the kernel's figures.
+ */
+static void file_check(struct symbolizer *s, uint32_t pid, const struct procmap *m)
+{
+	struct file_ent *f = filecache__get(s->fc, m->dev, m->inode, s->fslot);
+	struct procmap now = *m;
+	char path[96];
+	struct stat st;
+
+	if (!f || !f->have_stat)
+		return;
+	snprintf(path, sizeof(path), "%u/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	if (fstatat(s->proc_fd, path, &st, 0) || (uint64_t)st.st_ino != m->inode)
+		return;
+	now.flags |= PROCMAP_STAT;
+	now.size = (uint64_t)st.st_size;
+	now.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	if (file_changed(f, &now)) {
+		file_remove(s, f);
+		s->st.files_changed++;
+	}
+}
+
+static void maps_check(struct symbolizer *s, const struct pid_ent *p)
+{
+	for (size_t i = 0; p->maps && i < procmaps__count(p->maps); i++) {
+		const struct procmap *m = procmaps__get(p->maps, i);
+
+		if (m->path && !(m->flags & (PROCMAP_ANON | PROCMAP_VDSO | PROCMAP_STAT)))
+			file_check(s, p->pid, m);
+	}
+}
+
+/*
  * Returns the cached file (es may be NULL for a file that cannot be read),
  * s->none for a mapping this process cannot show us (nothing is cached
  * under its key then), or NULL on ENOMEM.
@@ -919,9 +982,15 @@ static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const 
 	uint64_t ino = m->flags & PROCMAP_VDSO ? m->end - m->start : m->inode;
 	struct file_ent *f = filecache__get(s->fc, dev, ino, s->fslot);
 	struct elfsym *es = NULL;
+	struct stat st = { 0 };
 	int64_t now;
 	int err;
 
+	if (f && file_changed(f, m)) {
+		file_remove(s, f);
+		s->st.files_changed++;
+		f = NULL;
+	}
 	if (f && (f->es || clock__mono_ms() < f->retry_at_ms)) {
 		s->st.file_hits++;
 		lru_del(&f->lru);
@@ -931,7 +1000,7 @@ static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const 
 	if (pid_refused(p, dev, ino))
 		return &s->none;
 	s->st.file_misses++;
-	err = load_file(s, p->pid, m, &es);
+	err = load_file(s, p->pid, m, &es, &st);
 	if (err == -ESTALE) {
 		/* Not the file mapped, as this process shows it: the key stays as it was for everyone else. */
 		pid_refuse(p, dev, ino);
@@ -959,6 +1028,9 @@ static struct file_ent *file_get(struct symbolizer *s, struct pid_ent *p, const 
 		lru_push_front(&s->flru, &f->lru);
 	}
 	f->es = es;
+	f->have_stat = st.st_ino != 0;
+	f->size = (uint64_t)st.st_size;
+	f->mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 	f->id = ++s->next_file_id;
 	f->bytes = f->es ? elfsym__mem_bytes(f->es) : 0;
 	s->file_bytes += f->bytes;

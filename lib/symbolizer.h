@@ -72,6 +72,7 @@ struct symbolizer_stats {
 	uint64_t perfmaps_capped;   /* perf maps read only up to their process's share */
 	uint64_t files_refused_pid; /* mappings whose file, as the process shows it, is not the one mapped */
 	uint64_t files_mismatched;  /* of those: another file (device, inode) at the mapped path */
+	uint64_t files_changed;     /* cached files read again: the inode's size or mtime changed */
 	uint64_t nonregular_refused; /* FIFOs, devices, directories, FUSE files named by a process: never read */
 	uint64_t debug_deferred;    /* debug files left for a later second: the checksum budget was spent */
 	uint64_t cache_memory, file_cap, pid_cap;

@@ -3,8 +3,9 @@
 # checked before reuse: the file at that (device, inode) may have changed.
 # The same file rewritten in place (same inode, another program) gets a
 # table of its own: its stacks keep their callers down to libc's start.
-# Counted by the walk's depth, not by names: the symbolizer keys its files
-# by (device, inode) alone and may still name the old program's functions.
+# The symbolizer, too, reads the file again: the exec event's size and
+# mtime of the inode no longer match what it read, so the new program is
+# named by its own functions, never the old one's.
 source "$(dirname "$0")/lib.sh"
 
 sv() { profctl status | awk -F'\t' -v k="$1" '$1 == k { print $2 }'; }
@@ -38,5 +39,13 @@ pct=$(awk -v a="$whole" -v b="$n" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }'
 check "the rewritten program has samples ($n >= 100)" test "$n" -ge 100
 check "its stacks reach libc's start through 4 callers: $pct% >= 90% (a stale table cuts them)" \
 	awk -v c="$pct" 'BEGIN { exit !(c >= 90) }'
+# Named by its own symbols: one of the three phases under mid.
+read -r own <<<"$(awk '/;mid;phase_[abc](;| )/ { w += $NF } END { print w + 0 }' "$T/folded")"
+read -r old <<<"$(awk '/;(compare|loop)(;| )/ { w += $NF } END { print w + 0 }' "$T/folded")"
+pct=$(awk -v a="$own" -v b="$n" 'BEGIN { printf "%.2f", b ? 100 * a / b : 0 }')
+check "named by the new program's functions (mid;phase_*): $pct% >= 90%" \
+	awk -v c="$pct" 'BEGIN { exit !(c >= 90) }'
+check "no sample named by the old program's functions (compare, loop): $old" test "$old" = 0
+echo "symbol files read again after a change: $(sv symbol_files_changed)"
 check "profd exits 0 on SIGTERM" stop_profd
 done_test
