@@ -384,7 +384,7 @@ static __always_inline void send_listed(struct task_struct *t, const struct prof
 					__u64 wake)
 {
 	struct profd_pev_exec *x = bpf_ringbuf_reserve(&pevents, sizeof(*x), 0);
-	bool later;
+	bool later, written;
 
 	if (!x) {
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
@@ -399,7 +399,17 @@ static __always_inline void send_listed(struct task_struct *t, const struct prof
 		(x->maps_flags & (PROFD_PEV_MAPS_OK | PROFD_PEV_MAPS_NEW)) == PROFD_PEV_MAPS_OK;
 	if (later && umaps_write(x))
 		x->maps_flags |= PROFD_PEV_MAPS_UMAPS;
+	/*
+	 * With its entry written, the walker needs nothing more of user space,
+	 * whose capture (names for the samples) waits for its next wake-up or
+	 * drain, as exits do; so does the event while the ring is a quarter
+	 * full at most (a loaded host wakes user space late: no event lost).
+	 */
+	written = x->maps_flags & PROFD_PEV_MAPS_UMAPS;
 	bpf_ringbuf_submit(x, later ? BPF_RB_NO_WAKEUP : wake ? wake : BPF_RB_FORCE_WAKEUP);
+	if (written && bpf_ringbuf_query(&pevents, BPF_RB_AVAIL_DATA) <=
+			       bpf_ringbuf_query(&pevents, BPF_RB_RING_SIZE) / 4)
+		return;
 	if (later)
 		wake_soon();
 }
