@@ -9,6 +9,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "pevent.h"
+#include "profd.h"
 #include "pytypes.h"
 #include "pyadopt.h"
 
@@ -105,6 +106,44 @@ struct {
 	__type(key, struct profd_pev_file);
 	__type(value, __u8);
 } known_files SEC(".maps");
+
+/*
+ * The walker's umaps (bpf/unwind.h), shared by user space before load, and
+ * the files whose rows it may point at (struct profd_ufile). umaps_on: 0
+ * when DWARF unwinding is off (then both are empty stand-ins).
+ */
+const volatile __u32 umaps_on = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct profd_umaps);
+} umaps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, struct profd_pev_file);
+	__type(value, struct profd_ufile);
+} ufiles SEC(".maps");
+
+/* An entry being made: 2 KB, too large for the stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct profd_umaps);
+} umaps_new SEC(".maps");
+
+/*
+ * Odd while user space takes rows away from a file (its ufiles entry
+ * deleted, the umaps entries that point at them dropped), bumped again
+ * after: an entry written here across such a change may point at rows
+ * given to another file, and is taken back.
+ */
+__u64 ufiles_seq = 0;
 
 extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
 extern void bpf_task_release(struct task_struct *p) __ksym __weak;
@@ -256,6 +295,87 @@ static __always_inline void py_adopt_listed(const struct profd_pev_exec *x)
 }
 
 /*
+ * The process's umaps entry, from its listed mappings, when every file in
+ * them has rows (or none to have) in ufiles: what user space's table load
+ * would write (daemon/tables.c, pid_write), without a wake-up or a system
+ * call. False: user space loads the tables as for any new program.
+ */
+static __always_inline bool umaps_write(const struct profd_pev_exec *x)
+{
+	const struct profd_pev_map *m;
+	const struct profd_ufile *uf;
+	struct profd_pev_file k;
+	struct profd_umaps *um;
+	struct profd_umap *u;
+	__u64 seq, off, va;
+	__u32 zero = 0, pid = x->ev.pid;
+	bool vdso, found;
+
+	if (!umaps_on || x->nmaps == 0 || x->nmaps > PROFD_PEV_MAX_MAPS)
+		return false;
+	seq = __sync_fetch_and_add(&ufiles_seq, 0);
+	um = bpf_map_lookup_elem(&umaps_new, &zero);
+	if ((seq & 1) || !um)
+		return false;
+	um->n = x->nmaps;
+	um->refresh = 0;
+	um->start_code = x->ev.start_code;
+	for (__u32 i = 0; i < PROFD_PEV_MAX_MAPS; i++) {
+		if (i >= x->nmaps)
+			break;
+		m = &x->maps[i];
+		u = &um->m[i];
+		u->start = m->start;
+		u->end = m->end;
+		u->bias = 0;
+		u->first = 0;
+		u->count = 0;
+		if (m->flags & PROFD_PEV_MAP_ANON)
+			continue;
+		vdso = m->flags & PROFD_PEV_MAP_VDSO;
+		k.ino = vdso ? 0 : m->ino;
+		k.dev = vdso ? 0 : m->dev;
+		k.pad = 0;
+		uf = bpf_map_lookup_elem(&ufiles, &k);
+		if (!uf)
+			return false;
+		if (!vdso && (!(m->flags & PROFD_PEV_MAP_STAT) || uf->size != m->size ||
+			      uf->mtime_sec != m->mtime_sec || uf->mtime_nsec != m->mtime_nsec))
+			return false;
+		if (!uf->count)
+			continue;
+		off = vdso ? 0 : m->offset;
+		found = false;
+		va = 0;
+		for (__u32 j = 0; j < PROFD_UFILE_SEGS; j++) {
+			if (j >= uf->nsegs)
+				break;
+			/* Mappings start page-aligned, at or below the segment's own offset. */
+			if (off >= (uf->segs[j].offset & ~0xfffULL) &&
+			    off < uf->segs[j].offset + uf->segs[j].filesz) {
+				va = off - uf->segs[j].offset + uf->segs[j].vaddr;
+				found = true;
+				break;
+			}
+		}
+		if (!found)
+			continue;
+		u->bias = m->start - va;
+		u->first = uf->first;
+		u->count = uf->count;
+	}
+	if (bpf_map_update_elem(&umaps, &pid, um, BPF_ANY))
+		return false;
+	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_UMAPS], 1);
+	if (__sync_fetch_and_add(&ufiles_seq, 0) != seq) {
+		bpf_map_delete_elem(&umaps, &pid);
+		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_UMAPS_UNDONE], 1);
+		return false;
+	}
+	return true;
+}
+
+/*
  * The exec event ev with t's executable mappings listed; flags join the
  * list's own. wake 0: at once, unless the list is complete and names only
  * files user space knows (then a shared wake-up, wake_soon).
@@ -264,7 +384,7 @@ static __always_inline void send_listed(struct task_struct *t, const struct prof
 					__u64 wake)
 {
 	struct profd_pev_exec *x = bpf_ringbuf_reserve(&pevents, sizeof(*x), 0);
-	bool later;
+	bool later, written;
 
 	if (!x) {
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
@@ -277,7 +397,19 @@ static __always_inline void send_listed(struct task_struct *t, const struct prof
 		py_adopt_listed(x);
 	later = !wake && wake_gap_ns &&
 		(x->maps_flags & (PROFD_PEV_MAPS_OK | PROFD_PEV_MAPS_NEW)) == PROFD_PEV_MAPS_OK;
+	if (later && umaps_write(x))
+		x->maps_flags |= PROFD_PEV_MAPS_UMAPS;
+	/*
+	 * With its entry written, the walker needs nothing more of user space,
+	 * whose capture (names for the samples) waits for its next wake-up or
+	 * drain, as exits do; so does the event while the ring is a quarter
+	 * full at most (a loaded host wakes user space late: no event lost).
+	 */
+	written = x->maps_flags & PROFD_PEV_MAPS_UMAPS;
 	bpf_ringbuf_submit(x, later ? BPF_RB_NO_WAKEUP : wake ? wake : BPF_RB_FORCE_WAKEUP);
+	if (written && bpf_ringbuf_query(&pevents, BPF_RB_AVAIL_DATA) <=
+			       bpf_ringbuf_query(&pevents, BPF_RB_RING_SIZE) / 4)
+		return;
 	if (later)
 		wake_soon();
 }

@@ -55,6 +55,7 @@ struct profd_pev {
 #define PROFD_PEV_MAPS_OK 1     /* the list is complete: no overflow, no deleted file, the iterator ran */
 #define PROFD_PEV_MAPS_EXITED 2 /* sent at the exit, before the event was due: the list is all there is */
 #define PROFD_PEV_MAPS_NEW 4    /* lists a file user space has not said it knows (known_files) */
+#define PROFD_PEV_MAPS_UMAPS 8  /* the hook wrote the walker's umaps entry from ufiles: no table load */
 
 struct profd_pev_map {
 	__u64 start, end;
@@ -85,12 +86,37 @@ struct profd_pev_exec {
 #define PROFD_PEV_EXEC_POLLS 20
 #define PROFD_PEV_EXEC_POLLS_MAX 250
 
+/*
+ * A file whose unwind table is in the walker's rows array (or that has no
+ * usable unwind info: count 0), keyed by profd_pev_file ({0, 0}: the
+ * [vdso]). daemon/tables.c writes it; the exec hook writes the umaps entry
+ * of a process whose files all have one, so an exec of a known program
+ * loads no table in user space. size and mtime are those of the file the
+ * table was built from: an inode number given to another file since does
+ * not match.
+ */
+#define PROFD_UFILE_SEGS 4
+struct profd_ufile_seg {
+	__u64 offset, filesz, vaddr; /* a PT_LOAD segment: file offset, size in the file, ELF address */
+};
+
+struct profd_ufile {
+	__u64 size;
+	__s64 mtime_sec;
+	__u32 mtime_nsec;
+	__u32 nsegs;
+	__u32 first, count; /* as profd_umap's; count 0: frame pointers */
+	struct profd_ufile_seg segs[PROFD_UFILE_SEGS];
+};
+
 enum profd_pev_counter {
 	PROFD_PEV_CNT_EXEC = 0, /* exec events seen */
 	PROFD_PEV_CNT_EXIT,     /* process exits seen */
 	PROFD_PEV_CNT_LOST,     /* ring buffer full: an event dropped */
 	PROFD_PEV_CNT_FORK,     /* processes forked (not threads, not vfork) */
 	PROFD_PEV_CNT_PY_ADOPTED, /* CPython processes made known here, at exec or fork */
+	PROFD_PEV_CNT_UMAPS,      /* umaps entries written here at exec (from ufiles) */
+	PROFD_PEV_CNT_UMAPS_UNDONE, /* of them, taken back: user space unloaded a file meanwhile */
 	PROFD_PEV_CNT_MAX,
 };
 

@@ -205,7 +205,7 @@ static void run_due(struct events *e)
 	uint32_t pid, tries;
 
 	while (procreg__due_pop(e->reg, LOOK, now, &pid, &tries)) {
-		struct events_image im = { pid, 0, 0, 0, NULL };
+		struct events_image im = { pid, 0, 0, 0, NULL, false };
 
 		e->woken++;
 
@@ -232,7 +232,7 @@ static struct procreg_ids event_ids(const struct profd_pev *ev)
 static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
 {
 	struct procmaps *listed;
-	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL };
+	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL, false };
 	struct procreg_ids ids = event_ids(ev);
 	uint32_t pid = ev->pid;
 	int n;
@@ -255,6 +255,8 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 		procmaps__free(listed);
 		return;
 	}
+	/* The hook wrote the walker's entry itself only from a complete list (not EXITED). */
+	im.written = listed && (x->maps_flags & PROFD_PEV_MAPS_UMAPS);
 	n = capture(e, &im, &ids, listed);
 	procmaps__free(listed);
 	/*
@@ -352,7 +354,7 @@ static int map_empty(struct bpf_map *m)
 	       bpf_map__set_map_flags(m, BPF_F_NO_PREALLOC);
 }
 
-static int open_bpf(struct events *e, uint64_t poll_ns, const struct pyprocs_fds *py)
+static int open_bpf(struct events *e, uint64_t poll_ns, const struct pyprocs_fds *py, int umaps_fd)
 {
 	struct bpf_map *procs, *files;
 	int err = 0;
@@ -370,7 +372,14 @@ static int open_bpf(struct events *e, uint64_t poll_ns, const struct pyprocs_fds
 		 bpf_map__reuse_fd(e->skel->maps.data_py_gen, py->gen) :
 		 map_empty(procs) || map_empty(files))
 		err = -errno;
-	else if (events_bpf__load(e->skel) || events_bpf__attach(e->skel))
+	/* Entries written at exec: only with the events that wait for ld.so, and the walker's map. */
+	e->skel->rodata->umaps_on = umaps_fd >= 0 && poll_ns;
+	if (!err && (e->skel->rodata->umaps_on ?
+			     bpf_map__reuse_fd(e->skel->maps.umaps, umaps_fd) :
+			     map_empty(e->skel->maps.umaps) ||
+				     bpf_map__set_max_entries(e->skel->maps.ufiles, 1)))
+		err = -errno;
+	if (!err && (events_bpf__load(e->skel) || events_bpf__attach(e->skel)))
 		err = -errno;
 	e->wake_gap_ns = err || !poll_ns ? 0 : EXEC_WAKE_GAP_NS;
 	e->delay_max_ns = err ? 0 : poll_ns * PROFD_PEV_EXEC_POLLS_MAX + e->wake_gap_ns;
@@ -379,7 +388,7 @@ static int open_bpf(struct events *e, uint64_t poll_ns, const struct pyprocs_fds
 }
 
 int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *fc,
-		 const struct pyprocs_fds *py, struct events **out)
+		 const struct pyprocs_fds *py, int umaps_fd, struct events **out)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct events *e = calloc(1, sizeof(*e));
@@ -404,9 +413,9 @@ int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *
 	 */
 	nowait = getenv("PROFD_EXEC_NOWAIT");
 	err = nowait && !strcmp(nowait, "1") ? -EOPNOTSUPP :
-					       open_bpf(e, EXEC_POLL_NS, py);
+					       open_bpf(e, EXEC_POLL_NS, py, umaps_fd);
 	if (err)
-		err = open_bpf(e, 0, py);
+		err = open_bpf(e, 0, py, umaps_fd);
 	if (err)
 		goto fail;
 	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.pevents), on_event, e, NULL);
@@ -483,7 +492,7 @@ void events__drain_end(struct events *e)
 
 void events__recapture(struct events *e, uint32_t pid, uint64_t start_time, uint64_t start_code)
 {
-	struct events_image im = { pid, 0, start_time, start_code, NULL };
+	struct events_image im = { pid, 0, start_time, start_code, NULL, false };
 
 	/* With libraries found, the planned re-capture would find the same: it need not wake us. */
 	if (capture(e, &im, NULL, NULL) > 2)
@@ -540,6 +549,18 @@ void events__stats(const struct events *e, struct events_stats *out)
 		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_FORK], __ATOMIC_RELAXED);
 	out->py_adopted =
 		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_PY_ADOPTED], __ATOMIC_RELAXED);
+	out->umaps_written =
+		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_UMAPS], __ATOMIC_RELAXED);
+	out->umaps_undone =
+		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_UMAPS_UNDONE], __ATOMIC_RELAXED);
+}
+
+int events__ufiles(struct events *e, uint64_t **seq)
+{
+	if (!e->skel->rodata->umaps_on)
+		return -1;
+	*seq = (uint64_t *)&e->skel->bss->ufiles_seq;
+	return bpf_map__fd(e->skel->maps.ufiles);
 }
 
 void events__print_status(const struct events *e, FILE *f)
@@ -562,4 +583,6 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_captures_gone\t%" PRIu64 "\n", s.capture_gone);
 	fprintf(f, "process_captures_listed\t%" PRIu64 "\n", s.captures_listed);
 	fprintf(f, "process_recaptures_dropped\t%" PRIu64 "\n", s.pending_dropped);
+	fprintf(f, "process_tables_written_at_exec\t%" PRIu64 "\n", s.umaps_written - s.umaps_undone);
+	fprintf(f, "process_tables_written_undone\t%" PRIu64 "\n", s.umaps_undone);
 }

@@ -13,6 +13,7 @@
 #ifndef PROFD_EVENTS_H
 #define PROFD_EVENTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +34,8 @@ struct events_stats {
 	uint64_t capture_gone;         /* captures that found the process gone */
 	uint64_t forgotten;            /* exited processes dropped after their last drain */
 	uint64_t pending_dropped;      /* re-captures not queued: too many execs at once */
+	uint64_t umaps_written;        /* walker entries the exec hook wrote from known files' rows */
+	uint64_t umaps_undone;         /* of them, taken back: rows were taken from a file meanwhile */
 };
 
 /*
@@ -45,7 +48,15 @@ struct filecache;
 struct procreg;
 struct pyprocs_fds;
 int events__open(struct symbolizer *sym, struct procreg *reg, struct filecache *fc,
-		 const struct pyprocs_fds *py, struct events **out);
+		 const struct pyprocs_fds *py, int umaps_fd, struct events **out);
+/*
+ * umaps_fd (events__open; -1: none): the walker's map of process entries,
+ * which the exec hook writes itself for a program whose files all have
+ * rows in the map returned here (struct profd_ufile, the tables write it;
+ * -1: not available). *seq: odd while the tables take rows away from a
+ * file (tables__share_ufiles).
+ */
+int events__ufiles(struct events *e, uint64_t **seq);
 void events__free(struct events *e);
 
 /*
@@ -77,6 +88,7 @@ struct events_image {
 	uint64_t start_time;   /* clock ticks after boot, as field 22 of /proc/PID/stat */
 	uint64_t start_code;   /* the image's, as field 26 */
 	struct procmaps *maps; /* lent for the call (procmaps__ref keeps it); NULL: could not be read */
+	bool written;          /* the exec hook wrote the walker's entry from these mappings already */
 };
 typedef void (*events_maps_fn)(const struct events_image *im, void *arg);
 /* Reads pid's mappings again now (the walker met a pc outside them); the maps callback gets them. */

@@ -847,7 +847,9 @@ static void maps_to_tables(const struct events_image *im, void *arg)
 {
 	struct profd *d = arg;
 
-	if (d->tables)
+	if (d->tables && im->written)
+		tables__exec_written(d->tables, im->pid, im->maps);
+	else if (d->tables)
 		tables__exec(d->tables, im->pid, im->exec, im->start_time, im->start_code, im->maps);
 	if (d->py && im->maps)
 		pyprocs__maps(d->py, im->pid, im->start_code, im->maps);
@@ -968,7 +970,9 @@ static int setup(struct profd *d)
 			 sampler__offcpu_why(d->sampler));
 	/* Without exec/exit events short-lived processes go unnamed; the rest still is. */
 	pyprocs__share(sampler__skel(d->sampler), &pyfds);
-	err = events__open(d->sym, d->reg, d->files, &pyfds, &d->events);
+	err = events__open(d->sym, d->reg, d->files, &pyfds,
+			   so.unwind.enabled ? sampler__umaps_fd(d->sampler) : -1,
+			   &d->events);
 	if (err)
 		log_warn("process exec/exit events unavailable (%s): processes that live less than "
 			 "a drain interval may show unnamed frames", strerror(-err));
@@ -1008,8 +1012,12 @@ static int setup(struct profd *d)
 			return log_err(err ? err : -errno, "cannot set up DWARF unwind tables: %s",
 				       strerror(err ? -err : errno));
 		if (d->events) {
+			uint64_t *seq = NULL;
+			int fd = events__ufiles(d->events, &seq);
+
 			tables__on_reread(d->tables, reread_to_events, d->events);
 			tables__exec_delay(d->tables, events__exec_delay_ns(d->events));
+			tables__share_ufiles(d->tables, fd, seq);
 		}
 		if (snap_pid) {
 			d->snap_fd = open(snap_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND |

@@ -746,3 +746,8 @@ struct profd_bpf *sampler__skel(const struct sampler *s)
 {
 	return s->skel;
 }
+
+int sampler__umaps_fd(const struct sampler *s)
+{
+	return s->skel ? bpf_map__fd(s->skel->maps.umaps) : -1;
+}

@@ -52,6 +52,8 @@ const char *sampler__event(const struct sampler *s);
 unsigned sampler__ncpus(const struct sampler *s);
 /* The loaded BPF object, for modules that own some of its maps (daemon/tables.c). */
 struct profd_bpf *sampler__skel(const struct sampler *s);
+/* The DWARF walker's map of process entries (umaps), for the exec hook to write; -1: none. */
+int sampler__umaps_fd(const struct sampler *s);
 /* Kernel memory held by the maps, in bytes (an estimate from their sizes). */
 uint64_t sampler__map_bytes(const struct sampler *s);
 /* Off-CPU profiling: 1 attached, 0 turned off, -errno when the kernel refused it. */

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "filecache.h"
 #include "loadq.h"
 #include "log.h"
+#include "pevent.h"
 #include "procmaps.h"
 #include "procreg.h"
 #include "rowalloc.h"
@@ -208,6 +210,8 @@ struct tables {
 	bool rescan;             /* some were lost: look for set refresh flags at the next gc */
 	int64_t exec_delay_ns;   /* exec events come this late (they wait for ld.so); 0: at once */
 	struct bpf_link *exit_link; /* the walker's exit hook: umaps entries go with their process */
+	int ufiles_fd;           /* files with rows, for the exec hook's own umaps writes; -1: none */
+	uint64_t *ufiles_seq;    /* odd while rows are taken from a file (bpf/events.bpf.c) */
 	struct tables_stats st;
 };
 
@@ -306,9 +310,109 @@ static void write_changed(struct tables *t)
 
 /* --- files --- */
 
+static struct tpid *pid_find(const struct tables *t, uint32_t pid);
+
+/* f's key in ufiles; false when the exec hook cannot know the file by it (see file_same_by_inode). */
+static bool ufile_key(const struct tfile *f, struct profd_pev_file *k)
+{
+	*k = (struct profd_pev_file){ 0 };
+	if (f->vdso)
+		return true;
+	if (f->st_dev != f->dev || f->st_ino != f->ino)
+		return false;
+	k->ino = f->ino;
+	k->dev = (uint32_t)(major(f->dev) << 20 | minor(f->dev));
+	return true;
+}
+
+/*
+ * Tells the exec hook of f's rows (or that it has no usable unwind info):
+ * the next execs of programs made of such files have their umaps entries
+ * written in the kernel, without a table load here.
+ */
+static void ufile_put(struct tables *t, const struct tfile *f)
+{
+	struct profd_ufile v = { .size = f->st_size, .mtime_sec = f->st_mtim.tv_sec,
+				 .mtime_nsec = (uint32_t)f->st_mtim.tv_nsec };
+	struct profd_pev_file k;
+	uint64_t o;
+	unsigned i;
+
+	if (t->ufiles_fd < 0 || !ufile_key(f, &k) || (f->state == TF_BUILT && !f->count))
+		return;
+	if (f->count) {
+		v.first = f->first;
+		v.count = f->count;
+		for (i = 0; i < PROFD_UFILE_SEGS; i++) {
+			uint64_t off, sz, va;
+
+			if (unwind_table__segment(f->ut, i, &off, &sz, &va))
+				break;
+			v.segs[i] = (struct profd_ufile_seg){ off, sz, va };
+		}
+		if (i == PROFD_UFILE_SEGS && !unwind_table__segment(f->ut, i, &o, &o, &o))
+			return; /* more segments than the hook searches */
+		v.nsegs = i;
+	}
+	if (!bpf_map_update_elem(t->ufiles_fd, &k, &v, BPF_ANY))
+		t->st.ufiles_put++;
+}
+
+/*
+ * Takes f's rows away from the exec hook before they go to another file:
+ * its ufiles entry first, then the umaps entries the hook wrote from it
+ * for processes not ours (those are rewritten by write_changed). The
+ * sequence number, odd meanwhile, makes the hook take back an entry it
+ * wrote across this.
+ */
+static void ufile_drop(struct tables *t, const struct tfile *f)
+{
+	struct profd_pev_file k;
+	uint32_t key, next, *drop = NULL;
+	size_t ndrop = 0, cap = 0, budget;
+	bool first = true;
+
+	if (t->ufiles_fd < 0 || !ufile_key(f, &k))
+		return;
+	__atomic_add_fetch(t->ufiles_seq, 1, __ATOMIC_SEQ_CST);
+	bpf_map_delete_elem(t->ufiles_fd, &k);
+	/* Every entry is read (umaps holds at most max_pids): deletes wait, a hash walk restarts after one. */
+	for (budget = (size_t)t->o.max_pids + 1024; f->count && budget--; first = false) {
+		const struct tpid *p;
+
+		if (bpf_map_get_next_key(t->umaps_fd, first ? NULL : &key, &next))
+			break;
+		key = next;
+		if (bpf_map_lookup_elem(t->umaps_fd, &key, t->um))
+			continue;
+		p = pid_find(t, key);
+		if (p && p->start_code == t->um->start_code)
+			continue;
+		for (uint32_t i = 0; i < t->um->n && i < PROFD_MAX_UMAPS; i++) {
+			if (t->um->m[i].count && t->um->m[i].first == f->first) {
+				if (ndrop == cap) {
+					uint32_t *v = realloc(drop, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+
+					if (!v)
+						break;
+					drop = v;
+				}
+				drop[ndrop++] = key;
+				break;
+			}
+		}
+	}
+	for (size_t i = 0; i < ndrop; i++)
+		bpf_map_delete_elem(t->umaps_fd, &drop[i]);
+	t->st.ufiles_entries_dropped += ndrop;
+	free(drop);
+	__atomic_add_fetch(t->ufiles_seq, 1, __ATOMIC_SEQ_CST);
+}
+
 static void file_unload(struct tables *t, struct tfile *f)
 {
 	if (f->count) {
+		ufile_drop(t, f);
 		rowalloc__release(t->ra, f->first, f->count);
 		f->count = 0;
 		f->changed = true;
@@ -323,6 +427,8 @@ static void file_free(struct tables *t, size_t i)
 	struct tfile *f = t->files[i];
 
 	file_unload(t, f);
+	if (f->state == TF_FAILED)
+		ufile_drop(t, f);
 	if (!f->vdso)
 		filecache__set(t->fc, f->dev, f->ino, t->fslot, NULL);
 	if (f->state == TF_FAILED)
@@ -507,6 +613,7 @@ static bool file_upload(struct tables *t, struct tfile *f)
 	f->changed = true;
 	t->changed = true;
 	t->st.files++;
+	ufile_put(t, f);
 	goto out;
 over:
 	if (!f->no_room)
@@ -554,10 +661,12 @@ static void file_built(struct tables *t, struct tfile *f, struct unwind_table *u
 	f->ut = ut;
 	f->err = err;
 	f->state = err ? TF_FAILED : TF_BUILT;
-	if (err)
+	if (err) {
 		t->st.files_failed++;
-	else
+		ufile_put(t, f);
+	} else {
 		file_upload(t, f);
+	}
 }
 
 /* Our own [vdso] image: the same kernel maps the same one into every process. Tiny: built here. */
@@ -1199,12 +1308,17 @@ static int on_event(void *ctx, void *data, size_t len)
 		/*
 		 * A child between fork and exec has its parent's image: the
 		 * registry's snapshot of it serves, without a read of /proc
-		 * (the child may be gone before its turn).
+		 * (the child may be gone before its turn). Its samples walk by
+		 * its parent's entry meanwhile (bpf/unwind.h), and most such
+		 * children (a shell's subshells, a fork before an exec) exit or
+		 * exec within the grace, which calls the load off (an exec's
+		 * entry comes with its event): it waits like a young request.
 		 */
 		if (!procreg__info(t->reg, ev->pid, &in) && in.ppid && in.start_time &&
 		    in.start_code && !procreg__maps(t->reg, ev->pid, &q.pm)) {
 			q.start_time = in.start_time;
 			q.start_code = in.start_code;
+			q.young = q.snapshot = true;
 			t->st.maps_inherited++;
 		}
 		enqueue(t, &q, false);
@@ -1249,6 +1363,7 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 	t->o = *o;
 	t->epfd = t->tfd = t->proc_fd = t->root_fd = -1;
 	t->umaps_fd = bpf_map__fd(skel->maps.umaps);
+	t->ufiles_fd = -1;
 	t->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->proc_fd < 0) {
 		err = -errno;
@@ -1545,6 +1660,36 @@ int tables__use_registry(struct tables *t, struct procreg *reg, struct filecache
 	return 0;
 }
 
+void tables__share_ufiles(struct tables *t, int ufiles_fd, uint64_t *seq)
+{
+	if (ufiles_fd < 0 || !seq)
+		return;
+	t->ufiles_fd = ufiles_fd;
+	t->ufiles_seq = seq;
+	for (size_t i = 0; i < t->nfiles; i++)
+		if (t->files[i]->count || t->files[i]->state == TF_FAILED)
+			ufile_put(t, t->files[i]);
+}
+
+void tables__exec_written(struct tables *t, uint32_t pid, const struct procmaps *maps)
+{
+	int64_t now = clock__mono_ns();
+
+	/* A request of the walker's from before the write (a sample before ld.so was done) is answered. */
+	loadq__cancel(t->queue, pid);
+	t->st.exec_written++;
+	for (size_t i = 0; maps && i < procmaps__count(maps); i++) {
+		const struct procmap *m = procmaps__get(maps, i);
+		struct tfile *f;
+
+		if ((m->flags & (PROCMAP_ANON | PROCMAP_SPECIAL | PROCMAP_VDSO)) || !m->inode)
+			continue;
+		f = filecache__get(t->fc, m->dev, m->inode, t->fslot);
+		if (f && !f->users)
+			f->unused_since = now;
+	}
+}
+
 void tables__stats(const struct tables *t, struct tables_stats *st)
 {
 	*st = t->st;
@@ -1601,6 +1746,9 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_file_checks\t%" PRIu64 "\n", st.file_checks);
 	fprintf(f, "unwind_file_checks_by_path\t%" PRIu64 "\n", st.file_checks_by_path);
 	fprintf(f, "unwind_file_checks_by_inode\t%" PRIu64 "\n", st.file_checks_by_inode);
+	fprintf(f, "unwind_exec_entries_by_hook\t%" PRIu64 "\n", st.exec_written);
+	fprintf(f, "unwind_files_told_hook\t%" PRIu64 "\n", st.ufiles_put);
+	fprintf(f, "unwind_hook_entries_dropped\t%" PRIu64 "\n", st.ufiles_entries_dropped);
 	fprintf(f, "unwind_turn_max_ms\t%.1f\n", st.turn_ns_max / 1e6);
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], st.bpf[i]);

@@ -64,7 +64,7 @@ struct tables_stats {
 	uint64_t pids;            /* processes described in umaps */
 	uint64_t pid_loads;       /* entries written from mappings (exec, re-captures, the walker's requests) */
 	uint64_t maps_reads;      /* of them, mappings read here: the others came from process events' captures */
-	uint64_t maps_inherited;  /* of them, forked children given their parent's snapshot */
+	uint64_t maps_inherited;  /* forked children's requests given their parent's snapshot (waiting the grace) */
 	uint64_t evictions;       /* tables dropped after no process mapped them */
 	uint64_t displaced;       /* tables in use unloaded to make room for a smaller one */
 	uint64_t rebuilds;        /* tables built again from their file to come back (rows are not kept in user space) */
@@ -75,6 +75,9 @@ struct tables_stats {
 	uint64_t file_checks;     /* unused tables checked before reuse (the file may be another) */
 	uint64_t file_checks_by_path; /* of them, settled by the file's path, without /proc */
 	uint64_t file_checks_by_inode; /* of them, settled by the inode the exec event read */
+	uint64_t ufiles_put;      /* files told to the exec hook (rows, or no unwind info) */
+	uint64_t ufiles_entries_dropped; /* entries the hook wrote, dropped when their file's rows went */
+	uint64_t exec_written;    /* execs whose entry the hook wrote: no load here */
 	uint64_t bpf[PROFD_UCNT_MAX];
 };
 
@@ -134,6 +137,18 @@ struct filecache;
 struct procreg;
 int tables__use_registry(struct tables *t, struct procreg *reg, struct filecache *fc);
 void tables__stats(const struct tables *t, struct tables_stats *st);
+/*
+ * The exec hook's files (events__ufiles): from now on each file with rows
+ * (or without unwind info) is written there, and taken out before its rows
+ * go to another file. seq: the hook's sequence number, odd meanwhile.
+ */
+void tables__share_ufiles(struct tables *t, int ufiles_fd, uint64_t *seq);
+/*
+ * An exec whose entry the exec hook wrote from maps: no load, but its
+ * files count as used now (the least recently used unused tables go
+ * first), and the process is not ours (its entry goes with its exit).
+ */
+void tables__exec_written(struct tables *t, uint32_t pid, const struct procmaps *maps);
 /* `profctl status` lines (name TAB value); t NULL: frame pointers only. */
 void tables__print_status(const struct tables *t, FILE *f);
 

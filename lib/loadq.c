@@ -76,6 +76,7 @@ int loadq__add(struct loadq *q, const struct loadq_req *r, bool stale, int64_t n
 		e->hot |= r->hot;
 		e->young &= !stale;
 		if (r->pm || stale) {
+			e->snapshot = r->snapshot && !stale;
 			procmaps__free(e->pm);
 			e->pm = procmaps__ref(r->pm);
 			e->start_time = r->start_time;
@@ -134,7 +135,7 @@ size_t loadq__count(const struct loadq *q)
 
 static bool waits(const struct loadq *q, const struct loadq_req *e, int64_t now)
 {
-	return e->young && !e->pm && now - e->queued < q->grace;
+	return e->young && (!e->pm || e->snapshot) && now - e->queued < q->grace;
 }
 
 /* Takes request i out of the queue for serving: marked served, its pm the caller's. */

@@ -24,6 +24,7 @@ struct loadq_req {
 	bool exec;           /* asked at exec: read again once ld.so mapped the libraries */
 	bool hot;            /* asked by the walker */
 	bool young;          /* the walker's first request for the process */
+	bool snapshot;       /* pm is a forked child's inherited image: young, it waits all the same */
 	int64_t queued;      /* when it was made (loadq__add sets it) */
 	struct procmaps *pm; /* the mappings process events read; NULL: read them */
 	uint64_t start_time, start_code; /* with pm, from the exec event; 0: read /proc/PID/stat */

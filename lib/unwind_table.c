@@ -936,6 +936,17 @@ int unwind_table__lookup(const struct unwind_table *t, uint64_t vaddr, struct pr
 	return 0;
 }
 
+int unwind_table__segment(const struct unwind_table *t, unsigned i, uint64_t *offset, uint64_t *filesz,
+			  uint64_t *vaddr)
+{
+	if (i >= t->nsegs)
+		return -ENOENT;
+	*offset = t->segs[i].offset;
+	*filesz = t->segs[i].filesz;
+	*vaddr = t->segs[i].vaddr;
+	return 0;
+}
+
 int unwind_table__file_to_vaddr(const struct unwind_table *t, uint64_t off, uint64_t *vaddr)
 {
 	for (unsigned i = 0; i < t->nsegs; i++) {

@@ -56,5 +56,8 @@ int unwind_table__lookup(const struct unwind_table *t, uint64_t vaddr, struct pr
  * loading a table does not parse every symbol of the file as well).
  */
 int unwind_table__file_to_vaddr(const struct unwind_table *t, uint64_t off, uint64_t *vaddr);
+/* PT_LOAD segment i that file_to_vaddr searches (file offset, size in the file, address); -ENOENT past the last. */
+int unwind_table__segment(const struct unwind_table *t, unsigned i, uint64_t *offset, uint64_t *filesz,
+			  uint64_t *vaddr);
 
 #endif
