@@ -51,7 +51,9 @@ __u64 py_syms_adds = 0;
  * hash in the object (-1 until computed) and never changes it: when the
  * entry kept that hash, a hit reads the hash's word and compares it (a
  * different text would need the same keyed SipHash); when it did not,
- * the bytes are compared with the ones kept in py_code_syms. The
+ * the entry keeps py_sum of the bytes, and a hit reads the object's
+ * bytes and sums them: the object and the entry's id hold the same text
+ * but for a 64-bit collision, the odds CPython's own hash gives. The
  * objects' addresses need not be the ones named: equal bytes name the
  * same id.
  *
@@ -73,6 +75,10 @@ struct py_code {
 	__u32 first; /* co_firstlineno; co_version when PY_CODE_VERSIONED */
 	/* The walk that last used it (the older of a set's two goes first), PY_CODE_VERSIONED. */
 	__u32 used;
+	__u16 lt_len; /* line table bytes the id holds, PY_LT_CUT when the table was longer */
+	__u8 sums;    /* PY_SUM_*: name_hash or lt_hash is py_sum's, CPython having none */
+	__u8 name_len, file_len; /* the texts' lengths (at most 128: longer ones never hit) */
+	__u8 pad[3];
 };
 
 _Static_assert(sizeof(struct py_code) <= 64, "a code cache entry fits a cache line");
@@ -84,19 +90,10 @@ _Static_assert(sizeof(struct py_code) <= 64, "a code cache entry fits a cache li
 #define PY_IDC_FRESH(c) ((((__u32)py_syms_adds - PY_IDC_CHECKED(c)) & 0xffffff) <= PY_SYMS_RECHECK)
 
 #define PY_CODE_SLOTS 256 /* two-way sets; a per-CPU array value stays under 32 KB */
-
-/*
- * Before 3.12, what each code cache slot's id names (by program kind and
- * slot): a hit compares the strings it reads with these bytes, next to
- * the slot on this CPU, instead of looking the id up in py_syms.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2 * PY_CODE_SLOTS);
-	__type(key, __u32);
-	__type(value, struct profd_pysym);
-} py_code_syms SEC(".maps");
 #define PY_SYMS_RECHECK 1024
+#define PY_SUM_NAME 1
+#define PY_SUM_LT 2
+#define PY_LT_CUT 0x8000
 
 /* The thread state found last for a thread, checked at each use. */
 struct py_thread {
@@ -162,7 +159,7 @@ struct py_scratch {
 	__u32 cached; /* frames of this walk named from codes[] */
 	__u32 kind;   /* which program's scratch this is: 0 on-CPU, 1 off-CPU */
 	__u32 walk;   /* walks on this CPU so far: codes[].used */
-	__u32 sym_key;
+	__u32 slot; /* py_code_bytes_same's */
 	__u64 interp; /* the walked thread's interpreter */
 	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
 	/*
@@ -227,6 +224,29 @@ static __always_inline int py_read(__u64 *dst, __u64 addr)
 }
 
 /*
+ * A 64-bit sum of len bytes at p (words 8-byte words at most, the bytes
+ * past len taken as 0) and seed: a text's length and flags. The same
+ * from a name's zero-padded copy and from a read of the object.
+ */
+static __always_inline __u64 py_sum(const __u8 *p, __u32 len, __u32 words, __u64 seed)
+{
+	__u64 h = 0x84222325cbf29ce4ULL ^ seed, w;
+
+	for (__u32 i = 0; i < words; i++) {
+		w = 0;
+		if (i * 8 < len) {
+			w = *(const __u64 *)(p + i * 8);
+			if (len - i * 8 < 8)
+				w &= (1ULL << ((len - i * 8) * 8)) - 1;
+		}
+		h ^= w;
+		h *= 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+/*
  * Reads a str object's header and its first len bytes of compact ASCII
  * text (len <= 128) into buf (256 bytes): what comparing it with a kept
  * text of len bytes needs, and no cache line more. 0 or -1.
@@ -243,27 +263,19 @@ static __always_inline int py_str_read(const struct profd_pyoffs *o, __u8 *buf, 
 }
 
 /*
- * 1 when buf, a py_str_read of a str object, holds exactly the len bytes
- * at want (compact ASCII, at most 128 bytes): the object's text is the
- * one named before, whatever its address held then.
+ * 1 when buf, a py_str_read of a str object, holds a text of the sum want
+ * (compact ASCII, at most 128 bytes, summed as py_file_sum and
+ * py_name_sum sum a text kept whole): the object's text is the one named
+ * before, whatever its address held then.
  */
-static __always_inline int py_str_is(const struct profd_pyoffs *o, const __u8 *buf, const char *want, __u32 want_len)
+static __always_inline int py_str_sum_is(const struct profd_pyoffs *o, const __u8 *buf, __u64 want, __u32 want_len)
 {
 	__u32 state = *(const __u32 *)(buf + (o->str_state & 63)), d = o->str_ascii_data & 63;
-	__u64 len = *(const __u64 *)(buf + (o->str_length & 63)), a, b, m;
+	__u64 len = *(const __u64 *)(buf + (o->str_length & 63));
 
 	if ((state & 0x60) != 0x60 || len != want_len || len > 128)
 		return 0; /* compact and ASCII (bits 5, 6) */
-	for (__u32 i = 0; i < 16; i++) {
-		if (i * 8 >= len)
-			break;
-		a = *(const __u64 *)(buf + d + i * 8);
-		b = *(const __u64 *)(want + i * 8);
-		m = len - i * 8 < 8 ? (1ULL << ((len - i * 8) * 8)) - 1 : ~0ULL;
-		if ((a ^ b) & m)
-			return 0;
-	}
-	return 1;
+	return py_sum(buf + d, len, 16, len << 32) == want;
 }
 
 /*
@@ -334,18 +346,22 @@ static __always_inline int py_sym_same(const struct profd_pysym *a, const struct
 	return 1;
 }
 
-/* A 64-bit sum of a file part of a name: text, length and flags (CUT, RAW). */
+/* The sum of a file part of a name: text, length and flags (CUT, RAW). */
 static __always_inline __u64 py_file_sum(const struct profd_pysym *s, __u32 flags)
 {
-	const __u64 *w = (const __u64 *)s->file;
-	__u64 h = 0x84222325cbf29ce4ULL ^ ((__u64)s->file_len << 32 | flags);
+	return py_sum((const __u8 *)s->file, s->file_len, PROFD_PY_FILE_MAX / 8, (__u64)s->file_len << 32 | flags);
+}
 
-	for (__u32 i = 0; i < PROFD_PY_FILE_MAX / 8; i++) {
-		h ^= w[i];
-		h *= 0x9e3779b97f4a7c15ULL;
-		h ^= h >> 31;
-	}
-	return h;
+/* The sum of a name's text, its length and flags (CUT, RAW). */
+static __always_inline __u64 py_name_sum(const struct profd_pysym *s, __u32 flags)
+{
+	return py_sum((const __u8 *)s->name, s->name_len, PROFD_PY_NAME_MAX / 8, (__u64)s->name_len << 32 | flags);
+}
+
+/* The sum of the line table bytes an id holds: their count, and whether the table was longer. */
+static __always_inline __u64 py_lt_sum(const __u8 *p, __u32 n, __u32 cut)
+{
+	return py_sum(p, n, PROFD_PY_LT_MAX / 8, (__u64)n << 32 | (cut ? PY_LT_CUT : 0));
 }
 
 /*
@@ -376,14 +392,14 @@ static __always_inline int py_lt(const struct profd_pyoffs *o, __u8 *hdr, __u64 
 }
 
 /*
- * 1 when the line table object at lt holds what sym kept: the same
- * length (or longer than what was kept, when it was cut) and the same
- * kept bytes.
+ * 1 when the line table object at lt holds what the code cache entry c's
+ * id holds: the same length (or longer than what was kept, when it was
+ * cut) and bytes of the same sum.
  */
-static __always_inline int py_lt_is(const struct profd_pyoffs *o, __u8 *buf, __u64 lt, const struct profd_pysym *sym)
+static __always_inline int py_lt_is(const struct profd_pyoffs *o, __u8 *buf, __u64 lt, const struct py_code *c)
 {
-	__u32 n = sym->lt_len, d = o->bytes_data & 63, sz;
-	__u64 len, a, b, m;
+	__u32 n = c->lt_len & ~PY_LT_CUT, cut = c->lt_len & PY_LT_CUT, d = o->bytes_data & 63, sz;
+	__u64 len;
 
 	if (n > PROFD_PY_LT_MAX || !lt)
 		return 0;
@@ -393,18 +409,9 @@ static __always_inline int py_lt_is(const struct profd_pyoffs *o, __u8 *buf, __u
 	if (sz > 512 || bpf_probe_read_user(buf, sz, (void *)lt))
 		return 0;
 	len = py_word(buf, o->bytes_size & 31);
-	if (sym->flags & PROFD_PYSYM_F_LT_CUT ? len <= PROFD_PY_LT_MAX : len != n)
+	if (cut ? len <= PROFD_PY_LT_MAX : len != n)
 		return 0;
-	for (__u32 i = 0; i < PROFD_PY_LT_MAX / 8; i++) {
-		if (i * 8 >= n)
-			break;
-		a = *(const __u64 *)(buf + d + i * 8);
-		b = *(const __u64 *)(sym->lt + i * 8);
-		m = n - i * 8 < 8 ? (1ULL << ((n - i * 8) * 8)) - 1 : ~0ULL;
-		if ((a ^ b) & m)
-			return 0;
-	}
-	return 1;
+	return py_lt_sum(buf + d, n, cut) == c->lt_hash;
 }
 
 /* A str's or bytes object's cached hash in a read of its start; -1 when the layout has none. */
@@ -430,44 +437,53 @@ static __always_inline int py_hash_is(__u8 *buf, __u64 addr, __u16 off, __s64 wa
 /*
  * 1 when the objects of the code object cached in slot i that parts
  * names (its file and name strings, its line table), read in full, hold
- * the bytes its id was made from; the entry then keeps each object's
- * hash if CPython has computed it since. A global function: the verifier
- * walks its loops once, not once per path through the caller.
+ * the text its id was made from, by the sums the entry kept; the entry
+ * then keeps each object's hash if CPython has computed it since. A
+ * global function: the verifier walks its loops once, not once per path
+ * through the caller.
  */
 __noinline int py_code_bytes_same(const struct profd_pyproc *pp, struct py_scratch *sc, __u32 i, __u32 parts)
 {
-	const struct profd_pysym *sym;
+	struct py_code *c;
+	__s64 h;
 
 	if (!pp || !sc)
 		return 0;
 	/*
-	 * The key in the scratch and the slot found again from it: few values
-	 * live across calls, so few spilled, and the sched_switch program's
-	 * stack is near its limit.
+	 * The slot in the scratch and the entry found again from it: few
+	 * values live across calls, so few spilled, and the sched_switch
+	 * program's stack is near its limit.
 	 */
-	sc->sym_key = (sc->kind & 1) * PY_CODE_SLOTS + (i & (PY_CODE_SLOTS - 1));
-	sym = bpf_map_lookup_elem(&py_code_syms, &sc->sym_key);
-	if (!sym)
-		return 0;
+	sc->slot = i & (PY_CODE_SLOTS - 1);
 	if (parts & PY_PART_FILE) {
-		if (py_str_read(&pp->o, sc->fbuf, sc->cur_file, sym->file_len) ||
-		    !py_str_is(&pp->o, sc->fbuf, sym->file, sym->file_len))
+		c = &sc->codes[sc->slot & (PY_CODE_SLOTS - 1)];
+		if (py_str_read(&pp->o, sc->fbuf, sc->cur_file, c->file_len) ||
+		    !py_str_sum_is(&pp->o, sc->fbuf, c->file_sum, c->file_len))
 			return 0;
-		sc->file_hash[sc->sym_key & (PY_CODE_SLOTS - 1)] =
-			py_hash_at(sc->fbuf, pp->o.str_hash);
+		sc->file_hash[sc->slot & (PY_CODE_SLOTS - 1)] = py_hash_at(sc->fbuf, pp->o.str_hash);
 		sc->fver_str = sc->cur_file;
-		sc->fver_sum = sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].file_sum;
+		sc->fver_sum = c->file_sum;
 	}
 	if (parts & PY_PART_NAME) {
-		if (py_str_read(&pp->o, sc->nbuf, sc->cur_name, sym->name_len) ||
-		    !py_str_is(&pp->o, sc->nbuf, sym->name, sym->name_len))
+		c = &sc->codes[sc->slot & (PY_CODE_SLOTS - 1)];
+		if (py_str_read(&pp->o, sc->nbuf, sc->cur_name, c->name_len) ||
+		    !py_str_sum_is(&pp->o, sc->nbuf, c->name_hash, c->name_len))
 			return 0;
-		sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].name_hash = py_hash_at(sc->nbuf, pp->o.str_hash);
+		h = py_hash_at(sc->nbuf, pp->o.str_hash);
+		if (h != -1) {
+			c->name_hash = h;
+			c->sums &= ~PY_SUM_NAME;
+		}
 	}
 	if (parts & PY_PART_LT) {
-		if (!py_lt_is(&pp->o, sc->lbuf, sc->cur_lt, sym))
+		c = &sc->codes[sc->slot & (PY_CODE_SLOTS - 1)];
+		if (!py_lt_is(&pp->o, sc->lbuf, sc->cur_lt, c))
 			return 0;
-		sc->codes[sc->sym_key & (PY_CODE_SLOTS - 1)].lt_hash = py_hash_at(sc->lbuf, pp->o.bytes_hash);
+		h = py_hash_at(sc->lbuf, pp->o.bytes_hash);
+		if (h != -1) {
+			c->lt_hash = h;
+			c->sums &= ~PY_SUM_LT;
+		}
 	}
 	return 1;
 }
@@ -507,11 +523,11 @@ __noinline int py_code_same(const struct profd_pyproc *pp, struct py_scratch *sc
 			sc->fver_sum = c->file_sum;
 		}
 	}
-	if (c->name_hash == -1)
+	if (c->sums & PY_SUM_NAME)
 		parts |= PY_PART_NAME;
 	else if (!py_hash_is(sc->nbuf, sc->cur_name, o->str_hash, c->name_hash))
 		return -1;
-	if (c->lt_hash == -1)
+	if (c->sums & PY_SUM_LT)
 		parts |= PY_PART_LT;
 	else if (!py_hash_is(sc->lbuf, sc->cur_lt, o->bytes_hash, c->lt_hash))
 		return -1;
@@ -722,19 +738,22 @@ named:
 	} else {
 		c->used = sc->walk & PY_CODE_WALK;
 		c->first = first;
+		c->sums = 0;
 		c->name_hash = sc->name_hash;
+		if (c->name_hash == -1) {
+			c->name_hash = py_name_sum(s, s->flags & (PROFD_PYSYM_F_NAME_CUT | PROFD_PYSYM_F_NAME_RAW));
+			c->sums |= PY_SUM_NAME;
+		}
 		c->lt_hash = sc->lt_hash;
+		if (c->lt_hash == -1) {
+			c->lt_hash = py_lt_sum(s->lt, s->lt_len, s->flags & PROFD_PYSYM_F_LT_CUT);
+			c->sums |= PY_SUM_LT;
+		}
+		c->lt_len = (s->lt_len & (PY_LT_CUT - 1)) | (s->flags & PROFD_PYSYM_F_LT_CUT ? PY_LT_CUT : 0);
+		c->name_len = s->name_len > 128 ? 128 : s->name_len;
+		c->file_len = s->file_len > 128 ? 128 : s->file_len;
 		c->file_sum = sc->last_file_sum;
 		sc->file_hash[slot] = sc->last_file_hash;
-	}
-	if (!version) {
-		__u32 k = (sc->kind & 1) * PY_CODE_SLOTS + slot;
-		struct profd_pysym *kept = bpf_map_lookup_elem(&py_code_syms, &k);
-
-		if (kept)
-			__builtin_memcpy(kept, s, sizeof(*s));
-		else
-			c->code = 0;
 	}
 	return id;
 }

@@ -493,7 +493,5 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_threads) * (24 + 4 + 16) +
 			(uint64_t)bpf_map__max_entries(p->skel->maps.py_files) *
 				(sizeof(struct profd_pyfile) + sizeof(struct profd_pyfile_key) + 16) +
-			(uint64_t)bpf_map__value_size(p->skel->maps.py_scratch) * 2 * libbpf_num_possible_cpus() +
-			(uint64_t)bpf_map__max_entries(p->skel->maps.py_code_syms) *
-				bpf_map__value_size(p->skel->maps.py_code_syms) * libbpf_num_possible_cpus());
+			(uint64_t)bpf_map__value_size(p->skel->maps.py_scratch) * 2 * libbpf_num_possible_cpus());
 }
