@@ -923,18 +923,22 @@ static void pid_refuse(struct pid_ent *p, uint64_t dev, uint64_t ino)
 
 /*
  * The mapping's inode, by the size and mtime that came with the mappings,
- * is no longer the file read: rewritten in place (`cat new > old`, an
- * inode number reused after a delete). The key (device, inode) stays.
+ * was written after the file was read: rewritten in place (`cat new >
+ * old`, an inode number reused after a delete). The key (device, inode)
+ * stays. Only a newer write counts: an older process's mappings, drained
+ * later, carry the figures of its exec, while the inode (and every
+ * mapping of it) holds the new bytes; reading again for them would throw
+ * the new file's names away, and a gone process's read would fail.
  */
 static bool file_changed(const struct file_ent *f, const struct procmap *m)
 {
 	return f->have_stat && (m->flags & PROCMAP_STAT) &&
-	       (m->size != f->size || m->mtime_ns != f->mtime_ns);
+	       (m->mtime_ns > f->mtime_ns || (m->mtime_ns == f->mtime_ns && m->size != f->size));
 }
 
 /*
  * Mappings read from /proc carry no size or mtime: a cached file they name
- * is checked with one stat of the very file mapped, when they are read
+ * is checked with a stat of the very file mapped, when they are read
  * (once per read, never per frame). Mappings from exec events, most of
  * them on a host that keeps starting processes, carry the kernel's figures.
  */
@@ -942,14 +946,18 @@ static void file_check(struct symbolizer *s, uint32_t pid, const struct procmap 
 {
 	struct file_ent *f = filecache__get(s->fc, m->dev, m->inode, s->fslot);
 	struct procmap now = *m;
-	char path[96];
 	struct stat st;
+	int fd, err;
 
 	if (!f || !f->have_stat)
 		return;
-	snprintf(path, sizeof(path), "%u/map_files/%llx-%llx", pid, (unsigned long long)m->start,
-		 (unsigned long long)m->end);
-	if (fstatat(s->proc_fd, path, &st, 0) || (uint64_t)st.st_ino != m->inode)
+	/* As a load would open it: map_files, or the path in the process's root (no CAP_SYS_ADMIN). */
+	fd = open_mapped(s, pid, m);
+	if (fd < 0)
+		return;
+	err = fstat(fd, &st);
+	close(fd);
+	if (err || (uint64_t)st.st_ino != m->inode)
 		return;
 	now.flags |= PROCMAP_STAT;
 	now.size = (uint64_t)st.st_size;
