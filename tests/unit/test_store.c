@@ -2231,6 +2231,177 @@ static void test_v4_named_compat(const char *base)
 	free(named);
 }
 
+/*
+ * A window of a busy host, for the payload fixtures: processes that stay
+ * and processes that come and go, threads with names of their own, every
+ * kind, cgroups, a process that exec'd within the window (one pid and
+ * tid, two names), off-CPU and run-queue waits in nanoseconds that are
+ * not whole microseconds.
+ */
+static void rich_window(struct profile *p, int i, int64_t start, int64_t len)
+{
+	static const char *const fn[] = { "main", "loop", "parse", "emit", "hash" };
+	static const char *const kfn[] = { "entry_SYSCALL_64", "do_syscall_64", "__x64_sys_read",
+					   "asm_sysvec_apic_timer_interrupt", "__schedule" };
+	uint32_t s_mod, s_host, f[8], uf[5], kf[5], st[6];
+	char name[64];
+
+	profile__reset(p);
+	profile__intern_str(p, "/usr/bin/app", &s_mod);
+	profile__intern_str(p, "host-a", &s_host);
+	for (int k = 0; k < 5; k++) {
+		uint32_t nm;
+		profile__intern_str(p, fn[k], &nm);
+		struct pf_frame fr = { .name = nm, .module = s_mod, .offset = 0x1000u * (k + 1) + (uint64_t)(i % 3),
+				       .kind = PF_FRAME_USER };
+		profile__frame_add(p, &fr, &uf[k]);
+		profile__intern_str(p, kfn[k], &nm);
+		fr = (struct pf_frame){ .name = nm, .offset = 0xffffffff81000000ull + 0x100u * k, .kind = PF_FRAME_KERNEL };
+		profile__frame_add(p, &fr, &kf[k]);
+	}
+	f[0] = uf[0], f[1] = uf[1], f[2] = uf[2 + i % 2];
+	profile__stack_add(p, f, 3, &st[0]);
+	f[2] = uf[4];
+	profile__stack_add(p, f, 3, &st[1]);
+	f[2] = uf[2], f[3] = kf[0], f[4] = kf[1], f[5] = kf[2], f[6] = kf[4];
+	profile__stack_add(p, f, 7, &st[2]); /* off-CPU: a read */
+	profile__stack_add(p, &kf[3], 1, &st[3]);
+	f[0] = kf[3], f[1] = kf[4];
+	profile__stack_add(p, f, 2, &st[4]); /* run-queue: preempted by the timer */
+	f[0] = kf[0], f[1] = kf[4];
+	profile__stack_add(p, f, 2, &st[5]); /* run-queue: on the way out of a system call */
+	for (int q = 0; q < 6; q++) {
+		/* pids 500 and 501 stay; the others are new in every window. */
+		uint32_t pid = q < 2 ? 500 + (uint32_t)q : 1000 + (uint32_t)(i * 4 + q);
+		uint32_t comm, cg, thr;
+		snprintf(name, sizeof(name), "%s", q == 0 ? "app" : q == 1 ? "python3" : "cc1");
+		profile__intern_str(p, name, &comm);
+		name[0] = 0;
+		if (q % 3)
+			snprintf(name, sizeof(name), "/user.slice/s-%d.scope", q % 3);
+		profile__intern_str(p, name, &cg);
+		for (uint32_t t = 0; t < (q == 0 ? 3u : 1u); t++) {
+			if (t)
+				snprintf(name, sizeof(name), "worker-%u", t);
+			else
+				snprintf(name, sizeof(name), "%s", profile__str(p, comm));
+			profile__intern_str(p, name, &thr);
+			struct pf_sample s = { .pid = pid, .tid = pid + t * 7, .comm = comm, .thread = thr, .cgroup = cg };
+			s.kind = PF_KIND_CPU, s.stack = st[(t + (uint32_t)i) % 2], s.value = 1 + (uint64_t)(i + q + t) % 9;
+			profile__add(p, &s);
+			if ((i + q) % 3) {
+				s.stack = st[3], s.value = 2;
+				profile__add(p, &s);
+			}
+			s.kind = PF_KIND_OFFCPU, s.stack = st[2], s.value = 1234567 + (uint64_t)(i * 777 + q * 31 + t);
+			profile__add(p, &s);
+			s.kind = PF_KIND_RUNQ, s.stack = st[4 + (q + t) % 2], s.value = 45678 + (uint64_t)(i * 13 + t);
+			profile__add(p, &s);
+			s.stack = st[4 + (q + t + 1) % 2], s.value = 499 + (uint64_t)t;
+			profile__add(p, &s);
+		}
+	}
+	/* pid 700 exec'd bash -> cc1 within the window: one tid, two names. */
+	uint32_t c1, c2;
+	profile__intern_str(p, "bash", &c1);
+	profile__intern_str(p, "cc1", &c2);
+	struct pf_sample e = { .pid = 700, .tid = 700, .comm = c1, .thread = c1, .stack = st[0], .kind = PF_KIND_CPU,
+			       .value = 3 };
+	profile__add(p, &e);
+	e.comm = c2, e.thread = c2, e.value = 4;
+	profile__add(p, &e);
+	profile__counter_add(p, "lost.map_full", (uint64_t)i % 2);
+	struct pf_meta *m = profile__meta(p);
+	m->start_ns = start;
+	m->end_ns = start + len;
+	m->host = s_host;
+	m->frequency = 99;
+}
+
+#define RICH_W 40
+
+/* rich_window()'s windows, 10 s each from T0, in 5-minute segments, by this writer. */
+static void write_rich(const char *dir)
+{
+	struct store_opts o = { .segment_span_ns = 300 * SEC, .no_rollup = 1 };
+	struct store *w;
+	struct profile *p;
+
+	rm_rf(dir);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+	for (int i = 0; i < RICH_W; i++) {
+		rich_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+}
+
+static int window_text(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	char **all = arg, *x = profile_text(p);
+	size_t n = strlen(*all) + strlen(x) + 32;
+	char *t = malloc(n);
+	snprintf(t, n, "%s%lld\n%s", *all, (long long)w->start_ns, x);
+	free(*all);
+	free(x);
+	*all = t;
+	return 0;
+}
+
+/* Every window of dir as it decodes, sample by sample, in order. */
+static char *windows_text(const char *dir)
+{
+	struct store *r;
+	char *all = strdup("");
+
+	if (open_store(dir, 0, &r, NULL))
+		return all;
+	if (store__read(r, INT64_MIN, INT64_MAX, window_text, &all)) {
+		free(all);
+		all = strdup("error");
+	}
+	store__close(r);
+	return all;
+}
+
+/*
+ * tests/unit/data/v5: rich_window()'s windows as the format 5 writer
+ * with payload version 4 wrote them (test_store --write-v5 DIR). Read
+ * as they are: every window the same as this writer's of the same windows.
+ */
+static void test_v5_compat(const char *base)
+{
+	char dir[256], now[256], cmd[1200];
+	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
+
+	snprintf(dir, sizeof(dir), "%s/v5", base);
+	snprintf(now, sizeof(now), "%s/v5-now", base);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && cp '%s'/v5/*.pfd '%s'/", dir, dir, data, dir);
+	CHECK_EQ_INT(system(cmd), 0);
+	write_rich(now);
+	nwarn = 0;
+	char *old = windows_text(dir), *cur = windows_text(now);
+	CHECK(strlen(old) > 10000 && !strstr(old, "error"));
+	CHECK(strcmp(old, cur) == 0);
+	CHECK_EQ_INT(nwarn, 0);
+	/* A range from inside a chain decodes the same. */
+	struct store *r;
+	if (!open_store(dir, 0, &r, NULL)) {
+		char *x = range_text(r, T0 + 125 * SEC, T0 + 355 * SEC, 4, NULL);
+		store__close(r);
+		CHECK_EQ_INT(open_store(now, 0, &r, NULL), 0);
+		char *y = range_text(r, T0 + 125 * SEC, T0 + 355 * SEC, 4, NULL);
+		store__close(r);
+		CHECK(strcmp(x, y) == 0 && strlen(x) > 1000);
+		free(x);
+		free(y);
+	}
+	free(old);
+	free(cur);
+}
+
 /* A writer asked to share the store with a group re-owns what an earlier writer left: segments and summaries. */
 static void test_group_files(const char *base)
 {
@@ -2644,13 +2815,17 @@ int main(int argc, char **argv)
 		write_v4(argv[2]);
 		T_DONE();
 	}
+	if (argc == 3 && !strcmp(argv[1], "--write-v5")) {
+		write_rich(argv[2]);
+		T_DONE();
+	}
 	if (argc == 3 && !strcmp(argv[1], "--write-v4-named")) {
 		write_v4_named(argv[2]);
 		T_DONE();
 	}
 	if (argc != 1) {
 		fprintf(stderr, "usage: %s [--full-disk MNT | --read-only MNT | --write-v4 DIR | "
-			"--write-v4-named DIR]\n", argv[0]);
+			"--write-v4-named DIR | --write-v5 DIR]\n", argv[0]);
 		return 2;
 	}
 
@@ -2674,6 +2849,7 @@ int main(int argc, char **argv)
 	test_v3_compat(base);
 	test_v4_compat(base);
 	test_v4_named_compat(base);
+	test_v5_compat(base);
 	test_days(base);
 	test_group_files(base);
 	test_retention(base);
