@@ -122,6 +122,7 @@ static int open_store(const char *dir, int writer, struct store **s, struct stor
 		o.chain_records = extra->chain_records;
 		memcpy(o.rollup, extra->rollup, sizeof(o.rollup));
 		o.no_rollup = extra->no_rollup;
+		o.runq_entry_frame = extra->runq_entry_frame;
 	}
 	return store__open(&o, s);
 }
@@ -2320,10 +2321,10 @@ static void rich_window(struct profile *p, int i, int64_t start, int64_t len)
 
 #define RICH_W 40
 
-/* rich_window()'s windows, 10 s each from T0, in 5-minute segments, by this writer. */
-static void write_rich(const char *dir)
+/* rich_window()'s windows, 10 s each from T0, in 5-minute segments, by this writer (runq_entry_frame: rq). */
+static void write_rich_opts(const char *dir, int rq, int deeper)
 {
-	struct store_opts o = { .segment_span_ns = 300 * SEC, .no_rollup = 1 };
+	struct store_opts o = { .segment_span_ns = 300 * SEC, .no_rollup = 1, .runq_entry_frame = rq };
 	struct store *w;
 	struct profile *p;
 
@@ -2332,10 +2333,33 @@ static void write_rich(const char *dir)
 	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
 	for (int i = 0; i < RICH_W; i++) {
 		rich_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		if (deeper) {
+			/* A wait of the main thread of pid 500 preempted deeper in the same interrupt. */
+			static const char *const kfn[] = { "asm_sysvec_apic_timer_interrupt", "irq_exit_rcu",
+							   "__schedule" };
+			uint32_t f[3], st, app;
+			for (int k = 0; k < 3; k++) {
+				struct pf_frame fr = { .offset = 0xffffffff81000300ull + 0x100u * (k == 1), .kind = PF_FRAME_KERNEL };
+				profile__intern_str(p, kfn[k], &fr.name);
+				if (k == 2)
+					fr.offset = 0xffffffff81000400ull;
+				profile__frame_add(p, &fr, &f[k]);
+			}
+			profile__stack_add(p, f, 3, &st);
+			profile__intern_str(p, "app", &app);
+			struct pf_sample x = { .pid = 500, .tid = 500, .comm = app, .thread = app, .stack = st,
+					       .kind = PF_KIND_RUNQ, .value = 777 };
+			profile__add(p, &x);
+		}
 		CHECK_EQ_INT(store__append(w, p), 0);
 	}
 	store__close(w);
 	profile__free(p);
+}
+
+static void write_rich(const char *dir)
+{
+	write_rich_opts(dir, 0, 0);
 }
 
 static int window_text(const struct store_window_info *w, const struct profile *p, void *arg)
@@ -2400,6 +2424,98 @@ static void test_v5_compat(const char *base)
 	}
 	free(old);
 	free(cur);
+}
+
+static int keep_kind(const struct profile *p, const struct pf_sample *s, void *arg)
+{
+	return s->kind == *(const uint32_t *)arg;
+}
+
+static int merge_all(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	return profile__merge(arg, p, NULL, NULL);
+}
+
+/*
+ * Run-queue entries by kernel entry: each run-queue stack is its first
+ * kernel frame, never the scheduler; each thread's run-queue time is the
+ * same as with every frame; on-CPU and off-CPU entries are untouched.
+ */
+static void test_runq_entry(const char *base)
+{
+	char full[256], entry[256];
+	struct profile *a, *b, *x, *y;
+	struct store *r;
+
+	snprintf(full, sizeof(full), "%s/rq-full", base);
+	snprintf(entry, sizeof(entry), "%s/rq-entry", base);
+	write_rich_opts(full, 0, 1);
+	write_rich_opts(entry, 1, 1);
+	profile__new(&a);
+	profile__new(&b);
+	profile__new(&x);
+	profile__new(&y);
+	CHECK_EQ_INT(open_store(full, 0, &r, NULL), 0);
+	CHECK_EQ_INT(store__read(r, INT64_MIN, INT64_MAX, merge_all, a), 0);
+	store__close(r);
+	CHECK_EQ_INT(open_store(entry, 0, &r, NULL), 0);
+	CHECK_EQ_INT(store__read(r, INT64_MIN, INT64_MAX, merge_all, b), 0);
+	store__close(r);
+	for (uint32_t k = 0; k < PF_KIND_RUNQ; k++) {
+		profile__reset(x);
+		profile__reset(y);
+		profile__merge(x, a, keep_kind, &k);
+		profile__merge(y, b, keep_kind, &k);
+		char *tx = profile_text(x), *ty = profile_text(y);
+		CHECK(strcmp(tx, ty) == 0 && strlen(tx) > 1000);
+		free(tx);
+		free(ty);
+	}
+	/* Run-queue time by thread (pid, tid) both ways; the stacks of the entry store. */
+	uint64_t ta = 0, tb = 0, mism = 0, nb = 0, bad = 0;
+	for (size_t i = 0; i < profile__nsamples(a); i++) {
+		const struct pf_sample *s = profile__sample(a, i);
+		if (s->kind != PF_KIND_RUNQ)
+			continue;
+		ta += s->value;
+		uint64_t sa = 0, sb = 0;
+		for (size_t j = 0; j < profile__nsamples(a); j++) {
+			const struct pf_sample *t = profile__sample(a, j);
+			if (t->kind == PF_KIND_RUNQ && t->pid == s->pid && t->tid == s->tid)
+				sa += t->value;
+		}
+		for (size_t j = 0; j < profile__nsamples(b); j++) {
+			const struct pf_sample *t = profile__sample(b, j);
+			if (t->kind == PF_KIND_RUNQ && t->pid == s->pid && t->tid == s->tid)
+				sb += t->value;
+		}
+		mism += sa != sb;
+	}
+	for (size_t i = 0; i < profile__nsamples(b); i++) {
+		const struct pf_sample *s = profile__sample(b, i);
+		if (s->kind != PF_KIND_RUNQ)
+			continue;
+		uint32_t n;
+		const uint32_t *f = profile__stack(b, s->stack, &n);
+		const struct pf_frame *fr = n ? profile__frame(b, f[0]) : NULL;
+		bad += n != 1 || fr->kind != PF_FRAME_KERNEL || !strcmp(profile__str(b, fr->name), "__schedule");
+		tb += s->value;
+		nb++;
+	}
+	CHECK(ta > 0 && ta == tb);
+	CHECK_EQ_INT(mism, 0);
+	CHECK_EQ_INT(bad, 0);
+	/* Pid 500's two waits in the timer interrupt are one entry now: fewer entries than before. */
+	size_t na = 0;
+	for (size_t i = 0; i < profile__nsamples(a); i++)
+		na += profile__sample(a, i)->kind == PF_KIND_RUNQ;
+	CHECK(nb > 0 && nb < na);
+	printf("run-queue by kernel entry: %zu entries from %zu, %llu bytes from %llu\n", (size_t)nb, na,
+	       (unsigned long long)dir_bytes(entry, "seg-"), (unsigned long long)dir_bytes(full, "seg-"));
+	profile__free(a);
+	profile__free(b);
+	profile__free(x);
+	profile__free(y);
 }
 
 /* A writer asked to share the store with a group re-owns what an earlier writer left: segments and summaries. */
@@ -2850,6 +2966,7 @@ int main(int argc, char **argv)
 	test_v4_compat(base);
 	test_v4_named_compat(base);
 	test_v5_compat(base);
+	test_runq_entry(base);
 	test_days(base);
 	test_group_files(base);
 	test_retention(base);
