@@ -456,8 +456,21 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 			shared++;
 		put_u(c, shared);
 		put_u(c, n - shared);
-		for (uint32_t j = shared; j < n; j++)
-			put_u(c, c->fpay[f[j]]);
+		/*
+		 * Frame ids as steps: the first after the shared ones from the
+		 * previous stack's frame there (the stacks are sorted: it is
+		 * larger), the others from the frame before them (callees are
+		 * mostly in their caller's module, whose frames are side by side).
+		 */
+		for (uint32_t j = shared; j < n; j++) {
+			uint32_t id = c->fpay[f[j]];
+			if (j == shared && j < nprev)
+				put_u(c, (uint64_t)id - c->fpay[prev[j]] - 1);
+			else if (j)
+				put_u(c, zigzag((int64_t)id - c->fpay[f[j - 1]]));
+			else
+				put_u(c, id);
+		}
 		prev = f;
 		nprev = n;
 	}
@@ -952,11 +965,22 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		TRY(grow((void **)&c->prev, &c->prev_cap, n ? n : 1, sizeof(uint32_t)));
 		memcpy(c->cur, c->prev, shared * sizeof(uint32_t));
 		for (size_t j = shared; j < n; j++) {
-			uint32_t f;
-			TRY(get_u32(&r, &f));
+			uint64_t f;
+			TRY(get_u(&r, &f));
+			/* Version 5: steps (see the encoder); before: payload frame ids. */
+			if (version >= 5 && j == shared && j < nprev) {
+				if (f >= nf)
+					BAD();
+				f += (uint64_t)c->prev[j] + 1;
+			} else if (version >= 5 && j) {
+				int64_t d = unzigzag(f);
+				if (d < -(int64_t)nf || d > (int64_t)nf)
+					BAD();
+				f = (uint64_t)((int64_t)c->cur[j - 1] + d);
+			}
 			if (f >= nf)
 				BAD();
-			c->cur[j] = f;
+			c->cur[j] = (uint32_t)f;
 		}
 		/* prev keeps payload ids (for the next prefix); cur becomes profile ids. */
 		memcpy(c->prev, c->cur, n * sizeof(uint32_t));
