@@ -963,7 +963,20 @@ static int on_pid(const struct store_window_info *w, const struct profile *p, vo
 	return 0;
 }
 
-/* A busy window: 50 processes, new every window, each at its own pc in one of 10 functions. */
+/* splitmix64's finalizer: a fixed, well-spread hash. */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/*
+ * A busy window: 50 processes, new every window, each at its own pc in one
+ * of 10 functions, the pcs spread over the function as sampled pcs are
+ * (a fixed hash: the same bytes every run), not in equal steps.
+ */
 static void make_busy_window(struct profile *p, int i, int64_t start, int64_t len)
 {
 	uint32_t s_main, s_mod, s_comm[2], f[2], st, s_f;
@@ -979,7 +992,8 @@ static void make_busy_window(struct profile *p, int i, int64_t start, int64_t le
 		profile__intern_str(p, name, &s_f);
 		struct pf_frame fr[2] = {
 			{ .name = s_main, .module = s_mod, .offset = 0x1000, .kind = PF_FRAME_USER },
-			{ .name = s_f, .module = s_mod, .offset = 0x20000 + (uint64_t)(i * 50 + k) * 4,
+			{ .name = s_f, .module = s_mod,
+			  .offset = 0x20000 + (mix64((uint64_t)(i * 50 + k)) >> 44),
 			  .kind = PF_FRAME_USER },
 		};
 		profile__frame_add(p, &fr[0], &f[0]);
