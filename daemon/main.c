@@ -597,6 +597,7 @@ static struct store_opts store_opts(const struct profd_opts *o)
 		.named_age_ns = o->rollup_by_name_ns ? o->rollup_by_name_ns : -1,
 		.value_unit_ns = 1000, /* off-CPU and run-queue times in microseconds */
 		.calls_by_function = !o->call_pcs,
+		.runq_entry_frame = o->runqueue_stack == RUNQ_STACK_ENTRY,
 		.group_read = g != NULL, .group_gid = g ? g->gr_gid : 0,
 		.warn = store_warn,
 	};

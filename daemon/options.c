@@ -81,8 +81,8 @@ static const struct opt_def defs[] = {
 	{ "offcpu-max-rate", K_UINT, F(offcpu_max_rate), 0, 100000000, 0, "N",
 	  "a CPU switching more often per second samples its frequent switchers' switch-outs, "
 	  "weighted (0: never)" },
-	{ "runqueue-stack", K_RUNQ_STACK, F(runqueue_stack), 0, 0, 0, "kernel|user",
-	  "stacks of run-queue waits: kernel frames only, or with the preempted user stack" },
+	{ "runqueue-stack", K_RUNQ_STACK, F(runqueue_stack), 0, 0, 0, "entry|kernel|user",
+	  "stacks of run-queue waits: the kernel entry frame, kernel frames only, or with the preempted user stack" },
 	{ "counts-entries", K_UINT, F(counts_entries), 64, 1 << 24, 0, "N",
 	  "kernel counts map entries per generation" },
 	{ "stacks-entries", K_UINT, F(stacks_entries), 64, 1 << 22, 0, "N",
@@ -130,7 +130,8 @@ void options_defaults(struct profd_opts *o)
 		.symbol_cache = 24 << 20,
 		.max_pids = 1024,
 		.cache_memory = 64 << 20,
-		.zstd_level = 3,
+		.zstd_level = 9,
+		.runqueue_stack = RUNQ_STACK_ENTRY,
 		.rollup = 1,
 		.rollup_by_name_ns = 3600 * SEC,
 	};
@@ -191,7 +192,7 @@ static void fmt_size(uint64_t v, char *buf, size_t len)
 static void fmt_value(const struct profd_opts *o, const struct opt_def *d, char *buf, size_t len)
 {
 	static const char *const unwind[] = { "auto", "fp", "dwarf" };
-	static const char *const runq[] = { "kernel", "user" };
+	static const char *const runq[] = { "kernel", "user", "entry" };
 	int i;
 
 	switch (d->kind) {
@@ -206,7 +207,7 @@ static void fmt_value(const struct profd_opts *o, const struct opt_def *d, char 
 		break;
 	case K_RUNQ_STACK:
 		i = (int)get_num(o, d);
-		snprintf(buf, len, "%s", i >= 0 && i < 2 ? runq[i] : "?");
+		snprintf(buf, len, "%s", i >= 0 && i < 3 ? runq[i] : "?");
 		break;
 	case K_LEVEL:
 		i = (int)get_num(o, d);
@@ -305,8 +306,10 @@ static int set_value(struct profd_opts *o, const struct opt_def *d, const char *
 			set_num(o, d, RUNQ_STACK_KERNEL);
 		else if (!strcmp(val, "user"))
 			set_num(o, d, RUNQ_STACK_USER);
+		else if (!strcmp(val, "entry"))
+			set_num(o, d, RUNQ_STACK_ENTRY);
 		else
-			return snprintf(why, len, "expected kernel or user"), -EINVAL;
+			return snprintf(why, len, "expected entry, kernel or user"), -EINVAL;
 		return 0;
 	case K_LEVEL:
 		if (log_parse_level(val, &i))

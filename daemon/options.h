@@ -14,7 +14,8 @@
 
 enum unwind_mode { UNWIND_AUTO = 0, UNWIND_FP = 1, UNWIND_DWARF = 2 };
 /* Stacks of a run-queue wait: the preempted user stack is nearly always a new one. */
-enum runq_stack { RUNQ_STACK_KERNEL = 0, RUNQ_STACK_USER = 1 };
+/* entry: kernel frames sampled, the store keeps the kernel entry frame (the default). */
+enum runq_stack { RUNQ_STACK_KERNEL = 0, RUNQ_STACK_USER = 1, RUNQ_STACK_ENTRY = 2 };
 
 /* Plain values and fixed buffers: a copy is an assignment, nothing to free. */
 struct profd_opts {

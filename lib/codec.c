@@ -58,6 +58,12 @@ struct codec {
 	struct sorted *sord;       /* encoder: samples in payload order */
 	size_t sord_cap;
 	uint64_t unit;             /* encoder: ns per unit of off-CPU and run-queue values */
+	struct sorted *wr;         /* encoder: samples in the order written (by kind, thread, stack) */
+	size_t wr_cap;
+	uint32_t *tcnt;            /* entries by kind and thread: [kind * nthreads + thread] */
+	size_t tcnt_cap;
+	struct pf_sample *thr;     /* decoder: the threads of a version 5 record */
+	size_t thr_cap;
 };
 
 struct sorted {
@@ -100,6 +106,9 @@ void codec__free(struct codec *c)
 	free(c->samples);
 	free(c->order);
 	free(c->sord);
+	free(c->wr);
+	free(c->tcnt);
+	free(c->thr);
 	free(c);
 }
 
@@ -276,22 +285,37 @@ static int enc_map(struct codec *c, const struct profile *p, uint32_t meta[3])
 }
 
 /*
- * Samples by process, thread, kind and stack: the pid, tid, kind, comm and
- * cgroup columns become long runs and the stack column small steps up.
+ * Samples by thread (pid, tid and the thread's names and cgroup, as
+ * written: one row of the thread table each), then kind and stack: the
+ * pids of the thread table step up and each thread's stacks step up.
  */
-static int cmp_sample(const void *a, const void *b)
+static int cmp_sample(const void *a, const void *b, void *arg)
 {
 	const struct sorted *x = a, *y = b;
+	const uint32_t *sm = arg;
 	if (x->s->pid != y->s->pid)
 		return x->s->pid < y->s->pid ? -1 : 1;
 	if (x->s->tid != y->s->tid)
 		return x->s->tid < y->s->tid ? -1 : 1;
+	if (x->s->comm != y->s->comm)
+		return sm[x->s->comm] < sm[y->s->comm] ? -1 : 1;
+	if (x->s->thread != y->s->thread)
+		return sm[x->s->thread] < sm[y->s->thread] ? -1 : 1;
+	if (x->s->cgroup != y->s->cgroup)
+		return sm[x->s->cgroup] < sm[y->s->cgroup] ? -1 : 1;
 	if (x->s->kind != y->s->kind)
 		return x->s->kind < y->s->kind ? -1 : 1;
 	if (x->stack != y->stack)
 		return x->stack < y->stack ? -1 : 1;
-	/* Equal keys differ in names or cgroup: keep the profile's order, so output is stable. */
+	/* Equal keys (a profile that did not merge them): keep the profile's order, so output is stable. */
 	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Whether two samples are of one row of the thread table. */
+static int same_thread(const struct pf_sample *x, const struct pf_sample *y)
+{
+	return x->pid == y->pid && x->tid == y->tid && x->comm == y->comm && x->thread == y->thread &&
+	       x->cgroup == y->cgroup;
 }
 
 int codec__set_value_unit(struct codec *c, uint64_t unit_ns)
@@ -432,8 +456,21 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 			shared++;
 		put_u(c, shared);
 		put_u(c, n - shared);
-		for (uint32_t j = shared; j < n; j++)
-			put_u(c, c->fpay[f[j]]);
+		/*
+		 * Frame ids as steps: the first after the shared ones from the
+		 * previous stack's frame there (the stacks are sorted: it is
+		 * larger), the others from the frame before them (callees are
+		 * mostly in their caller's module, whose frames are side by side).
+		 */
+		for (uint32_t j = shared; j < n; j++) {
+			uint32_t id = c->fpay[f[j]];
+			if (j == shared && j < nprev)
+				put_u(c, (uint64_t)id - c->fpay[prev[j]] - 1);
+			else if (j)
+				put_u(c, zigzag((int64_t)id - c->fpay[f[j - 1]]));
+			else
+				put_u(c, id);
+		}
 		prev = f;
 		nprev = n;
 	}
@@ -445,31 +482,63 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 		c->sord[i].s = profile__sample(p, i);
 		c->sord[i].stack = c->kpay[c->wkmap[c->sord[i].s->stack]];
 	}
-	qsort(c->sord, ns, sizeof(*c->sord), cmp_sample);
+	qsort_r(c->sord, ns, sizeof(*c->sord), cmp_sample, c->wsmap);
 	struct sorted *o = c->sord;
+	size_t nt = 0;
+	for (size_t i = 0; i < ns; i++)
+		nt += !i || !same_thread(o[i].s, o[i - 1].s);
+	if ((err = grow((void **)&c->tcnt, &c->tcnt_cap, nt * PF_KIND_MAX + 1, sizeof(uint32_t))) ||
+	    (err = grow((void **)&c->wr, &c->wr_cap, ns ? ns : 1, sizeof(*c->wr))))
+		goto fail;
+	memset(c->tcnt, 0, nt * PF_KIND_MAX * sizeof(uint32_t));
 	put_u(c, ns);
 	put_u(c, c->unit);
-	for (size_t i = 0; i < ns; i++)
-		put_u(c, o[i].s->kind);
-	uint32_t pstack = 0;
-	for (size_t i = 0; i < ns; i++) {
-		put_u(c, zigzag((int64_t)o[i].stack - pstack));
-		pstack = o[i].stack;
-	}
-	put_values(c, o, ns);
+	put_u(c, nt);
+	/* The thread table: pid steps, tid against pid, names and cgroup once per thread. */
 	uint32_t ppid = 0;
-	for (size_t i = 0; i < ns; i++) {
+	for (size_t i = 0, t = 0; i < ns; i++) {
+		if (o[i].s->kind >= PF_KIND_MAX) {
+			err = -EINVAL;
+			goto fail;
+		}
+		if (i && same_thread(o[i].s, o[i - 1].s)) {
+			c->tcnt[o[i].s->kind * nt + t - 1]++;
+			continue;
+		}
+		c->tcnt[o[i].s->kind * nt + t++]++;
 		put_u(c, zigzag((int64_t)o[i].s->pid - ppid));
 		ppid = o[i].s->pid;
 	}
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, zigzag((int64_t)o[i].s->tid - o[i].s->pid));
+		if (!i || !same_thread(o[i].s, o[i - 1].s))
+			put_u(c, zigzag((int64_t)o[i].s->tid - o[i].s->pid));
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, c->wsmap[o[i].s->comm]);
+		if (!i || !same_thread(o[i].s, o[i - 1].s))
+			put_u(c, c->wsmap[o[i].s->comm]);
+	/* A thread named as its process (the main thread, most processes): 0. */
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, c->wsmap[o[i].s->thread]);
+		if (!i || !same_thread(o[i].s, o[i - 1].s))
+			put_u(c, o[i].s->thread == o[i].s->comm ? 0 : (uint64_t)c->wsmap[o[i].s->thread] + 1);
 	for (size_t i = 0; i < ns; i++)
-		put_u(c, c->wsmap[o[i].s->cgroup]);
+		if (!i || !same_thread(o[i].s, o[i - 1].s))
+			put_u(c, c->wsmap[o[i].s->cgroup]);
+	for (size_t i = 0; i < nt * PF_KIND_MAX; i++)
+		put_u(c, c->tcnt[i]);
+	/*
+	 * Entries by kind, each kind thread by thread as in the table: the
+	 * stacks and values of one kind are alike, and come together.
+	 */
+	size_t nw = 0;
+	for (uint32_t k = 0; k < PF_KIND_MAX; k++)
+		for (size_t i = 0; i < ns; i++)
+			if (o[i].s->kind == k)
+				c->wr[nw++] = o[i];
+	uint32_t pstack = 0;
+	for (size_t i = 0; i < ns; i++) {
+		put_u(c, zigzag((int64_t)c->wr[i].stack - pstack));
+		pstack = c->wr[i].stack;
+	}
+	put_values(c, c->wr, ns);
 
 	if (c->err) {
 		err = c->err;
@@ -572,6 +641,172 @@ static int get_str(struct codec *c, struct rd *r, size_t n, uint32_t *id)
 
 #define TRY(x) do { if ((err = (x))) goto out; } while (0)
 #define BAD() do { err = -EBADMSG; goto out; } while (0)
+
+/*
+ * The samples of a version 1-4 payload, column by column, into
+ * c->samples (profile ids).
+ */
+static int samples_v4(struct codec *c, struct rd *r, int version, size_t nstr, size_t nk, size_t *nsamples)
+{
+	size_t ns;
+	uint64_t v;
+	int err;
+
+	TRY(get_count(r, 8, &ns));
+	uint64_t unit = 1;
+	if (version >= 4) {
+		TRY(get_u(r, &unit));
+		if (unit < 1 || unit > CODEC_MAX_VALUE_UNIT)
+			BAD();
+	}
+	TRY(grow((void **)&c->samples, &c->samples_cap, ns, sizeof(*c->samples)));
+	struct pf_sample *s = c->samples;
+	for (size_t i = 0; i < ns; i++) {
+		TRY(get_u32(r, &s[i].kind));
+		if (s[i].kind >= PF_KIND_MAX)
+			BAD();
+	}
+	int64_t k = 0;
+	for (size_t i = 0; i < ns; i++) {
+		/* Version 2: steps from the previous sample's stack; version 1: ids. */
+		TRY(get_u(r, &v));
+		k = version >= 2 ? k + unzigzag(v) : (int64_t)v;
+		if (k < 0 || (uint64_t)k >= nk)
+			BAD();
+		s[i].stack = c->kmap[k];
+	}
+	for (size_t i = 0; i < ns; i++) {
+		TRY(get_u(r, &s[i].value));
+		if (s[i].kind != PF_KIND_CPU) {
+			if (s[i].value > UINT64_MAX / unit)
+				BAD();
+			s[i].value *= unit;
+		}
+	}
+	int64_t pid = 0;
+	for (size_t i = 0; i < ns; i++) {
+		TRY(get_u(r, &v));
+		pid += unzigzag(v);
+		if (pid < 0 || pid > UINT32_MAX)
+			BAD();
+		s[i].pid = (uint32_t)pid;
+	}
+	for (size_t i = 0; i < ns; i++) {
+		TRY(get_u(r, &v));
+		int64_t d = unzigzag(v);
+		if (d < -(int64_t)UINT32_MAX || d > (int64_t)UINT32_MAX)
+			BAD();
+		int64_t tid = (int64_t)s[i].pid + d;
+		if (tid < 0 || tid > UINT32_MAX)
+			BAD();
+		s[i].tid = (uint32_t)tid;
+	}
+	for (size_t i = 0; i < ns; i++)
+		TRY(get_str(c, r, nstr, &s[i].comm));
+	for (size_t i = 0; i < ns; i++)
+		TRY(get_str(c, r, nstr, &s[i].thread));
+	for (size_t i = 0; i < ns; i++)
+		TRY(get_str(c, r, nstr, &s[i].cgroup));
+	*nsamples = ns;
+	err = 0;
+out:
+	return err;
+}
+
+/*
+ * The samples of a version 5 payload: the thread table, the entries of
+ * each thread by kind, then stacks and values of every entry, into
+ * c->samples (profile ids) in the order written.
+ */
+static int samples_v5(struct codec *c, struct rd *r, size_t nstr, size_t nk, size_t *nsamples)
+{
+	size_t ns, nt;
+	uint64_t v, unit;
+	int err;
+
+	/* Each entry takes a stack and a value, each thread five columns and a count by kind. */
+	TRY(get_count(r, 2, &ns));
+	TRY(get_u(r, &unit));
+	if (unit < 1 || unit > CODEC_MAX_VALUE_UNIT)
+		BAD();
+	TRY(get_count(r, 5 + PF_KIND_MAX, &nt));
+	TRY(grow((void **)&c->thr, &c->thr_cap, nt ? nt : 1, sizeof(*c->thr)));
+	TRY(grow((void **)&c->tcnt, &c->tcnt_cap, nt * PF_KIND_MAX + 1, sizeof(uint32_t)));
+	TRY(grow((void **)&c->samples, &c->samples_cap, ns, sizeof(*c->samples)));
+	struct pf_sample *t = c->thr, *s = c->samples;
+	int64_t pid = 0;
+	for (size_t i = 0; i < nt; i++) {
+		TRY(get_u(r, &v));
+		pid += unzigzag(v);
+		if (pid < 0 || pid > UINT32_MAX)
+			BAD();
+		t[i].pid = (uint32_t)pid;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		TRY(get_u(r, &v));
+		int64_t d = unzigzag(v);
+		if (d < -(int64_t)UINT32_MAX || d > (int64_t)UINT32_MAX)
+			BAD();
+		int64_t tid = (int64_t)t[i].pid + d;
+		if (tid < 0 || tid > UINT32_MAX)
+			BAD();
+		t[i].tid = (uint32_t)tid;
+	}
+	for (size_t i = 0; i < nt; i++)
+		TRY(get_str(c, r, nstr, &t[i].comm));
+	for (size_t i = 0; i < nt; i++) {
+		TRY(get_u(r, &v));
+		if (v > nstr)
+			BAD();
+		t[i].thread = v ? c->smap[v - 1] : t[i].comm;
+	}
+	for (size_t i = 0; i < nt; i++)
+		TRY(get_str(c, r, nstr, &t[i].cgroup));
+	/* Counts sum to ns exactly; a thread has at least one entry. */
+	size_t sum = 0;
+	for (size_t i = 0; i < nt * PF_KIND_MAX; i++) {
+		TRY(get_u32(r, &c->tcnt[i]));
+		if (c->tcnt[i] > ns - sum)
+			BAD();
+		sum += c->tcnt[i];
+	}
+	if (sum != ns)
+		BAD();
+	for (size_t i = 0; i < nt; i++) {
+		uint64_t n = 0;
+		for (uint32_t k = 0; k < PF_KIND_MAX; k++)
+			n += c->tcnt[k * nt + i];
+		if (!n)
+			BAD();
+	}
+	size_t j = 0;
+	for (uint32_t k = 0; k < PF_KIND_MAX; k++)
+		for (size_t i = 0; i < nt; i++)
+			for (uint32_t n = c->tcnt[k * nt + i]; n; n--) {
+				s[j] = t[i];
+				s[j++].kind = k;
+			}
+	int64_t st = 0;
+	for (size_t i = 0; i < ns; i++) {
+		TRY(get_u(r, &v));
+		st += unzigzag(v);
+		if (st < 0 || (uint64_t)st >= nk)
+			BAD();
+		s[i].stack = c->kmap[st];
+	}
+	for (size_t i = 0; i < ns; i++) {
+		TRY(get_u(r, &s[i].value));
+		if (s[i].kind != PF_KIND_CPU) {
+			if (s[i].value > UINT64_MAX / unit)
+				BAD();
+			s[i].value *= unit;
+		}
+	}
+	*nsamples = ns;
+	err = 0;
+out:
+	return err;
+}
 
 /*
  * Decodes a payload of either version. Version 1 and version 2 key records
@@ -730,11 +965,22 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		TRY(grow((void **)&c->prev, &c->prev_cap, n ? n : 1, sizeof(uint32_t)));
 		memcpy(c->cur, c->prev, shared * sizeof(uint32_t));
 		for (size_t j = shared; j < n; j++) {
-			uint32_t f;
-			TRY(get_u32(&r, &f));
+			uint64_t f;
+			TRY(get_u(&r, &f));
+			/* Version 5: steps (see the encoder); before: payload frame ids. */
+			if (version >= 5 && j == shared && j < nprev) {
+				if (f >= nf)
+					BAD();
+				f += (uint64_t)c->prev[j] + 1;
+			} else if (version >= 5 && j) {
+				int64_t d = unzigzag(f);
+				if (d < -(int64_t)nf || d > (int64_t)nf)
+					BAD();
+				f = (uint64_t)((int64_t)c->cur[j - 1] + d);
+			}
 			if (f >= nf)
 				BAD();
-			c->cur[j] = f;
+			c->cur[j] = (uint32_t)f;
 		}
 		/* prev keeps payload ids (for the next prefix); cur becomes profile ids. */
 		memcpy(c->prev, c->cur, n * sizeof(uint32_t));
@@ -746,61 +992,11 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	if (flags & CODEC_TABLES_ONLY)
 		goto chain;
 
-	TRY(get_count(&r, 8, &ns));
-	uint64_t unit = 1;
-	if (version >= 4) {
-		TRY(get_u(&r, &unit));
-		if (unit < 1 || unit > CODEC_MAX_VALUE_UNIT)
-			BAD();
-	}
-	TRY(grow((void **)&c->samples, &c->samples_cap, ns, sizeof(*c->samples)));
+	if (version >= 5)
+		TRY(samples_v5(c, &r, nstr, nk, &ns));
+	else
+		TRY(samples_v4(c, &r, version, nstr, nk, &ns));
 	struct pf_sample *s = c->samples;
-	for (size_t i = 0; i < ns; i++) {
-		TRY(get_u32(&r, &s[i].kind));
-		if (s[i].kind >= PF_KIND_MAX)
-			BAD();
-	}
-	int64_t k = 0;
-	for (size_t i = 0; i < ns; i++) {
-		/* Version 2: steps from the previous sample's stack; version 1: ids. */
-		TRY(get_u(&r, &v));
-		k = version >= 2 ? k + unzigzag(v) : (int64_t)v;
-		if (k < 0 || (uint64_t)k >= nk)
-			BAD();
-		s[i].stack = c->kmap[k];
-	}
-	for (size_t i = 0; i < ns; i++) {
-		TRY(get_u(&r, &s[i].value));
-		if (s[i].kind != PF_KIND_CPU) {
-			if (s[i].value > UINT64_MAX / unit)
-				BAD();
-			s[i].value *= unit;
-		}
-	}
-	int64_t pid = 0;
-	for (size_t i = 0; i < ns; i++) {
-		TRY(get_u(&r, &v));
-		pid += unzigzag(v);
-		if (pid < 0 || pid > UINT32_MAX)
-			BAD();
-		s[i].pid = (uint32_t)pid;
-	}
-	for (size_t i = 0; i < ns; i++) {
-		TRY(get_u(&r, &v));
-		int64_t d = unzigzag(v);
-		if (d < -(int64_t)UINT32_MAX || d > (int64_t)UINT32_MAX)
-			BAD();
-		int64_t tid = (int64_t)s[i].pid + d;
-		if (tid < 0 || tid > UINT32_MAX)
-			BAD();
-		s[i].tid = (uint32_t)tid;
-	}
-	for (size_t i = 0; i < ns; i++)
-		TRY(get_str(c, &r, nstr, &s[i].comm));
-	for (size_t i = 0; i < ns; i++)
-		TRY(get_str(c, &r, nstr, &s[i].thread));
-	for (size_t i = 0; i < ns; i++)
-		TRY(get_str(c, &r, nstr, &s[i].cgroup));
 	if (r.p != r.end)
 		BAD();
 	for (size_t i = 0; i < ns; i++) {

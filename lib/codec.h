@@ -14,7 +14,7 @@
 
 struct codec;
 
-#define CODEC_PAYLOAD_VERSION 4 /* 1, 2 and 3 are still read */
+#define CODEC_PAYLOAD_VERSION 5 /* 1 to 4 are still read */
 #define CODEC_MAX_VALUE_UNIT 1000000000ull
 
 int codec__new(struct codec **out);

@@ -410,22 +410,25 @@ out:
  * is one frame in every window of a chain. Forgotten past CALLS_MAX_FUNCS.
  */
 struct modcalls {
+	unsigned flags;                  /* MODCALLS_* */
 	struct profile *win, *funcs;
 	uint64_t *pc;
 	size_t pccap;
 	uint32_t *caller, *leaf, *stack; /* window id -> written id + 1; 0: not yet */
-	size_t mapcap[3];
+	uint32_t *rqstack;               /* the same for stacks of run-queue entries, trimmed */
+	size_t mapcap[4];
 	uint32_t *buf;
 	size_t bufcap;
 };
 #define CALLS_MAX_FUNCS (1u << 16)
 
-int modframes__calls_new(struct modcalls **out)
+int modframes__calls_new(struct modcalls **out, unsigned flags)
 {
 	struct modcalls *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return -ENOMEM;
+	c->flags = flags;
 	*out = c;
 	return 0;
 }
@@ -440,6 +443,7 @@ void modframes__calls_free(struct modcalls *c)
 	free(c->caller);
 	free(c->leaf);
 	free(c->stack);
+	free(c->rqstack);
 	free(c->buf);
 	free(c);
 }
@@ -477,7 +481,7 @@ static int calls_frame(struct modcalls *c, const struct profile *src, uint32_t i
 	d = *f;
 	if ((err = profile__intern_str(c->win, profile__str(src, f->module), &d.module)))
 		return err;
-	if (leaf || f->kind == PF_FRAME_PY) {
+	if (leaf || f->kind == PF_FRAME_PY || !(c->flags & MODCALLS_BY_FUNCTION)) {
 		err = profile__intern_str(c->win, profile__str(src, f->name), &d.name);
 	} else if (!profile__str(src, f->name)[0]) {
 		*module = 1;
@@ -516,17 +520,31 @@ static int calls_frame(struct modcalls *c, const struct profile *src, uint32_t i
 	return 0;
 }
 
-static int calls_stack(struct modcalls *c, const struct profile *src, uint32_t id, uint32_t *out)
+/*
+ * The stack src's stack id is written as. A run-queue entry's (runq set,
+ * with MODCALLS_RUNQ_ENTRY): its frames up to its first kernel frame, the
+ * kernel entry (the interrupt or system call it was preempted in; every
+ * such stack ends in the scheduler), which is then its leaf.
+ */
+static int calls_stack(struct modcalls *c, const struct profile *src, uint32_t id, int runq, uint32_t *out)
 {
+	uint32_t *smap = runq ? c->rqstack : c->stack;
 	const uint32_t *fr;
 	uint32_t n, m = 0, f;
 	int err, module, last_module = 0;
 
-	if (c->stack[id]) {
-		*out = c->stack[id] - 1;
+	if (smap[id]) {
+		*out = smap[id] - 1;
 		return 0;
 	}
 	fr = profile__stack(src, id, &n);
+	if (runq) {
+		uint32_t k = 0;
+		while (k < n && fr[k] < profile__nframes(src) && profile__frame(src, fr[k])->kind != PF_FRAME_KERNEL)
+			k++;
+		if (k < n)
+			n = k + 1;
+	}
 	if (n > c->bufcap) {
 		uint32_t *nb = realloc(c->buf, n * sizeof(*nb));
 
@@ -543,7 +561,8 @@ static int calls_stack(struct modcalls *c, const struct profile *src, uint32_t i
 			return -EINVAL;
 		if (map[fr[k]]) {
 			f = map[fr[k]] - 1;
-			module = !leaf && profile__frame(src, fr[k])->kind != PF_FRAME_PY &&
+			module = !leaf && (c->flags & MODCALLS_BY_FUNCTION) &&
+				 profile__frame(src, fr[k])->kind != PF_FRAME_PY &&
 				 !profile__str(src, profile__frame(src, fr[k])->name)[0];
 		} else if ((err = calls_frame(c, src, fr[k], leaf, &f, &module))) {
 			return err;
@@ -556,7 +575,7 @@ static int calls_stack(struct modcalls *c, const struct profile *src, uint32_t i
 	}
 	if ((err = profile__stack_add(c->win, c->buf, m, out)))
 		return err;
-	c->stack[id] = *out + 1;
+	smap[id] = *out + 1;
 	return 0;
 }
 
@@ -572,14 +591,17 @@ int modframes__calls(struct modcalls *c, const struct profile *src, const struct
 	profile__reset(c->win);
 	if ((err = calls_grow(&c->caller, &c->mapcap[0], nf, sizeof(uint32_t))) ||
 	    (err = calls_grow(&c->leaf, &c->mapcap[1], nf, sizeof(uint32_t))) ||
-	    (err = calls_grow(&c->stack, &c->mapcap[2], ns, sizeof(uint32_t))))
+	    (err = calls_grow(&c->stack, &c->mapcap[2], ns, sizeof(uint32_t))) ||
+	    (err = calls_grow(&c->rqstack, &c->mapcap[3], ns, sizeof(uint32_t))))
 		return err;
 	for (size_t i = 0; i < profile__nsamples(src); i++) {
 		struct pf_sample d = *profile__sample(src, i);
 
 		if (d.stack >= ns - 1 && d.stack)
 			return -EINVAL;
-		if ((err = calls_stack(c, src, d.stack, &d.stack)) ||
+		int runq = d.kind == PF_KIND_RUNQ && (c->flags & MODCALLS_RUNQ_ENTRY);
+
+		if ((err = calls_stack(c, src, d.stack, runq, &d.stack)) ||
 		    (err = profile__intern_str(c->win, profile__str(src, d.comm), &d.comm)) ||
 		    (err = profile__intern_str(c->win, profile__str(src, d.thread), &d.thread)) ||
 		    (err = profile__intern_str(c->win, profile__str(src, d.cgroup), &d.cgroup)) ||

@@ -33,14 +33,20 @@ int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_
 int modframes__has(const struct profile *p);
 
 /*
- * Callers by function, for windows as flushed (docs/FORMAT.md): leaves and
- * Python frames as they are, a named caller at one pc per function (the
- * first met, the same in every window while c lives, so a pprof address
- * still resolves to its function), a run of unnamed callers in one module
- * as its module frame ("[cc1]", as modframes__fold() names it).
+ * Windows as flushed (docs/FORMAT.md), as the flags ask:
+ * MODCALLS_BY_FUNCTION, callers by function: leaves and Python frames as
+ * they are, a named caller at one pc per function (the first met, the
+ * same in every window while c lives, so a pprof address still resolves
+ * to its function), a run of unnamed callers in one module as its module
+ * frame ("[cc1]", as modframes__fold() names it);
+ * MODCALLS_RUNQ_ENTRY, run-queue entries by kernel entry: a run-queue
+ * entry's stack cut after its first (outermost) kernel frame, entries
+ * that then have one stack merged.
  */
+#define MODCALLS_BY_FUNCTION 1u
+#define MODCALLS_RUNQ_ENTRY 2u
 struct modcalls;
-int modframes__calls_new(struct modcalls **out);
+int modframes__calls_new(struct modcalls **out, unsigned flags);
 void modframes__calls_free(struct modcalls *c);
 /* *out: src by function, owned by c until its next call. */
 int modframes__calls(struct modcalls *c, const struct profile *src, const struct profile **out);

@@ -59,7 +59,8 @@
 #define REC_MAX_LEVEL    15
 #define REC_MAX_PAYLOAD  (256u << 20) /* either length; a 10 s window is a few MB at most */
 
-#define DEF_ZSTD_LEVEL   3
+#define DEF_ZSTD_LEVEL   9
+#define SUM_ZSTD_LEVEL   3           /* summaries: the largest records a step encodes */
 #define DEF_SEG_BYTES    (8ull << 20)
 #define MIN_SEG_BYTES    (64ull << 10)
 #define DEF_SEG_SPAN_NS  (3600ll * 1000000000ll)
@@ -116,6 +117,7 @@ struct store {
 	ino_t chain_ino;
 	ZSTD_CCtx *cctx;
 	ZSTD_CCtx *rcctx;      /* rollups and days: written once in the background, a higher level */
+	ZSTD_CCtx *scctx;      /* summaries: SUM_ZSTD_LEVEL, or zstd_level when lower */
 	ZSTD_DCtx *dctx;
 	struct profile *prof;
 	uint8_t *zbuf, *rbuf;
@@ -149,7 +151,7 @@ struct store {
 	struct profile *wprof; /* a summary's whole segment so far, by name */
 	struct profile *pprof; /* the same by function only: pids kept */
 	struct profile *fprof; /* a named rollup's window, unnamed frames folded into modules */
-	struct modcalls *calls; /* o.calls_by_function: functions met, the window as written */
+	struct modcalls *calls; /* o.calls_by_function, o.runq_entry_frame: functions met, the window as written */
 	int64_t summed_upto;   /* every sealed segment starting at or before this has its summary or failed */
 	int64_t dayed_upto;    /* every day starting at or before this has its day summary */
 	int in_sum;            /* reading a summary file */
@@ -874,8 +876,15 @@ int store__open(const struct store_opts *o, struct store **out)
 			goto fail;
 		}
 		s->rcctx = ZSTD_createCCtx();
-		if (!s->rcctx) {
+		s->scctx = ZSTD_createCCtx();
+		if (!s->rcctx || !s->scctx) {
 			err = -ENOMEM;
+			goto fail;
+		}
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(s->scctx, ZSTD_c_compressionLevel,
+							 s->o.zstd_level < SUM_ZSTD_LEVEL ? s->o.zstd_level :
+											    SUM_ZSTD_LEVEL))) {
+			err = -EINVAL;
 			goto fail;
 		}
 		if (ZSTD_isError(ZSTD_CCtx_setParameter(s->rcctx, ZSTD_c_compressionLevel,
@@ -954,6 +963,7 @@ void store__close(struct store *s)
 		close(s->dfd);
 	ZSTD_freeCCtx(s->cctx);
 	ZSTD_freeCCtx(s->rcctx);
+	ZSTD_freeCCtx(s->scctx);
 	ZSTD_freeDCtx(s->dctx);
 	codec__free(s->codec);
 	profile__free(s->prof);
@@ -1138,8 +1148,9 @@ int store__append(struct store *s, const struct profile *window)
 
 	if (!s->o.writer)
 		return -EPERM;
-	if (s->o.calls_by_function) {
-		err = s->calls ? 0 : modframes__calls_new(&s->calls);
+	if (s->o.calls_by_function || s->o.runq_entry_frame) {
+		err = s->calls ? 0 : modframes__calls_new(&s->calls, (s->o.calls_by_function ? MODCALLS_BY_FUNCTION : 0) |
+									   (s->o.runq_entry_frame ? MODCALLS_RUNQ_ENTRY : 0));
 		if (err || (err = modframes__calls(s->calls, window, &window)))
 			goto drop;
 	}
@@ -2218,9 +2229,9 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 
 	/*
 	 * A summary's whole-segment records are the largest a step encodes, of
-	 * windows as flushed: at the flush level they stay within a step's bound.
+	 * windows as flushed: at level 3 they stay within a step's bound.
 	 */
-	err = make_record(s, r->sum ? s->cctx : s->rcctx, s->rcodec, p, &r->ch, level, windows, flags, hdr,
+	err = make_record(s, r->sum ? s->scctx : s->rcctx, s->rcodec, p, &r->ch, level, windows, flags, hdr,
 			  &z, &delta);
 	if (!err)
 		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);

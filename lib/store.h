@@ -65,6 +65,13 @@ struct store_opts {
 	 * by function"); 0: every frame as appended.
 	 */
 	int calls_by_function;
+	/*
+	 * Run-queue entries of windows appended keep their stack up to its
+	 * first kernel frame, the kernel entry they were preempted in
+	 * (docs/FORMAT.md, "Run-queue entries by kernel entry"); 0: their
+	 * stacks as appended.
+	 */
+	int runq_entry_frame;
 	/* Tests only: called at each step of a rollup (STORE_CRASH_*), e.g. to die there. */
 	void (*crash_point)(void *arg, int step);
 	void *crash_arg;

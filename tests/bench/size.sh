@@ -1,5 +1,5 @@
 #!/bin/bash
-# Size on disk: profd (default options: 10 s windows, zstd level 3) beside
+# Size on disk: profd (default options: 10 s windows, zstd level 9, run-queue entries by kernel entry) beside
 # perf record -F 99 -a -g, plain and with -z, all three recording the same
 # mixed busy load at the same time: cc compiling in a loop, short Python runs
 # in a loop started through pyenv's shell shim where there is one (as on a
@@ -62,11 +62,11 @@ H_PD=$(per_hour "$B_PD") H_PP=$(per_hour "$B_PP") H_PZ=$(per_hour "$B_PZ")
 	echo
 	if [ "$LOAD_KIND" = steady ]; then
 		echo "Steady load for ${SECS} s, recorded by all three at once: one Python loop ($PY), a perl loop and one benchwork"
-		echo "thread (no compile loop); profd with default options (10 s windows, zstd level 3);"
+		echo "thread (no compile loop); profd with default options (10 s windows, zstd level 9, run-queue entries by kernel entry);"
 	else
 		echo "Load for ${SECS} s, recorded by all three at once: cc compiling profd's sources in a loop, short Python runs"
 		echo "in a loop through $PY,"
-		echo "a perl loop and one benchwork thread; profd with default options (10 s windows, zstd level 3);"
+		echo "a perl loop and one benchwork thread; profd with default options (10 s windows, zstd level 9, run-queue entries by kernel entry);"
 	fi
 	echo "perf record -F 99 -a -g (plain and -z). profd kept $samples on-CPU samples (off-CPU time as well)."
 	echo

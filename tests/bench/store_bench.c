@@ -365,6 +365,45 @@ static void v1_sections(const uint8_t *buf, size_t len, size_t off[NSEC + 1])
 	off[NSEC] = len;
 }
 
+/*
+ * The sample section of a payload cut into its columns (offsets from
+ * its start into cols[], the column count returned): version 4 has eight
+ * columns of nsamples each after nsamples and value_unit.
+ */
+static const char *const col_names_v4[] = { "(counts)", "kind", "stack", "value", "pid", "tid", "comm",
+					    "thread", "cgroup" };
+static const char *const col_names_v5[] = { "(counts)", "pid", "tid", "comm", "thread", "cgroup",
+					    "entries by kind", "stack", "value" };
+static const char *const *col_names = col_names_v4;
+static int sample_columns(int version, const uint8_t *buf, size_t len, size_t cols[17])
+{
+	struct section_walk w = { buf, buf + len };
+	uint64_t n = walk_u(&w);
+	walk_u(&w);
+	if (version >= 5) {
+		uint64_t nt = walk_u(&w);
+		static const int per[] = { 1, 1, 1, 1, 1, PF_KIND_MAX, -1, -1 };
+		col_names = col_names_v5;
+		cols[0] = 0;
+		for (int c = 1; c <= 8; c++) {
+			cols[c] = (size_t)(w.p - buf);
+			uint64_t m = per[c - 1] < 0 ? n : nt * (uint64_t)per[c - 1];
+			for (uint64_t i = 0; i < m; i++)
+				walk_u(&w);
+		}
+		cols[9] = len;
+		return 9;
+	}
+	cols[0] = 0;
+	for (int c = 1; c <= 8; c++) {
+		cols[c] = (size_t)(w.p - buf);
+		for (uint64_t i = 0; i < n; i++)
+			walk_u(&w);
+	}
+	cols[9] = len;
+	return 9;
+}
+
 struct an {
 	struct codec *codec;
 	ZSTD_CCtx *z;
@@ -381,6 +420,8 @@ struct an {
 	double pid_new;
 	struct codec *chain;
 	double csec[NSEC], craw;
+	double ccol[16];       /* sample columns of the chained records, each compressed alone */
+	int ncol;
 	uint32_t *lastpids;
 	size_t nlastpids;
 };
@@ -531,6 +572,11 @@ static int an_window(const struct store_window_info *w, const struct profile *ch
 			v1_sections(cb, cl, co);
 			for (int i = 0; i < NSEC; i++)
 				a->csec[i] += zsize(a, cb + co[i], co[i + 1] - co[i]);
+			size_t cols[17];
+			int nc = sample_columns(cb[0], cb + co[SEC_SAMPLES], co[NSEC] - co[SEC_SAMPLES], cols);
+			a->ncol = nc;
+			for (int i = 0; i < nc; i++)
+				a->ccol[i] += zsize(a, cb + co[SEC_SAMPLES] + cols[i], cols[i + 1] - cols[i]);
 		}
 	}
 	a->prev = realloc(a->prev, len);
@@ -749,6 +795,7 @@ static int analyse(const char *dir)
 	}
 	codec__new(&a.codec);
 	codec__new(&a.chain);
+	codec__set_value_unit(a.chain, value_unit()); /* as the store writes values */
 	a.z = ZSTD_createCCtx();
 	ZSTD_CCtx_setParameter(a.z, ZSTD_c_compressionLevel, 3);
 	profile__new(&a.seen);
@@ -782,6 +829,10 @@ static int analyse(const char *dir)
 		printf("  %-14s %8.0f  %4.1f%%    in chains of 30: %8.0f  %4.1f%%\n", sec_names[i], a.sec[i] / n,
 		       100 * a.sec[i] / secsum, a.csec[i] / n, 100 * a.csec[i] / csum);
 	printf("  raw in chains: %.0f B per window\n", a.craw / n);
+	printf("  sample columns of the chained records, each compressed alone (B per window):");
+	for (int i = 0; i < a.ncol; i++)
+		printf(" %s %.0f", col_names[i], a.ccol[i] / n);
+	printf("\n");
 	printf("what-if, MB/hour: as stored %.2f | zstd with previous window as prefix %.2f | on-CPU entries only %.2f |\n"
 	       "  threads folded into processes %.2f (%.0f entries per window) | merged by function %.2f |\n"
 	       "  1-min rollup %.2f | 10-min rollup %.2f\n",
@@ -790,14 +841,17 @@ static int analyse(const char *dir)
 	store__close(s);
 
 	/* The same windows written again by this writer (chains), whole and without each kind. */
-	static const int drops[] = { -1, PF_KIND_RUNQ, PF_KIND_OFFCPU, PF_KIND_MAX, RUNQ_KERNEL, -1 };
+	static const int drops[] = { -1, PF_KIND_RUNQ, PF_KIND_OFFCPU, PF_KIND_MAX, RUNQ_KERNEL, -1, -1, -1 };
 	static const char *const drop_names[] = { "every entry", "without run-queue entries",
 						  "without off-CPU entries", "on-CPU entries only",
 						  "run-queue entries' kernel frames only",
-						  "every entry, callers by function (profd's default)" };
+						  "every entry, callers by function (zstd 3)",
+						  "callers by function, run-queue entries by kernel entry (zstd 3)",
+						  "callers by function, run-queue entries by kernel entry, zstd 9 "
+						  "(profd's default)" };
 	char kdir[] = "/var/tmp/profd-runqk.XXXXXX";
 	double whole = 0, kernel_only = 0;
-	for (int k = 0; k < 6; k++) {
+	for (int k = 0; k < 8; k++) {
 		char tmp[] = "/var/tmp/profd-rewrite.XXXXXX";
 		char *out = k == 4 ? kdir : tmp;
 		struct store *in;
@@ -807,7 +861,9 @@ static int analyse(const char *dir)
 			return 1;
 		struct store_opts ro = { .dir = dir }, wo = { .dir = out, .writer = 1, .no_rollup = 1,
 							      .value_unit_ns = value_unit(),
-							      .calls_by_function = k == 5 };
+							      .calls_by_function = k >= 5,
+							      .runq_entry_frame = k >= 6,
+							      .zstd_level = k >= 7 ? 9 : 3 };
 		if (store__open(&ro, &in) || store__open(&wo, &rw.out) || profile__new(&rw.tmp))
 			return 1;
 		double c0 = now(CLOCK_THREAD_CPUTIME_ID);

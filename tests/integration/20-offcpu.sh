@@ -82,10 +82,16 @@ runq_frames() {
 		for (i = 3; i <= n; i++) { if (a[i] !~ /_\[k\]$/) u = 1; if (a[i] == "busy") b = 1 }
 		s += $NF; su += u * $NF; sb += b * $NF } END { print s + 0, su + 0, sb + 0 }'
 }
-# Run-queue waits keep kernel frames only by default (--runqueue-stack kernel).
+# Run-queue waits keep kernel frames only by default (--runqueue-stack entry).
 read -r rq rqu _ < <(runq_frames $UPID)
 check "busy: run-queue waits ${rq} us with kernel frames only (${rqu} us under a user frame)" \
 	test "$rq" -gt 0 -a "$rqu" -eq 0
+# ... and of those its kernel entry only: one frame, never the scheduler.
+read -r rqn rqmax rqsched < <(profctl dump --pid $UPID --since "$(since_start)" --type runq --threads \
+	--no-flush | awk '{ n = split($1, a, ";"); if (n - 2 > m) m = n - 2; if (a[n] ~ /^__schedule/) s++; c++ }
+	END { print c + 0, m + 0, s + 0 }')
+check "busy: ${rqn} run-queue stacks by kernel entry: at most ${rqmax} frame, ${rqsched} end in __schedule" \
+	test "$rqn" -gt 0 -a "$rqmax" -eq 1 -a "$rqsched" -eq 0
 
 # Wall: on-CPU samples x period + blocked + waiting adds up to each thread's life.
 for p in $BPID $UPID; do

@@ -174,6 +174,50 @@ static void test_varint_and_empty(struct codec *c, struct profile *a, struct pro
 }
 
 
+/*
+ * Hand-made samples in the version 5 layout (a thread table) and in the
+ * version 4 one (a row per entry): the same sample either way, and a
+ * thread table that does not add up is rejected.
+ */
+static void test_thread_table(struct codec *c, struct profile *b)
+{
+	/* Version, chain (key), no strings, meta, no counters, frames or stacks. */
+#define HEAD(v) v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 0
+	/* One entry; thread table: pid 7 (zigzag 14), tid = pid, comm "", thread as comm, cgroup ""; 1 on-CPU. */
+	static const uint8_t v5[] = { HEAD(5), 1, 1, 1, 14, 0, 0, 0, 0, 1, 0, 0, 0, 5 };
+	static const uint8_t v4[] = { HEAD(4), 1, 1, 0, 0, 5, 14, 0, 0, 0, 0 };
+	const uint8_t *bufs[2] = { v5, v4 };
+	size_t lens[2] = { sizeof(v5), sizeof(v4) };
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ_INT(codec__decode(c, bufs[i], lens[i], b), 0);
+		CHECK_EQ_INT(profile__nsamples(b), 1);
+		if (profile__nsamples(b) == 1) {
+			const struct pf_sample *x = profile__sample(b, 0);
+			CHECK(x->pid == 7 && x->tid == 7 && x->kind == PF_KIND_CPU && x->value == 5 && x->stack == 0);
+		}
+	}
+	/* An off-CPU entry in microseconds (value_unit 1000), thread with a name of its own: "" (id 0 + 1). */
+	static const uint8_t off[] = { HEAD(5), 1, 0xe8, 0x07, 1, 14, 2, 0, 1, 0, 0, 1, 0, 0, 3 };
+	CHECK_EQ_INT(codec__decode(c, off, sizeof(off), b), 0);
+	if (profile__nsamples(b) == 1) {
+		const struct pf_sample *x = profile__sample(b, 0);
+		CHECK(x->pid == 7 && x->tid == 8 && x->kind == PF_KIND_OFFCPU && x->value == 3000);
+	}
+	/* Counts that do not sum to nsamples, a thread without entries, a thread name past the strings. */
+	static const uint8_t more[] = { HEAD(5), 1, 1, 1, 14, 0, 0, 0, 0, 2, 0, 0, 0, 5 };
+	static const uint8_t fewer[] = { HEAD(5), 2, 1, 1, 14, 0, 0, 0, 0, 1, 0, 0, 0, 5, 0, 5 };
+	static const uint8_t empty[] = { HEAD(5), 1, 1, 2, 14, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 5 };
+	static const uint8_t name[] = { HEAD(5), 1, 1, 1, 14, 0, 0, 2, 0, 1, 0, 0, 0, 5 };
+	CHECK_EQ_INT(codec__decode(c, more, sizeof(more), b), -EBADMSG);
+	CHECK_EQ_INT(codec__decode(c, fewer, sizeof(fewer), b), -EBADMSG);
+	CHECK_EQ_INT(codec__decode(c, empty, sizeof(empty), b), -EBADMSG);
+	CHECK_EQ_INT(codec__decode(c, name, sizeof(name), b), -EBADMSG);
+	/* A payload version from the future. */
+	static const uint8_t v6[] = { HEAD(6), 0 };
+	CHECK_EQ_INT(codec__decode(c, v6, sizeof(v6), b), -EBADMSG);
+#undef HEAD
+}
+
 /* A chain: each delta decodes on top of the records before it, and only there. */
 static void test_chain(struct codec *c)
 {
@@ -327,6 +371,7 @@ int main(int argc, char **argv)
 	CHECK(!profile__new(&a));
 	CHECK(!profile__new(&b));
 	test_varint_and_empty(c, a, b);
+	test_thread_table(c, b);
 	test_chain(c);
 	test_value_units(c, a, b);
 

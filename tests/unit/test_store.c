@@ -122,6 +122,7 @@ static int open_store(const char *dir, int writer, struct store **s, struct stor
 		o.chain_records = extra->chain_records;
 		memcpy(o.rollup, extra->rollup, sizeof(o.rollup));
 		o.no_rollup = extra->no_rollup;
+		o.runq_entry_frame = extra->runq_entry_frame;
 	}
 	return store__open(&o, s);
 }
@@ -962,7 +963,20 @@ static int on_pid(const struct store_window_info *w, const struct profile *p, vo
 	return 0;
 }
 
-/* A busy window: 50 processes, new every window, each at its own pc in one of 10 functions. */
+/* splitmix64's finalizer: a fixed, well-spread hash. */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/*
+ * A busy window: 50 processes, new every window, each at its own pc in one
+ * of 10 functions, the pcs spread over the function as sampled pcs are
+ * (a fixed hash: the same bytes every run), not in equal steps.
+ */
 static void make_busy_window(struct profile *p, int i, int64_t start, int64_t len)
 {
 	uint32_t s_main, s_mod, s_comm[2], f[2], st, s_f;
@@ -978,7 +992,8 @@ static void make_busy_window(struct profile *p, int i, int64_t start, int64_t le
 		profile__intern_str(p, name, &s_f);
 		struct pf_frame fr[2] = {
 			{ .name = s_main, .module = s_mod, .offset = 0x1000, .kind = PF_FRAME_USER },
-			{ .name = s_f, .module = s_mod, .offset = 0x20000 + (uint64_t)(i * 50 + k) * 4,
+			{ .name = s_f, .module = s_mod,
+			  .offset = 0x20000 + (mix64((uint64_t)(i * 50 + k)) >> 44),
 			  .kind = PF_FRAME_USER },
 		};
 		profile__frame_add(p, &fr[0], &f[0]);
@@ -2231,6 +2246,292 @@ static void test_v4_named_compat(const char *base)
 	free(named);
 }
 
+/*
+ * A window of a busy host, for the payload fixtures: processes that stay
+ * and processes that come and go, threads with names of their own, every
+ * kind, cgroups, a process that exec'd within the window (one pid and
+ * tid, two names), off-CPU and run-queue waits in nanoseconds that are
+ * not whole microseconds.
+ */
+static void rich_window(struct profile *p, int i, int64_t start, int64_t len)
+{
+	static const char *const fn[] = { "main", "loop", "parse", "emit", "hash" };
+	static const char *const kfn[] = { "entry_SYSCALL_64", "do_syscall_64", "__x64_sys_read",
+					   "asm_sysvec_apic_timer_interrupt", "__schedule" };
+	uint32_t s_mod, s_host, f[8], uf[5], kf[5], st[6];
+	char name[64];
+
+	profile__reset(p);
+	profile__intern_str(p, "/usr/bin/app", &s_mod);
+	profile__intern_str(p, "host-a", &s_host);
+	for (int k = 0; k < 5; k++) {
+		uint32_t nm;
+		profile__intern_str(p, fn[k], &nm);
+		struct pf_frame fr = { .name = nm, .module = s_mod, .offset = 0x1000u * (k + 1) + (uint64_t)(i % 3),
+				       .kind = PF_FRAME_USER };
+		profile__frame_add(p, &fr, &uf[k]);
+		profile__intern_str(p, kfn[k], &nm);
+		fr = (struct pf_frame){ .name = nm, .offset = 0xffffffff81000000ull + 0x100u * k, .kind = PF_FRAME_KERNEL };
+		profile__frame_add(p, &fr, &kf[k]);
+	}
+	f[0] = uf[0], f[1] = uf[1], f[2] = uf[2 + i % 2];
+	profile__stack_add(p, f, 3, &st[0]);
+	f[2] = uf[4];
+	profile__stack_add(p, f, 3, &st[1]);
+	f[2] = uf[2], f[3] = kf[0], f[4] = kf[1], f[5] = kf[2], f[6] = kf[4];
+	profile__stack_add(p, f, 7, &st[2]); /* off-CPU: a read */
+	profile__stack_add(p, &kf[3], 1, &st[3]);
+	f[0] = kf[3], f[1] = kf[4];
+	profile__stack_add(p, f, 2, &st[4]); /* run-queue: preempted by the timer */
+	f[0] = kf[0], f[1] = kf[4];
+	profile__stack_add(p, f, 2, &st[5]); /* run-queue: on the way out of a system call */
+	for (int q = 0; q < 6; q++) {
+		/* pids 500 and 501 stay; the others are new in every window. */
+		uint32_t pid = q < 2 ? 500 + (uint32_t)q : 1000 + (uint32_t)(i * 4 + q);
+		uint32_t comm, cg, thr;
+		snprintf(name, sizeof(name), "%s", q == 0 ? "app" : q == 1 ? "python3" : "cc1");
+		profile__intern_str(p, name, &comm);
+		name[0] = 0;
+		if (q % 3)
+			snprintf(name, sizeof(name), "/user.slice/s-%d.scope", q % 3);
+		profile__intern_str(p, name, &cg);
+		for (uint32_t t = 0; t < (q == 0 ? 3u : 1u); t++) {
+			if (t)
+				snprintf(name, sizeof(name), "worker-%u", t);
+			else
+				snprintf(name, sizeof(name), "%s", profile__str(p, comm));
+			profile__intern_str(p, name, &thr);
+			struct pf_sample s = { .pid = pid, .tid = pid + t * 7, .comm = comm, .thread = thr, .cgroup = cg };
+			s.kind = PF_KIND_CPU, s.stack = st[(t + (uint32_t)i) % 2], s.value = 1 + (uint64_t)(i + q + t) % 9;
+			profile__add(p, &s);
+			if ((i + q) % 3) {
+				s.stack = st[3], s.value = 2;
+				profile__add(p, &s);
+			}
+			s.kind = PF_KIND_OFFCPU, s.stack = st[2], s.value = 1234567 + (uint64_t)(i * 777 + q * 31 + t);
+			profile__add(p, &s);
+			s.kind = PF_KIND_RUNQ, s.stack = st[4 + (q + t) % 2], s.value = 45678 + (uint64_t)(i * 13 + t);
+			profile__add(p, &s);
+			s.stack = st[4 + (q + t + 1) % 2], s.value = 499 + (uint64_t)t;
+			profile__add(p, &s);
+		}
+	}
+	/* pid 700 exec'd bash -> cc1 within the window: one tid, two names. */
+	uint32_t c1, c2;
+	profile__intern_str(p, "bash", &c1);
+	profile__intern_str(p, "cc1", &c2);
+	struct pf_sample e = { .pid = 700, .tid = 700, .comm = c1, .thread = c1, .stack = st[0], .kind = PF_KIND_CPU,
+			       .value = 3 };
+	profile__add(p, &e);
+	e.comm = c2, e.thread = c2, e.value = 4;
+	profile__add(p, &e);
+	profile__counter_add(p, "lost.map_full", (uint64_t)i % 2);
+	struct pf_meta *m = profile__meta(p);
+	m->start_ns = start;
+	m->end_ns = start + len;
+	m->host = s_host;
+	m->frequency = 99;
+}
+
+#define RICH_W 40
+
+/* rich_window()'s windows, 10 s each from T0, in 5-minute segments, by this writer (runq_entry_frame: rq). */
+static void write_rich_opts(const char *dir, int rq, int deeper)
+{
+	struct store_opts o = { .segment_span_ns = 300 * SEC, .no_rollup = 1, .runq_entry_frame = rq };
+	struct store *w;
+	struct profile *p;
+
+	rm_rf(dir);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+	for (int i = 0; i < RICH_W; i++) {
+		rich_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		if (deeper) {
+			/* A wait of the main thread of pid 500 preempted deeper in the same interrupt. */
+			static const char *const kfn[] = { "asm_sysvec_apic_timer_interrupt", "irq_exit_rcu",
+							   "__schedule" };
+			uint32_t f[3], st, app;
+			for (int k = 0; k < 3; k++) {
+				struct pf_frame fr = { .offset = 0xffffffff81000300ull + 0x100u * (k == 1), .kind = PF_FRAME_KERNEL };
+				profile__intern_str(p, kfn[k], &fr.name);
+				if (k == 2)
+					fr.offset = 0xffffffff81000400ull;
+				profile__frame_add(p, &fr, &f[k]);
+			}
+			profile__stack_add(p, f, 3, &st);
+			profile__intern_str(p, "app", &app);
+			struct pf_sample x = { .pid = 500, .tid = 500, .comm = app, .thread = app, .stack = st,
+					       .kind = PF_KIND_RUNQ, .value = 777 };
+			profile__add(p, &x);
+		}
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+}
+
+static void write_rich(const char *dir)
+{
+	write_rich_opts(dir, 0, 0);
+}
+
+static int window_text(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	char **all = arg, *x = profile_text(p);
+	size_t n = strlen(*all) + strlen(x) + 32;
+	char *t = malloc(n);
+	snprintf(t, n, "%s%lld\n%s", *all, (long long)w->start_ns, x);
+	free(*all);
+	free(x);
+	*all = t;
+	return 0;
+}
+
+/* Every window of dir as it decodes, sample by sample, in order. */
+static char *windows_text(const char *dir)
+{
+	struct store *r;
+	char *all = strdup("");
+
+	if (open_store(dir, 0, &r, NULL))
+		return all;
+	if (store__read(r, INT64_MIN, INT64_MAX, window_text, &all)) {
+		free(all);
+		all = strdup("error");
+	}
+	store__close(r);
+	return all;
+}
+
+/*
+ * tests/unit/data/v5: rich_window()'s windows as the format 5 writer
+ * with payload version 4 wrote them (test_store --write-v5 DIR). Read
+ * as they are: every window the same as this writer's of the same windows.
+ */
+static void test_v5_compat(const char *base)
+{
+	char dir[256], now[256], cmd[1200];
+	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
+
+	snprintf(dir, sizeof(dir), "%s/v5", base);
+	snprintf(now, sizeof(now), "%s/v5-now", base);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && cp '%s'/v5/*.pfd '%s'/", dir, dir, data, dir);
+	CHECK_EQ_INT(system(cmd), 0);
+	write_rich(now);
+	nwarn = 0;
+	char *old = windows_text(dir), *cur = windows_text(now);
+	CHECK(strlen(old) > 10000 && !strstr(old, "error"));
+	CHECK(strcmp(old, cur) == 0);
+	CHECK_EQ_INT(nwarn, 0);
+	/* A range from inside a chain decodes the same. */
+	struct store *r;
+	if (!open_store(dir, 0, &r, NULL)) {
+		char *x = range_text(r, T0 + 125 * SEC, T0 + 355 * SEC, 4, NULL);
+		store__close(r);
+		CHECK_EQ_INT(open_store(now, 0, &r, NULL), 0);
+		char *y = range_text(r, T0 + 125 * SEC, T0 + 355 * SEC, 4, NULL);
+		store__close(r);
+		CHECK(strcmp(x, y) == 0 && strlen(x) > 1000);
+		free(x);
+		free(y);
+	}
+	free(old);
+	free(cur);
+}
+
+static int keep_kind(const struct profile *p, const struct pf_sample *s, void *arg)
+{
+	return s->kind == *(const uint32_t *)arg;
+}
+
+static int merge_all(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	return profile__merge(arg, p, NULL, NULL);
+}
+
+/*
+ * Run-queue entries by kernel entry: each run-queue stack is its first
+ * kernel frame, never the scheduler; each thread's run-queue time is the
+ * same as with every frame; on-CPU and off-CPU entries are untouched.
+ */
+static void test_runq_entry(const char *base)
+{
+	char full[256], entry[256];
+	struct profile *a, *b, *x, *y;
+	struct store *r;
+
+	snprintf(full, sizeof(full), "%s/rq-full", base);
+	snprintf(entry, sizeof(entry), "%s/rq-entry", base);
+	write_rich_opts(full, 0, 1);
+	write_rich_opts(entry, 1, 1);
+	profile__new(&a);
+	profile__new(&b);
+	profile__new(&x);
+	profile__new(&y);
+	CHECK_EQ_INT(open_store(full, 0, &r, NULL), 0);
+	CHECK_EQ_INT(store__read(r, INT64_MIN, INT64_MAX, merge_all, a), 0);
+	store__close(r);
+	CHECK_EQ_INT(open_store(entry, 0, &r, NULL), 0);
+	CHECK_EQ_INT(store__read(r, INT64_MIN, INT64_MAX, merge_all, b), 0);
+	store__close(r);
+	for (uint32_t k = 0; k < PF_KIND_RUNQ; k++) {
+		profile__reset(x);
+		profile__reset(y);
+		profile__merge(x, a, keep_kind, &k);
+		profile__merge(y, b, keep_kind, &k);
+		char *tx = profile_text(x), *ty = profile_text(y);
+		CHECK(strcmp(tx, ty) == 0 && strlen(tx) > 1000);
+		free(tx);
+		free(ty);
+	}
+	/* Run-queue time by thread (pid, tid) both ways; the stacks of the entry store. */
+	uint64_t ta = 0, tb = 0, mism = 0, nb = 0, bad = 0;
+	for (size_t i = 0; i < profile__nsamples(a); i++) {
+		const struct pf_sample *s = profile__sample(a, i);
+		if (s->kind != PF_KIND_RUNQ)
+			continue;
+		ta += s->value;
+		uint64_t sa = 0, sb = 0;
+		for (size_t j = 0; j < profile__nsamples(a); j++) {
+			const struct pf_sample *t = profile__sample(a, j);
+			if (t->kind == PF_KIND_RUNQ && t->pid == s->pid && t->tid == s->tid)
+				sa += t->value;
+		}
+		for (size_t j = 0; j < profile__nsamples(b); j++) {
+			const struct pf_sample *t = profile__sample(b, j);
+			if (t->kind == PF_KIND_RUNQ && t->pid == s->pid && t->tid == s->tid)
+				sb += t->value;
+		}
+		mism += sa != sb;
+	}
+	for (size_t i = 0; i < profile__nsamples(b); i++) {
+		const struct pf_sample *s = profile__sample(b, i);
+		if (s->kind != PF_KIND_RUNQ)
+			continue;
+		uint32_t n;
+		const uint32_t *f = profile__stack(b, s->stack, &n);
+		const struct pf_frame *fr = n ? profile__frame(b, f[0]) : NULL;
+		bad += n != 1 || fr->kind != PF_FRAME_KERNEL || !strcmp(profile__str(b, fr->name), "__schedule");
+		tb += s->value;
+		nb++;
+	}
+	CHECK(ta > 0 && ta == tb);
+	CHECK_EQ_INT(mism, 0);
+	CHECK_EQ_INT(bad, 0);
+	/* Pid 500's two waits in the timer interrupt are one entry now: fewer entries than before. */
+	size_t na = 0;
+	for (size_t i = 0; i < profile__nsamples(a); i++)
+		na += profile__sample(a, i)->kind == PF_KIND_RUNQ;
+	CHECK(nb > 0 && nb < na);
+	printf("run-queue by kernel entry: %zu entries from %zu, %llu bytes from %llu\n", (size_t)nb, na,
+	       (unsigned long long)dir_bytes(entry, "seg-"), (unsigned long long)dir_bytes(full, "seg-"));
+	profile__free(a);
+	profile__free(b);
+	profile__free(x);
+	profile__free(y);
+}
+
 /* A writer asked to share the store with a group re-owns what an earlier writer left: segments and summaries. */
 static void test_group_files(const char *base)
 {
@@ -2644,13 +2945,17 @@ int main(int argc, char **argv)
 		write_v4(argv[2]);
 		T_DONE();
 	}
+	if (argc == 3 && !strcmp(argv[1], "--write-v5")) {
+		write_rich(argv[2]);
+		T_DONE();
+	}
 	if (argc == 3 && !strcmp(argv[1], "--write-v4-named")) {
 		write_v4_named(argv[2]);
 		T_DONE();
 	}
 	if (argc != 1) {
 		fprintf(stderr, "usage: %s [--full-disk MNT | --read-only MNT | --write-v4 DIR | "
-			"--write-v4-named DIR]\n", argv[0]);
+			"--write-v4-named DIR | --write-v5 DIR]\n", argv[0]);
 		return 2;
 	}
 
@@ -2674,6 +2979,8 @@ int main(int argc, char **argv)
 	test_v3_compat(base);
 	test_v4_compat(base);
 	test_v4_named_compat(base);
+	test_v5_compat(base);
+	test_runq_entry(base);
 	test_days(base);
 	test_group_files(base);
 	test_retention(base);
