@@ -646,6 +646,35 @@ static int get_str(struct codec *c, struct rd *r, size_t n, uint32_t *id)
  * The samples of a version 1-4 payload, column by column, into
  * c->samples (profile ids).
  */
+/* The pid column (steps from the one before) and the tid column (against the pid) of n rows. */
+static int get_pids(struct rd *r, struct pf_sample *s, size_t n)
+{
+	int64_t pid = 0, d, tid;
+	uint64_t v;
+	int err;
+
+	for (size_t i = 0; i < n; i++) {
+		TRY(get_u(r, &v));
+		pid += unzigzag(v);
+		if (pid < 0 || pid > UINT32_MAX)
+			BAD();
+		s[i].pid = (uint32_t)pid;
+	}
+	for (size_t i = 0; i < n; i++) {
+		TRY(get_u(r, &v));
+		d = unzigzag(v);
+		if (d < -(int64_t)UINT32_MAX || d > (int64_t)UINT32_MAX)
+			BAD();
+		tid = (int64_t)s[i].pid + d;
+		if (tid < 0 || tid > UINT32_MAX)
+			BAD();
+		s[i].tid = (uint32_t)tid;
+	}
+	err = 0;
+out:
+	return err;
+}
+
 static int samples_v4(struct codec *c, struct rd *r, int version, size_t nstr, size_t nk, size_t *nsamples)
 {
 	size_t ns;
@@ -683,24 +712,7 @@ static int samples_v4(struct codec *c, struct rd *r, int version, size_t nstr, s
 			s[i].value *= unit;
 		}
 	}
-	int64_t pid = 0;
-	for (size_t i = 0; i < ns; i++) {
-		TRY(get_u(r, &v));
-		pid += unzigzag(v);
-		if (pid < 0 || pid > UINT32_MAX)
-			BAD();
-		s[i].pid = (uint32_t)pid;
-	}
-	for (size_t i = 0; i < ns; i++) {
-		TRY(get_u(r, &v));
-		int64_t d = unzigzag(v);
-		if (d < -(int64_t)UINT32_MAX || d > (int64_t)UINT32_MAX)
-			BAD();
-		int64_t tid = (int64_t)s[i].pid + d;
-		if (tid < 0 || tid > UINT32_MAX)
-			BAD();
-		s[i].tid = (uint32_t)tid;
-	}
+	TRY(get_pids(r, s, ns));
 	for (size_t i = 0; i < ns; i++)
 		TRY(get_str(c, r, nstr, &s[i].comm));
 	for (size_t i = 0; i < ns; i++)
@@ -734,24 +746,7 @@ static int samples_v5(struct codec *c, struct rd *r, size_t nstr, size_t nk, siz
 	TRY(grow((void **)&c->tcnt, &c->tcnt_cap, nt * PF_KIND_MAX + 1, sizeof(uint32_t)));
 	TRY(grow((void **)&c->samples, &c->samples_cap, ns, sizeof(*c->samples)));
 	struct pf_sample *t = c->thr, *s = c->samples;
-	int64_t pid = 0;
-	for (size_t i = 0; i < nt; i++) {
-		TRY(get_u(r, &v));
-		pid += unzigzag(v);
-		if (pid < 0 || pid > UINT32_MAX)
-			BAD();
-		t[i].pid = (uint32_t)pid;
-	}
-	for (size_t i = 0; i < nt; i++) {
-		TRY(get_u(r, &v));
-		int64_t d = unzigzag(v);
-		if (d < -(int64_t)UINT32_MAX || d > (int64_t)UINT32_MAX)
-			BAD();
-		int64_t tid = (int64_t)t[i].pid + d;
-		if (tid < 0 || tid > UINT32_MAX)
-			BAD();
-		t[i].tid = (uint32_t)tid;
-	}
+	TRY(get_pids(r, t, nt));
 	for (size_t i = 0; i < nt; i++)
 		TRY(get_str(c, r, nstr, &t[i].comm));
 	for (size_t i = 0; i < nt; i++) {
