@@ -51,7 +51,7 @@ static const struct opt_def defs[] = {
 	{ "socket-group", K_STR, F(socket_group), 0, 0, LIVE, "GROUP",
 	  "group that may use the control socket (status only; flush and reload are root's); empty: profd's own group" },
 	{ "state-group", K_STR, F(state_group), 0, 0, 0, "GROUP",
-	  "group that may read the stored profiles (profctl export as a user); empty: profd's own group only" },
+	  "group that may read the stored profiles (profctl export as a user); empty: profd's user and root only" },
 	{ "frequency", K_UINT, F(frequency), 1, 10000, LIVE, "HZ", "samples per second per CPU" },
 	{ "flush-interval", K_DUR, F(flush_interval_ns), 100 * MS, 86400 * SEC, LIVE, "DUR",
 	  "write the open window this often" },
