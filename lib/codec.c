@@ -12,6 +12,7 @@
 #include "profile.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -675,10 +676,41 @@ out:
 	return err;
 }
 
+/*
+ * The stack column (steps from the previous row's stack; plain ids in
+ * version 1) and the value column of n rows whose kinds are read:
+ * off-CPU and run-queue values are in units of unit ns.
+ */
+static int get_stacks_values(struct codec *c, struct rd *r, struct pf_sample *s, size_t n, size_t nk,
+			     bool steps, uint64_t unit)
+{
+	int64_t k = 0;
+	uint64_t v;
+	int err;
+
+	for (size_t i = 0; i < n; i++) {
+		TRY(get_u(r, &v));
+		k = steps ? k + unzigzag(v) : (int64_t)v;
+		if (k < 0 || (uint64_t)k >= nk)
+			BAD();
+		s[i].stack = c->kmap[k];
+	}
+	for (size_t i = 0; i < n; i++) {
+		TRY(get_u(r, &s[i].value));
+		if (s[i].kind != PF_KIND_CPU) {
+			if (s[i].value > UINT64_MAX / unit)
+				BAD();
+			s[i].value *= unit;
+		}
+	}
+	err = 0;
+out:
+	return err;
+}
+
 static int samples_v4(struct codec *c, struct rd *r, int version, size_t nstr, size_t nk, size_t *nsamples)
 {
 	size_t ns;
-	uint64_t v;
 	int err;
 
 	TRY(get_count(r, 8, &ns));
@@ -695,23 +727,7 @@ static int samples_v4(struct codec *c, struct rd *r, int version, size_t nstr, s
 		if (s[i].kind >= PF_KIND_MAX)
 			BAD();
 	}
-	int64_t k = 0;
-	for (size_t i = 0; i < ns; i++) {
-		/* Version 2: steps from the previous sample's stack; version 1: ids. */
-		TRY(get_u(r, &v));
-		k = version >= 2 ? k + unzigzag(v) : (int64_t)v;
-		if (k < 0 || (uint64_t)k >= nk)
-			BAD();
-		s[i].stack = c->kmap[k];
-	}
-	for (size_t i = 0; i < ns; i++) {
-		TRY(get_u(r, &s[i].value));
-		if (s[i].kind != PF_KIND_CPU) {
-			if (s[i].value > UINT64_MAX / unit)
-				BAD();
-			s[i].value *= unit;
-		}
-	}
+	TRY(get_stacks_values(c, r, s, ns, nk, version >= 2, unit));
 	TRY(get_pids(r, s, ns));
 	for (size_t i = 0; i < ns; i++)
 		TRY(get_str(c, r, nstr, &s[i].comm));
@@ -781,22 +797,7 @@ static int samples_v5(struct codec *c, struct rd *r, size_t nstr, size_t nk, siz
 				s[j] = t[i];
 				s[j++].kind = k;
 			}
-	int64_t st = 0;
-	for (size_t i = 0; i < ns; i++) {
-		TRY(get_u(r, &v));
-		st += unzigzag(v);
-		if (st < 0 || (uint64_t)st >= nk)
-			BAD();
-		s[i].stack = c->kmap[st];
-	}
-	for (size_t i = 0; i < ns; i++) {
-		TRY(get_u(r, &s[i].value));
-		if (s[i].kind != PF_KIND_CPU) {
-			if (s[i].value > UINT64_MAX / unit)
-				BAD();
-			s[i].value *= unit;
-		}
-	}
+	TRY(get_stacks_values(c, r, s, ns, nk, true, unit));
 	*nsamples = ns;
 	err = 0;
 out:
