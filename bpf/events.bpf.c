@@ -108,18 +108,13 @@ struct {
 } known_files SEC(".maps");
 
 /*
- * The walker's umaps (bpf/unwind.h), shared by user space before load, and
+ * The walker's umaps (bpf/umaps.h), shared by user space before load, and
  * the files whose rows it may point at (struct profd_ufile). umaps_on: 0
  * when DWARF unwinding is off (then both are empty stand-ins).
  */
 const volatile __u32 umaps_on = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct profd_umaps);
-} umaps SEC(".maps");
+#include "umaps.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

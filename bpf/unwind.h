@@ -34,12 +34,7 @@ struct {
 	__type(value, struct profd_urow);
 } urows SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct profd_umaps);
-} umaps SEC(".maps");
+#include "umaps.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

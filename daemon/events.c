@@ -134,13 +134,13 @@ static int count_files(const struct procmaps *m)
 static void learn(struct events *e, const struct procmaps *m)
 {
 	size_t n = procmaps__count(m);
-	uint64_t fresh = 0;
+	/* n is bounded by the maps reader's budget; without memory every file is told. */
+	uint8_t *fresh = calloc(n ? n : 1, 1);
 
-	for (size_t i = 0; i < n && i < 64; i++) {
+	for (size_t i = 0; fresh && i < n; i++) {
 		const struct procmap *p = procmaps__get(m, i);
 
-		if (!(p->flags & PROCMAP_ANON) && p->inode && !filenames__get(e->paths, p->dev, p->inode))
-			fresh |= 1ULL << i;
+		fresh[i] = !(p->flags & PROCMAP_ANON) && p->inode && !filenames__get(e->paths, p->dev, p->inode);
 	}
 	filenames__learn(e->paths, m);
 	for (size_t i = 0; e->known_fd >= 0 && i < n; i++) {
@@ -149,10 +149,11 @@ static void learn(struct events *e, const struct procmaps *m)
 					    .dev = (uint32_t)(major(p->dev) << 20 | minor(p->dev)) };
 		uint8_t one = 1;
 
-		if ((i >= 64 || (fresh >> i & 1)) && !(p->flags & PROCMAP_ANON) && p->inode &&
+		if ((!fresh || fresh[i]) && !(p->flags & PROCMAP_ANON) && p->inode &&
 		    filenames__get(e->paths, p->dev, p->inode))
 			bpf_map_update_elem(e->known_fd, &k, &one, BPF_ANY);
 	}
+	free(fresh);
 }
 
 /*
