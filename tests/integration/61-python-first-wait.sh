@@ -59,8 +59,9 @@ caught_up || fail "profd did not catch up with the warm-up"
 # What a missing wait leaves to explain it: the process's entries of every
 # kind by thread (a wait counted as run-queue time, or under another
 # thread), the sleep under any process, and the counters of every path on
-# which a wait is dropped or a drain loses entries.
-DIAG='^(lost|offcpu|bpf_prog_misses|stacks_dropped|drain|process_python|python_(adopted|no_thread|bad_reads|not_code))'
+# which a wait is dropped or a drain loses entries, and of the tables and
+# Python state its names come from.
+DIAG='^(lost|offcpu|bpf_prog_misses|stacks_dropped|drain_entries_lost|process_(python|forks|events_lost|tables_written)|python_(adopted|no_thread|bad_reads|not_code)|unwind_(pids|pid_loads|maps_inherited|exec_entries|hook_entries|load_requests|samples_before|stopped_bad))'
 explain() {
 	echo "-- pid $1, the largest entries of every kind, by thread:"
 	profctl dump --pid "$1" --since "$(since_start)" --type wall --threads --no-flush 2>&1 |
