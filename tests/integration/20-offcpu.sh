@@ -170,7 +170,6 @@ st=$(profctl status)
 check "status reports off-CPU on" grep -qP '^offcpu\s+on$' <<<"$st"
 check "status: no off-CPU task state lost" grep -qP '^lost_offcpu_no_task_state\s+0$' <<<"$st"
 check "status: no off-CPU wait lost for want of its stacks" grep -qP '^lost_offcpu_not_captured\s+0$' <<<"$st"
-check "status: no off-CPU wait lost for want of its end" grep -qP '^lost_offcpu_end_unseen\s+0$' <<<"$st"
 check "profd exits 0 on SIGTERM" stop_profd
 
 # In-kernel selection: a process named by --offcpu-pids and one started in a
