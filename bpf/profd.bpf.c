@@ -749,9 +749,9 @@ static __always_inline __u64 infer_in(const struct offcpu_task *t, struct task_s
 /*
  * Ends t's wait at in, p's switch-in time: adds it to the place's pending
  * time or to the counts. in OFFCPU_IN_UNSEEN: the switch-in was not seen,
- * it is inferred (now: the time of this call, 0 if not read yet). in 0:
- * no switch-in to end it at (the hook was attached while p ran), the wait
- * is dropped.
+ * it is inferred (now: the time of this call, 0 if not read yet). in 0,
+ * or an inference refused: no switch-in time (a switch-in let pass leaves
+ * no wait open), the wait is dropped and counted.
  */
 static __always_inline void end_wait(struct offcpu_task *t, __u64 in, struct task_struct *p,
 				     __u64 now)
