@@ -715,12 +715,46 @@ static __always_inline __u32 capture_place(void *ctx, struct offcpu_place *pl, i
 	return flags;
 }
 
+/* A switch-in time the hook did not see: the task's last switch-in on this CPU was another's. */
+#define OFFCPU_IN_UNSEEN (~0ULL)
+
 /*
- * Ends t's wait at in, its switch-in time: adds it to the place's pending
- * time or to the counts. in 0: the switch-in was not seen (the hook was
- * attached while the task ran), the wait is dropped.
+ * When p, whose wait t holds open, was switched in, that switch not seen:
+ * the kernel does not trace every switch (on the test VM, those out of one
+ * agent's threads: the tracepoint's other programs miss them too), and the
+ * thread switched in by such a switch would lose its whole wait. The
+ * scheduler stamps every switch-in (last_arrival, its run-queue clock):
+ * p has run since, for that long before now. The clock may lag by up to a
+ * tick outside a switch (at exit): the wait then ends that much late.
+ * 0 (the wait is dropped, and counted) on a kernel without the stamp, or
+ * a stamp older than the wait.
  */
-static __always_inline void end_wait(struct offcpu_task *t, __u64 in)
+static __always_inline __u64 infer_in(const struct offcpu_task *t, struct task_struct *p, __u64 now)
+{
+	struct rq *rq;
+	__u64 ran;
+
+	if (!bpf_core_field_exists(p->sched_info.last_arrival))
+		return 0;
+	rq = task_rq(p);
+	if (!rq)
+		return 0;
+	ran = rq->clock - p->sched_info.last_arrival;
+	if (ran >= now - t->ts)
+		return 0;
+	count(PROFD_CNT_OFFCPU_INFERRED);
+	return now - ran;
+}
+
+/*
+ * Ends t's wait at in, p's switch-in time: adds it to the place's pending
+ * time or to the counts. in OFFCPU_IN_UNSEEN: the switch-in was not seen,
+ * it is inferred (now: the time of this call, 0 if not read yet). in 0,
+ * or an inference refused: no switch-in time (a switch-in let pass leaves
+ * no wait open), the wait is dropped and counted.
+ */
+static __always_inline void end_wait(struct offcpu_task *t, __u64 in, struct task_struct *p,
+				     __u64 now)
 {
 	__u32 gv = *(volatile __u32 *)&gen;
 	struct offcpu_hot *h;
@@ -728,10 +762,14 @@ static __always_inline void end_wait(struct offcpu_task *t, __u64 in)
 
 	if (!t->ts)
 		return;
+	if (in == OFFCPU_IN_UNSEEN)
+		in = infer_in(t, p, now ? now : bpf_ktime_get_ns());
 	delta = in - t->ts;
 	t->ts = 0;
-	if (!in)
+	if (!in) {
+		count(PROFD_CNT_OFFCPU_UNSEEN);
 		return;
+	}
 	if (delta < offcpu_min_ns) {
 		count(PROFD_CNT_OFFCPU_SHORT);
 		return;
@@ -742,7 +780,7 @@ static __always_inline void end_wait(struct offcpu_task *t, __u64 in)
 		delta *= t->weight;
 	h = &t->hot[t->kind == PROFD_KIND_RUNQ];
 	if (!h->ready) {
-		count(PROFD_CNT_OFFCPU_NO_STATE);
+		count(PROFD_CNT_OFFCPU_NOT_CAPTURED);
 		return;
 	}
 	delta += h->pending;
@@ -787,7 +825,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	/* No state: the task is new, was not selected or left before we attached. */
 	t = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
 	if (t)
-		end_wait(t, now);
+		end_wait(t, now, next, now);
 }
 
 /*
@@ -839,7 +877,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 			if (in) {
 				t = bpf_task_storage_get(&offcpu_tasks, prev, 0, 0);
 				if (t)
-					end_wait(t, in);
+					end_wait(t, in, prev, now);
 			}
 			i = c->let_i++ % OFFCPU_LET;
 			c->let[i].task = (__u64)prev;
@@ -861,7 +899,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		count(PROFD_CNT_OFFCPU_NO_STATE);
 		return;
 	}
-	end_wait(t, in);
+	end_wait(t, in, prev, now);
 	t->weight = weight;
 
 	if (offcpu_sample > 1) {
@@ -917,6 +955,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	t->ts = now;
 	bpf_tail_call(ctx, &offcpu_progs, 0);
 	/* Not loaded: the waits of this place are dropped (and counted) until a capture runs. */
+	count(PROFD_CNT_OFFCPU_TAIL_FAILED);
 }
 
 /*
@@ -939,8 +978,10 @@ int BPF_PROG(off_cpu_capture, bool preempt, struct task_struct *prev, struct tas
 	int kthread;
 
 	t = bpf_task_storage_get(&offcpu_tasks, prev, 0, 0);
-	if (!t)
+	if (!t) {
+		count(PROFD_CNT_OFFCPU_NO_STATE);
 		return 0;
+	}
 	k = t->kind == PROFD_KIND_RUNQ;
 	pl = &t->place[k];
 	h = &t->hot[k];
@@ -1014,8 +1055,11 @@ int BPF_PROG(off_cpu, bool preempt, struct task_struct *prev, struct task_struct
 	if (!c)
 		return 0;
 	rate_window(c);
-	/* prev is the task this CPU switched in last, unless no switch was seen since attaching. */
-	in = c->run_open && c->run_task == (__u64)prev ? c->run_start : 0;
+	/*
+	 * prev is the task this CPU switched in last, unless no switch was seen
+	 * since attaching, or prev was switched in by a switch not traced.
+	 */
+	in = c->run_task != (__u64)prev ? OFFCPU_IN_UNSEEN : c->run_open ? c->run_start : 0;
 	c->run_task = (__u64)next;
 	if (c->every > 1 && was_let_pass(c, next)) {
 		c->run_open = 0;
@@ -1048,7 +1092,8 @@ int BPF_PROG(offcpu_exit, struct task_struct *p)
 	if (!t)
 		return 0;
 	c = bpf_map_lookup_elem(&offcpu_cpus, &zero);
-	end_wait(t, c && c->run_open && c->run_task == (__u64)cur ? c->run_start : 0);
+	end_wait(t, !c || c->run_task != (__u64)cur ? OFFCPU_IN_UNSEEN : c->run_open ? c->run_start : 0,
+		 cur, 0);
 	flush_pending(t, PROFD_KIND_OFFCPU);
 	flush_pending(t, PROFD_KIND_RUNQ);
 	return 0;

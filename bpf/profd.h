@@ -59,6 +59,10 @@ enum profd_counter {
 	PROFD_CNT_OFFCPU_SHORT,    /* blocks or waits below the minimum, not counted */
 	PROFD_CNT_OFFCPU_CAPTURED, /* switch-outs that walked the stacks (the others reused them or were not sampled) */
 	PROFD_CNT_OFFCPU_RATE_WINDOWS, /* per-CPU windows in which switch-outs were sampled (rate over the budget) */
+	PROFD_CNT_OFFCPU_UNSEEN,   /* a wait whose end (the task's switch-in) was not seen nor inferred: not timed */
+	PROFD_CNT_OFFCPU_INFERRED, /* waits whose switch-in was not traced, ended from the task's CPU time since */
+	PROFD_CNT_OFFCPU_NOT_CAPTURED, /* a wait whose stacks were due and not captured: not counted */
+	PROFD_CNT_OFFCPU_TAIL_FAILED,  /* the capture program could not be tail-called */
 	PROFD_CNT_MAX,
 };
 

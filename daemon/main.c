@@ -118,6 +118,10 @@ static const char *const counter_names[PROFD_CNT_MAX] = {
 	[PROFD_CNT_OFFCPU_SHORT] = "offcpu_below_minimum",
 	[PROFD_CNT_OFFCPU_CAPTURED] = "offcpu_stacks_captured",
 	[PROFD_CNT_OFFCPU_RATE_WINDOWS] = "offcpu_sampled_windows",
+	[PROFD_CNT_OFFCPU_UNSEEN] = "lost_offcpu_end_unseen",
+	[PROFD_CNT_OFFCPU_INFERRED] = "offcpu_ends_inferred",
+	[PROFD_CNT_OFFCPU_NOT_CAPTURED] = "lost_offcpu_not_captured",
+	[PROFD_CNT_OFFCPU_TAIL_FAILED] = "offcpu_capture_tail_call_failed",
 };
 
 static int sym_user(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out)
@@ -371,6 +375,8 @@ static int status_reply(struct profd *d, char **out)
 	for (int i = 0; i < PROFD_CNT_MAX; i++)
 		ADD("%s\t%" PRIu64, counter_names[i], c[i]);
 	ADD("stacks_unresolved\t%" PRIu64, d->unsymbolized_stacks);
+	ADD("drain_entries_lost\t%" PRIu64, sampler__drain_lost(d->sampler));
+	ADD("bpf_prog_misses\t%" PRIu64, sampler__prog_misses(d->sampler));
 	ADD("drains\t%" PRIu64, d->drains);
 	ADD("drain_avg_us\t%" PRIu64, d->drains ? d->drain_ns_total / d->drains / 1000 : 0);
 	ADD("drain_max_us\t%" PRIu64, d->drain_ns_max / 1000);

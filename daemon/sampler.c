@@ -42,6 +42,7 @@ struct sampler {
 	uint32_t nstacks, ncounts; /* entries the last drain read */
 	uint64_t *sindex; /* open addressing: stack id -> position + 1 in svals */
 	uint32_t sindex_cap;
+	uint64_t drain_lost; /* entries read from the kernel and dropped by a failed drain */
 	int online_fd; /* /sys/devices/system/cpu/online, kept: read at every hotplug check */
 };
 
@@ -586,8 +587,11 @@ int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg)
 	err = read_and_clear(bpf_map__fd(cmaps[old]), sizeof(*s->keys), sizeof(*s->vals), s->keys,
 			     s->vals, s->o.counts_entries, &ncounts);
 	s->ncounts = ncounts;
-	if (err)
+	if (err) {
+		/* Read and deleted: they go no further. */
+		s->drain_lost += ncounts;
 		return err;
+	}
 	index_stacks(s);
 
 	for (uint32_t i = 0; i < ncounts; i++) {
@@ -603,10 +607,36 @@ int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg)
 		};
 
 		err = fn(&e, arg);
-		if (err)
+		if (err) {
+			/* This entry and the rest: read and deleted from the kernel, never stored. */
+			s->drain_lost += ncounts - i;
 			return err;
+		}
 	}
 	return 0;
+}
+
+uint64_t sampler__drain_lost(const struct sampler *s)
+{
+	return s->drain_lost;
+}
+
+uint64_t sampler__prog_misses(const struct sampler *s)
+{
+	struct bpf_program *progs[] = { s->skel->progs.on_cpu, s->skel->progs.off_cpu,
+					s->skel->progs.offcpu_exit };
+	uint64_t n = 0;
+
+	/* A program the kernel did not run because it was running already on that CPU. */
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(progs[i]);
+
+		if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len))
+			n += info.recursion_misses;
+	}
+	return n;
 }
 
 void sampler__drained(const struct sampler *s, uint32_t *counts, uint32_t *stacks)

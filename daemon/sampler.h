@@ -46,6 +46,10 @@ void sampler__free(struct sampler *s);
 /* Flips the generation, then reads and clears the previous one. */
 int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg);
 void sampler__counters(const struct sampler *s, uint64_t out[PROFD_CNT_MAX]);
+/* Entries read from the kernel maps that a failed drain dropped. */
+uint64_t sampler__drain_lost(const struct sampler *s);
+/* Runs of the sampling and off-CPU programs the kernel skipped (one already running on that CPU). */
+uint64_t sampler__prog_misses(const struct sampler *s);
 /* Entries the last drain read from the counts and stacks maps. */
 void sampler__drained(const struct sampler *s, uint32_t *counts, uint32_t *stacks);
 const char *sampler__event(const struct sampler *s);

@@ -169,6 +169,7 @@ check "alt: both paths' off-CPU $((pa + pb)) us = $r x the time inside them (0.8
 st=$(profctl status)
 check "status reports off-CPU on" grep -qP '^offcpu\s+on$' <<<"$st"
 check "status: no off-CPU task state lost" grep -qP '^lost_offcpu_no_task_state\s+0$' <<<"$st"
+check "status: no off-CPU wait lost for want of its stacks" grep -qP '^lost_offcpu_not_captured\s+0$' <<<"$st"
 check "profd exits 0 on SIGTERM" stop_profd
 
 # In-kernel selection: a process named by --offcpu-pids and one started in a

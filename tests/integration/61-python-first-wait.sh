@@ -56,6 +56,23 @@ kill "${WARM[@]}"
 wait "${WARM[@]}" 2>/dev/null
 caught_up || fail "profd did not catch up with the warm-up"
 
+# What a missing wait leaves to explain it: the process's entries of every
+# kind by thread (a wait counted as run-queue time, or under another
+# thread), the sleep under any process, and the counters of every path on
+# which a wait is dropped or a drain loses entries, and of the tables and
+# Python state its names come from.
+DIAG='^(lost|offcpu|bpf_prog_misses|stacks_dropped|drain_entries_lost|process_(python|forks|events_lost|tables_written)|python_(adopted|no_thread|bad_reads|not_code)|unwind_(pids|pid_loads|maps_inherited|exec_entries|hook_entries|load_requests|samples_before|stopped_bad))'
+explain() {
+	echo "-- pid $1, the largest entries of every kind, by thread:"
+	profctl dump --pid "$1" --since "$(since_start)" --type wall --threads --no-flush 2>&1 |
+		awk '{ print $NF, substr($0, 1, 300) }' | sort -nr | head -6
+	echo "-- wait_for_job under any process:"
+	profctl dump --since "$(since_start)" --type wall --threads --no-flush 2>&1 |
+		awk '/wait_for_job/ { print $NF, substr($0, 1, 200) }' | sort -nr | head -12
+	echo "-- $2, largest first:"
+	awk '{ print $NF, substr($0, 1, 300) }' "$2" | sort -nr | head -3
+}
+
 declare -A EXEC=() FORK=()
 for l in $LABELS; do
 	kill -STOP "$PROFD_PID"
@@ -85,9 +102,10 @@ for l in $LABELS; do
 		profctl dump --pid "$pid" --since "$(since_start)" --type offcpu --no-flush >"$f" 2>&1
 		got=$(awk '/;wait_for_job [(]first[.]py[)];/ { s += $NF } END { print s + 0 }' "$f")
 		check "$l $how: $got us of the 2 s sleep under wait_for_job (>= 1.9 s)" [ "$got" -ge 1900000 ]
-		[ "$got" -ge 1900000 ] || sort -k2nr "$f" | awk '{ print $NF, substr($0, 1, 300) }' | sort -nr | head -3
+		[ "$got" -ge 1900000 ] || explain "$pid" "$f"
 	done
 done
 profctl status | grep -E '^process_python_made_known|^python_adopted'
+[ "$FAILS" -eq 0 ] || profctl status | grep -E "$DIAG"
 stop_profd || fail "profd exited non-zero"
 done_test
