@@ -960,18 +960,28 @@ static void file_check(struct symbolizer *s, uint32_t pid, const struct procmap 
 {
 	struct file_ent *f = filecache__get(s->fc, m->dev, m->inode, s->fslot);
 	struct procmap now = *m;
+	char path[96];
 	struct stat st;
 	int fd, err;
 
 	if (!f || !f->have_stat)
 		return;
-	/* As a load would open it: map_files, or the path in the process's root (no CAP_SYS_ADMIN). */
-	fd = open_mapped(s, pid, m);
-	if (fd < 0)
-		return;
-	err = fstat(fd, &st);
-	close(fd);
-	if (err || (uint64_t)st.st_ino != m->inode)
+	/*
+	 * The very file mapped, by one stat through map_files (no open: a read
+	 * of a process's maps checks every file it names, and an open costs
+	 * four system calls); without CAP_SYS_ADMIN, as a load would open it.
+	 */
+	snprintf(path, sizeof(path), "%u/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	err = fstatat(s->proc_fd, path, &st, 0) ? -errno : 0;
+	if (err == -EPERM || err == -EACCES) {
+		fd = open_mapped(s, pid, m);
+		if (fd < 0)
+			return;
+		err = fstat(fd, &st);
+		close(fd);
+	}
+	if (err || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != m->inode)
 		return;
 	now.flags |= PROCMAP_STAT;
 	now.size = (uint64_t)st.st_size;
