@@ -232,7 +232,7 @@ static struct procreg_ids event_ids(const struct profd_pev *ev)
 
 static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
 {
-	struct procmaps *listed;
+	struct procmaps *listed, *prev;
 	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL, false };
 	struct procreg_ids ids = event_ids(ev);
 	uint32_t pid = ev->pid;
@@ -244,22 +244,33 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	 * off the old one goes): an exit of an old process under the pid does
 	 * not forget this one.
 	 */
+	/*
+	 * The image before (a forked child's: its parent's) names the samples
+	 * taken before the exec. Only when the exec events wait for ld.so: an
+	 * address outside the new image's list is then not one it maps yet.
+	 */
+	if (!e->delay_max_ns || procreg__maps(e->reg, pid, &prev))
+		prev = NULL;
 	procreg__exec(e->reg, pid, im.start_time, im.start_code, &ids);
 	listed = x ? event_maps(e, x) : NULL;
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
 		/* Exited before ld.so was done: named from the list or not at all; the tables want nothing (exec -1). */
 		im.exec = -1;
-		if (listed)
-			capture(e, &im, &ids, listed);
-		else
+		if (listed && capture(e, &im, &ids, listed) >= 0)
+			symbolizer__exec_prev(e->sym, pid, prev);
+		else if (!listed)
 			procreg__forget(e->reg, pid); /* its first sample, if any, tries /proc */
 		procmaps__free(listed);
+		procmaps__free(prev);
 		return;
 	}
 	/* The hook wrote the walker's entry itself only from a complete list (not EXITED). */
 	im.written = listed && (x->maps_flags & PROFD_PEV_MAPS_UMAPS);
 	n = capture(e, &im, &ids, listed);
+	if (n >= 0)
+		symbolizer__exec_prev(e->sym, pid, prev);
 	procmaps__free(listed);
+	procmaps__free(prev);
 	/*
 	 * Gone already, or static (the binary only: no ld.so to map libraries).
 	 * With libraries found, sent once ld.so was done or read as late as a

@@ -407,6 +407,7 @@ static int status_reply(struct profd *d, char **out)
 	ADD("symbol_pids_bytes\t%" PRIu64, ss.pid_bytes);
 	ADD("symbol_maps_reads\t%" PRIu64, ss.maps_reads);
 	ADD("symbol_miss_checks\t%" PRIu64, ss.miss_checks);
+	ADD("symbol_prev_image_hits\t%" PRIu64, ss.prev_image_hits);
 	ADD("symbol_file_hits\t%" PRIu64, ss.file_hits);
 	ADD("symbol_file_misses\t%" PRIu64, ss.file_misses);
 	ADD("symbol_file_evictions\t%" PRIu64, ss.file_evictions);
@@ -450,6 +451,7 @@ static int status_reply(struct profd *d, char **out)
 		ADD("frame_cache_hits\t%" PRIu64, ws.frame_hits);
 		ADD("frame_cache_misses\t%" PRIu64, ws.frame_misses);
 		ADD("frame_cache_place_hits\t%" PRIu64, ws.place_hits);
+		ADD("frame_cache_misses_unplaced\t%" PRIu64, ws.unplaced);
 		ADD("heap_used_bytes\t%zu", mi.uordblks + mi.hblkhd);
 		ADD("heap_free_bytes\t%zu", mi.fordblks);
 		ADD("heap_trims\t%" PRIu64, d->trims);

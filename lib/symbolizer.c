@@ -46,6 +46,15 @@
 /* A miss outside every mapping is checked with the kernel at most MISS_CHECKS_PER_SEC times per pid in this long. */
 #define MAPS_REFRESH_MS 1000
 #define MISS_CHECKS_PER_SEC 4
+/*
+ * The image a process had before its exec names addresses outside the new
+ * one this long: its samples taken before the exec are drained after the
+ * exec event (the next drain, late on a loaded host), and a shell's
+ * fork-and-exec puts a few of them into every new process.
+ */
+#define PREV_IMAGE_MS 10000
+/* Images kept: a shell's child that execs env, which execs the program, had two. */
+#define PREV_IMAGES 2
 /* A file we could not open (process gone, EACCES) is retried after this. */
 #define OPEN_RETRY_MS 5000
 #define GONE_RETRY_MS 100
@@ -110,6 +119,9 @@ struct pid_ent {
 	int64_t kid_ms;        /* the same for misses of its forked children */
 	uint32_t kid_n;
 	bool exited;           /* process events said so: the kernel has nothing more to tell */
+	/* The images before its last execs, newest first (a forked child's: its parent's), until prev_until_ms. */
+	struct procmaps *prev[PREV_IMAGES];
+	int64_t prev_until_ms;
 	struct perfmap *pm;    /* NULL until a JIT frame asks */
 	int64_t pm_read_ms;
 	uint32_t pm_wait_ms;   /* no perf map last time: wait this long before looking again */
@@ -382,6 +394,8 @@ static void pid_ent_free(struct symbolizer *s, struct pid_ent *p)
 	root_unpin(s, p->root);
 	perfmap__free(p->pm);
 	procmaps__free(p->maps);
+	for (int i = 0; i < PREV_IMAGES; i++)
+		procmaps__free(p->prev[i]);
 	free(p);
 }
 
@@ -946,18 +960,28 @@ static void file_check(struct symbolizer *s, uint32_t pid, const struct procmap 
 {
 	struct file_ent *f = filecache__get(s->fc, m->dev, m->inode, s->fslot);
 	struct procmap now = *m;
+	char path[96];
 	struct stat st;
 	int fd, err;
 
 	if (!f || !f->have_stat)
 		return;
-	/* As a load would open it: map_files, or the path in the process's root (no CAP_SYS_ADMIN). */
-	fd = open_mapped(s, pid, m);
-	if (fd < 0)
-		return;
-	err = fstat(fd, &st);
-	close(fd);
-	if (err || (uint64_t)st.st_ino != m->inode)
+	/*
+	 * The very file mapped, by one stat through map_files (no open: a read
+	 * of a process's maps checks every file it names, and an open costs
+	 * four system calls); without CAP_SYS_ADMIN, as a load would open it.
+	 */
+	snprintf(path, sizeof(path), "%u/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	err = fstatat(s->proc_fd, path, &st, 0) ? -errno : 0;
+	if (err == -EPERM || err == -EACCES) {
+		fd = open_mapped(s, pid, m);
+		if (fd < 0)
+			return;
+		err = fstat(fd, &st);
+		close(fd);
+	}
+	if (err || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != m->inode)
 		return;
 	now.flags |= PROCMAP_STAT;
 	now.size = (uint64_t)st.st_size;
@@ -1370,12 +1394,44 @@ static const struct procmap *parent_miss(struct symbolizer *s, struct pid_ent *p
 	return m;
 }
 
+/*
+ * addr in an image p had before its exec, in a file loaded already (the
+ * old image's files are opened through the process, which maps them no
+ * more): a sample taken before the exec. NULL otherwise.
+ */
+static const struct procmap *prev_find(struct symbolizer *s, struct pid_ent *p, uint64_t addr,
+				       struct file_ent **fo)
+{
+	const struct procmap *m = NULL;
+	struct file_ent *f;
+
+	if (!p->prev[0])
+		return NULL;
+	if (clock__mono_ms() >= p->prev_until_ms) {
+		for (int i = 0; i < PREV_IMAGES; i++) {
+			procmaps__free(p->prev[i]);
+			p->prev[i] = NULL;
+		}
+		return NULL;
+	}
+	for (int i = 0; !m && i < PREV_IMAGES && p->prev[i]; i++)
+		m = procmaps__find(p->prev[i], addr);
+	if (!m || !m->path || (m->flags & PROCMAP_ANON))
+		return NULL;
+	f = filecache__get(s->fc, m->dev, m->inode, s->fslot);
+	if (!f || !f->es || file_changed(f, m))
+		return NULL;
+	s->st.prev_image_hits++;
+	*fo = f;
+	return m;
+}
+
 int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return, struct sym *out)
 {
 	uint64_t addr = is_return && ip ? ip - 1 : ip, vaddr, start;
 	const struct procmap *m = NULL;
 	struct pid_ent *p, *owner;
-	struct file_ent *f;
+	struct file_ent *f = NULL;
 	const char *name;
 	bool maybe_jit = false;
 	int err;
@@ -1391,6 +1447,8 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	owner = p;
 	if (p->maps)
 		m = procmaps__find(p->maps, addr);
+	if (!m)
+		m = prev_find(s, p, addr, &f);
 	if (!m)
 		m = miss(s, p, addr, false, &maybe_jit);
 	if (!m && p->ppid && (p->gone || p->exited))
@@ -1419,7 +1477,8 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 	out->offset = ip - m->start + m->offset;
 	if ((m->flags & PROCMAP_ANON) && !(m->flags & PROCMAP_VDSO))
 		return 0;
-	f = file_get(s, owner, m);
+	if (!f)
+		f = file_get(s, owner, m);
 	if (!f)
 		return -ENOMEM;
 	if (!f->es)
@@ -1436,15 +1495,21 @@ int symbolizer__place(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_re
 {
 	uint64_t addr = is_return && ip ? ip - 1 : ip;
 	struct pid_ent *p = pid_find(s, pid);
-	const struct procmap *m;
-	struct file_ent *f;
+	const struct procmap *m = NULL;
+	struct file_ent *f = NULL;
 
 	*file = 0;
 	/* What symbolizer__user would find first, and nothing it would look further for. */
-	if (!p || !p->maps || !(m = procmaps__find(p->maps, addr)) || !m->path ||
-	    (m->flags & PROCMAP_ANON))
+	if (!p)
 		return 0;
-	f = filecache__get(s->fc, m->dev, m->inode, s->fslot);
+	if (p->maps)
+		m = procmaps__find(p->maps, addr);
+	if (!m && !(m = prev_find(s, p, addr, &f)))
+		return 0;
+	if (!m->path || (m->flags & PROCMAP_ANON))
+		return 0;
+	if (!f)
+		f = filecache__get(s->fc, m->dev, m->inode, s->fslot);
 	if (!f || !f->es)
 		return 0;
 	lru_del(&p->lru);
@@ -1520,6 +1585,25 @@ int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct pr
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+void symbolizer__exec_prev(struct symbolizer *s, uint32_t pid, struct procmaps *prev)
+{
+	struct pid_ent *p = pid_find(s, pid);
+
+	int64_t now = clock__mono_ms();
+
+	if (!p || !prev || prev == p->maps)
+		return;
+	/* The older ones go, and all of them when the last exec was long ago. */
+	procmaps__free(p->prev[PREV_IMAGES - 1]);
+	memmove(&p->prev[1], &p->prev[0], (PREV_IMAGES - 1) * sizeof(p->prev[0]));
+	for (int i = 1; now >= p->prev_until_ms && i < PREV_IMAGES; i++) {
+		procmaps__free(p->prev[i]);
+		p->prev[i] = NULL;
+	}
+	p->prev[0] = procmaps__ref(prev);
+	p->prev_until_ms = now + PREV_IMAGE_MS;
 }
 
 int symbolizer__maps(struct symbolizer *s, uint32_t pid, struct procmaps **out)

@@ -67,6 +67,7 @@ struct symbolizer_stats {
 	uint64_t pid_bytes;         /* heap bytes held by the cached processes: mapping tables, perf maps, roots */
 	uint64_t maps_reads;        /* mapping tables read (first sight, exec, a miss on a new mapping) */
 	uint64_t miss_checks;       /* addresses outside every known mapping checked with the kernel */
+	uint64_t prev_image_hits;   /* addresses named by the image before an exec (samples taken before it) */
 	uint64_t files_refused;     /* files over their share of the budget (also in bad_files) */
 	uint64_t pids_refused;      /* processes whose mappings are over their share */
 	uint64_t perfmaps_capped;   /* perf maps read only up to their process's share */
@@ -125,6 +126,14 @@ int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct pr
  */
 int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid,
 		     const struct procreg_ids *ids, struct procmaps *maps);
+
+/*
+ * pid exec'd (captured since): prev, its image before (a forked child's:
+ * its parent's), names for a while the addresses outside the new one that
+ * lie in files loaded already: its samples taken before the exec, drained
+ * after it. A reference is kept.
+ */
+void symbolizer__exec_prev(struct symbolizer *s, uint32_t pid, struct procmaps *prev);
 
 /*
  * pid's mappings as last read (capture, first sight, a miss), shared rather

@@ -234,6 +234,7 @@ static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret
 		return 0;
 	}
 	w->st.frame_misses++;
+	w->st.unplaced += pid != KERNEL_PID && !file;
 	err = pid == KERNEL_PID ? w->syms.kernel(w->syms.arg, ip, &y) :
 				  w->syms.user(w->syms.arg, pid, ip, (int)is_ret, &y);
 	if (!err)

@@ -59,6 +59,7 @@ struct window_sample {
 struct window_stats {
 	uint64_t frame_hits, frame_misses; /* frames found in the cache, and named and interned */
 	uint64_t place_hits;               /* of the hits, found by their place in a file */
+	uint64_t unplaced;                 /* of the misses, user frames in no loaded file */
 	uint64_t glue_frames;              /* tracing glue left out of off-CPU stacks */
 };
 

@@ -888,6 +888,51 @@ static void test_fork(void)
 }
 
 /*
+ * An exec replaces the image: the samples taken before it, drained after,
+ * are named by the image before (its files loaded already), not left
+ * unnamed against the new one.
+ */
+static void test_exec_prev(void)
+{
+	struct procmap anon = { .start = 0x10000, .end = 0x11000, .flags = PROCMAP_ANON };
+	struct procmaps *old = NULL, *img = NULL;
+	struct symbolizer_stats st;
+	struct symbolizer *s = NULL;
+	uint32_t self = (uint32_t)getpid();
+	uint64_t ip = (uint64_t)(uintptr_t)test_target_fn, file = 0, off = 0, file2 = 0, off2 = 0;
+	struct sym r;
+
+	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(symbolizer__capture(s, self, NULL), 0);
+	CHECK_EQ_INT(symbolizer__place(s, self, ip, 0, &file, &off), 0);
+	CHECK(file != 0);
+	CHECK_EQ_INT(symbolizer__maps(s, self, &old), 0);
+	CHECK_EQ_INT(procmaps__from(&anon, 1, &img), 0);
+	/* The new image maps nothing of ours; exited, so /proc is not asked. */
+	CHECK_EQ_INT(symbolizer__capture_maps(s, self, NULL, img), 0);
+	symbolizer__exited(s, self);
+	CHECK_EQ_INT(symbolizer__place(s, self, ip, 0, &file2, &off2), 0);
+	CHECK_EQ_INT(file2, 0);
+	CHECK_EQ_INT(symbolizer__user(s, self, ip, 0, &r), 0);
+	CHECK(r.name == NULL);
+	symbolizer__exec_prev(s, self, old);
+	procmaps__free(old); /* the entry holds its own reference */
+	CHECK_EQ_INT(symbolizer__place(s, self, ip, 0, &file2, &off2), 0);
+	CHECK(file2 == file && off2 == off);
+	CHECK_EQ_INT(symbolizer__user(s, self, ip, 0, &r), 0);
+	CHECK_EQ_STR(r.name ? r.name : "(none)", "test_target_fn");
+	/* An address in neither image stays unnamed. */
+	CHECK_EQ_INT(symbolizer__user(s, self, 0x20000, 0, &r), 0);
+	CHECK(r.name == NULL);
+	symbolizer__stats(s, &st);
+	CHECK_EQ_INT(st.prev_image_hits, 2);
+	procmaps__free(img);
+	symbolizer__free(s);
+}
+
+/*
  * What is kept per process hangs off the registry's record and each file's
  * symbols off the shared file cache: a new image under the pid drops the
  * process's entry, and a record only the symbolizer knew goes with it.
@@ -959,6 +1004,7 @@ int main(void)
 	test_debug_files();
 	test_capture();
 	test_fork();
+	test_exec_prev();
 	test_shared_registry();
 	test_jit_after_exit();
 	test_vdso_after_exit();
