@@ -29,6 +29,9 @@ struct {
  * CPython.
  */
 
+/* py_none is the walker's (shared at open): write the exec's notes into it. */
+const volatile __u32 py_notes = 0;
+
 /* A py_procs value being made: too large for the stack beside a ring record's pointer. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -41,7 +44,7 @@ struct {
 static __always_inline void py_insert(__u32 pid, struct profd_pyproc *val)
 {
 	if (bpf_map_update_elem(&py_procs, &pid, val, BPF_NOEXIST) == 0) {
-		__sync_fetch_and_add(&py_gen, 1);
+		py_gen_bump(pid);
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_PY_ADOPTED], 1);
 	}
 }
@@ -467,14 +470,23 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	 */
 	struct profd_pev ev = {};
 	struct delayed *d;
-	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32, g;
 
 	__sync_fetch_and_add(&counters[PROFD_PEV_CNT_EXEC], 1);
 	ev.type = PROFD_PEV_EXEC;
 	ev.pid = pid;
 	fill_ids(p, &ev);
+	/* Before the delete: an insert after it moves the counter past this. */
+	g = *(volatile __u32 *)&py_gen[pid & (PROFD_PY_GEN_SLOTS - 1)];
 	/* After the event's time: user space deletes what it wrote later than that (pyprocs.c). */
 	bpf_map_delete_elem(&py_procs, &pid);
+	/*
+	 * Until an insert for it (this hook's timer, for an interpreter file
+	 * probed before, or user space), the new image has no entry: its
+	 * samples skip the lookup from the first on every CPU.
+	 */
+	if (py_notes)
+		py_none_everywhere(pid, g);
 	if (exec_poll_ns) {
 		/* An exec before the last one's event was due replaces it: that image is gone. */
 		if (bpf_map_update_elem(&delayed, &pid, &(struct delayed){}, BPF_ANY) == 0 &&
@@ -543,7 +555,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	struct mm_struct *mm = BPF_CORE_READ(child, mm);
 	const struct profd_pyproc *pp;
 	struct profd_pyproc *np;
-	__u32 zero = 0;
+	__u32 zero = 0, g;
 
 	if (BPF_CORE_READ(child, tgid) == BPF_CORE_READ(parent, tgid) || !mm ||
 	    mm == BPF_CORE_READ(parent, mm) ||
@@ -554,6 +566,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	ev.pid = BPF_CORE_READ(child, tgid);
 	ev.ppid = BPF_CORE_READ(parent, tgid);
 	fill_ids(child, &ev);
+	g = *(volatile __u32 *)&py_gen[ev.pid & (PROFD_PY_GEN_SLOTS - 1)];
 	bpf_map_delete_elem(&py_procs, &ev.pid);
 	/* The parent's interpreter is the child's, at the same addresses; its code cache is not. */
 	pp = bpf_map_lookup_elem(&py_procs, &ev.ppid);
@@ -561,6 +574,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		__builtin_memcpy(np, pp, sizeof(*np));
 		np->epoch = 1ULL << 63 | (__u64)ev.pid << 32 | (__u32)bpf_ktime_get_ns();
 		py_insert(ev.pid, np);
+	} else if (py_notes && !pp) {
+		/* A shell's child runs the shell's code until it execs: no lookup for its samples either. */
+		py_none_everywhere(ev.pid, g);
 	}
 	send(&ev, BPF_RB_NO_WAKEUP);
 	return 0;

@@ -33,12 +33,72 @@ struct {
 } py_files SEC(".maps");
 
 /*
- * Bumped after every insert into py_procs, user space's and the kernel's:
- * a lookup that found no entry for a pid is still right while this holds
- * the value it had before that lookup. Alone in its cache line: every
- * sample reads it, and the counters beside it are written by all CPUs.
+ * py_gen[pid & (PROFD_PY_GEN_SLOTS - 1)] is bumped after every insert into
+ * py_procs for pid, user space's and the kernel's: a lookup that found no
+ * entry for a pid is still right while its counter holds the value it had
+ * before that lookup. One counter per pid slot, not one for all: a host
+ * that starts CPython processes all the time (a Python exec a few ms) then
+ * expires only the notes of the pids beside the new one, where a single
+ * counter sent 17-30 % of the other processes' samples to a py_procs
+ * lookup. In a section of their own: every sample reads one, and the
+ * counters beside .bss's are written by all CPUs.
  */
-__u32 py_gen SEC(".data.py_gen") = 0;
+__u32 py_gen[PROFD_PY_GEN_SLOTS] SEC(".data.py_gen") = {};
+
+static __always_inline void py_gen_bump(__u32 pid)
+{
+	__sync_fetch_and_add(&py_gen[pid & (PROFD_PY_GEN_SLOTS - 1)], 1);
+}
+
+/*
+ * Per CPU, by pid: pid << 32 | py_gen[pid's slot] + 1 when py_procs had no
+ * entry for the pid at that value. Most samples are of processes that are not
+ * CPython: one line of this CPU's instead of a py_procs lookup (two cold
+ * lines of a shared hash map). One 8-byte store: a sample that
+ * interrupts the off-CPU hook cannot tear a slot. The exec hook writes
+ * the new image's note on every CPU (py_none_everywhere), so that a new
+ * process's first sample on a CPU needs no lookup either.
+ */
+#define PY_NONE_SLOTS PROFD_PY_GEN_SLOTS
+
+struct py_none {
+	__u64 s[PY_NONE_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_none);
+} py_none SEC(".maps");
+
+/*
+ * CPUs whose notes an exec writes: each is a store to another CPU's line,
+ * paid once per exec, where a missing note costs each CPU that samples the
+ * process a py_procs lookup. Past this many CPUs a process's samples find
+ * a note after their first on that CPU, as before.
+ */
+#define PY_NONE_CPUS 16
+
+/*
+ * "No py_procs entry for pid at py_gen value g" on every CPU (up to
+ * PY_NONE_CPUS): g must have been read before the pid's entry was
+ * deleted, so that an insert after the delete has moved the pid's
+ * counter past it.
+ */
+static __always_inline void py_none_everywhere(__u32 pid, __u32 g)
+{
+	__u64 none = (__u64)pid << 32 | (__u32)(g + 1);
+	struct py_none *nc;
+	__u32 zero = 0;
+
+	for (__u32 cpu = 0; cpu < PY_NONE_CPUS; cpu++) {
+		nc = bpf_map_lookup_percpu_elem(&py_none, &zero, cpu);
+		if (!nc)
+			break;
+		nc->s[pid & (PY_NONE_SLOTS - 1)] = none;
+	}
+}
 
 /*
  * pf's template placed at the file's mapping that starts at vstart,

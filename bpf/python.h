@@ -999,25 +999,6 @@ static long py_vma(struct task_struct *task, struct vm_area_struct *vma, void *a
 	return 0;
 }
 
-/*
- * Per CPU, by pid: pid << 32 | py_gen + 1 when py_procs had no entry for
- * the pid at that py_gen. Most samples are of processes that are not
- * CPython: one line of this CPU's instead of a py_procs lookup (two cold
- * lines of a shared hash map). One 8-byte store: a sample that
- * interrupts the off-CPU hook cannot tear a slot.
- */
-#define PY_NONE_SLOTS 256
-
-struct py_none {
-	__u64 s[PY_NONE_SLOTS];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct py_none);
-} py_none SEC(".maps");
 
 /* Whether the current thread's name starts with "python": py_adopt's candidates. */
 static __always_inline int py_named_python(struct task_struct *task)
@@ -1048,7 +1029,7 @@ static __always_inline const struct profd_pyproc *py_adopt(struct py_ctx *w, str
 	if (!pf || py_from_file(pf, sc->vstart, sc->vpgoff, pid, task->mm->start_code, &sc->adopt))
 		return NULL;
 	if (bpf_map_update_elem(&py_procs, &pid, &sc->adopt, BPF_NOEXIST) == 0) {
-		__sync_fetch_and_add(&py_gen, 1);
+		py_gen_bump(pid);
 		pycount(PROFD_PYCNT_ADOPTED);
 	}
 	return bpf_map_lookup_elem(&py_procs, &pid);
@@ -1122,8 +1103,9 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	if (!w->sc)
 		return 0;
 	w->sc->place.src = 0;
-	/* Read before the lookup: an insert after it bumps py_gen past this. */
-	none = (__u64)pid << 32 | (__u32)(*(volatile __u32 *)&py_gen + 1);
+	/* Read before the lookup: an insert after it bumps the pid's py_gen past this. */
+	none = (__u64)pid << 32 |
+	       (__u32)(*(volatile __u32 *)&py_gen[pid & (PROFD_PY_GEN_SLOTS - 1)] + 1);
 	nc = bpf_map_lookup_elem(&py_none, &zero);
 	if (nc) {
 		ns = &nc->s[pid & (PY_NONE_SLOTS - 1)];

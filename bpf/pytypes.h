@@ -46,6 +46,13 @@ struct profd_pyoffs {
 	__u16 pad;
 };
 
+/*
+ * py_gen (bpf/pyadopt.h) has this many counters, one per pid & (slots - 1):
+ * an insert for a pid expires the walker's "no entry" notes of the pids
+ * that share its counter only, not every note on every CPU.
+ */
+#define PROFD_PY_GEN_SLOTS 256
+
 /* Value of the py_procs map, by tgid: one CPython process the walker may read. */
 struct profd_pyproc {
 	__u64 runtime;    /* address of _PyRuntime in the process */

@@ -381,9 +381,11 @@ static int open_bpf(struct events *e, uint64_t poll_ns, const struct pyprocs_fds
 	procs = e->skel->maps.py_procs;
 	files = e->skel->maps.py_files;
 	if (py ? bpf_map__reuse_fd(procs, py->procs) || bpf_map__reuse_fd(files, py->files) ||
-		 bpf_map__reuse_fd(e->skel->maps.data_py_gen, py->gen) :
+		 bpf_map__reuse_fd(e->skel->maps.data_py_gen, py->gen) ||
+		 bpf_map__reuse_fd(e->skel->maps.py_none, py->none) :
 		 map_empty(procs) || map_empty(files))
 		err = -errno;
+	e->skel->rodata->py_notes = !!py;
 	/* Entries written at exec: only with the events that wait for ld.so, and the walker's map. */
 	e->skel->rodata->umaps_on = umaps_fd >= 0 && poll_ns;
 	if (!err && (e->skel->rodata->umaps_on ?

@@ -162,6 +162,7 @@ void pyprocs__share(struct profd_bpf *skel, struct pyprocs_fds *out)
 	out->procs = bpf_map__fd(skel->maps.py_procs);
 	out->files = bpf_map__fd(skel->maps.py_files);
 	out->gen = bpf_map__fd(skel->maps.data_py_gen);
+	out->none = bpf_map__fd(skel->maps.py_none);
 }
 
 int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc,
@@ -252,7 +253,8 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 			p->write_errors++;
 		} else {
 			/* After the write: the walker's per-CPU "no entry" notes of older values lapse. */
-			__atomic_fetch_add(&p->skel->data_py_gen->py_gen, 1, __ATOMIC_SEQ_CST);
+			__atomic_fetch_add(&p->skel->data_py_gen->py_gen[pid & (PROFD_PY_GEN_SLOTS - 1)], 1,
+					   __ATOMIC_SEQ_CST);
 			p->written++;
 			if (sl)
 				sl->wrote_ns = clock__mono_ns();

@@ -25,11 +25,11 @@ void pyprocs__configure(struct profd_bpf *skel);
  * The walker's maps for process events to share (events__open): its
  * CPython processes, whose entries the kernel side deletes as an image
  * goes and makes at an exec of an interpreter file probed before (and a
- * fork of a CPython process), those files, and the generation that an
- * insert bumps.
+ * fork of a CPython process), those files, the generations that an
+ * insert bumps, and the per-CPU notes of pids without an entry.
  */
 struct pyprocs_fds {
-	int procs, files, gen;
+	int procs, files, gen, none;
 };
 void pyprocs__share(struct profd_bpf *skel, struct pyprocs_fds *out);
 /*
