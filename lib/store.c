@@ -47,7 +47,18 @@
 #define REC_FLAG_WHOLE   8u          /* the summary of the whole segment */
 #define REC_FLAG_PIDS    16u         /* with WHOLE: merged by function only, pids and tids kept */
 #define REC_FLAG_NAMED   32u         /* segments only: rolled up by function and name, no pids */
-#define REC_FLAG_PREFIX  64u         /* segments only: the record before is its zstd prefix */
+#define REC_FLAG_PREFIX  64u         /* segments only: the record before is its zstd prefix (read only) */
+#define REC_FLAG_STREAM  128u        /* segments only: the chain's records are one zstd frame */
+/*
+ * A chain's zstd frame: a 2 MiB window holds a 2-CPU host's whole chain
+ * (30 windows of 45 KB raw); hash and chain tables of 2^19 keep the
+ * compressor at 6 MB, where level 9's own for a stream of unknown size
+ * take 17 MB. Readers refuse a window past 16 MiB.
+ */
+#define STREAM_WLOG      21
+#define STREAM_HLOG      19
+#define STREAM_CLOG      19
+#define STREAM_WLOG_MAX  24
 #define DEF_NAMED_AGE    (3600ll * 1000000000ll)
 #define DEF_FOLD_SHARE   10000u
 #define DEF_ROLL_LEVEL   9
@@ -94,12 +105,14 @@ struct seg_list {
 	size_t n, cap;
 };
 
-/* A writer's chain in one segment file: the next record is a key when len is 0. */
+/*
+ * A writer's chain in one segment file: the next record is a key when len
+ * is 0. Its records are one zstd frame of the compressor it is written
+ * with, which therefore writes no other chain while it lasts.
+ */
 struct chain {
 	uint64_t key_off; /* offset of the chain's key record */
 	uint32_t len;     /* records in the chain so far */
-	uint8_t *pre;     /* the raw payload of its last record: the next delta's zstd prefix */
-	size_t pre_len, pre_cap;
 };
 
 /* A record found by a reader: where it is and its header. */
@@ -119,6 +132,7 @@ struct store {
 	ZSTD_CCtx *rcctx;      /* rollups and days: written once in the background, a higher level */
 	ZSTD_CCtx *scctx;      /* summaries: SUM_ZSTD_LEVEL, or zstd_level when lower */
 	ZSTD_DCtx *dctx;
+	ZSTD_DCtx *sdctx;      /* a chain's frame, record after record (flag bit 7) */
 	struct profile *prof;
 	uint8_t *zbuf, *rbuf;
 	size_t zcap, rcap;
@@ -128,8 +142,7 @@ struct store {
 	dev_t pdev;
 	ino_t pino;
 	uint64_t pnext;        /* the offset right after that record; 0: none held */
-	uint8_t *wnext;        /* writer: the raw payload of the record being made */
-	size_t wnext_len, wnext_cap;
+	int slive;             /* that record was of a chain's frame, which sdctx has decoded up to it */
 	uint64_t seg_bytes;
 	int64_t seg_span;
 	uint32_t chain_max;
@@ -858,8 +871,13 @@ int store__open(const struct store_opts *o, struct store **out)
 	    (err = codec__set_value_unit(s->codec, s->o.value_unit_ns)))
 		goto fail;
 	s->dctx = ZSTD_createDCtx();
-	if (!s->dctx) {
+	s->sdctx = ZSTD_createDCtx();
+	if (!s->dctx || !s->sdctx) {
 		err = -ENOMEM;
+		goto fail;
+	}
+	if (ZSTD_isError(ZSTD_DCtx_setParameter(s->sdctx, ZSTD_d_windowLogMax, STREAM_WLOG_MAX))) {
+		err = -EINVAL;
 		goto fail;
 	}
 	if ((err = open_dir(s)))
@@ -893,6 +911,15 @@ int store__open(const struct store_opts *o, struct store **out)
 			err = -EINVAL;
 			goto fail;
 		}
+		/* The two that write segments' chains as frames (rollups' also day files, at their size). */
+		ZSTD_CCtx *const sz[2] = { s->cctx, s->rcctx };
+		for (int i = 0; i < 2; i++)
+			if (ZSTD_isError(ZSTD_CCtx_setParameter(sz[i], ZSTD_c_windowLog, STREAM_WLOG)) ||
+			    ZSTD_isError(ZSTD_CCtx_setParameter(sz[i], ZSTD_c_hashLog, STREAM_HLOG)) ||
+			    ZSTD_isError(ZSTD_CCtx_setParameter(sz[i], ZSTD_c_chainLog, STREAM_CLOG))) {
+				err = -EINVAL;
+				goto fail;
+			}
 		s->lockfd = openat(s->dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 		if (s->lockfd < 0) {
 			err = -errno;
@@ -965,6 +992,7 @@ void store__close(struct store *s)
 	ZSTD_freeCCtx(s->rcctx);
 	ZSTD_freeCCtx(s->scctx);
 	ZSTD_freeDCtx(s->dctx);
+	ZSTD_freeDCtx(s->sdctx);
 	codec__free(s->codec);
 	profile__free(s->prof);
 	codec__free(s->rcodec);
@@ -976,8 +1004,6 @@ void store__close(struct store *s)
 	free(s->zbuf);
 	free(s->rbuf);
 	free(s->pbuf);
-	free(s->wnext);
-	free(s->achain.pre);
 	free(s->dir);
 	free(s);
 }
@@ -1092,25 +1118,32 @@ static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const
 		return err;
 	if (rawlen > REC_MAX_PAYLOAD)
 		return -EFBIG;
-	size_t bound = ZSTD_compressBound(rawlen);
+	size_t bound = ZSTD_compressBound(rawlen) + 64, z;
 	if ((err = grow_buf(&s->zbuf, &s->zcap, bound)))
 		return err;
-	/* Segments only: a summary's or day's record is read without the one before it. */
-	int seg = !(flags & REC_FLAG_SUMMARY);
-	if (seg && *delta && ch->pre_len) {
-		if (ZSTD_isError(ZSTD_CCtx_refPrefix(z_ctx, ch->pre, ch->pre_len)))
+	/*
+	 * Segments: the chain's records are one frame, each record's blocks
+	 * flushed whole; a key starts it. A summary's or day's record is a
+	 * frame of its own: it is read without the ones before it.
+	 */
+	if (!(flags & REC_FLAG_SUMMARY)) {
+		if (!*delta && ZSTD_isError(ZSTD_CCtx_reset(z_ctx, ZSTD_reset_session_only)))
 			return -EIO;
-		h.flags |= REC_FLAG_PREFIX;
-	}
-	size_t z = ZSTD_compress2(z_ctx, s->zbuf, bound, raw, rawlen);
-	if (ZSTD_isError(z))
-		return -EIO;
-	s->wnext_len = 0;
-	if (seg) {
-		if ((err = grow_buf(&s->wnext, &s->wnext_cap, rawlen ? rawlen : 1)))
-			return err;
-		memcpy(s->wnext, raw, rawlen);
-		s->wnext_len = rawlen;
+		ZSTD_inBuffer in = { raw, rawlen, 0 };
+		ZSTD_outBuffer out = { s->zbuf, bound, 0 };
+		size_t left;
+		do
+			left = ZSTD_compressStream2(z_ctx, &out, &in, ZSTD_e_flush);
+		while (!ZSTD_isError(left) && left && out.pos < out.size);
+		/* The frame is then unusable: the caller's next record is a key. */
+		if (ZSTD_isError(left) || left)
+			return -EIO;
+		z = out.pos;
+		h.flags |= REC_FLAG_STREAM;
+	} else {
+		z = ZSTD_compress2(z_ctx, s->zbuf, bound, raw, rawlen);
+		if (ZSTD_isError(z))
+			return -EIO;
 	}
 	if (*delta)
 		h.flags |= REC_FLAG_DELTA;
@@ -1125,12 +1158,9 @@ static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const
 	return 0;
 }
 
-/* The record just made is on disk: it is the chain's, and the next delta's prefix. */
+/* The record just made is on disk: it is the chain's. */
 static void chain_added(struct store *s, struct chain *ch, uint64_t off, int delta)
 {
-	swap_buf(&ch->pre, &ch->pre_cap, &s->wnext, &s->wnext_cap);
-	ch->pre_len = s->wnext_len;
-	s->wnext_len = 0;
 	if (delta) {
 		ch->len++;
 	} else {
@@ -1315,11 +1345,14 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 	if (err)
 		return err;
 	uint32_t known = REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE |
-			 REC_FLAG_PIDS | REC_FLAG_NAMED | REC_FLAG_PREFIX;
-	int bad_sum = !(sflags & REC_FLAG_SUMMARY) || (h->flags & (REC_FLAG_NAMED | REC_FLAG_PREFIX)) ||
+			 REC_FLAG_PIDS | REC_FLAG_NAMED | REC_FLAG_PREFIX | REC_FLAG_STREAM;
+	int bad_sum = !(sflags & REC_FLAG_SUMMARY) ||
+		      (h->flags & (REC_FLAG_NAMED | REC_FLAG_PREFIX | REC_FLAG_STREAM)) ||
 		      ((sflags & REC_FLAG_PIDS) && !(sflags & REC_FLAG_WHOLE));
 	uint32_t pre_needs = REC_FLAG_ZSTD | REC_FLAG_DELTA;
-	int bad_pre = (h->flags & REC_FLAG_PREFIX) && (h->flags & pre_needs) != pre_needs;
+	int bad_pre = ((h->flags & REC_FLAG_PREFIX) && (h->flags & pre_needs) != pre_needs) ||
+		      ((h->flags & REC_FLAG_STREAM) && (!(h->flags & REC_FLAG_ZSTD) || (h->flags & REC_FLAG_PREFIX)));
+	int cont = (h->flags & REC_FLAG_STREAM) && (h->flags & REC_FLAG_DELTA);
 
 	if ((h->flags & ~known) || bad_pre || (s->in_sum ? bad_sum : sflags != 0)) {
 		*why = "unknown record flags";
@@ -1327,21 +1360,40 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 	}
 	struct stat st = { 0 };
 	int have = s->pnext && !fstat(fd, &st) && st.st_dev == s->pdev && st.st_ino == s->pino;
-	if ((h->flags & REC_FLAG_PREFIX) && (!have || s->pnext != off))
-		return -ESTALE; /* the record before it first: its chain is decoded from the key */
+	if (((h->flags & REC_FLAG_PREFIX) || cont) && (!have || s->pnext != off || (cont && !s->slive)))
+		return -ESTALE; /* the records before it first: its chain is decoded from the key */
 	*raw = s->zbuf;
 	if (h->flags & REC_FLAG_ZSTD) {
-		if ((err = grow_buf(&s->rbuf, &s->rcap, h->raw_len ? h->raw_len : 1)))
+		/* One byte more: a record whose blocks hold more than raw_len bytes fills it. */
+		if ((err = grow_buf(&s->rbuf, &s->rcap, (size_t)h->raw_len + 1)))
 			return err;
-		if ((h->flags & REC_FLAG_PREFIX) &&
-		    ZSTD_isError(ZSTD_DCtx_refPrefix(s->dctx, s->pbuf, s->plen)))
-			return -ENOMEM;
-		size_t r = ZSTD_decompressDCtx(s->dctx, s->rbuf, h->raw_len, s->zbuf, h->comp_len);
+		size_t r;
+		if (h->flags & REC_FLAG_STREAM) {
+			if (!cont && ZSTD_isError(ZSTD_DCtx_reset(s->sdctx, ZSTD_reset_session_only)))
+				return -ENOMEM;
+			ZSTD_inBuffer in = { s->zbuf, h->comp_len, 0 };
+			ZSTD_outBuffer out = { s->rbuf, (size_t)h->raw_len + 1, 0 };
+			size_t ip, op;
+			/* Each call consumes or produces, or the loop ends: bounded by the bytes. */
+			do {
+				ip = in.pos;
+				op = out.pos;
+				r = ZSTD_decompressStream(s->sdctx, &out, &in);
+			} while (!ZSTD_isError(r) && (in.pos != ip || out.pos != op) && out.pos < out.size);
+			r = ZSTD_isError(r) || in.pos != in.size ? (size_t)-1 : out.pos;
+		} else {
+			if ((h->flags & REC_FLAG_PREFIX) &&
+			    ZSTD_isError(ZSTD_DCtx_refPrefix(s->dctx, s->pbuf, s->plen)))
+				return -ENOMEM;
+			r = ZSTD_decompressDCtx(s->dctx, s->rbuf, h->raw_len, s->zbuf, h->comp_len);
+		}
 		if (ZSTD_isError(r) || r != h->raw_len) {
 			s->pnext = 0;
+			s->slive = 0;
 			*why = "payload does not decompress";
 			return -EBADMSG;
 		}
+		s->slive = !!(h->flags & REC_FLAG_STREAM);
 		/* Kept as the next record's prefix: the two buffers change places. */
 		swap_buf(&s->pbuf, &s->pcap, &s->rbuf, &s->rcap);
 		s->plen = h->raw_len;
@@ -1351,7 +1403,7 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 		s->pino = st.st_ino;
 		s->pnext = st.st_ino ? off + REC_HDR + h->comp_len : 0;
 		*raw = s->pbuf;
-	} else if (s->pnext = 0, h->raw_len != h->comp_len) {
+	} else if (s->pnext = 0, s->slive = 0, h->raw_len != h->comp_len) {
 		*why = "raw and stored lengths differ";
 		return -EBADMSG;
 	}
@@ -2402,7 +2454,6 @@ static void roll_end(struct store *s)
 	(void)unlinkat(s->dfd, r->tmp, 0);
 	free(r->q.pend);
 	free(r->parts.v);
-	free(r->ch.pre);
 	free(r);
 	s->roll = NULL;
 	/* A segment's worth of samples by pid is megabytes: not kept between summaries. */

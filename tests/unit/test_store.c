@@ -1731,7 +1731,7 @@ static int summarise_all(const char *dir, const struct store_rollup *tier, void 
 }
 
 /* Flips a payload byte of the first record of the file whose flags & mask are want: 0, or -1 if none. */
-/* Records of dir's files named prefix*: all, deltas, and those with flag bit 6 (prefixed). */
+/* Records of dir's files named prefix*: all, deltas, and those of a chain's frame (flag bit 7; bit 6 counts 10^6). */
 static void count_prefixed(const char *dir, const char *prefix, int *recs, int *deltas,
 			   int *prefixed)
 {
@@ -1751,7 +1751,8 @@ static void count_prefixed(const char *dir, const char *prefix, int *recs, int *
 			uint32_t comp = h[12] | h[13] << 8 | (uint32_t)h[14] << 16 | (uint32_t)h[15] << 24;
 			(*recs)++;
 			*deltas += !!(flags & 2);
-			*prefixed += !!(flags & 64);
+			/* This writer writes a chain as one frame (bit 7), never a delta against the record before (bit 6). */
+			*prefixed += (flags & 192) == 128 ? 1 : (flags & 64) ? 1000000 : 0;
 			off += 64 + comp;
 		}
 		if (fd >= 0)
@@ -1796,11 +1797,11 @@ static void test_summaries(const char *base)
 	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
 	CHECK_EQ_INT(count_files(dir, "sum-"), 6);
 	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 0); /* all done: nothing rebuilt */
-	/* Segments' deltas are compressed against the record before; summaries' never. */
+	/* Segments' chains are one zstd frame each, keys and deltas; summaries' records frames of their own. */
 	{
 		int recs, deltas, prefixed;
 		count_prefixed(dir, "seg-", &recs, &deltas, &prefixed);
-		CHECK(recs == SW && deltas > recs / 2 && prefixed == deltas);
+		CHECK(recs == SW && deltas > recs / 2 && prefixed == recs);
 		count_prefixed(dir, "sum-", &recs, &deltas, &prefixed);
 		CHECK(recs >= 12 && deltas > 0 && prefixed == 0);
 	}
@@ -2406,17 +2407,20 @@ static char *windows_text(const char *dir)
 
 /*
  * tests/unit/data/v5: rich_window()'s windows as the format 5 writer
- * with payload version 4 wrote them (test_store --write-v5 DIR). Read
- * as they are: every window the same as this writer's of the same windows.
+ * with payload version 4 wrote them; tests/unit/data/v6: the same
+ * windows as the format 6 writer wrote them, payload version 5, each
+ * delta compressed with the record before it only (header flag bit 6).
+ * Both written by test_store --write-rich DIR of their time. Read as
+ * they are: every window the same as this writer's of the same windows.
  */
-static void test_v5_compat(const char *base)
+static void test_rich_compat(const char *base, const char *v)
 {
 	char dir[256], now[256], cmd[1200];
 	const char *data = getenv("T_DATA") ? getenv("T_DATA") : "tests/unit/data";
 
-	snprintf(dir, sizeof(dir), "%s/v5", base);
-	snprintf(now, sizeof(now), "%s/v5-now", base);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && cp '%s'/v5/*.pfd '%s'/", dir, dir, data, dir);
+	snprintf(dir, sizeof(dir), "%s/%s", base, v);
+	snprintf(now, sizeof(now), "%s/%s-now", base, v);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir -p '%s' && cp '%s'/%s/*.pfd '%s'/", dir, dir, data, v, dir);
 	CHECK_EQ_INT(system(cmd), 0);
 	write_rich(now);
 	nwarn = 0;
@@ -2945,7 +2949,7 @@ int main(int argc, char **argv)
 		write_v4(argv[2]);
 		T_DONE();
 	}
-	if (argc == 3 && !strcmp(argv[1], "--write-v5")) {
+	if (argc == 3 && (!strcmp(argv[1], "--write-rich") || !strcmp(argv[1], "--write-v5"))) {
 		write_rich(argv[2]);
 		T_DONE();
 	}
@@ -2955,7 +2959,7 @@ int main(int argc, char **argv)
 	}
 	if (argc != 1) {
 		fprintf(stderr, "usage: %s [--full-disk MNT | --read-only MNT | --write-v4 DIR | "
-			"--write-v4-named DIR | --write-v5 DIR]\n", argv[0]);
+			"--write-v4-named DIR | --write-rich DIR]\n", argv[0]);
 		return 2;
 	}
 
@@ -2979,7 +2983,8 @@ int main(int argc, char **argv)
 	test_v3_compat(base);
 	test_v4_compat(base);
 	test_v4_named_compat(base);
-	test_v5_compat(base);
+	test_rich_compat(base, "v5");
+	test_rich_compat(base, "v6");
 	test_runq_entry(base);
 	test_days(base);
 	test_group_files(base);
