@@ -136,6 +136,20 @@ struct {
 } umaps_new SEC(".maps");
 
 /*
+ * Exec events are made here, then copied into the ring: a process whose
+ * event finds the ring full (a loaded host, user space seconds late) is
+ * still made known to the walkers (its py_procs and umaps entries), and
+ * so are the children it forks. Slot 1 is the exit hook's, slot 0 the
+ * timer's, which may run inside it on the same CPU.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct profd_pev_exec);
+} pev_new SEC(".maps");
+
+/*
  * Odd while user space takes rows away from a file (its ufiles entry
  * deleted, the umaps entries that point at them dropped), bumped again
  * after: an entry written here across such a change may point at rows
@@ -381,13 +395,12 @@ static __always_inline bool umaps_write(const struct profd_pev_exec *x)
 static __always_inline void send_listed(struct task_struct *t, const struct profd_pev *ev, __u32 flags,
 					__u64 wake)
 {
-	struct profd_pev_exec *x = bpf_ringbuf_reserve(&pevents, sizeof(*x), 0);
+	__u32 slot = flags & PROFD_PEV_MAPS_EXITED ? 1 : 0;
+	struct profd_pev_exec *x = bpf_map_lookup_elem(&pev_new, &slot);
 	bool later, written;
 
-	if (!x) {
-		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
+	if (!x)
 		return;
-	}
 	x->ev = *ev;
 	list_maps(t, x);
 	x->maps_flags |= flags;
@@ -404,7 +417,11 @@ static __always_inline void send_listed(struct task_struct *t, const struct prof
 	 * full at most (a loaded host wakes user space late: no event lost).
 	 */
 	written = x->maps_flags & PROFD_PEV_MAPS_UMAPS;
-	bpf_ringbuf_submit(x, later ? BPF_RB_NO_WAKEUP : wake ? wake : BPF_RB_FORCE_WAKEUP);
+	if (bpf_ringbuf_output(&pevents, x, sizeof(*x),
+			       later ? BPF_RB_NO_WAKEUP : wake ? wake : BPF_RB_FORCE_WAKEUP)) {
+		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
+		return;
+	}
 	if (written && bpf_ringbuf_query(&pevents, BPF_RB_AVAIL_DATA) <=
 			       bpf_ringbuf_query(&pevents, BPF_RB_RING_SIZE) / 4)
 		return;

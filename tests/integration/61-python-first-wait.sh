@@ -5,7 +5,8 @@
 # Python function. profd is stopped while each process starts, as a busy
 # daemon seconds behind its events would be, and samples at 1 Hz, so that no
 # on-CPU sample can make the process known first. Both ways a process
-# starts: an exec of an interpreter profd has seen before, and a fork of a
+# starts: an exec of an interpreter profd has seen before (also with the
+# events ring full, its exec event lost), and a fork of a
 # CPython process profd knows.
 source "$(dirname "$0")/lib.sh"
 
@@ -73,7 +74,7 @@ explain() {
 	awk '{ print $NF, substr($0, 1, 300) }' "$2" | sort -nr | head -3
 }
 
-declare -A EXEC=() FORK=()
+declare -A EXEC=() FORK=() RING=()
 for l in $LABELS; do
 	kill -STOP "$PROFD_PID"
 	"${INTERP[$l]}" "$T/first.py" exec & EXEC[$l]=$!
@@ -92,12 +93,31 @@ for l in $LABELS; do
 	sleep 0.5
 	kill -CONT "$PROFD_PID"
 	wait "$PY_PID" || fail "$l: first.py fork exited $?"
+
+	# The events ring full as the process starts (the daemon stopped while
+	# 400 short processes exec and exit): its exec event is lost, and the
+	# kernel must know the process all the same.
+	caught_up || fail "$l: profd did not catch up before the ring test"
+	lost=$(profctl status | awk '$1 == "process_events_lost" { print $2 }')
+	kill -STOP "$PROFD_PID"
+	for _ in $(seq 1 400); do /bin/true; done
+	"${INTERP[$l]}" "$T/first.py" exec & RING[$l]=$!
+	sleep 0.5
+	kill -CONT "$PROFD_PID"
+	wait "${RING[$l]}" || fail "$l: first.py exec (ring full) exited $?"
+	caught_up || fail "$l: profd did not catch up after the ring test"
+	now=$(profctl status | awk '$1 == "process_events_lost" { print $2 }')
+	check "$l ring: process events lost while profd was stopped ($((now - lost)))" [ "$((now - lost))" -gt 0 ]
 done
 caught_up || fail "profd did not catch up"
 
 for l in $LABELS; do
-	for how in exec fork; do
-		if [ "$how" = exec ]; then pid=${EXEC[$l]}; else pid=${FORK[$l]:-0}; fi
+	for how in exec fork ring; do
+		case $how in
+		exec) pid=${EXEC[$l]} ;;
+		fork) pid=${FORK[$l]:-0} ;;
+		ring) pid=${RING[$l]} ;;
+		esac
 		f=$T/$how.$l
 		profctl dump --pid "$pid" --since "$(since_start)" --type offcpu --no-flush >"$f" 2>&1
 		got=$(awk '/;wait_for_job [(]first[.]py[)];/ { s += $NF } END { print s + 0 }' "$f")
