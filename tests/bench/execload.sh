@@ -8,8 +8,9 @@
 # profiler's CPU (user + system of its process), BPF run time per sample
 # (bpf_stats, on only while measuring), peak RSS, and the exec rate of that
 # interval (sched_process_exec events counted by perf stat). LOOPS exec
-# loops run side by side (3: about 150 execs/s on the 2-CPU VM when it is
-# otherwise idle; the rate reached is printed per round and in the table).
+# loops run side by side (3 by default: 66-84 execs/s on the 2-CPU VM when
+# it is otherwise idle, and 6 no more, 76-82: the loops share the CPUs with
+# the CPU-bound work; the rate reached is printed per round and in the table).
 # Then, profd alone for SECS on a quiet exec rate (benchwork plus a loop of
 # `sleep 0.1`, about 10 execs/s), after the same warm-up.
 # For profd, also its main thread's CPU (process events, tables, drains:
