@@ -50,14 +50,17 @@
 #define REC_FLAG_PREFIX  64u         /* segments only: the record before is its zstd prefix (read only) */
 #define REC_FLAG_STREAM  128u        /* segments only: the chain's records are one zstd frame */
 /*
- * A chain's zstd frame: a 2 MiB window holds a 2-CPU host's whole chain
- * (30 windows of 45 KB raw); hash and chain tables of 2^19 keep the
- * compressor at 6 MB, where level 9's own for a stream of unknown size
- * take 17 MB. Readers refuse a window past 16 MiB.
+ * A chain's zstd frame: its window and match tables are sized from the
+ * raw bytes of the compressor's chains (stream_start): at most a 2 MiB
+ * window and tables of 2^19 entries (a busy 2-CPU host's chain, 30
+ * windows of about 35-45 KB raw: a 6 MB compressor, where level 9's own
+ * for a stream of unknown size take 17 MB); a quiet host's chain of a
+ * few KB a window takes a 256 KiB window and about 1 MB. Readers refuse
+ * a window past 16 MiB.
  */
-#define STREAM_WLOG      21
-#define STREAM_HLOG      19
-#define STREAM_CLOG      19
+#define STREAM_WLOG      21          /* at most */
+#define STREAM_WLOG_MIN  16
+#define STREAM_TLOG_LESS 2           /* tables of 2^(wlog - 2) entries */
 #define STREAM_WLOG_MAX  24
 #define DEF_NAMED_AGE    (3600ll * 1000000000ll)
 #define DEF_FOLD_SHARE   10000u
@@ -130,6 +133,7 @@ struct store {
 	ino_t chain_ino;
 	ZSTD_CCtx *cctx;
 	ZSTD_CCtx *rcctx;      /* rollups and days: written once in the background, a higher level */
+	struct zsizing { uint64_t raw; uint32_t n; int wlog; } asz, rsz; /* cctx's, rcctx's chain so far */
 	ZSTD_CCtx *scctx;      /* summaries: SUM_ZSTD_LEVEL, or zstd_level when lower */
 	ZSTD_DCtx *dctx;
 	ZSTD_DCtx *sdctx;      /* a chain's frame, record after record (flag bit 7) */
@@ -911,15 +915,6 @@ int store__open(const struct store_opts *o, struct store **out)
 			err = -EINVAL;
 			goto fail;
 		}
-		/* The two that write segments' chains as frames (rollups' also day files, at their size). */
-		ZSTD_CCtx *const sz[2] = { s->cctx, s->rcctx };
-		for (int i = 0; i < 2; i++)
-			if (ZSTD_isError(ZSTD_CCtx_setParameter(sz[i], ZSTD_c_windowLog, STREAM_WLOG)) ||
-			    ZSTD_isError(ZSTD_CCtx_setParameter(sz[i], ZSTD_c_hashLog, STREAM_HLOG)) ||
-			    ZSTD_isError(ZSTD_CCtx_setParameter(sz[i], ZSTD_c_chainLog, STREAM_CLOG))) {
-				err = -EINVAL;
-				goto fail;
-			}
 		s->lockfd = openat(s->dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 		if (s->lockfd < 0) {
 			err = -errno;
@@ -1097,6 +1092,35 @@ static int write_record(struct store *s, const uint8_t *hdr, const uint8_t *payl
 }
 
 /*
+ * Starts a chain's frame on z_ctx, its window and tables sized from the
+ * raw bytes per record of the chain z_ctx wrote before (half its key
+ * when there was none): a window of twice chain_records such records
+ * (the tables, a quarter of its entries, then keep most of the chain's
+ * positions), and never smaller than z_ctx's before: zstd keeps the
+ * larger workspace it has, so a smaller window would cost bytes and
+ * save no memory. So the largest chain sizes the compressor, and a
+ * quiet host's stays small. Rollups size theirs from theirs.
+ */
+static int stream_start(struct store *s, ZSTD_CCtx *z_ctx, size_t keylen)
+{
+	struct zsizing *zs = z_ctx == s->cctx ? &s->asz : z_ctx == s->rcctx ? &s->rsz : NULL;
+	uint64_t per = zs && zs->n ? zs->raw / zs->n : keylen / 2 + 1;
+	uint64_t want = 2 * per * (s->chain_max ? s->chain_max : 1);
+	int wlog = zs && zs->wlog ? zs->wlog : STREAM_WLOG_MIN;
+
+	while (wlog < STREAM_WLOG && (1ull << wlog) < want)
+		wlog++;
+	if (zs)
+		*zs = (struct zsizing){ .wlog = wlog };
+	if (ZSTD_isError(ZSTD_CCtx_reset(z_ctx, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_windowLog, wlog)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_hashLog, wlog - STREAM_TLOG_LESS)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_chainLog, wlog - STREAM_TLOG_LESS)))
+		return -EIO;
+	return 0;
+}
+
+/*
  * Encodes, compresses and checksums p as the next record of chain ch: a
  * delta when the chain has records and room for one more, else a key.
  * The record is in hdr and s->zbuf; *delta says which it is.
@@ -1127,8 +1151,13 @@ static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const
 	 * frame of its own: it is read without the ones before it.
 	 */
 	if (!(flags & REC_FLAG_SUMMARY)) {
-		if (!*delta && ZSTD_isError(ZSTD_CCtx_reset(z_ctx, ZSTD_reset_session_only)))
-			return -EIO;
+		if (!*delta && (err = stream_start(s, z_ctx, rawlen)))
+			return err;
+		if (z_ctx == s->cctx || z_ctx == s->rcctx) {
+			struct zsizing *zs = z_ctx == s->cctx ? &s->asz : &s->rsz;
+			zs->raw += rawlen;
+			zs->n++;
+		}
 		ZSTD_inBuffer in = { raw, rawlen, 0 };
 		ZSTD_outBuffer out = { s->zbuf, bound, 0 };
 		size_t left;
@@ -1141,6 +1170,13 @@ static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const
 		z = out.pos;
 		h.flags |= REC_FLAG_STREAM;
 	} else {
+		/* A day file's record: the rollups' compressor at its largest, shrunk to the record by zstd. */
+		if (z_ctx == s->rcctx &&
+		    (ZSTD_isError(ZSTD_CCtx_reset(z_ctx, ZSTD_reset_session_only)) ||
+		     ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_windowLog, STREAM_WLOG)) ||
+		     ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_hashLog, STREAM_WLOG - STREAM_TLOG_LESS)) ||
+		     ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_chainLog, STREAM_WLOG - STREAM_TLOG_LESS))))
+			return -EIO;
 		z = ZSTD_compress2(z_ctx, s->zbuf, bound, raw, rawlen);
 		if (ZSTD_isError(z))
 			return -EIO;
