@@ -54,9 +54,9 @@
  * raw bytes of the compressor's chains (stream_start): at most a 2 MiB
  * window and tables of 2^19 entries (a busy 2-CPU host's chain, 30
  * windows of about 35-45 KB raw: a 6 MB compressor, where level 9's own
- * for a stream of unknown size take 17 MB); a quiet host's chain of a
- * few KB a window takes a 256 KiB window and about 1 MB. Readers refuse
- * a window past 16 MiB.
+ * for a stream of unknown size take 17 MB); a quiet host's chain of
+ * 1.5-5 KB a window takes 128-512 KiB and 0.7-1.8 MB. Readers refuse a
+ * window past 16 MiB.
  */
 #define STREAM_WLOG      21          /* at most */
 #define STREAM_WLOG_MIN  16
