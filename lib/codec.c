@@ -19,6 +19,8 @@
 struct codec {
 	uint8_t *buf;
 	size_t len, cap;
+	size_t part[CODEC_MAX_PARTS]; /* where the last payload's parts end (codec__parts) */
+	size_t nparts;
 	int err;                  /* sticky encode error: checked once at the end */
 
 	/*
@@ -363,6 +365,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 	int err;
 
 	c->len = 0;
+	c->nparts = 0;
 	c->err = 0;
 	if (!key_ref)
 		profile__reset(c->dict);
@@ -387,6 +390,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 	}
 
 	const struct pf_meta *m = profile__meta_const(p);
+	c->part[c->nparts++] = c->len;
 	put_u(c, zigzag(m->start_ns));
 	/* Unsigned difference: wraps the same way on decode, whatever the input. */
 	put_u(c, (uint64_t)m->end_ns - (uint64_t)m->start_ns);
@@ -419,6 +423,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 	put_u(c, nf - bf);
 	for (size_t i = bf; i < nf; i++)
 		put_u(c, profile__frame(c->dict, c->ford[i - bf])->kind);
+	c->part[c->nparts++] = c->len;
 	for (size_t i = bf; i < nf; i++)
 		put_u(c, profile__frame(c->dict, c->ford[i - bf])->module);
 	for (size_t i = bf; i < nf; i++)
@@ -445,6 +450,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 	qsort_r(c->order, nk - bk, sizeof(uint32_t), cmp_stack, c);
 	if (!key_ref)
 		c->kpay[0] = 0;
+	c->part[c->nparts++] = c->len;
 	put_u(c, nk - bk);
 	const uint32_t *prev = NULL;
 	uint32_t nprev = 0;
@@ -492,6 +498,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 	    (err = grow((void **)&c->wr, &c->wr_cap, ns ? ns : 1, sizeof(*c->wr))))
 		goto fail;
 	memset(c->tcnt, 0, nt * PF_KIND_MAX * sizeof(uint32_t));
+	c->part[c->nparts++] = c->len;
 	put_u(c, ns);
 	put_u(c, c->unit);
 	put_u(c, nt);
@@ -535,11 +542,14 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 			if (o[i].s->kind == k)
 				c->wr[nw++] = o[i];
 	uint32_t pstack = 0;
+	c->part[c->nparts++] = c->len;
 	for (size_t i = 0; i < ns; i++) {
 		put_u(c, zigzag((int64_t)c->wr[i].stack - pstack));
 		pstack = c->wr[i].stack;
 	}
+	c->part[c->nparts++] = c->len;
 	put_values(c, c->wr, ns);
+	c->part[c->nparts++] = c->len;
 
 	if (c->err) {
 		err = c->err;
@@ -552,6 +562,12 @@ fail:
 	/* The dict may hold what no record carries: the next record must be a key. */
 	profile__reset(c->dict);
 	return err;
+}
+
+size_t codec__parts(const struct codec *c, const size_t **ends)
+{
+	*ends = c->part;
+	return c->nparts;
 }
 
 int codec__encode(struct codec *c, const struct profile *p, const uint8_t **buf, size_t *len)

@@ -52,6 +52,14 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 			const uint8_t **buf, size_t *len);
 
 /*
+ * Where the parts of the payload last encoded end (strings; metadata and
+ * frame kinds; frame modules, names and offsets; stacks; thread table;
+ * entries' stacks; values), in order, the last at its length.
+ */
+#define CODEC_MAX_PARTS 8
+size_t codec__parts(const struct codec *c, const size_t **ends);
+
+/*
  * Decodes the record identified by rec_ref (1 + file offset; 0: not part of
  * a chain). A delta is decoded only into the p that holds its chain so far,
  * untouched since: -ESTALE otherwise (decode its records from the key first).

@@ -62,6 +62,7 @@
 #define STREAM_WLOG_MIN  16
 #define STREAM_TLOG_LESS 2           /* tables of 2^(wlog - 2) entries */
 #define STREAM_WLOG_MAX  24
+#define STREAM_PART_MIN  4096        /* a payload part flushed as blocks of its own */
 #define DEF_NAMED_AGE    (3600ll * 1000000000ll)
 #define DEF_FOLD_SHARE   10000u
 #define DEF_ROLL_LEVEL   9
@@ -1142,7 +1143,8 @@ static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const
 		return err;
 	if (rawlen > REC_MAX_PAYLOAD)
 		return -EFBIG;
-	size_t bound = ZSTD_compressBound(rawlen) + 64, z;
+	/* Room for a flushed block per part (header and a stored block's overhead). */
+	size_t bound = ZSTD_compressBound(rawlen) + 64 + 16 * CODEC_MAX_PARTS, z;
 	if ((err = grow_buf(&s->zbuf, &s->zcap, bound)))
 		return err;
 	/*
@@ -1158,14 +1160,29 @@ static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const
 			zs->raw += rawlen;
 			zs->n++;
 		}
-		ZSTD_inBuffer in = { raw, rawlen, 0 };
 		ZSTD_outBuffer out = { s->zbuf, bound, 0 };
-		size_t left;
-		do
-			left = ZSTD_compressStream2(z_ctx, &out, &in, ZSTD_e_flush);
-		while (!ZSTD_isError(left) && left && out.pos < out.size);
+		size_t left = 0, from = 0, np;
+		const size_t *ends;
+		/*
+		 * A block (or more) per part of the payload, a part under
+		 * STREAM_PART_MIN going with the next: each block's entropy
+		 * tables then fit one kind of data (names, steps, values).
+		 */
+		np = codec__parts(c, &ends);
+		for (size_t k = 0; k <= np && !ZSTD_isError(left); k++) {
+			size_t to = k < np ? ends[k] : rawlen;
+			if (to > rawlen || to < from || (k < np && to - from < STREAM_PART_MIN))
+				continue;
+			ZSTD_inBuffer in = { raw + from, to - from, 0 };
+			do
+				left = ZSTD_compressStream2(z_ctx, &out, &in, ZSTD_e_flush);
+			while (!ZSTD_isError(left) && left && out.pos < out.size);
+			if (ZSTD_isError(left) || left)
+				break;
+			from = to;
+		}
 		/* The frame is then unusable: the caller's next record is a key. */
-		if (ZSTD_isError(left) || left)
+		if (ZSTD_isError(left) || left || from != rawlen)
 			return -EIO;
 		z = out.pos;
 		h.flags |= REC_FLAG_STREAM;
