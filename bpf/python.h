@@ -69,6 +69,11 @@ __u64 py_freegen[PROFD_PY_GEN_SLOTS] SEC(".data.py_freegen") = {};
  *
  * The id is looked up in py_syms again after PY_SYMS_RECHECK new names:
  * an LRU entry that went is named again.
+ *
+ * Where the process's code object frees are counted (PROFD_PY_F_FREE_HOOK,
+ * py_freegen), an entry checked either way carries the count read when
+ * the walk that checked it began (gen), and while the count holds that
+ * value a hit reads nothing of the object: py_symbol_in says why.
  */
 struct py_code {
 	__u64 code, epoch;
