@@ -35,6 +35,16 @@ struct {
 __u64 py_syms_adds = 0;
 
 /*
+ * Code object frees, by process: py_freegen[tgid & (PROFD_PY_GEN_SLOTS -
+ * 1)] grows by one as each code object of the process starts to be freed
+ * (bpf/pyfree.bpf.c's uprobe on the interpreter file's code_dealloc,
+ * which shares this map). Processes that share a slot bump each other's
+ * generation: more misses, never a wrong hit. In a section of their own:
+ * each walk reads one, and the frees of every CPU write them.
+ */
+__u64 py_freegen[PROFD_PY_GEN_SLOTS] SEC(".data.py_freegen") = {};
+
+/*
  * A code object named before on this CPU, by process image (epoch) and
  * address, and the id it was named: within a cache line, all a hit reads
  * of it (the entries are read cold, one per frame).
@@ -59,6 +69,11 @@ __u64 py_syms_adds = 0;
  *
  * The id is looked up in py_syms again after PY_SYMS_RECHECK new names:
  * an LRU entry that went is named again.
+ *
+ * Where the process's code object frees are counted (PROFD_PY_F_FREE_HOOK,
+ * py_freegen), an entry checked either way carries the count read when
+ * the walk that checked it began (gen), and while the count holds that
+ * value a hit reads nothing of the object: py_symbol_in says why.
  */
 struct py_code {
 	__u64 code, epoch;
@@ -69,22 +84,26 @@ struct py_code {
 			/* py_file_sum of the file part of what id names */
 			__u64 file_sum;
 		};
-		__u64 interp; /* PY_CODE_VERSIONED */
+		__u64 interp; /* PY_SUM_VERSIONED */
 	};
 	__u64 idc;   /* the id, and py_syms_adds (24 bits) when it was last found there: PY_IDC_* */
-	__u32 first; /* co_firstlineno; co_version when PY_CODE_VERSIONED */
-	/* The walk that last used it (the older of a set's two goes first), PY_CODE_VERSIONED. */
-	__u32 used;
+	__u32 first; /* co_firstlineno; co_version when PY_SUM_VERSIONED */
+	/*
+	 * The free generation of the walk that last checked it, plus 1 (0:
+	 * none): while the process's generation holds that value, the code
+	 * object checked is still at its address (py_symbol_in).
+	 */
+	__u32 gen;
+	/* The walk that last used it, its low bits (the older of a set's two goes first). */
+	__u16 used;
 	__u16 lt_len; /* line table bytes the id holds, PY_LT_CUT when the table was longer */
 	__u8 sums;    /* PY_SUM_*: name_hash or lt_hash is py_sum's, CPython having none */
 	__u8 name_len, file_len; /* the texts' lengths (at most 128: longer ones never hit) */
-	__u8 pad[3];
+	__u8 pad;
 };
 
 _Static_assert(sizeof(struct py_code) <= 64, "a code cache entry fits a cache line");
 
-#define PY_CODE_VERSIONED (1u << 31)
-#define PY_CODE_WALK (PY_CODE_VERSIONED - 1)
 #define PY_IDC_SHIFT 40
 #define PY_IDC_CHECKED(c) ((__u32)((c)->idc >> PY_IDC_SHIFT))
 #define PY_IDC_FRESH(c) ((((__u32)py_syms_adds - PY_IDC_CHECKED(c)) & 0xffffff) <= PY_SYMS_RECHECK)
@@ -93,6 +112,7 @@ _Static_assert(sizeof(struct py_code) <= 64, "a code cache entry fits a cache li
 #define PY_SYMS_RECHECK 1024
 #define PY_SUM_NAME 1
 #define PY_SUM_LT 2
+#define PY_SUM_VERSIONED 4 /* checked by co_version and interp, not by content */
 #define PY_LT_CUT 0x8000
 
 /* The thread state found last for a thread, checked at each use. */
@@ -160,6 +180,8 @@ struct py_scratch {
 	__u32 kind;   /* which program's scratch this is: 0 on-CPU, 1 off-CPU */
 	__u32 walk;   /* walks on this CPU so far: codes[].used */
 	__u32 slot; /* py_code_bytes_same's */
+	__u32 fgen;   /* the process's free generation at this walk's start, plus 1 (0: no hook) */
+	__u32 genhits; /* frames of this walk named by their free generation */
 	__u64 interp; /* the walked thread's interpreter */
 	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
 	/*
@@ -575,6 +597,25 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		sc->cached++;
 		return c->idc & PROFD_PY_ID_MASK;
 	}
+	/*
+	 * Checked (by content, or by co_version) in an earlier walk that began
+	 * at this free generation: no code object of the process has begun to
+	 * be freed since that walk began, so the one checked then is still at
+	 * this address, and names what it named (a code object's name, file,
+	 * first line and line table never change). The check happened after
+	 * the walk's start, which is what c->gen holds: a free of the checked
+	 * object, or of one that held the address before it, moved the
+	 * generation past it. A frame holds its code object, so none on this
+	 * thread's chain is freed while the walk runs. Nothing of the object
+	 * is read.
+	 */
+	if (sc->fgen && c->gen == sc->fgen && c->code == code && c->epoch == pp->epoch && PY_IDC_FRESH(c)) {
+		c->used = sc->walk;
+		sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
+		sc->cached++;
+		sc->genhits++;
+		return c->idc & PROFD_PY_ID_MASK;
+	}
 	if (o->co_version == PROFD_PY_NONE) {
 		/*
 		 * Before 3.12 a hit reads the fields naming reads and not the
@@ -609,9 +650,10 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		version = *(__u32 *)(sc->obj + (o->co_version & 255));
 		typed = 1;
 	}
-	if (version && c->code == code && c->epoch == pp->epoch && (c->used & PY_CODE_VERSIONED) &&
+	if (version && c->code == code && c->epoch == pp->epoch && (c->sums & PY_SUM_VERSIONED) &&
 	    c->first == version && c->interp == sc->interp && PY_IDC_FRESH(c)) {
-		c->used = (sc->walk & PY_CODE_WALK) | PY_CODE_VERSIONED;
+		c->used = sc->walk;
+		c->gen = sc->fgen;
 		sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
 		sc->cached++;
 		return c->idc & PROFD_PY_ID_MASK;
@@ -630,16 +672,17 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	/* Version 0: the counter ran out (or there is none), and 0 names nothing. */
 	if (c->code == code && c->epoch == pp->epoch) {
 		id = c->idc & PROFD_PY_ID_MASK;
-		if (version ? (c->used & PY_CODE_VERSIONED) && c->first == version &&
+		if (version ? (c->sums & PY_SUM_VERSIONED) && c->first == version &&
 				      c->interp == sc->interp
-			    : !(c->used & PY_CODE_VERSIONED) && c->first == first &&
+			    : !(c->sums & PY_SUM_VERSIONED) && c->first == first &&
 				      py_code_known(pp, sc, slot)) {
 			if (!PY_IDC_FRESH(c)) {
 				if (!bpf_map_lookup_elem(&py_syms, &id))
 					goto read;
 				c->idc = id | (py_syms_adds & 0xffffff) << PY_IDC_SHIFT;
 			}
-			c->used = (sc->walk & PY_CODE_WALK) | (c->used & PY_CODE_VERSIONED);
+			c->used = sc->walk;
+			c->gen = sc->fgen;
 			sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
 			sc->cached++;
 			return id;
@@ -720,8 +763,7 @@ named:
 	/* Neither way held this object: the older goes. */
 	if (c->code != code) {
 		base &= PY_CODE_SLOTS - 2;
-		slot = (sc->codes[base].used & PY_CODE_WALK) <=
-				       (sc->codes[base + 1].used & PY_CODE_WALK) ?
+		slot = (__u16)(sc->walk - sc->codes[base].used) >= (__u16)(sc->walk - sc->codes[base + 1].used) ?
 			       base :
 			       base + 1;
 		slot &= PY_CODE_SLOTS - 1;
@@ -731,12 +773,13 @@ named:
 	c->code = code;
 	c->epoch = pp->epoch;
 	c->idc = id | (py_syms_adds & 0xffffff) << PY_IDC_SHIFT;
+	c->used = sc->walk;
+	c->gen = sc->fgen;
 	if (version) {
-		c->used = (sc->walk & PY_CODE_WALK) | PY_CODE_VERSIONED;
+		c->sums = PY_SUM_VERSIONED;
 		c->interp = sc->interp;
 		c->first = version;
 	} else {
-		c->used = sc->walk & PY_CODE_WALK;
 		c->first = first;
 		c->sums = 0;
 		c->name_hash = sc->name_hash;
@@ -1149,6 +1192,20 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 		w->sc->seen[i] = 0;
 	w->sc->pid = pid;
 	w->sc->cached = 0;
+	w->sc->genhits = 0;
+	/*
+	 * The free generation before any code object of this walk is checked:
+	 * entries checked in it carry it (py_symbol_in). Up to 2^32 - 2 frees;
+	 * past that the slot's process is checked by content as without the
+	 * hook, never matched by a wrapped value.
+	 */
+	w->sc->fgen = 0;
+	if (w->pp->o.flags & PROFD_PY_F_FREE_HOOK) {
+		__u64 g = *(volatile __u64 *)&py_freegen[pid & (PROFD_PY_GEN_SLOTS - 1)];
+
+		if (g < 0xfffffffeULL)
+			w->sc->fgen = (__u32)g + 1;
+	}
 	w->sc->kind = slot;
 	w->sc->walk++;
 	py_read_sizes(&w->pp->o, w->sc);
@@ -1161,6 +1218,8 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	/* Counted once a walk: an atomic add per frame is a shared cache line per frame. */
 	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_FRAMES], w->sc->n);
 	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_CODE_CACHED], w->sc->cached);
+	if (w->sc->genhits)
+		__sync_fetch_and_add(&pycounters[PROFD_PYCNT_CODE_GEN_HITS], w->sc->genhits);
 	if (w->sc->t0)
 		__sync_fetch_and_add(&py_cost_ns, bpf_ktime_get_ns() - w->sc->t0);
 	return w->sc->n;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 
 #include "clock.h"
 #include "profd.skel.h"
+#include "pyfree.skel.h"
 #include "procmaps.h"
 #include "procreg.h"
 #include "profd.h"
@@ -61,6 +63,28 @@ struct eval_slot {
 /* py_syms entries read at drains, by id: ids name content, so a hit is always right. */
 #define NAME_SLOTS 4096
 
+/*
+ * Interpreter files whose code_dealloc has py_code_free attached (or could
+ * not have it), by the walker's (dev, inode) key: one uprobe per file
+ * serves every process that maps it. The link pins the inode, so the key
+ * names that file for as long as the hook lives.
+ */
+#define FREE_HOOKS 64
+
+struct free_hook {
+	struct profd_pyfile_key key;
+	int link; /* the uprobe_multi link's fd; -1: the attach failed, not tried again */
+};
+
+#define UPROBE_MULTI 48 /* BPF_TRACE_UPROBE_MULTI (Linux 6.6), which older headers lack */
+
+/* BPF_LINK_CREATE's uprobe_multi attributes, as union bpf_attr lays them out. */
+struct uprobe_multi_attr {
+	__u32 prog_fd, target_fd, attach_type, flags;
+	__u64 path, offsets, ref_ctr_offsets, cookies;
+	__u32 cnt, um_flags, pid, pad;
+};
+
 struct name_slot {
 	uint64_t id;
 	uint32_t firstlineno;
@@ -91,6 +115,12 @@ struct pyprocs {
 	struct profd_pyfile_key tmpl_key;
 	struct profd_pyfile tmpl;
 	bool tmpl_written;
+	struct free_hook hooks[FREE_HOOKS];
+	uint32_t nhooks;
+	struct pyfree_bpf *free_skel; /* loaded at the first hook */
+	int free_err;                 /* its load's -errno: no hooks */
+	uint64_t hooked, hook_failures;
+	int hook_err; /* the last failure's -errno, for the status */
 };
 
 /* A pid at *s, which is left after it; 0 when there is none. */
@@ -204,6 +234,10 @@ void pyprocs__free(struct pyprocs *p)
 		free(p->names[i].lt);
 	}
 	free(p->names);
+	for (uint32_t i = 0; i < p->nhooks; i++)
+		if (p->hooks[i].link >= 0)
+			close(p->hooks[i].link);
+	pyfree_bpf__destroy(p->free_skel);
 	pyinterp__free(p->pi);
 	free(p);
 }
@@ -227,6 +261,98 @@ static struct seen *seen_now(struct pyprocs *p, uint32_t pid)
 	return sl;
 }
 
+/* py_code_free's fd, its object loaded at the first call (sharing py_freegen); -errno. */
+static int free_prog(struct pyprocs *p)
+{
+	struct pyfree_bpf *sk;
+	int err;
+
+	if (p->free_skel)
+		return bpf_program__fd(p->free_skel->progs.py_code_free);
+	if (p->free_err)
+		return p->free_err;
+	sk = pyfree_bpf__open();
+	if (!sk) {
+		p->free_err = errno ? -errno : -ENOMEM;
+		return p->free_err;
+	}
+	err = bpf_program__set_expected_attach_type(sk->progs.py_code_free, (enum bpf_attach_type)UPROBE_MULTI);
+	if (!err)
+		err = bpf_map__reuse_fd(sk->maps.data_py_freegen, bpf_map__fd(p->skel->maps.data_py_freegen));
+	if (!err)
+		err = pyfree_bpf__load(sk);
+	if (err) {
+		pyfree_bpf__destroy(sk);
+		p->free_err = err < 0 ? err : -EINVAL;
+		return p->free_err;
+	}
+	p->free_skel = sk;
+	return bpf_program__fd(sk->progs.py_code_free);
+}
+
+/* A uprobe_multi link of prog at off in the file named path, for every process: its fd, or -errno. */
+static int uprobe_multi(int prog, const char *path, uint64_t off)
+{
+	struct uprobe_multi_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (__u32)prog;
+	a.attach_type = UPROBE_MULTI;
+	a.path = (__u64)(uintptr_t)path;
+	a.offsets = (__u64)(uintptr_t)&off;
+	a.cnt = 1;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Whether py_code_free is attached to the code_dealloc of the file the
+ * last pyinterp__find found (key): attached now if it is the file's
+ * first time. Attached for every process (pid 0) by the path of our own open
+ * file descriptor, which names the checked inode whatever its path names
+ * by now. Only a hooked file's processes are marked PROFD_PY_F_FREE_HOOK,
+ * and only once the hook is in: no frees go uncounted for them.
+ */
+static bool free_hooked(struct pyprocs *p, int root_fd, const struct profd_pyfile_key *key)
+{
+	uint64_t dev, ino, off;
+	struct free_hook *h;
+	char path[64];
+	int fd, err;
+
+	for (uint32_t i = 0; i < p->nhooks; i++)
+		if (!memcmp(&p->hooks[i].key, key, sizeof(*key)))
+			return p->hooks[i].link >= 0;
+	if (p->nhooks == FREE_HOOKS)
+		return false;
+	h = &p->hooks[p->nhooks];
+	h->key = *key;
+	h->link = -1;
+	err = pyinterp__open_found(p->pi, root_fd, &dev, &ino, &off, &fd);
+	if (err == -ESTALE || err == -ENOENT || err == -EMFILE || err == -ENFILE || err == -ENOMEM)
+		return false; /* another time: the file itself may be fine */
+	p->nhooks++;
+	if (!err) {
+		int prog = free_prog(p);
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		err = prog < 0 ? prog : uprobe_multi(prog, path, off);
+		if (err >= 0) {
+			h->link = err;
+			err = 0;
+		}
+		close(fd);
+	}
+	if (err) {
+		p->hook_failures++;
+		p->hook_err = err;
+		return false;
+	}
+	p->hooked++;
+	return true;
+}
+
 void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps)
 {
 	struct seen *sl = seen_now(p, pid);
@@ -245,8 +371,15 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 			return;
 	}
 	if (fd >= 0 && pyinterp__find(p->pi, fd, maps, &pp) == 0) {
+		bool tmpl = pyinterp__template(p->pi, &fkey, &pf) == 0;
+
 		if (sl)
 			sl->found = 1;
+		/* Before the writes: a process is marked only once its file's frees are counted. */
+		if (tmpl && free_hooked(p, fd, &fkey)) {
+			pp.o.flags |= PROFD_PY_F_FREE_HOOK;
+			pf.tmpl.o.flags |= PROFD_PY_F_FREE_HOOK;
+		}
 		pp.start_code = start_code;
 		pp.epoch = ++p->epochs;
 		if (bpf_map_update_elem(p->procs_fd, &pid, &pp, BPF_ANY)) {
@@ -262,8 +395,7 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 				p->untracked = true;
 		}
 		/* The next process of this interpreter is read from its first sample on, before we look. */
-		if (pyinterp__template(p->pi, &fkey, &pf) == 0 &&
-		    (!p->tmpl_written || memcmp(&fkey, &p->tmpl_key, sizeof(fkey)) ||
+		if (tmpl && (!p->tmpl_written || memcmp(&fkey, &p->tmpl_key, sizeof(fkey)) ||
 		     memcmp(&pf, &p->tmpl, sizeof(pf)))) {
 			p->tmpl_written = !bpf_map_update_elem(p->files_fd, &fkey, &pf, BPF_ANY);
 			if (p->tmpl_written) {
@@ -453,8 +585,10 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		[PROFD_PYCNT_THREAD_CACHED] = "python_thread_cached",
 		[PROFD_PYCNT_CODE_CACHED] = "python_code_cached",
 		[PROFD_PYCNT_ADOPTED] = "python_adopted",
+		[PROFD_PYCNT_CODE_GEN_HITS] = "python_code_gen_hits",
 	};
 	struct pyinterp_stats st;
+	uint64_t frees = 0;
 
 	if (!p)
 		return;
@@ -464,6 +598,13 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	fprintf(f, "python_files_probed\t%" PRIu64 "\n", st.probes);
 	fprintf(f, "python_write_errors\t%" PRIu64 "\n", p->write_errors);
 	fprintf(f, "python_names_missing\t%" PRIu64 "\n", p->sym_misses);
+	for (int i = 0; i < PROFD_PY_GEN_SLOTS; i++)
+		frees += __atomic_load_n(&p->skel->data_py_freegen->py_freegen[i], __ATOMIC_RELAXED);
+	fprintf(f, "python_free_hooks\t%" PRIu64 "\n", p->hooked);
+	fprintf(f, "python_free_hook_failures\t%" PRIu64 "\n", p->hook_failures);
+	if (p->hook_failures)
+		fprintf(f, "python_free_hook_error\t%d\n", p->hook_err);
+	fprintf(f, "python_code_frees\t%" PRIu64 "\n", frees);
 	for (int i = 0; i < PROFD_PYCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], (uint64_t)p->skel->bss->pycounters[i]);
 	if (p->skel->rodata->cost_tgid[0]) {

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <sys/sysmacros.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -30,6 +31,7 @@
 
 struct load {
 	uint64_t offset, vaddr, filesz;
+	uint32_t flags; /* PF_* */
 };
 
 struct file_ent {
@@ -51,6 +53,7 @@ struct pyinterp {
 	const struct file_ent *last;
 	uint64_t last_bias;
 	struct profd_pyproc last_pp;
+	char last_path[4096]; /* the name the last file found was mapped as ("": too long) */
 };
 
 int pyinterp__new(struct filecache *fc, uint32_t files, struct pyinterp **out)
@@ -127,7 +130,8 @@ static int elf_open(struct elf *e, int fd)
 			return -ENOEXEC;
 		if (ph.p_type != PT_LOAD || e->nloads == MAX_LOADS)
 			continue;
-		e->loads[e->nloads++] = (struct load){ .offset = ph.p_offset, .vaddr = ph.p_vaddr, .filesz = ph.p_filesz };
+		e->loads[e->nloads++] = (struct load){ .offset = ph.p_offset, .vaddr = ph.p_vaddr, .filesz = ph.p_filesz,
+						       .flags = ph.p_flags };
 	}
 	return 0;
 }
@@ -208,10 +212,120 @@ static uint32_t version_from_name(const char *path)
 	return 0x0300 | (uint32_t)minor;
 }
 
+#define TP_DEALLOC 48         /* offsetof(PyTypeObject, tp_dealloc) on 64-bit builds */
+#define RELA_CHUNK 512        /* relocations read at a time */
+
+/*
+ * The value a load gives the word at ELF virtual address at: the addend of
+ * an R_X86_64_RELATIVE relocation of it (a PIE or shared object), the
+ * symbol's value plus the addend for R_X86_64_64, else the word in the
+ * file. 0, -ENOENT (no such word), -ENOEXEC.
+ */
+static int load_word(const struct elf *e, uint64_t at, uint64_t *out)
+{
+	Elf64_Rela *r = NULL;
+	uint64_t word;
+	int err = -ENOENT, found = 0;
+
+	if (elf_read_vaddr(e, at, &word, sizeof(word)))
+		return -ENOENT;
+	r = malloc(RELA_CHUNK * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < e->eh.e_shnum && !found; i++) {
+		Elf64_Shdr sh;
+
+		if (read_at(e->fd, &sh, sizeof(sh), e->eh.e_shoff + (uint64_t)i * sizeof(sh))) {
+			err = -ENOEXEC;
+			goto out;
+		}
+		if (sh.sh_type != SHT_RELA)
+			continue;
+		if (sh.sh_entsize != sizeof(*r) || sh.sh_size > MAX_SYMTAB || sh.sh_offset > e->size ||
+		    sh.sh_size > e->size - sh.sh_offset) {
+			err = -ENOEXEC;
+			goto out;
+		}
+		for (uint64_t done = 0; done < sh.sh_size / sizeof(*r) && !found;) {
+			uint64_t n = sh.sh_size / sizeof(*r) - done;
+
+			if (n > RELA_CHUNK)
+				n = RELA_CHUNK;
+			if (read_at(e->fd, r, n * sizeof(*r), sh.sh_offset + done * sizeof(*r))) {
+				err = -ENOEXEC;
+				goto out;
+			}
+			for (uint64_t k = 0; k < n && !found; k++) {
+				Elf64_Shdr symh;
+				Elf64_Sym sym;
+
+				if (r[k].r_offset != at)
+					continue;
+				found = 1;
+				if (ELF64_R_TYPE(r[k].r_info) == R_X86_64_RELATIVE) {
+					word = (uint64_t)r[k].r_addend;
+				} else if (ELF64_R_TYPE(r[k].r_info) == R_X86_64_64 && sh.sh_link < e->eh.e_shnum &&
+					   !read_at(e->fd, &symh, sizeof(symh),
+						    e->eh.e_shoff + (uint64_t)sh.sh_link * sizeof(symh)) &&
+					   symh.sh_entsize == sizeof(sym) &&
+					   ELF64_R_SYM(r[k].r_info) < symh.sh_size / sizeof(sym) &&
+					   !read_at(e->fd, &sym, sizeof(sym),
+						    symh.sh_offset + ELF64_R_SYM(r[k].r_info) * sizeof(sym)) &&
+					   sym.st_shndx != SHN_UNDEF) {
+					word = sym.st_value + (uint64_t)r[k].r_addend;
+				} else {
+					err = -ENOEXEC; /* filled in by another library, or unknown: not ours to guess */
+					goto out;
+				}
+			}
+			done += n;
+		}
+	}
+	*out = word;
+	err = 0;
+out:
+	free(r);
+	return err;
+}
+
+/*
+ * Where PyCode_Type's tp_dealloc (code_dealloc) starts, as an ELF virtual
+ * address and as an offset in the file (what a uprobe is placed by). It
+ * must lie in an executable PT_LOAD; a .symtab code_dealloc, when there
+ * is one, must agree. 0 or -errno.
+ */
+static int find_dealloc(const struct elf *e, uint64_t code_type, uint64_t symtab_dealloc, uint64_t *vaddr,
+			uint64_t *off)
+{
+	uint64_t fn;
+	int err;
+
+	if (e->eh.e_machine != EM_X86_64)
+		return -EOPNOTSUPP;
+	if (code_type > UINT64_MAX - TP_DEALLOC)
+		return -ENOEXEC;
+	err = load_word(e, code_type + TP_DEALLOC, &fn);
+	if (err)
+		return err;
+	if (!fn || (symtab_dealloc && symtab_dealloc != fn))
+		return -ENOEXEC;
+	for (uint32_t i = 0; i < e->nloads; i++) {
+		const struct load *l = &e->loads[i];
+
+		if ((l->flags & PF_X) && fn >= l->vaddr && fn - l->vaddr < l->filesz) {
+			*vaddr = fn;
+			*off = fn - l->vaddr + l->offset;
+			return 0;
+		}
+	}
+	return -ENOEXEC;
+}
+
 static int probe(struct elf *e, const char *path, struct pyinterp_file *out)
 {
 	struct wanted w[] = { { "_PyRuntime", STT_OBJECT, 0, 0 }, { "PyCode_Type", STT_OBJECT, 0, 0 },
-			      { "Py_Version", STT_OBJECT, 0, 0 }, { "_PyEval_EvalFrameDefault", STT_FUNC, 0, 0 } };
+			      { "Py_Version", STT_OBJECT, 0, 0 }, { "_PyEval_EvalFrameDefault", STT_FUNC, 0, 0 },
+			      { "code_dealloc", STT_FUNC, 0, 0 } };
 	uint8_t image[DEBUG_IMAGE];
 	int err;
 
@@ -224,7 +338,7 @@ static int probe(struct elf *e, const char *path, struct pyinterp_file *out)
 			continue;
 		if (read_at(e->fd, &strh, sizeof(strh), e->eh.e_shoff + (uint64_t)sh.sh_link * sizeof(strh)))
 			return -ENOEXEC;
-		err = scan_symtab(e, &sh, &strh, w, 4);
+		err = scan_symtab(e, &sh, &strh, w, 5);
 		if (err == -ENOMEM)
 			return err;
 	}
@@ -234,6 +348,10 @@ static int probe(struct elf *e, const char *path, struct pyinterp_file *out)
 	out->code_type = w[1].value;
 	out->eval = w[3].value;
 	out->eval_size = w[3].size;
+	out->dealloc = out->dealloc_off = 0;
+	out->dealloc_err = find_dealloc(e, w[1].value, w[4].value, &out->dealloc, &out->dealloc_off);
+	if (out->dealloc_err == -ENOMEM)
+		return -ENOMEM;
 	out->version = 0;
 	if (w[2].value) {
 		uint64_t hex;
@@ -387,6 +505,8 @@ int pyinterp__find(struct pyinterp *p, int root_fd, const struct procmaps *maps,
 		out->o = *pyoffsets__find(f->f.version);
 		p->st.found++;
 		p->last = f;
+		if ((size_t)snprintf(p->last_path, sizeof(p->last_path), "%s", m->path) >= sizeof(p->last_path))
+			p->last_path[0] = 0;
 		p->last_bias = bias;
 		p->last_pp = *out;
 		return 0;
@@ -422,6 +542,33 @@ int pyinterp__template(const struct pyinterp *p, struct profd_pyfile_key *key, s
 		tmpl->loads[i].filesz = f->loads[i].filesz;
 	}
 	tmpl->nloads = f->nloads;
+	return 0;
+}
+
+int pyinterp__open_found(const struct pyinterp *p, int root_fd, uint64_t *dev, uint64_t *inode,
+			 uint64_t *dealloc_off, int *fd_out)
+{
+	const struct file_ent *f = p->last;
+	struct stat st;
+	int fd;
+
+	if (!f || !p->last_path[0])
+		return -ENOENT;
+	if (f->f.dealloc_err)
+		return f->f.dealloc_err;
+	fd = openat(root_fd, p->last_path[0] == '/' ? p->last_path + 1 : p->last_path,
+		    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	/* The path may name another file by now (an upgrade): only the mapped one will do. */
+	if (fstat(fd, &st) || st.st_ino != f->inode || st.st_dev != f->dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	*dev = f->dev;
+	*inode = f->inode;
+	*dealloc_off = f->f.dealloc_off;
+	*fd_out = fd;
 	return 0;
 }
 

@@ -46,6 +46,17 @@ bool pyinterp__may_find(const struct procmaps *maps);
 int pyinterp__template(const struct pyinterp *p, struct profd_pyfile_key *key, struct profd_pyfile *tmpl);
 
 /*
+ * After a pyinterp__find that returned 0: the file it found opened
+ * read-only through root_fd (the same directory as the find's) and
+ * checked to be the mapped (dev, inode), and where its code_dealloc lies
+ * in it (struct pyinterp_file). The caller closes *fd. -ENOENT when
+ * nothing was found, the finder's -errno when the file's code_dealloc is
+ * not known, -ESTALE when the path names another file now.
+ */
+int pyinterp__open_found(const struct pyinterp *p, int root_fd, uint64_t *dev, uint64_t *inode,
+			 uint64_t *dealloc_off, int *fd);
+
+/*
  * Probes one ELF file open at fd (path: the name it was mapped as; 3.10
  * has no Py_Version, its version comes from the name). The symbol
  * addresses are ELF virtual addresses. Returns as pyinterp__find.
@@ -55,6 +66,13 @@ struct pyinterp_file {
 	uint64_t runtime;   /* _PyRuntime */
 	uint64_t code_type; /* PyCode_Type */
 	uint64_t eval, eval_size; /* _PyEval_EvalFrameDefault (0: not in the symbol tables) */
+	/*
+	 * PyCode_Type's tp_dealloc (code_dealloc), through which every code
+	 * object is freed: its ELF virtual address and file offset, or 0 and
+	 * why not in dealloc_err (-errno).
+	 */
+	uint64_t dealloc, dealloc_off;
+	int dealloc_err;
 };
 int pyinterp__probe_fd(int fd, const char *path, struct pyinterp_file *out);
 

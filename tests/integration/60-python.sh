@@ -254,6 +254,19 @@ for l in $LABELS; do
 	check "$l short script, profd stopped: $named of its $n samples named short_lived (>= 20)" atleast "$named" 20
 	check "$l short script, profd stopped: $s % of the $py with a Python frame in short_lived (>= 85)" atleast "$s" 85
 done
+# The code cache's free generation: each interpreter file got its code_dealloc
+# hook (under the unit's capabilities), the churn's frees were counted, and
+# frames were named by the generation, nothing of their code object read.
+# The churn checks above ran with it: a generated function misnamed after
+# its code object's address was reused fails them.
+profctl status >"$T/status"
+st() { awk -F'\t' -v k="$1" '$1 == k { print $2 + 0; f = 1 } END { if (!f) print -1 }' "$T/status"; }
+n=$(wc -w <<<"$LABELS")
+check "free hooks: $(st python_free_hooks) files hooked (>= $n), $(st python_free_hook_failures) failed (0)" \
+	[ "$(st python_free_hooks)" -ge "$n" -a "$(st python_free_hook_failures)" -eq 0 ]
+check "free hooks: $(st python_code_frees) code object frees counted (>= 1000)" atleast "$(st python_code_frees)" 1000
+check "free hooks: $(st python_code_gen_hits) frames named by the free generation (>= 1000)" \
+	atleast "$(st python_code_gen_hits)" 1000
 profctl status | grep '^python_' | tr '\t' ' ' | paste -sd' '
 # What a failure looked at, kept beside the log.
 if [ "$FAILS" -gt 0 ]; then

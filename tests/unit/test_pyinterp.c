@@ -5,6 +5,8 @@
 #include "t.h"
 
 #include <elf.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -223,6 +225,199 @@ static void test_budget_and_stale(int root)
 	teardown(&x);
 }
 
+
+/*
+ * code_dealloc's finder on a crafted file: PyCode_Type at 0x800 (its
+ * tp_dealloc word at 0x830 holds word), one executable PT_LOAD over
+ * [0, 0x1000) at vaddr 0x10000, a relocation of 0x830 of type rtype's low
+ * 32 bits against symbol rtype >> 32 (none when 0) with addend, the RELA section's size rela_size (0: one
+ * entry), and a .symtab code_dealloc at symtab (0: none).
+ */
+#define DVADDR 0x10000
+static int write_dealloc_elf(const char *path, uint64_t word, uint64_t rtype, int64_t addend, uint64_t rela_size,
+			     uint64_t symtab)
+{
+	static const char strtab[] = "\0_PyRuntime\0PyCode_Type\0Py_Version\0code_dealloc";
+	unsigned char img[0x1000] = { 0 };
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof(*eh));
+	Elf64_Shdr *sh = (Elf64_Shdr *)(img + 0x100);
+	Elf64_Sym *sym = (Elf64_Sym *)(img + 0x400);
+	Elf64_Rela *r = (Elf64_Rela *)(img + 0x700);
+	uint64_t hex = (uint64_t)0x030b << 16;
+	int fd, ok;
+
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	eh->e_shoff = 0x100;
+	eh->e_shentsize = sizeof(*sh);
+	eh->e_shnum = 5;
+	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0, .p_vaddr = DVADDR,
+			    .p_filesz = sizeof(img), .p_memsz = sizeof(img), .p_align = 0x1000 };
+	memcpy(img + 0x300, &hex, sizeof(hex));
+	memcpy(img + 0x830, &word, sizeof(word));
+	sh[1] = (Elf64_Shdr){ .sh_type = SHT_PROGBITS, .sh_addr = DVADDR, .sh_offset = 0, .sh_size = sizeof(img) };
+	sh[2] = (Elf64_Shdr){ .sh_type = SHT_SYMTAB, .sh_offset = 0x400, .sh_size = 5 * sizeof(*sym),
+			      .sh_link = 3, .sh_entsize = sizeof(*sym) };
+	sh[3] = (Elf64_Shdr){ .sh_type = SHT_STRTAB, .sh_offset = 0x600, .sh_size = sizeof(strtab) };
+	sh[4] = (Elf64_Shdr){ .sh_type = rtype ? SHT_RELA : SHT_NULL, .sh_offset = 0x700,
+			      .sh_size = rela_size ? rela_size : sizeof(*r), .sh_link = 2, .sh_entsize = sizeof(*r) };
+	/* A relocation of another word first: the finder must pick the one of tp_dealloc. */
+	r[0] = (Elf64_Rela){ .r_offset = DVADDR + 0x828, .r_info = ELF64_R_INFO(0, R_X86_64_RELATIVE), .r_addend = 1 };
+	r[1] = (Elf64_Rela){ .r_offset = DVADDR + 0x830, .r_info = ELF64_R_INFO(rtype >> 32, (uint32_t)rtype),
+			     .r_addend = addend };
+	if (!rela_size)
+		sh[4].sh_size = 2 * sizeof(*r);
+	memcpy(img + 0x600, strtab, sizeof(strtab));
+	sym[1] = (Elf64_Sym){ .st_name = 1, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT), .st_shndx = 1,
+			      .st_value = DVADDR + 0x900, .st_size = 0x10 };
+	sym[2] = (Elf64_Sym){ .st_name = 12, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT), .st_shndx = 1,
+			      .st_value = DVADDR + 0x800, .st_size = 0x100 };
+	sym[3] = (Elf64_Sym){ .st_name = 24, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT), .st_shndx = 1,
+			      .st_value = DVADDR + 0x300, .st_size = 8 };
+	if (symtab)
+		sym[4] = (Elf64_Sym){ .st_name = 35, .st_info = ELF64_ST_INFO(STB_LOCAL, STT_FUNC), .st_shndx = 1,
+				      .st_value = symtab, .st_size = 0x40 };
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ok = write(fd, img, sizeof(img)) == (ssize_t)sizeof(img);
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
+/* The finder's answer for a crafted file: its dealloc_err, *off its file offset. */
+static int dealloc_of(uint64_t word, uint64_t rtype, int64_t addend, uint64_t rela_size, uint64_t symtab,
+		      uint64_t *off)
+{
+	char path[160];
+	struct pyinterp_file f;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/libpython3.11-dealloc.so", dir);
+	CHECK_EQ_INT(write_dealloc_elf(path, word, rtype, addend, rela_size, symtab), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	memset(&f, 0, sizeof(f));
+	err = pyinterp__probe_fd(fd, path, &f);
+	close(fd);
+	/* The finder's failures never fail the probe: the walker works without the hook. */
+	CHECK_EQ_INT(err, 0);
+	*off = f.dealloc_off;
+	CHECK(f.dealloc_err ? !f.dealloc && !f.dealloc_off : f.dealloc == *off + DVADDR);
+	return f.dealloc_err;
+}
+
+static void test_dealloc_crafted(void)
+{
+	uint64_t off = 0;
+
+	/* The word in the file (no relocation: a non-PIE executable). */
+	CHECK_EQ_INT(dealloc_of(DVADDR + 0xa00, 0, 0, 0, 0, &off), 0);
+	CHECK(off == 0xa00);
+	/* A PIE or shared object: the RELATIVE relocation's addend, not the file's word. */
+	CHECK_EQ_INT(dealloc_of(0, R_X86_64_RELATIVE, DVADDR + 0xb00, 0, 0, &off), 0);
+	CHECK(off == 0xb00);
+	/* R_X86_64_64 against a symbol: its value plus the addend. */
+	CHECK_EQ_INT(dealloc_of(0, R_X86_64_64 | 3ULL << 32, 0x10, 0, 0, &off), 0); /* Py_Version's + 0x10 */
+	CHECK(off == 0x310);
+	CHECK_EQ_INT(dealloc_of(0, R_X86_64_64, 0x10, 0, 0, &off), -ENOEXEC); /* symbol 0: undefined */
+	/* A .symtab code_dealloc must agree. */
+	CHECK_EQ_INT(dealloc_of(DVADDR + 0xa00, 0, 0, 0, DVADDR + 0xa00, &off), 0);
+	CHECK_EQ_INT(dealloc_of(DVADDR + 0xa00, 0, 0, 0, DVADDR + 0xa40, &off), -ENOEXEC);
+	/* Filled in by another library (GLOB_DAT, JUMP_SLOT): not ours to guess. */
+	CHECK_EQ_INT(dealloc_of(DVADDR + 0xa00, R_X86_64_GLOB_DAT, 0, 0, 0, &off), -ENOEXEC);
+	/* Outside every executable segment, or nothing. */
+	CHECK_EQ_INT(dealloc_of(0x5000000, 0, 0, 0, 0, &off), -ENOEXEC);
+	CHECK_EQ_INT(dealloc_of(0, 0, 0, 0, 0, &off), -ENOEXEC);
+	CHECK_EQ_INT(dealloc_of(0, R_X86_64_RELATIVE, -1, 0, 0, &off), -ENOEXEC);
+	/* A RELA section past the end of the file, or of a size no table has: refused, no read past it. */
+	CHECK_EQ_INT(dealloc_of(DVADDR + 0xa00, R_X86_64_RELATIVE, DVADDR + 0xb00, 1ULL << 40, 0, &off), -ENOEXEC);
+	CHECK_EQ_INT(dealloc_of(DVADDR + 0xa00, R_X86_64_RELATIVE, DVADDR + 0xb00, 0x1000, 0, &off), -ENOEXEC);
+}
+
+/*
+ * A .symtab's code_dealloc, read apart from the finder (libelf): 0 when
+ * the file has none (stripped, as Debian's python3.11).
+ */
+static uint64_t symtab_dealloc(int fd)
+{
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	uint64_t v = 0;
+
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e)
+		return 0;
+	while (!v && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+
+			if (gelf_getsym(d, (int)i, &s) && (n = elf_strptr(e, sh.sh_link, s.st_name)) &&
+			    !strcmp(n, "code_dealloc") && GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+				v = s.st_value;
+				break;
+			}
+		}
+	}
+	elf_end(e);
+	return v;
+}
+
+/*
+ * Every CPython 3.10+ of this machine: its code_dealloc found, in an
+ * executable segment, and where the file has a .symtab, where it says.
+ */
+static void test_dealloc_interpreters(void)
+{
+	static const char *const paths[] = {
+		"/root/.pyenv/versions/3.10.13/lib/libpython3.10.so.1.0",
+		"/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0",
+		"/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0",
+		"/root/.pyenv/versions/3.13.0/lib/libpython3.13.so.1.0",
+		"/usr/bin/python3.11",
+		"/usr/bin/python3.12",
+		"/usr/bin/python3.13",
+	};
+	int found = 0, crossed = 0;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		struct pyinterp_file f;
+		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+		uint64_t sym;
+
+		if (fd < 0)
+			continue;
+		memset(&f, 0, sizeof(f));
+		CHECK_EQ_INT(pyinterp__probe_fd(fd, paths[i], &f), 0);
+		CHECK_EQ_INT(f.dealloc_err, 0);
+		CHECK(f.dealloc != 0 && f.dealloc_off != 0);
+		sym = symtab_dealloc(fd);
+		if (sym) {
+			CHECK(sym == f.dealloc);
+			crossed++;
+		}
+		found++;
+		close(fd);
+	}
+	printf("code_dealloc found in %d interpreters, %d checked against their .symtab\n", found, crossed);
+}
+
 int main(void)
 {
 	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -231,6 +426,8 @@ int main(void)
 	CHECK(mkdtemp(dir) != NULL);
 	test_found_once(root);
 	test_budget_and_stale(root);
+	test_dealloc_crafted();
+	test_dealloc_interpreters();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CHECK_EQ_INT(system(cmd), 0);
 	close(root);
