@@ -1040,7 +1040,7 @@ static int setup(struct profd *d)
 	}
 
 	/* CPython frames: without them Python processes keep their native frames. */
-	if ((err = pyprocs__new(sampler__skel(d->sampler), d->reg, d->files, &d->py)))
+	if ((err = pyprocs__new(sampler__skel(d->sampler), d->reg, d->files, d->o.python_free_hook, &d->py)))
 		log_warn("Python frames unavailable: %s", strerror(-err));
 	if (d->events) {
 		events__on_maps(d->events, maps_to_tables, d);

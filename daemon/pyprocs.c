@@ -121,6 +121,7 @@ struct pyprocs {
 	int free_err;                 /* its load's -errno: no hooks */
 	uint64_t hooked, hook_failures;
 	int hook_err; /* the last failure's -errno, for the status */
+	bool free_hook; /* --python-free-hook */
 };
 
 /* A pid at *s, which is left after it; 0 when there is none. */
@@ -195,7 +196,7 @@ void pyprocs__share(struct profd_bpf *skel, struct pyprocs_fds *out)
 	out->none = bpf_map__fd(skel->maps.py_none);
 }
 
-int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc,
+int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc, bool free_hook,
 		 struct pyprocs **out)
 {
 	struct pyprocs *p = calloc(1, sizeof(*p));
@@ -205,6 +206,7 @@ int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *
 		return -ENOMEM;
 	p->skel = skel;
 	p->reg = reg;
+	p->free_hook = free_hook;
 	p->procs_fd = bpf_map__fd(skel->maps.py_procs);
 	p->syms_fd = bpf_map__fd(skel->maps.py_syms);
 	p->files_fd = bpf_map__fd(skel->maps.py_files);
@@ -376,7 +378,7 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 		if (sl)
 			sl->found = 1;
 		/* Before the writes: a process is marked only once its file's frees are counted. */
-		if (tmpl && free_hooked(p, fd, &fkey)) {
+		if (tmpl && p->free_hook && free_hooked(p, fd, &fkey)) {
 			pp.o.flags |= PROFD_PY_F_FREE_HOOK;
 			pf.tmpl.o.flags |= PROFD_PY_F_FREE_HOOK;
 		}

@@ -2,6 +2,7 @@
 #ifndef PROFD_PYPROCS_H
 #define PROFD_PYPROCS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -37,7 +38,8 @@ void pyprocs__share(struct profd_bpf *skel, struct pyprocs_fds *out);
  * it while the symbols or events do), each interpreter file's probe off
  * its entry in fc; both outlive the pyprocs.
  */
-int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc,
+/* free_hook: count code object frees with a uprobe (free_hooked), else check code objects by content. */
+int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc, bool free_hook,
 		 struct pyprocs **out);
 void pyprocs__free(struct pyprocs *p);
 

@@ -25,6 +25,8 @@
 # RUNS: rounds per interpreter (default 6: an even count puts as many on each CPU).
 # ONLY: measure the interpreters whose path contains it (a short run: 3.12).
 # FREQ: samples per second per CPU (default 99, profd's own default).
+# PROFD_ARGS: more options for this build's profd (not BASE_BUILD's), e.g.
+# --python-free-hook.
 # BASE_BUILD=DIR: a second build's profd times the same two processes in
 # each round, right after (or before: in turns) this build's daemon.
 set -u
@@ -85,9 +87,12 @@ frames() {
 # daemon BUILDDIR PIDS: starts BUILDDIR's profd timing PIDS (PROFD_COST_PID) and waits
 # for its socket and its first samples' names.
 daemon() {
+	local extra=
+	[ "$1" = "$BUILD" ] && extra=${PROFD_ARGS:-}
 	rm -rf "$T/state" "$T/sock"
+	# shellcheck disable=SC2086 # PROFD_ARGS: options, split
 	PROFD_COST_PID=$2 "$1/profd" --state-dir "$T/state" --socket "$T/sock" --no-offcpu \
-		--unwind dwarf --flush-interval 1s --frequency "$FREQ" >"$T/log" 2>&1 &
+		--unwind dwarf --flush-interval 1s --frequency "$FREQ" $extra >"$T/log" 2>&1 &
 	PD=$!
 	for _ in $(seq 100); do [ -S "$T/sock" ] && break; sleep 0.1; done
 	sleep 3 # tables loaded, the first samples' names read

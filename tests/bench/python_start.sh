@@ -2,7 +2,8 @@
 # What a Python process pays at start-up while profd runs: CPU time (user +
 # system) of short interpreter runs with no profiler, with this build's
 # profd and, with BASE_BUILD=DIR, another build's, in turns round by round
-# (the VM drifts between minutes). This build hooks each interpreter file's
+# (the VM drifts between minutes). PROFD_ARGS: more options for this
+# build's profd. With --python-free-hook it hooks each interpreter file's
 # code_dealloc (the code cache's free generation, bpf/pyfree.bpf.c): every
 # code object freed in any process mapping that file traps into the
 # kernel, and start-up frees many (a class body's code, each module's).
@@ -54,7 +55,7 @@ for py in "${pys[@]}"; do
 			case $c in
 			none) ;;
 			base) PROFD=$W/bin/profd_base profd_start "$d" ;;
-			profd) PROFD=$W/bin/profd profd_start "$d" ;;
+			profd) PROFD=$W/bin/profd profd_start "$d" ${PROFD_ARGS:-} ;;
 			esac
 			if [ "$c" != none ]; then
 				"$py" -c "$SCRIPT" >/dev/null; sleep 2 # the interpreter seen: its hook in

@@ -13,7 +13,7 @@ python_interpreters
 # 1999 Hz: 800-2900 samples per split on the shared 2-CPU machine, several sigma inside
 # a 5-point band. Maps for a drain that comes seconds late (a huge ELF file of another
 # process being parsed) without dropping stacks.
-start_profd --frequency 1999 --stacks-entries 32768 --counts-entries 65536
+start_profd --frequency 1999 --stacks-entries 32768 --counts-entries 65536 --python-free-hook
 
 # A host's profd has the interpreters' unwind tables built long before:
 # each interpreter runs once first, and the tables are waited for, so
@@ -268,6 +268,21 @@ check "free hooks: $(st python_code_frees) code object frees counted (>= 1000)" 
 check "free hooks: $(st python_code_gen_hits) frames named by the free generation (>= 1000)" \
 	atleast "$(st python_code_gen_hits)" 1000
 profctl status | grep '^python_' | tr '\t' ' ' | paste -sd' '
+# The default, no free hook: no uprobe, every code object read at every
+# sample, and the same names (the split on the newest interpreter, 3 s).
+check "profd exits 0 on SIGTERM" stop_profd
+l=$(echo $LABELS | awk '{ print $NF }')
+start_profd --frequency 1999
+"${INTERP[$l]}" "$PY/split.py" 3 & p=$!
+wait $p || fail "$l: split.py without the free hook exited $?"
+caught_up || fail "profd without the free hook did not catch up within 12 flushes of 10 s"
+f=$T/nohook.$l
+dump_pid cpu $p | awk -F'\t' '$1 !~ /pymain_init|Py_InitializeFromConfig|Py_FinalizeEx|;_dl_|;dl_main/' | no_startup >"$f"
+profctl status >"$T/status"
+s=$(share ';(fifty|thirty|twenty) [(]split[.]py[)]' "$f")
+check "no free hook, $l split: $s % of $(total "$f") samples in fifty, thirty or twenty (>= 90)" atleast "$s" 90
+check "no free hook: $(st python_free_hooks) files hooked, $(st python_code_gen_hits) frames named by the generation (0, 0)" \
+	[ "$(st python_free_hooks)" -eq 0 -a "$(st python_code_gen_hits)" -eq 0 ]
 # What a failure looked at, kept beside the log.
 if [ "$FAILS" -gt 0 ]; then
 	mkdir -p "$BUILD/test-logs/60-python.files" && cp "$T"/*.py3* "$T"/*.debian* "$T/profd.log" "$BUILD/test-logs/60-python.files/" 2>/dev/null
