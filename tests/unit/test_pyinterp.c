@@ -21,6 +21,24 @@
 
 static char dir[] = "/tmp/pyinterp-test.XXXXXX";
 
+/* A little-endian x86-64 shared object's header: one PT_LOAD at 0x40, shnum sections at 0x100. */
+static void elf_header(Elf64_Ehdr *eh, unsigned shnum)
+{
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_phentsize = sizeof(Elf64_Phdr);
+	eh->e_phnum = 1;
+	eh->e_shoff = 0x100;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = (Elf64_Half)shnum;
+}
+
 /*
  * Writes an ELF file with one PT_LOAD and a symbol table: _PyRuntime and
  * PyCode_Type (when runtime), Py_Version holding version << 16, and the
@@ -37,19 +55,7 @@ static int write_elf(const char *path, int runtime, uint32_t version)
 	uint64_t hex = (uint64_t)version << 16;
 	int fd, ok;
 
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_DYN;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
-	eh->e_phoff = sizeof(*eh);
-	eh->e_phentsize = sizeof(*ph);
-	eh->e_phnum = 1;
-	eh->e_shoff = 0x100;
-	eh->e_shentsize = sizeof(*sh);
-	eh->e_shnum = 4;
+	elf_header(eh, 4);
 	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0, .p_vaddr = 0,
 			    .p_filesz = sizeof(img), .p_memsz = 0x3000, .p_align = 0x1000 };
 	memcpy(img + VERSION_AT, &hex, sizeof(hex));
@@ -247,19 +253,7 @@ static int write_dealloc_elf(const char *path, uint64_t word, uint64_t rtype, in
 	uint64_t hex = (uint64_t)0x030b << 16;
 	int fd, ok;
 
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_DYN;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
-	eh->e_phoff = sizeof(*eh);
-	eh->e_phentsize = sizeof(*ph);
-	eh->e_phnum = 1;
-	eh->e_shoff = 0x100;
-	eh->e_shentsize = sizeof(*sh);
-	eh->e_shnum = 5;
+	elf_header(eh, 5);
 	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0, .p_vaddr = DVADDR,
 			    .p_filesz = sizeof(img), .p_memsz = sizeof(img), .p_align = 0x1000 };
 	memcpy(img + 0x300, &hex, sizeof(hex));
