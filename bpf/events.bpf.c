@@ -589,6 +589,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	pp = bpf_map_lookup_elem(&py_procs, &ev.ppid);
 	if (pp && (np = bpf_map_lookup_elem(&py_new, &zero)) && pp->start_code == ev.start_code) {
 		__builtin_memcpy(np, pp, sizeof(*np));
+		/* The parent's free hook is the parent's pid's link: the child's frees are not counted. */
+		np->o.flags &= ~PROFD_PY_F_FREE_HOOK;
 		np->epoch = 1ULL << 63 | (__u64)ev.pid << 32 | (__u32)bpf_ktime_get_ns();
 		py_insert(ev.pid, np);
 	} else if (py_notes && !pp) {

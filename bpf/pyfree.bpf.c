@@ -2,15 +2,16 @@
 /*
  * The count of a CPython process's code object frees, for the sample
  * walker's code cache (bpf/python.h): user space (daemon/pyprocs.c)
- * attaches py_code_free at each interpreter file's code_dealloc, the
+ * attaches py_code_free at the interpreter file's code_dealloc, the
  * tp_dealloc of PyCode_Type through which every code object is freed
- * (lib/pyinterp.c finds it), once per file, as a uprobe_multi link of
- * every process (pid 0): uprobes are the file's, by inode and offset, so
- * each process that maps the file, forks too, traps there. A link of its
- * own object: a kernel without uprobe_multi (before 6.6) refuses this
- * object only, and the walker checks code objects by content as before.
- * A uprobe_multi link needs CAP_BPF and CAP_PERFMON, where a perf uprobe
- * event needs CAP_SYS_ADMIN.
+ * (lib/pyinterp.c finds it), as a uprobe_multi link with one process's
+ * pid: the kernel puts the breakpoint in that process's memory only, so
+ * its threads trap on each free and no other process mapping the file
+ * does (a forked child traps once, and the kernel takes the breakpoint
+ * out of its memory). A link of its own object: a kernel without
+ * uprobe_multi (before 6.6) refuses this object only, and the walker
+ * checks code objects by content as before. A uprobe_multi link needs
+ * CAP_BPF and CAP_PERFMON, where a perf uprobe event needs CAP_SYS_ADMIN.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

@@ -1040,7 +1040,10 @@ static int setup(struct profd *d)
 	}
 
 	/* CPython frames: without them Python processes keep their native frames. */
-	if ((err = pyprocs__new(sampler__skel(d->sampler), d->reg, d->files, d->o.python_free_hook, &d->py)))
+	struct pyprocs_hook_opts hook = { d->o.python_free_hook, d->o.python_free_hook_after_ns,
+					  d->o.python_free_hook_max_rate };
+
+	if ((err = pyprocs__new(sampler__skel(d->sampler), d->reg, d->files, &hook, &d->py)))
 		log_warn("Python frames unavailable: %s", strerror(-err));
 	if (d->events) {
 		events__on_maps(d->events, maps_to_tables, d);

@@ -103,9 +103,14 @@ static const struct opt_def defs[] = {
 	  "windows as flushed keep the pc of every calling frame (no: a leaf's pc, callers by "
 	  "function, about a quarter fewer bytes)" },
 	{ "python-free-hook", K_BOOL, F(python_free_hook), 0, 0, 0, "yes|no",
-	  "count each CPython process's code object frees (a uprobe on code_dealloc: a trap per free, "
-	  "about a fifth more CPU for an import-heavy start-up) so that samples name code objects seen "
-	  "before without reading them (no: read them at every sample)" },
+	  "count the code object frees of each CPython process that has lived python-free-hook-after "
+	  "and is being sampled (a uprobe on code_dealloc in that process only: a trap per free) so "
+	  "that samples name code objects seen before without reading them (no: read them at every "
+	  "sample)" },
+	{ "python-free-hook-after", K_DUR, F(python_free_hook_after_ns), 0, 3600 * SEC, 0, "DUR",
+	  "how long a CPython process lives before its frees are counted (0: at its first sample)" },
+	{ "python-free-hook-max-rate", K_UINT, F(python_free_hook_max_rate), 0, 100000000, 0, "N",
+	  "code object frees per second above which a process's count stops, over 4 s (0: no bound)" },
 	{ "log-level", K_LEVEL, F(log_level), 0, 0, LIVE, "LEVEL", "error, warning, info or debug" },
 };
 #define NDEFS (sizeof(defs) / sizeof(defs[0]))
@@ -138,6 +143,9 @@ void options_defaults(struct profd_opts *o)
 		.runqueue_stack = RUNQ_STACK_ENTRY,
 		.rollup = 1,
 		.rollup_by_name_ns = 3600 * SEC,
+		.python_free_hook = 1,
+		.python_free_hook_after_ns = 2 * SEC,
+		.python_free_hook_max_rate = 2000,
 	};
 }
 

@@ -49,7 +49,9 @@ struct profd_opts {
 	int zstd_level;
 	int rollup;
 	int call_pcs;               /* flushed windows keep every caller's pc */
-	int python_free_hook;       /* a uprobe on each CPython's code_dealloc (bpf/pyfree.bpf.c) */
+	int python_free_hook;       /* a uprobe on a long-lived CPython's code_dealloc (bpf/pyfree.bpf.c) */
+	int64_t python_free_hook_after_ns;   /* its age before it is hooked */
+	uint32_t python_free_hook_max_rate;  /* frees per second above which it is unhooked (0: none) */
 	int64_t rollup_by_name_ns; /* 0: rollups keep pids and pcs at every age */
 	char unwind_snapshots[4096]; /* test mode "PID:FILE"; "" : off */
 };

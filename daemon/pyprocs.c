@@ -45,6 +45,13 @@ struct seen {
 	 * images go (bpf/events.bpf.c); one written after that is ours to.
 	 */
 	int64_t wrote_ns;
+	/* When first found to run CPython (CLOCK_MONOTONIC_COARSE); 0: not yet. */
+	int64_t found_ns;
+	/* When its free hook was last weighed (free_hook): at most once a RETRY_NS. */
+	int64_t hook_ns;
+	uint16_t file;  /* its interpreter file in files[], plus 1; 0: none to hook */
+	uint16_t link;  /* its free hook in links[], plus 1; 0: none */
+	bool hook_done; /* hooked and unhooked, or the hook failed: not again for this image */
 };
 /*
  * Where each process's eval function is, as py_procs said at most this long
@@ -64,18 +71,33 @@ struct eval_slot {
 #define NAME_SLOTS 4096
 
 /*
- * Interpreter files whose code_dealloc has py_code_free attached (or could
- * not have it), by the walker's (dev, inode) key: one uprobe per file
- * serves every process that maps it. The link pins the inode, so the key
- * names that file for as long as the hook lives.
+ * Interpreter files that a free hook may be put in, by the walker's (dev,
+ * inode) key: each opened once, checked to be the mapped inode, and kept
+ * open (a link names its file by our descriptor's path, whatever the
+ * file's own path names by now).
  */
-#define FREE_HOOKS 64
+#define FREE_FILES 64
 
-struct free_hook {
+struct free_file {
 	struct profd_pyfile_key key;
-	int link; /* the uprobe_multi link's fd; -1: the attach failed, not tried again */
+	int fd; /* -1: code_dealloc not found, no hook */
+	uint64_t off; /* code_dealloc's file offset */
 };
 
+/*
+ * A process's free hook: a uprobe_multi link of py_code_free with its pid,
+ * so the breakpoint is in that process's memory only (its threads' too).
+ */
+struct free_link {
+	uint32_t pid;
+	int fd;           /* -1: a free slot */
+	int64_t since_ns; /* the start of the rate's measure */
+	uint64_t gen0;    /* py_freegen's slot then */
+	int64_t close_ns; /* unhooked: closed from then on; 0: live */
+};
+
+/* A process freeing code objects faster than the bound, measured over this long, is unhooked. */
+#define RATE_NS (4 * 1000000000LL)
 #define UPROBE_MULTI 48 /* BPF_TRACE_UPROBE_MULTI (Linux 6.6), which older headers lack */
 
 /* BPF_LINK_CREATE's uprobe_multi attributes, as union bpf_attr lays them out. */
@@ -115,13 +137,17 @@ struct pyprocs {
 	struct profd_pyfile_key tmpl_key;
 	struct profd_pyfile tmpl;
 	bool tmpl_written;
-	struct free_hook hooks[FREE_HOOKS];
-	uint32_t nhooks;
+	struct free_file files[FREE_FILES];
+	uint32_t nfiles;
+	struct free_link links[PYPROCS_FREE_LINKS];
+	uint32_t nlinks;              /* live ones, unhooked ones waiting to close aside */
 	struct pyfree_bpf *free_skel; /* loaded at the first hook */
 	int free_err;                 /* its load's -errno: no hooks */
-	uint64_t hooked, hook_failures;
+	uint64_t hooked, hook_failures, hooks_full, unhooks;
 	int hook_err; /* the last failure's -errno, for the status */
-	bool free_hook; /* --python-free-hook */
+	int64_t sweep_ns;
+	long ticks; /* clock ticks a second (/proc/PID/stat's start time) */
+	struct pyprocs_hook_opts hook;
 };
 
 /* A pid at *s, which is left after it; 0 when there is none. */
@@ -158,8 +184,21 @@ void pyprocs__configure(struct profd_bpf *skel)
 	skel->rodata->cost_tgid[1] = b;
 }
 
+static void link_close(struct pyprocs *p, uint32_t i)
+{
+	struct free_link *l = &p->links[i];
+
+	close(l->fd);
+	if (!l->close_ns)
+		p->nlinks--;
+	*l = (struct free_link){ .fd = -1 };
+}
+
 static void seen_free(struct pyprocs *p, struct seen *sl)
 {
+	/* Its image is gone (exit, exec, forgotten): no walk of it reads the flag. */
+	if (sl->link)
+		link_close(p, sl->link - 1u);
 	free(sl);
 	p->nseen--;
 }
@@ -196,8 +235,8 @@ void pyprocs__share(struct profd_bpf *skel, struct pyprocs_fds *out)
 	out->none = bpf_map__fd(skel->maps.py_none);
 }
 
-int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc, bool free_hook,
-		 struct pyprocs **out)
+int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc,
+		 const struct pyprocs_hook_opts *hook, struct pyprocs **out)
 {
 	struct pyprocs *p = calloc(1, sizeof(*p));
 	int err;
@@ -206,7 +245,10 @@ int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *
 		return -ENOMEM;
 	p->skel = skel;
 	p->reg = reg;
-	p->free_hook = free_hook;
+	p->hook = *hook;
+	p->ticks = sysconf(_SC_CLK_TCK);
+	for (uint32_t i = 0; i < PYPROCS_FREE_LINKS; i++)
+		p->links[i].fd = -1;
 	p->procs_fd = bpf_map__fd(skel->maps.py_procs);
 	p->syms_fd = bpf_map__fd(skel->maps.py_syms);
 	p->files_fd = bpf_map__fd(skel->maps.py_files);
@@ -236,9 +278,12 @@ void pyprocs__free(struct pyprocs *p)
 		free(p->names[i].lt);
 	}
 	free(p->names);
-	for (uint32_t i = 0; i < p->nhooks; i++)
-		if (p->hooks[i].link >= 0)
-			close(p->hooks[i].link);
+	for (uint32_t i = 0; i < PYPROCS_FREE_LINKS; i++)
+		if (p->links[i].fd >= 0)
+			link_close(p, i);
+	for (uint32_t i = 0; i < p->nfiles; i++)
+		if (p->files[i].fd >= 0)
+			close(p->files[i].fd);
 	pyfree_bpf__destroy(p->free_skel);
 	pyinterp__free(p->pi);
 	free(p);
@@ -292,8 +337,8 @@ static int free_prog(struct pyprocs *p)
 	return bpf_program__fd(sk->progs.py_code_free);
 }
 
-/* A uprobe_multi link of prog at off in the file named path, for every process: its fd, or -errno. */
-static int uprobe_multi(int prog, const char *path, uint64_t off)
+/* A uprobe_multi link of prog at off in the file named path, for process pid only: its fd, or -errno. */
+static int uprobe_multi(int prog, const char *path, uint64_t off, uint32_t pid)
 {
 	struct uprobe_multi_attr a;
 	int fd;
@@ -304,55 +349,177 @@ static int uprobe_multi(int prog, const char *path, uint64_t off)
 	a.path = (__u64)(uintptr_t)path;
 	a.offsets = (__u64)(uintptr_t)&off;
 	a.cnt = 1;
+	a.pid = pid;
 	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 	return fd < 0 ? -errno : fd;
 }
 
 /*
- * Whether py_code_free is attached to the code_dealloc of the file the
- * last pyinterp__find found (key): attached now if it is the file's
- * first time. Attached for every process (pid 0) by the path of our own open
- * file descriptor, which names the checked inode whatever its path names
- * by now. Only a hooked file's processes are marked PROFD_PY_F_FREE_HOOK,
- * and only once the hook is in: no frees go uncounted for them.
+ * The file the last pyinterp__find found (key), for free hooks: its index
+ * in files[] plus 1, opened now if it is the file's first time; 0: no hook.
  */
-static bool free_hooked(struct pyprocs *p, int root_fd, const struct profd_pyfile_key *key)
+static uint16_t free_file(struct pyprocs *p, int root_fd, const struct profd_pyfile_key *key)
 {
 	uint64_t dev, ino, off;
-	struct free_hook *h;
-	char path[64];
+	struct free_file *f;
 	int fd, err;
 
-	for (uint32_t i = 0; i < p->nhooks; i++)
-		if (!memcmp(&p->hooks[i].key, key, sizeof(*key)))
-			return p->hooks[i].link >= 0;
-	if (p->nhooks == FREE_HOOKS)
-		return false;
-	h = &p->hooks[p->nhooks];
-	h->key = *key;
-	h->link = -1;
+	for (uint32_t i = 0; i < p->nfiles; i++)
+		if (!memcmp(&p->files[i].key, key, sizeof(*key)))
+			return p->files[i].fd >= 0 ? (uint16_t)(i + 1) : 0;
+	if (p->nfiles == FREE_FILES)
+		return 0;
 	err = pyinterp__open_found(p->pi, root_fd, &dev, &ino, &off, &fd);
 	if (err == -ESTALE || err == -ENOENT || err == -EMFILE || err == -ENFILE || err == -ENOMEM)
-		return false; /* another time: the file itself may be fine */
-	p->nhooks++;
-	if (!err) {
-		int prog = free_prog(p);
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		err = prog < 0 ? prog : uprobe_multi(prog, path, off);
-		if (err >= 0) {
-			h->link = err;
-			err = 0;
-		}
-		close(fd);
-	}
+		return 0; /* another time: the file itself may be fine */
+	f = &p->files[p->nfiles++];
+	f->key = *key;
+	f->fd = err ? -1 : fd;
+	f->off = off;
 	if (err) {
 		p->hook_failures++;
 		p->hook_err = err;
-		return false;
+		return 0;
 	}
+	return (uint16_t)p->nfiles;
+}
+
+static uint64_t freegen(const struct pyprocs *p, uint32_t pid)
+{
+	return __atomic_load_n(&p->skel->data_py_freegen->py_freegen[pid & (PROFD_PY_GEN_SLOTS - 1)],
+			       __ATOMIC_SEQ_CST);
+}
+
+/*
+ * pid's free hook, if it has lived the hook's age and has none: the link
+ * first, then PROFD_PY_F_FREE_HOOK in its py_procs entry, with a new epoch.
+ * Every free after the link is counted, and the walker stamps a code cache
+ * entry with a generation only while the flag is set; the new epoch keeps
+ * it from trusting any entry stamped before (an earlier hook of this pid,
+ * or another process of its py_freegen slot), so frees before the link
+ * cannot matter. A rewrite of the entry by the kernel between our read
+ * and our write (an exec) is undone when the exec is read: the walker
+ * meanwhile finds the entry's start_code is not the image's.
+ */
+static void free_hook(struct pyprocs *p, uint32_t pid, struct seen *sl, int64_t now)
+{
+	struct procreg_info in;
+	struct profd_pyproc pp;
+	struct free_link *l = NULL;
+	char path[64];
+	int64_t age;
+	int prog, fd;
+
+	if (!p->hook.on || sl->link || sl->hook_done || !sl->file || now - sl->hook_ns < RETRY_NS)
+		return;
+	sl->hook_ns = now;
+	age = now - sl->found_ns;
+	/* A process older than profd, or found late: its age from /proc (boot time, clock ticks). */
+	if (age < p->hook.after_ns && p->ticks > 0 && !procreg__info(p->reg, pid, &in) && in.start_time) {
+		int64_t up = clock__ns(CLOCK_BOOTTIME) - (int64_t)(in.start_time * (1000000000ULL / (uint64_t)p->ticks));
+
+		if (up > age)
+			age = up;
+	}
+	if (age < p->hook.after_ns)
+		return;
+	for (uint32_t i = 0; i < PYPROCS_FREE_LINKS && !l; i++)
+		if (p->links[i].fd < 0)
+			l = &p->links[i];
+	if (!l) {
+		p->hooks_full++;
+		return;
+	}
+	prog = free_prog(p);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p->files[sl->file - 1].fd);
+	fd = prog < 0 ? prog : uprobe_multi(prog, path, p->files[sl->file - 1].off, pid);
+	if (fd < 0) {
+		p->hook_failures++;
+		p->hook_err = fd;
+		sl->hook_done = true;
+		return;
+	}
+	if (bpf_map_lookup_elem(p->procs_fd, &pid, &pp)) {
+		close(fd); /* no entry now: another time */
+		return;
+	}
+	pp.o.flags |= PROFD_PY_F_FREE_HOOK;
+	pp.epoch = ++p->epochs;
+	if (bpf_map_update_elem(p->procs_fd, &pid, &pp, BPF_EXIST)) {
+		close(fd);
+		p->write_errors++;
+		return;
+	}
+	*l = (struct free_link){ .pid = pid, .fd = fd, .since_ns = now, .gen0 = freegen(p, pid) };
+	sl->link = (uint16_t)(l - p->links + 1);
+	sl->wrote_ns = clock__mono_ns();
+	p->nlinks++;
 	p->hooked++;
-	return true;
+}
+
+/*
+ * The flag out of the process's entry now, the link closed a second later
+ * (free_sweep): a walk that read the flag reads the generation in the same
+ * run of the program, long over by then, so no frees it trusts go
+ * uncounted. A failed write takes the entry out (the walker reads no
+ * Python frames of it until it is looked at again).
+ */
+static void unhook(struct pyprocs *p, uint32_t i, struct seen *sl, int64_t now)
+{
+	struct free_link *l = &p->links[i];
+	struct profd_pyproc pp;
+
+	if (!bpf_map_lookup_elem(p->procs_fd, &l->pid, &pp) && (pp.o.flags & PROFD_PY_F_FREE_HOOK)) {
+		pp.o.flags &= ~PROFD_PY_F_FREE_HOOK;
+		if (bpf_map_update_elem(p->procs_fd, &l->pid, &pp, BPF_EXIST)) {
+			p->write_errors++;
+			bpf_map_delete_elem(p->procs_fd, &l->pid);
+			if (sl)
+				sl->found = 0;
+		}
+	}
+	if (sl) {
+		sl->link = 0;
+		sl->hook_done = true;
+	}
+	l->close_ns = now + RETRY_NS;
+	p->nlinks--;
+	p->unhooks++;
+}
+
+/* Once a second: links of unhooked processes closed, and each process's rate of frees weighed. */
+static void free_sweep(struct pyprocs *p, int64_t now)
+{
+	if (!p->hook.on || now - p->sweep_ns < RETRY_NS)
+		return;
+	p->sweep_ns = now;
+	for (uint32_t i = 0; i < PYPROCS_FREE_LINKS; i++) {
+		struct free_link *l = &p->links[i];
+		struct seen *sl;
+		uint64_t g;
+
+		if (l->fd < 0)
+			continue;
+		if (l->close_ns) {
+			if (now >= l->close_ns)
+				link_close(p, i);
+			continue;
+		}
+		sl = procreg__data(p->reg, l->pid, p->slot);
+		if (!sl || sl->link != i + 1) {
+			link_close(p, i); /* not its record's: should not happen, but no fd is kept for it */
+			continue;
+		}
+		if (!p->hook.max_rate || now - l->since_ns < RATE_NS)
+			continue;
+		g = freegen(p, l->pid);
+		if ((double)(g - l->gen0) * 1e9 > (double)p->hook.max_rate * (double)(now - l->since_ns)) {
+			unhook(p, i, sl, now);
+		} else {
+			l->gen0 = g;
+			l->since_ns = now;
+		}
+	}
 }
 
 void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps)
@@ -375,12 +542,15 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 	if (fd >= 0 && pyinterp__find(p->pi, fd, maps, &pp) == 0) {
 		bool tmpl = pyinterp__template(p->pi, &fkey, &pf) == 0;
 
-		if (sl)
+		if (sl) {
 			sl->found = 1;
-		/* Before the writes: a process is marked only once its file's frees are counted. */
-		if (tmpl && p->free_hook && free_hooked(p, fd, &fkey)) {
-			pp.o.flags |= PROFD_PY_F_FREE_HOOK;
-			pf.tmpl.o.flags |= PROFD_PY_F_FREE_HOOK;
+			if (!sl->found_ns)
+				sl->found_ns = clock__ns(CLOCK_MONOTONIC_COARSE);
+			if (tmpl && p->hook.on && !sl->file)
+				sl->file = free_file(p, fd, &fkey);
+			/* Its link is in (the entry written again, as its mappings were read again). */
+			if (sl->link)
+				pp.o.flags |= PROFD_PY_F_FREE_HOOK;
 		}
 		pp.start_code = start_code;
 		pp.epoch = ++p->epochs;
@@ -419,14 +589,20 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 
 void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 {
-	const struct seen *sl = procreg__data(p->reg, pid, p->slot), *ps;
+	struct seen *sl = procreg__data(p->reg, pid, p->slot);
+	const struct seen *ps;
 	int64_t now = clock__ns(CLOCK_MONOTONIC_COARSE);
 	struct procmaps *maps = NULL;
 	struct procreg_info in;
 	struct seen *nl;
 	uint64_t st, sc;
 
-	if (sl && (sl->found || now - sl->tried_ns < RETRY_NS))
+	free_sweep(p, now);
+	if (sl && sl->found) {
+		free_hook(p, pid, sl, now);
+		return;
+	}
+	if (sl && now - sl->tried_ns < RETRY_NS)
 		return;
 	if (procreg__info(p->reg, pid, &in))
 		in = (struct procreg_info){ .pid = pid };
@@ -464,8 +640,15 @@ void pyprocs__exit(struct pyprocs *p, uint32_t pid, uint64_t time_ns)
 
 	if (sl ? sl->wrote_ns && sl->wrote_ns >= (int64_t)time_ns : p->untracked)
 		bpf_map_delete_elem(p->procs_fd, &pid);
-	if (sl)
+	if (sl) {
 		sl->wrote_ns = 0;
+		/* Its memory is gone, and the uprobe with it: the link goes now. */
+		if (sl->link) {
+			link_close(p, sl->link - 1u);
+			sl->link = 0;
+		}
+		sl->hook_done = true;
+	}
 }
 
 /* The name slot for id, read from py_syms unless cached; NULL when the id is gone from the map. */
@@ -602,7 +785,10 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	fprintf(f, "python_names_missing\t%" PRIu64 "\n", p->sym_misses);
 	for (int i = 0; i < PROFD_PY_GEN_SLOTS; i++)
 		frees += __atomic_load_n(&p->skel->data_py_freegen->py_freegen[i], __ATOMIC_RELAXED);
-	fprintf(f, "python_free_hooks\t%" PRIu64 "\n", p->hooked);
+	fprintf(f, "python_free_hooks\t%" PRIu32 "\n", p->nlinks);
+	fprintf(f, "python_free_hooks_made\t%" PRIu64 "\n", p->hooked);
+	fprintf(f, "python_free_hooks_full\t%" PRIu64 "\n", p->hooks_full);
+	fprintf(f, "python_free_unhooks\t%" PRIu64 "\n", p->unhooks);
 	fprintf(f, "python_free_hook_failures\t%" PRIu64 "\n", p->hook_failures);
 	if (p->hook_failures)
 		fprintf(f, "python_free_hook_error\t%d\n", p->hook_err);

@@ -38,9 +38,22 @@ void pyprocs__share(struct profd_bpf *skel, struct pyprocs_fds *out);
  * it while the symbols or events do), each interpreter file's probe off
  * its entry in fc; both outlive the pyprocs.
  */
-/* free_hook: count code object frees with a uprobe (free_hooked), else check code objects by content. */
-int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc, bool free_hook,
-		 struct pyprocs **out);
+/*
+ * The count of code object frees (bpf/pyfree.bpf.c), per process: a
+ * uprobe on code_dealloc that traps in that process only, made for a
+ * CPython process that has lived after_ns and is being sampled, so that
+ * short scripts and idle services never trap. At most PYPROCS_FREE_LINKS
+ * at once; a process freeing more than max_rate code objects a second
+ * (0: no bound) loses its hook and is checked by content again.
+ */
+#define PYPROCS_FREE_LINKS 256
+struct pyprocs_hook_opts {
+	bool on;
+	int64_t after_ns;
+	uint32_t max_rate;
+};
+int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *fc,
+		 const struct pyprocs_hook_opts *hook, struct pyprocs **out);
 void pyprocs__free(struct pyprocs *p);
 
 /* pid's mappings were read (exec, re-capture): a CPython among them is made known to the walker. */
