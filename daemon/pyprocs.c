@@ -94,6 +94,14 @@ struct free_link {
 	int64_t since_ns; /* the start of the rate's measure */
 	uint64_t gen0;    /* py_freegen's slot then */
 	int64_t close_ns; /* unhooked: closed from then on; 0: live */
+	/*
+	 * A child forked from it was sampled: a child's memory is a copy of
+	 * the parent's, breakpoint included, and the kernel leaves it there
+	 * (our handler runs, and ignores another process). The link is made
+	 * again at the next sweep and the old one closed, which takes the
+	 * breakpoint out of every process no link's pid names.
+	 */
+	bool relink;
 };
 
 /* A process freeing code objects faster than the bound, measured over this long, is unhooked. */
@@ -143,7 +151,7 @@ struct pyprocs {
 	uint32_t nlinks;              /* live ones, unhooked ones waiting to close aside */
 	struct pyfree_bpf *free_skel; /* loaded at the first hook */
 	int free_err;                 /* its load's -errno: no hooks */
-	uint64_t hooked, hook_failures, hooks_full, unhooks;
+	uint64_t hooked, hook_failures, hooks_full, unhooks, relinks;
 	int hook_err; /* the last failure's -errno, for the status */
 	int64_t sweep_ns;
 	long ticks; /* clock ticks a second (/proc/PID/stat's start time) */
@@ -487,7 +495,31 @@ static void unhook(struct pyprocs *p, uint32_t i, struct seen *sl, int64_t now)
 	p->unhooks++;
 }
 
-/* Once a second: links of unhooked processes closed, and each process's rate of frees weighed. */
+/* The new link in before the old one goes: no free of the process goes uncounted. */
+static void relink(struct pyprocs *p, struct free_link *l, const struct seen *sl)
+{
+	char path[64];
+	int prog = free_prog(p), fd;
+
+	l->relink = false;
+	if (prog < 0 || !sl->file)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p->files[sl->file - 1].fd);
+	fd = uprobe_multi(prog, path, p->files[sl->file - 1].off, l->pid);
+	if (fd < 0) {
+		p->hook_failures++;
+		p->hook_err = fd;
+		return;
+	}
+	close(l->fd);
+	l->fd = fd;
+	p->relinks++;
+}
+
+/*
+ * Once a second: links of unhooked processes closed, links of processes
+ * with children made again, and each process's rate of frees weighed.
+ */
 static void free_sweep(struct pyprocs *p, int64_t now)
 {
 	if (!p->hook.on || now - p->sweep_ns < RETRY_NS)
@@ -510,6 +542,8 @@ static void free_sweep(struct pyprocs *p, int64_t now)
 			link_close(p, i); /* not its record's: should not happen, but no fd is kept for it */
 			continue;
 		}
+		if (l->relink)
+			relink(p, l, sl);
 		if (!p->hook.max_rate || now - l->since_ns < RATE_NS)
 			continue;
 		g = freegen(p, l->pid);
@@ -606,6 +640,9 @@ void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 		return;
 	if (procreg__info(p->reg, pid, &in))
 		in = (struct procreg_info){ .pid = pid };
+	/* A child of a hooked process has its breakpoint: out at the next sweep. */
+	if (in.ppid && (ps = procreg__data(p->reg, in.ppid, p->slot)) && ps->link)
+		p->links[ps->link - 1].relink = true;
 	nl = seen_now(p, pid);
 	/* Gone: its samples were taken, and nothing written now would serve them. */
 	if (in.exited)
@@ -789,6 +826,7 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	fprintf(f, "python_free_hooks_made\t%" PRIu64 "\n", p->hooked);
 	fprintf(f, "python_free_hooks_full\t%" PRIu64 "\n", p->hooks_full);
 	fprintf(f, "python_free_unhooks\t%" PRIu64 "\n", p->unhooks);
+	fprintf(f, "python_free_relinks\t%" PRIu64 "\n", p->relinks);
 	fprintf(f, "python_free_hook_failures\t%" PRIu64 "\n", p->hook_failures);
 	if (p->hook_failures)
 		fprintf(f, "python_free_hook_error\t%d\n", p->hook_err);
