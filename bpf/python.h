@@ -36,11 +36,21 @@ __u64 py_syms_adds = 0;
 
 /*
  * Code object frees, by process: py_freegen[tgid & (PROFD_PY_GEN_SLOTS -
- * 1)] grows by one as each code object of the process starts to be freed
- * (bpf/pyfree.bpf.c's uprobe on the interpreter file's code_dealloc,
- * which shares this map). Processes that share a slot bump each other's
- * generation: more misses, never a wrong hit. In a section of their own:
- * each walk reads one, and the frees of every CPU write them.
+ * 1)] grows by one as each code object of a hooked process starts to be
+ * freed (bpf/pyfree.bpf.c's uprobe on code_dealloc, linked with that
+ * process's pid, which shares this map). Processes that share a slot bump
+ * each other's generation: more misses, never a wrong hit. In a section
+ * of their own: each walk reads one, and the frees of every CPU write them.
+ *
+ * PROFD_PY_F_FREE_HOOK is set in an entry only by user space
+ * (daemon/pyprocs.c), after the process's link is in and with a new
+ * epoch: entries of the code cache stamped before (gen 0 without the
+ * flag, or a generation of an earlier hook or of another process of the
+ * slot) carry another epoch, so frees before the link cannot make a hit.
+ * Never in a file's template (the next process of the file has no link),
+ * cleared in a fork's copy (bpf/events.bpf.c: the link counts the parent's
+ * pid only), and gone with the entry at exec. Cleared a second before the
+ * link is closed: a walk reads the flag and the generation in one run.
  */
 __u64 py_freegen[PROFD_PY_GEN_SLOTS] SEC(".data.py_freegen") = {};
 

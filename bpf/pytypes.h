@@ -13,7 +13,7 @@
 #define PROFD_PY_F_ALL_ENTRY 1 /* every frame runs in its own eval call (3.10: PyFrameObject chain) */
 #define PROFD_PY_F_CFRAME 2    /* the thread's current frame is tstate->cframe->current_frame */
 #define PROFD_PY_F_LASTI 4     /* fr_instr is an int, the index of the last instruction (3.10), not a pointer */
-#define PROFD_PY_F_FREE_HOOK 8 /* py_code_free is attached to the file's code_dealloc: py_freegen counts its frees */
+#define PROFD_PY_F_FREE_HOOK 8 /* py_code_free is linked with this process's pid: py_freegen counts its frees */
 
 /* Where the interpreter keeps what the walk reads: byte offsets in one version's structures. */
 struct profd_pyoffs {

@@ -26,7 +26,13 @@
 # ONLY: measure the interpreters whose path contains it (a short run: 3.12).
 # FREQ: samples per second per CPU (default 99, profd's own default).
 # PROFD_ARGS: more options for this build's profd (not BASE_BUILD's), e.g.
-# --python-free-hook.
+# --no-python-free-hook; BASE_ARGS: for BASE_BUILD's profd.
+# A build with the per-process free hook (python_free_hooks_made in its
+# status) hooks the Python process, which started before the daemon, at its
+# first drain with samples (the process has lived the hook's 2 s by then):
+# each round waits for python_free_hooks >= 1 (10 s at most) before it
+# measures, and the round's line says the hooks and the frames named by
+# the free generation.
 # BASE_BUILD=DIR: a second build's profd times the same two processes in
 # each round, right after (or before: in turns) this build's daemon.
 set -u
@@ -87,7 +93,7 @@ frames() {
 # daemon BUILDDIR PIDS: starts BUILDDIR's profd timing PIDS (PROFD_COST_PID) and waits
 # for its socket and its first samples' names.
 daemon() {
-	local extra=
+	local extra=${BASE_ARGS:-}
 	[ "$1" = "$BUILD" ] && extra=${PROFD_ARGS:-}
 	rm -rf "$T/state" "$T/sock"
 	# shellcheck disable=SC2086 # PROFD_ARGS: options, split
@@ -96,6 +102,18 @@ daemon() {
 	PD=$!
 	for _ in $(seq 100); do [ -S "$T/sock" ] && break; sleep 0.1; done
 	sleep 3 # tables loaded, the first samples' names read
+	if "$1/profctl" --socket "$T/sock" status 2>/dev/null | grep -q '^python_free_hooks_made'; then
+		case " $extra " in *" --no-python-free-hook "*) return ;; esac
+		for _ in $(seq 20); do
+			"$1/profctl" --socket "$T/sock" status 2>/dev/null | grep -qx $'python_free_hooks\t[1-9][0-9]*' && break
+			sleep 0.5
+		done
+	fi
+}
+# hooks: "H hooks, G gen hits" from the last snap's status.
+hooks() {
+	awk -F'\t' '{ v[$1] = $2 } END { printf "%s hooks, %s gen hits", ("python_free_hooks" in v) ? v["python_free_hooks"] : "?",
+		("python_code_gen_hits" in v) ? v["python_code_gen_hits"] : "?" }' "$T/status" 2>/dev/null
 }
 stop_daemon() { kill -TERM "$PD"; wait "$PD" 2>/dev/null; PD=; }
 
@@ -109,6 +127,7 @@ measure() {
 	s0=$(snap "$b")
 	sleep "$SECS"
 	s1=$(snap "$b")
+	hooks >"$T/hooks"
 	"$b/profctl" --state-dir "$T/state" --socket "$T/sock" dump --pid "$PYP" --since "${SECS}s" >"$T/pyf"
 	"$b/profctl" --state-dir "$T/state" --socket "$T/sock" dump --pid "$NATP" --since "${SECS}s" >"$T/natf"
 	stop_daemon
@@ -223,7 +242,7 @@ for py in "${PYS[@]}"; do
 			read -r pns pn pw nns nn pf nf pu nu <"$T/m"
 			echo "$ver round $r $b: Python $pns ns/sample ($pn samples, walk $pw, unwind $pu," \
 				"$pf user frames), native $nns ns/sample ($nn samples, unwind $nu, $nf user frames)," \
-				"load $(cut -d' ' -f1 /proc/loadavg)" >&2
+				"$(cat "$T/hooks"), load $(cut -d' ' -f1 /proc/loadavg)" >&2
 			[ "$pn" -gt 0 ] && [ "$nn" -gt 0 ] || continue
 			# The next round's native depth follows what this one's Python stack was.
 			[ "$b" = "$BUILD" ] && ufr=$(printf '%.0f' "$pf")

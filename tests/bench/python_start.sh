@@ -3,12 +3,17 @@
 # system) of short interpreter runs with no profiler, with this build's
 # profd and, with BASE_BUILD=DIR, another build's, in turns round by round
 # (the VM drifts between minutes). PROFD_ARGS: more options for this
-# build's profd. With --python-free-hook it hooks each interpreter file's
-# code_dealloc (the code cache's free generation, bpf/pyfree.bpf.c): every
-# code object freed in any process mapping that file traps into the
-# kernel, and start-up frees many (a class body's code, each module's).
-# One daemon at a time; each starts, sees one run of the interpreter (its
-# hook goes in then), and is stopped after the round.
+# build's profd, BASE_ARGS for BASE_BUILD's. A free hook (the code cache's
+# free generation, bpf/pyfree.bpf.c) makes each code object freed in a
+# hooked process trap into the kernel, and start-up frees many (a class
+# body's code, each module's): by default a process is hooked only once it
+# has lived 2 s and is sampled, so these runs should never be; a base
+# build's --python-free-hook hooked the whole interpreter file.
+# COMPANION=1: a long-lived process of the same interpreter runs through
+# each round (a fifth of a CPU) and gets its own hook first: the runs
+# must not pay for it.
+# One daemon at a time; each starts, sees one run of the interpreter (a
+# file-wide hook goes in then), and is stopped after the round.
 # Root.
 # Usage: tests/bench/python_start.sh [RUNS [ROUNDS [ONLY]]]
 # RUNS: interpreter runs per measurement (default 40); ROUNDS: default 5;
@@ -54,11 +59,27 @@ for py in "${pys[@]}"; do
 			rm -rf "$d"
 			case $c in
 			none) ;;
-			base) PROFD=$W/bin/profd_base profd_start "$d" ;;
+			base) PROFD=$W/bin/profd_base profd_start "$d" ${BASE_ARGS:-} ;;
 			profd) PROFD=$W/bin/profd profd_start "$d" ${PROFD_ARGS:-} ;;
 			esac
+			CP=
+			if [ "${COMPANION:-0}" = 1 ]; then
+				"$py" -c 'import time
+while True:
+    t = time.monotonic() + 0.01
+    while time.monotonic() < t: pass
+    time.sleep(0.04)' &
+				CP=$!
+			fi
 			if [ "$c" != none ]; then
 				"$py" -c "$SCRIPT" >/dev/null; sleep 2 # the interpreter seen: its hook in
+				# The companion's own hook in (a build that hooks per process).
+				if [ -n "$CP" ] && [ "$(status_val "$d" python_free_hooks_made)" != "" ]; then
+					for _ in $(seq 20); do
+						[ "$(status_val "$d" python_free_hooks)" -ge 1 ] 2>/dev/null && break
+						sleep 0.5
+					done
+				fi
 			fi
 			ms=$(cpu_ms "$py")
 			R[$py,$c]+="$ms "
@@ -66,6 +87,8 @@ for py in "${pys[@]}"; do
 				FREES[$py]=$(status_val "$d" python_code_frees)
 				HOOKS=$(status_val "$d" python_free_hooks)
 			fi
+			[ "$c" = profd ] && CHOOKS=$(status_val "$d" python_free_hooks)
+			[ -n "$CP" ] && { kill "$CP"; wait "$CP" 2>/dev/null; }
 			[ "$c" != none ] && stop "$PROFD_PID"
 			log "$py $c round $r: $ms ms CPU for $RUNS runs"
 		done
@@ -96,6 +119,6 @@ rng() { tr ' ' '\n' | grep . | sort -n | awk -v r="$RUNS" 'NR == 1 { lo = $1 } {
 		echo "$row"
 	done
 	echo
-	echo "python_free_hooks at the end: ${HOOKS:-?}."
+	echo "python_free_hooks at the end: ${HOOKS:-?}$([ "${COMPANION:-0}" = 1 ] && echo " (with the companion: ${CHOOKS:-?} live as the last round ended)")."
 } | tee "$BENCH_OUT/python_start.md"
 bench_done
