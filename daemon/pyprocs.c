@@ -51,7 +51,7 @@ struct seen {
 	int64_t hook_ns;
 	uint16_t file;  /* its interpreter file in files[], plus 1; 0: none to hook */
 	uint16_t link;  /* its free hook in links[], plus 1; 0: none */
-	bool hook_done; /* hooked and unhooked, or the hook failed: not again for this image */
+	bool hook_done; /* the hook failed, or the process exited: not again for this image */
 };
 /*
  * Where each process's eval function is, as py_procs said at most this long
@@ -104,8 +104,13 @@ struct free_link {
 	bool relink;
 };
 
-/* A process freeing code objects faster than the bound, measured over this long, is unhooked. */
+/*
+ * A process freeing code objects faster than the bound, measured over this
+ * long, is unhooked, and hooked again this long after (its burst of
+ * imports or compiles may be over by then).
+ */
 #define RATE_NS (4 * 1000000000LL)
+#define REHOOK_NS (60 * 1000000000LL)
 #define UPROBE_MULTI 48 /* BPF_TRACE_UPROBE_MULTI (Linux 6.6), which older headers lack */
 
 /* BPF_LINK_CREATE's uprobe_multi attributes, as union bpf_attr lays them out. */
@@ -488,7 +493,7 @@ static void unhook(struct pyprocs *p, uint32_t i, struct seen *sl, int64_t now)
 	}
 	if (sl) {
 		sl->link = 0;
-		sl->hook_done = true;
+		sl->hook_ns = now + REHOOK_NS; /* free_hook looks again a RETRY_NS after that */
 	}
 	l->close_ns = now + RETRY_NS;
 	p->nlinks--;
