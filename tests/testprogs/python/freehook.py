@@ -5,8 +5,9 @@
 #   go2: make and drop code objects in two threads for 2 s, and print how
 #        many (two a round: the module's and the function's);
 #   go3: print whether the breakpoint is there, and exit.
-# Until go1 it also writes DIR/hooked, holding its age in seconds, once
-# the breakpoint appears. Between steps it burns CPU in steady() (two threads, no code object
+# Until go1 it also writes DIR/hooked, holding its age in seconds (from
+# its start time in /proc, as profd reckons it), once the breakpoint
+# appears. Between steps it burns CPU in steady() (two threads, no code object
 # made or freed), so that it is sampled without freeing anything.
 # A free hook is per process: the byte at code_dealloc, read by the
 # process itself, is 0xcc while a uprobe is in its memory.
@@ -18,11 +19,16 @@ import threading
 import time
 import types
 
-T0 = time.monotonic()
 DIR = sys.argv[1]
 CHURN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "churn.py")
 # PyTypeObject: refcount, type, size, tp_name, tp_basicsize, tp_itemsize, then tp_dealloc.
 DEALLOC = ctypes.c_void_p.from_address(id(types.CodeType) + 48).value
+
+
+def age():
+    with open("/proc/self/stat") as f:
+        start = int(f.read().rsplit(")", 1)[1].split()[19])
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - start / os.sysconf("SC_CLK_TCK")
 
 
 def breakpoint_in():
@@ -51,7 +57,7 @@ def steady(name, watch=False):
         steady_loop(20000)
         if watch and breakpoint_in():
             with open(os.path.join(DIR, "hooked.tmp"), "w") as f:
-                f.write("%.1f\n" % (time.monotonic() - T0))
+                f.write("%.2f\n" % age())
             os.rename(os.path.join(DIR, "hooked.tmp"), os.path.join(DIR, "hooked"))
             watch = False
     stop.append(1)
