@@ -1582,10 +1582,13 @@ int tables__poll(struct tables *t)
 	t->poked = false;
 	clock__timer_take(t->tfd, t0, &t->armed);
 	n = ring_buffer__consume(t->rb);
+	t1 = clock__mono_ns();
+	max_ns(&t->st.turn_requests_ns_max, t1 - t0);
 	collect(t);
 	run_due(t);
-	t1 = clock__mono_ns();
-	max_ns(&t->st.turn_builds_ns_max, t1 - t0);
+	t2 = clock__mono_ns();
+	max_ns(&t->st.turn_builds_ns_max, t2 - t1);
+	t1 = t2;
 	/* New processes' reads first: a small program's table never waits behind a large one's rows. */
 	work(t, WORK_BUDGET_NS);
 	t2 = clock__mono_ns();
@@ -1839,6 +1842,7 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_files_told_hook\t%" PRIu64 "\n", st.ufiles_put);
 	fprintf(f, "unwind_hook_entries_dropped\t%" PRIu64 "\n", st.ufiles_entries_dropped);
 	fprintf(f, "unwind_turn_max_ms\t%.1f\n", st.turn_ns_max / 1e6);
+	fprintf(f, "unwind_turn_requests_max_ms\t%.1f\n", st.turn_requests_ns_max / 1e6);
 	fprintf(f, "unwind_turn_builds_max_ms\t%.1f\n", st.turn_builds_ns_max / 1e6);
 	fprintf(f, "unwind_turn_loads_max_ms\t%.1f\n", st.turn_loads_ns_max / 1e6);
 	fprintf(f, "unwind_turn_rows_max_ms\t%.1f\n", st.turn_rows_ns_max / 1e6);
