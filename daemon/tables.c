@@ -82,6 +82,13 @@
 #define ROWS_STEP 65536
 #define ROWS_BUDGET_NS (10 * 1000000LL)
 /*
+ * Tables up to this many rows (64 KB: a program's own, most libraries) are
+ * written as soon as built, in a few page faults: at profd's start a
+ * host's hundreds of them, written within the rows budget, took seconds
+ * of turns at load 20, and a new program's libc waited among them.
+ */
+#define ROWS_AT_ONCE 8192
+/*
  * The walker asks about a process it has no entry for at its first sample
  * or context switch, most often a child between fork and exec. Its exec
  * event brings the mappings read for the symbolizer: the request waits
@@ -680,9 +687,9 @@ static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool
 
 /*
  * A build or rebuild is done: the table (ut, err) replaces what f had. Its
- * rows go into the kernel later in the turn (rows_steps, smallest table
- * first, after the turn's reads of mappings): f stays pending meanwhile,
- * held like a file in a build.
+ * rows go into the kernel now when few (ROWS_AT_ONCE), else later in the
+ * turn (rows_steps, smallest table first, after the turn's reads of
+ * mappings): f stays pending meanwhile, held like a file in a build.
  */
 static void file_built(struct tables *t, struct tfile *f, struct unwind_table *ut, int err)
 {
@@ -701,7 +708,7 @@ static void file_built(struct tables *t, struct tfile *f, struct unwind_table *u
 	if (err) {
 		t->st.files_failed++;
 		ufile_put(t, f);
-	} else if (unwind_table__nrows(ut) && !f->count) {
+	} else if (unwind_table__nrows(ut) > ROWS_AT_ONCE && !f->count) {
 		f->writing = true;
 		f->job = true;
 		t->nwriting++;

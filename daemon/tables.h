@@ -10,8 +10,8 @@
  * not yet exec'd walks by its parent's tables. Builds run on two worker threads,
  * smallest file first, one of them for small files only, so a new program
  * or libc never waits behind libLLVM. A finished table's rows go into the
- * kernel after the turn's reads of new processes' mappings, smallest table
- * first, in steps of 65,536 rows for at most 10 ms a turn (a million rows
+ * kernel at once when few (8,192), else after the turn's reads of new
+ * processes' mappings, smallest table first, in steps of 65,536 rows for at most 10 ms a turn (a million rows
  * written at once held the event loop for hundreds of milliseconds on a
  * loaded host); once all are in, the entries of the processes that map it
  * are rewritten. Memory is bounded (rows
