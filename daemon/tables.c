@@ -89,6 +89,14 @@
  */
 #define ROWS_AT_ONCE 8192
 /*
+ * The walker's re-read requests ask process events for a capture, in which
+ * the symbolizer reads the symbols of every file it has not seen: a
+ * clang's libLLVM and libclang-cpp took it 1-3 s at load 15. They wait
+ * for the end of the turn, after the new processes' reads and the rows,
+ * up to this many (beyond, at once).
+ */
+#define MAX_REREADS 64
+/*
  * The walker asks about a process it has no entry for at its first sample
  * or context switch, most often a child between fork and exec. Its exec
  * event brings the mappings read for the symbolizer: the request waits
@@ -228,6 +236,8 @@ struct tables {
 	void *snap_arg;
 	tables_reread_fn reread_fn;
 	void *reread_arg;
+	uint32_t rereads[MAX_REREADS]; /* the walker's re-read requests, for the end of the turn */
+	unsigned nrereads;
 	uint64_t lost_seen;      /* the walker's lost requests as of the last gc */
 	bool rescan;             /* some were lost: look for set refresh flags at the next gc */
 	int64_t exec_delay_ns;   /* exec events come this late (they wait for ld.so); 0: at once */
@@ -1419,6 +1429,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		if (p && p->loads > 2 && clock__mono_ns() - p->last_load < p->wait) {
 			if (!p->due)
 				plan(t, p, p->last_load + p->wait);
+		} else if (p && t->reread_fn && t->nrereads < MAX_REREADS) {
+			t->rereads[t->nrereads++] = ev->pid;
 		} else {
 			reread(t, ev->pid, p, true);
 		}
@@ -1564,6 +1576,20 @@ int tables__fd(const struct tables *t)
 	return t->epfd;
 }
 
+/* The re-reads the walker asked for in this turn; whether there were any. */
+static bool rereads(struct tables *t)
+{
+	unsigned n = t->nrereads;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct tpid *p = pid_find(t, t->rereads[i]);
+
+		reread(t, t->rereads[i], p, true);
+	}
+	t->nrereads = 0;
+	return n;
+}
+
 static void max_ns(uint64_t *m, int64_t ns)
 {
 	if (ns > 0 && (uint64_t)ns > *m)
@@ -1605,7 +1631,11 @@ int tables__poll(struct tables *t)
 	t1 = clock__mono_ns();
 	max_ns(&t->st.turn_rows_ns_max, t1 - t2);
 	write_changed(t);
-	max_ns(&t->st.turn_write_ns_max, clock__mono_ns() - t1);
+	t2 = clock__mono_ns();
+	max_ns(&t->st.turn_write_ns_max, t2 - t1);
+	if (rereads(t))
+		poke(t); /* their captures' loads: the next turn */
+	max_ns(&t->st.turn_rereads_ns_max, clock__mono_ns() - t2);
 	run_due(t);
 	max_ns(&t->st.turn_ns_max, clock__mono_ns() - t0);
 	return n;
@@ -1854,6 +1884,7 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_turn_loads_max_ms\t%.1f\n", st.turn_loads_ns_max / 1e6);
 	fprintf(f, "unwind_turn_rows_max_ms\t%.1f\n", st.turn_rows_ns_max / 1e6);
 	fprintf(f, "unwind_turn_rewrite_max_ms\t%.1f\n", st.turn_write_ns_max / 1e6);
+	fprintf(f, "unwind_turn_rereads_max_ms\t%.1f\n", st.turn_rereads_ns_max / 1e6);
 	fprintf(f, "unwind_rows_steps\t%" PRIu64 "\n", st.rows_steps);
 	fprintf(f, "unwind_load_wait_max_ms\t%.1f\n", st.load_wait_ns_max / 1e6);
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)

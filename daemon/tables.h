@@ -76,11 +76,12 @@ struct tables_stats {
 	uint64_t builds_pending;  /* files waiting for or in a build */
 	uint64_t turn_ns_max;     /* longest tables__poll: what the tables cost the event loop at once */
 	/* Of a tables__poll, the longest time spent in each part (they need not be of the same turn). */
-	uint64_t turn_requests_ns_max; /* the walker's requests (a re-read asks process events for a capture) */
+	uint64_t turn_requests_ns_max; /* the walker's requests, taken */
 	uint64_t turn_builds_ns_max; /* collecting finished builds, queueing planned re-reads */
 	uint64_t turn_loads_ns_max;  /* reading processes' mappings, building small files in the loop */
 	uint64_t turn_rows_ns_max;   /* writing large tables' rows into the kernel, a step per turn */
 	uint64_t turn_write_ns_max;  /* rewriting the entries of processes whose files changed */
+	uint64_t turn_rereads_ns_max; /* the walker's re-reads, last: each asks process events for a capture */
 	uint64_t rows_steps;      /* steps of large tables' row writes (each bounded) */
 	uint64_t load_wait_ns_max; /* longest wait of a walker's request (a sampled process), queued to served */
 	uint64_t requests_dropped; /* exec-time reads not done: too many, or too old (the walker asks when it samples one) */
