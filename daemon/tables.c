@@ -72,10 +72,10 @@
 /*
  * A table's rows go into the kernel's array in steps of at most this many
  * (512 KB), and steps follow one another within a turn for at most
- * ROWS_BUDGET_NS, after the turn's reads of mappings: libLLVM's 949,000
- * rows (7.6 MB, a page fault per 4 KB) written at once held a turn for
- * hundreds of milliseconds on a loaded host, and a new program's 57 rows,
- * its read waiting behind them, loaded seconds after its start. A table
+ * ROWS_BUDGET_NS, after the turn's reads of mappings: a clang's libz3,
+ * libclang-cpp and libLLVM (0.4-1 M rows each, 8 bytes a row, a page fault
+ * per 4 KB) written at once held turns of 1.2-2.1 s at load 12-16, and a
+ * new program's table, its read waiting behind them, loaded late. A table
  * being written is pending for the walker (frame pointers) until its last
  * step; the smallest being written goes first.
  */
