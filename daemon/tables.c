@@ -70,6 +70,33 @@
  */
 #define WORK_BUDGET_NS (20 * 1000000LL)
 /*
+ * A table's rows go into the kernel's array in steps of at most this many
+ * (512 KB), and steps follow one another within a turn for at most
+ * ROWS_BUDGET_NS, after the turn's reads of mappings: a clang's libz3,
+ * libclang-cpp and libLLVM (0.4-1 M rows each, 8 bytes a row, a page fault
+ * per 4 KB) written at once held turns of 1.2-2.1 s at load 12-16, and a
+ * new program's table, its read waiting behind them, loaded late. A table
+ * being written is pending for the walker (frame pointers) until its last
+ * step; the smallest being written goes first.
+ */
+#define ROWS_STEP 65536
+#define ROWS_BUDGET_NS (10 * 1000000LL)
+/*
+ * Tables up to this many rows (64 KB: a program's own, most libraries) are
+ * written as soon as built, in a few page faults: at profd's start a
+ * host's hundreds of them, written within the rows budget, took seconds
+ * of turns at load 20, and a new program's libc waited among them.
+ */
+#define ROWS_AT_ONCE 8192
+/*
+ * The walker's re-read requests ask process events for a capture, in which
+ * the symbolizer reads the symbols of every file it has not seen: a
+ * clang's libLLVM and libclang-cpp took it 1-3 s at load 15. They wait
+ * for the end of the turn, after the new processes' reads and the rows,
+ * up to this many (beyond, at once).
+ */
+#define MAX_REREADS 64
+/*
  * The walker asks about a process it has no entry for at its first sample
  * or context switch, most often a child between fork and exec. Its exec
  * event brings the mappings read for the symbolizer: the request waits
@@ -146,7 +173,9 @@ struct tfile {
 	uint32_t reserved;       /* rows kept at first for a rebuild under way (count 0 until written) */
 	unsigned users;          /* process mappings that point at this file, whatever its state */
 	bool no_room;            /* built, but the rows array had no room for it */
-	bool job;                /* a build or rebuild of it is queued or running: not freed meanwhile */
+	bool job;                /* a build or rebuild of it is queued or running, or its rows are being written */
+	bool writing;            /* built; rows [first, first + written) of reserved are in the kernel */
+	uint32_t written;
 	bool changed;            /* loaded or unloaded since the processes mapping it were written */
 	int64_t unused_since;
 	unsigned displaced;      /* times it was displaced while in use */
@@ -187,6 +216,7 @@ struct tables {
 	bool collected;          /* the last poll collected builds: their eventfd writes may be unread */
 	struct tablebuild *b;
 	unsigned njobs;          /* builds queued, running or done but not collected */
+	unsigned nwriting;       /* files whose rows are being written (writing) */
 	struct profd_urow *rows; /* NULL: the rows array is mapped only while rows_write writes */
 	size_t rows_len;
 	uint32_t rows_cap;
@@ -206,6 +236,8 @@ struct tables {
 	void *snap_arg;
 	tables_reread_fn reread_fn;
 	void *reread_arg;
+	uint32_t rereads[MAX_REREADS]; /* the walker's re-read requests, for the end of the turn */
+	unsigned nrereads;
 	uint64_t lost_seen;      /* the walker's lost requests as of the last gc */
 	bool rescan;             /* some were lost: look for set refresh flags at the next gc */
 	int64_t exec_delay_ns;   /* exec events come this late (they wait for ld.so); 0: at once */
@@ -272,7 +304,7 @@ static int pid_write(struct tables *t, const struct tpid *p)
 
 		u->start = m->start;
 		u->end = m->end;
-		if (m->f && m->f->state == TF_BUILDING)
+		if (m->f && (m->f->state == TF_BUILDING || m->f->writing))
 			u->first = PROFD_UMAP_PENDING;
 		else if (m->f && m->f->count &&
 		    !unwind_table__file_to_vaddr(m->f->ut, m->f->vdso ? 0 : m->offset, &va)) {
@@ -583,31 +615,45 @@ static int rows_reserve(struct tables *t, uint32_t n, uint32_t *first)
 
 /*
  * Puts a table just built into the kernel, into the rows reserved for it
- * (a rebuild) or into room made now; false when it does not fit. Either
- * way the rows leave user space.
+ * (a rebuild) or into room made now, at most *budget rows of it (taken
+ * from *budget). False while rows remain to be written (f->writing), or
+ * when it does not fit. Once done, either way, the rows leave user space.
  */
-static bool file_upload(struct tables *t, struct tfile *f)
+static bool file_upload(struct tables *t, struct tfile *f, size_t *budget)
 {
-	size_t n = unwind_table__nrows(f->ut);
+	size_t n = unwind_table__nrows(f->ut), k;
 	uint32_t first;
 
 	if (f->reserved && f->reserved != n) {
 		rowalloc__release(t->ra, f->first, f->reserved); /* the file changed: sized anew */
 		f->reserved = 0;
+		f->written = 0;
 	}
 	if (f->count || !n)
 		goto out;
-	if (f->reserved)
-		first = f->first;
-	else if (rows_reserve(t, n, &first))
-		goto over;
-	f->reserved = 0;
+	if (!f->reserved) {
+		if (rows_reserve(t, n, &first))
+			goto over;
+		f->first = first;
+		f->reserved = n;
+		f->written = 0;
+	}
+	k = n - f->written < *budget ? n - f->written : *budget;
 	/* Written through a shared mapping: the rows are visible to the walker before umaps points at them. */
-	if (rows_write(t, first, unwind_table__rows(f->ut), n)) {
-		rowalloc__release(t->ra, first, n);
+	if (rows_write(t, f->first + f->written, unwind_table__rows(f->ut) + f->written, k)) {
+		rowalloc__release(t->ra, f->first, f->reserved);
+		f->reserved = 0;
+		f->written = 0;
 		goto over;
 	}
-	f->first = first;
+	*budget -= k;
+	f->written += k;
+	if (f->written < n) {
+		f->writing = true;
+		return false;
+	}
+	f->reserved = 0;
+	f->written = 0;
 	f->count = n;
 	f->no_room = false;
 	f->changed = true;
@@ -620,6 +666,7 @@ over:
 		t->st.over_budget++;
 	f->no_room = true;
 out:
+	f->writing = false;
 	unwind_table__drop_rows(f->ut);
 	return f->count;
 }
@@ -648,9 +695,16 @@ static struct tfile *file_new(struct tables *t, uint64_t dev, uint64_t ino, bool
 	return f;
 }
 
-/* A build or rebuild is done: the table (ut, err) replaces what f had. */
+/*
+ * A build or rebuild is done: the table (ut, err) replaces what f had. Its
+ * rows go into the kernel now when few (ROWS_AT_ONCE), else later in the
+ * turn (rows_steps, smallest table first, after the turn's reads of
+ * mappings): f stays pending meanwhile, held like a file in a build.
+ */
 static void file_built(struct tables *t, struct tfile *f, struct unwind_table *ut, int err)
 {
+	size_t budget = ROWS_STEP;
+
 	if (err && f->reserved) {
 		rowalloc__release(t->ra, f->first, f->reserved);
 		f->reserved = 0;
@@ -664,9 +718,42 @@ static void file_built(struct tables *t, struct tfile *f, struct unwind_table *u
 	if (err) {
 		t->st.files_failed++;
 		ufile_put(t, f);
+	} else if (unwind_table__nrows(ut) > ROWS_AT_ONCE && !f->count) {
+		f->writing = true;
+		f->job = true;
+		t->nwriting++;
 	} else {
-		file_upload(t, f);
+		file_upload(t, f, &budget);
 	}
+}
+
+/*
+ * Rows of the tables being written, smallest first, a step at a time, until
+ * ROWS_BUDGET_NS after t0 (at least one step a turn). Whether some remain.
+ */
+static bool rows_steps(struct tables *t, int64_t t0)
+{
+	while (t->nwriting) {
+		struct tfile *f = NULL;
+		size_t budget = ROWS_STEP;
+
+		for (size_t i = 0; i < t->nfiles; i++)
+			if (t->files[i]->writing &&
+			    (!f || unwind_table__nrows(t->files[i]->ut) < unwind_table__nrows(f->ut)))
+				f = t->files[i];
+		if (!f) {
+			t->nwriting = 0;
+			break;
+		}
+		t->st.rows_steps++;
+		if (file_upload(t, f, &budget) || !f->writing) {
+			f->job = false;
+			t->nwriting--;
+		}
+		if (clock__mono_ns() - t0 >= ROWS_BUDGET_NS)
+			break;
+	}
+	return t->nwriting;
 }
 
 /* Our own [vdso] image: the same kernel maps the same one into every process. Tiny: built here. */
@@ -714,7 +801,8 @@ static void job_finish(struct tables *t, const struct tablebuild_done *j)
 	file_built(t, f, j->ut, j->err);
 	if (!j->err)
 		log_debug("unwind table of %s: %zu rows, %s", j->path ? j->path : "?",
-			  unwind_table__nrows(f->ut), f->count ? "loaded" : "no room");
+			  unwind_table__nrows(f->ut),
+			  f->count ? "loaded" : f->writing ? "built, rows to write" : "no room");
 }
 
 /* Finished builds: their tables go into the kernel, then the processes mapping them are rewritten. */
@@ -1242,7 +1330,10 @@ struct work_turn {
 static int work_one(const struct loadq_req *e, void *arg)
 {
 	struct work_turn *w = arg;
+	int64_t waited = w->t0 - e->queued;
 
+	if (e->hot && waited > 0 && (uint64_t)waited > w->t->st.load_wait_ns_max)
+		w->t->st.load_wait_ns_max = (uint64_t)waited;
 	pid_load(w->t, e);
 	return clock__mono_ns() - w->t0 >= w->budget;
 }
@@ -1338,6 +1429,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		if (p && p->loads > 2 && clock__mono_ns() - p->last_load < p->wait) {
 			if (!p->due)
 				plan(t, p, p->last_load + p->wait);
+		} else if (p && t->reread_fn && t->nrereads < MAX_REREADS) {
+			t->rereads[t->nrereads++] = ev->pid;
 		} else {
 			reread(t, ev->pid, p, true);
 		}
@@ -1483,9 +1576,29 @@ int tables__fd(const struct tables *t)
 	return t->epfd;
 }
 
+/* The re-reads the walker asked for in this turn; whether there were any. */
+static bool rereads(struct tables *t)
+{
+	unsigned n = t->nrereads;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct tpid *p = pid_find(t, t->rereads[i]);
+
+		reread(t, t->rereads[i], p, true);
+	}
+	t->nrereads = 0;
+	return n;
+}
+
+static void max_ns(uint64_t *m, int64_t ns)
+{
+	if (ns > 0 && (uint64_t)ns > *m)
+		*m = (uint64_t)ns;
+}
+
 int tables__poll(struct tables *t)
 {
-	int64_t t0 = clock__mono_ns();
+	int64_t t0 = clock__mono_ns(), t1, t2;
 	uint64_t v;
 	int n;
 
@@ -1502,13 +1615,29 @@ int tables__poll(struct tables *t)
 	t->poked = false;
 	clock__timer_take(t->tfd, t0, &t->armed);
 	n = ring_buffer__consume(t->rb);
+	t1 = clock__mono_ns();
+	max_ns(&t->st.turn_requests_ns_max, t1 - t0);
 	collect(t);
 	run_due(t);
+	t2 = clock__mono_ns();
+	max_ns(&t->st.turn_builds_ns_max, t2 - t1);
+	t1 = t2;
+	/* New processes' reads first: a small program's table never waits behind a large one's rows. */
 	work(t, WORK_BUDGET_NS);
+	t2 = clock__mono_ns();
+	max_ns(&t->st.turn_loads_ns_max, t2 - t1);
+	if (rows_steps(t, t2))
+		poke(t);
+	t1 = clock__mono_ns();
+	max_ns(&t->st.turn_rows_ns_max, t1 - t2);
 	write_changed(t);
+	t2 = clock__mono_ns();
+	max_ns(&t->st.turn_write_ns_max, t2 - t1);
+	if (rereads(t))
+		poke(t); /* their captures' loads: the next turn */
+	max_ns(&t->st.turn_rereads_ns_max, clock__mono_ns() - t2);
 	run_due(t);
-	if ((uint64_t)(clock__mono_ns() - t0) > t->st.turn_ns_max)
-		t->st.turn_ns_max = clock__mono_ns() - t0;
+	max_ns(&t->st.turn_ns_max, clock__mono_ns() - t0);
 	return n;
 }
 
@@ -1695,7 +1824,7 @@ void tables__stats(const struct tables *t, struct tables_stats *st)
 	*st = t->st;
 	st->requests_dropped = loadq__dropped(t->queue);
 	st->rows_used = rowalloc__used(t->ra);
-	st->builds_pending = t->njobs;
+	st->builds_pending = t->njobs + t->nwriting;
 	st->rows_unused = 0;
 	for (size_t i = 0; i < t->nfiles; i++)
 		if (!t->files[i]->users)
@@ -1750,6 +1879,14 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_files_told_hook\t%" PRIu64 "\n", st.ufiles_put);
 	fprintf(f, "unwind_hook_entries_dropped\t%" PRIu64 "\n", st.ufiles_entries_dropped);
 	fprintf(f, "unwind_turn_max_ms\t%.1f\n", st.turn_ns_max / 1e6);
+	fprintf(f, "unwind_turn_requests_max_ms\t%.1f\n", st.turn_requests_ns_max / 1e6);
+	fprintf(f, "unwind_turn_builds_max_ms\t%.1f\n", st.turn_builds_ns_max / 1e6);
+	fprintf(f, "unwind_turn_loads_max_ms\t%.1f\n", st.turn_loads_ns_max / 1e6);
+	fprintf(f, "unwind_turn_rows_max_ms\t%.1f\n", st.turn_rows_ns_max / 1e6);
+	fprintf(f, "unwind_turn_rewrite_max_ms\t%.1f\n", st.turn_write_ns_max / 1e6);
+	fprintf(f, "unwind_turn_rereads_max_ms\t%.1f\n", st.turn_rereads_ns_max / 1e6);
+	fprintf(f, "unwind_rows_steps\t%" PRIu64 "\n", st.rows_steps);
+	fprintf(f, "unwind_load_wait_max_ms\t%.1f\n", st.load_wait_ns_max / 1e6);
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], st.bpf[i]);
 }

@@ -9,8 +9,12 @@
  * process's first milliseconds (ld.so) until its exec event comes. A child
  * not yet exec'd walks by its parent's tables. Builds run on two worker threads,
  * smallest file first, one of them for small files only, so a new program
- * or libc never waits behind libLLVM; each finished table is written into
- * the entries of the processes that map it at once. Memory is bounded (rows
+ * or libc never waits behind libLLVM. A finished table's rows go into the
+ * kernel at once when few (8,192), else after the turn's reads of new
+ * processes' mappings, smallest table first, in steps of 65,536 rows for at most 10 ms a turn (a million rows
+ * written at once held the event loop for hundreds of milliseconds on a
+ * loaded host); once all are in, the entries of the processes that map it
+ * are rewritten. Memory is bounded (rows
  * array): unused tables go first, then the largest ones in use; a table
  * nobody maps stays up to 5 minutes (256 of them at most), so the next run
  * of a program finds it, checked to be the same file. The rows live in the
@@ -71,6 +75,15 @@ struct tables_stats {
 	uint64_t build_us_total;  /* time spent building tables (worker threads) */
 	uint64_t builds_pending;  /* files waiting for or in a build */
 	uint64_t turn_ns_max;     /* longest tables__poll: what the tables cost the event loop at once */
+	/* Of a tables__poll, the longest time spent in each part (they need not be of the same turn). */
+	uint64_t turn_requests_ns_max; /* the walker's requests, taken */
+	uint64_t turn_builds_ns_max; /* collecting finished builds, queueing planned re-reads */
+	uint64_t turn_loads_ns_max;  /* reading processes' mappings, building small files in the loop */
+	uint64_t turn_rows_ns_max;   /* writing large tables' rows into the kernel, a step per turn */
+	uint64_t turn_write_ns_max;  /* rewriting the entries of processes whose files changed */
+	uint64_t turn_rereads_ns_max; /* the walker's re-reads, last: each asks process events for a capture */
+	uint64_t rows_steps;      /* steps of large tables' row writes (each bounded) */
+	uint64_t load_wait_ns_max; /* longest wait of a walker's request (a sampled process), queued to served */
 	uint64_t requests_dropped; /* exec-time reads not done: too many, or too old (the walker asks when it samples one) */
 	uint64_t file_checks;     /* unused tables checked before reuse (the file may be another) */
 	uint64_t file_checks_by_path; /* of them, settled by the file's path, without /proc */

@@ -9,18 +9,28 @@
 # frame pointers stop at compare or in qsort). Each run copies the
 # program to a new file, so its table is built, not found; libc's is warm.
 # --llvm: a process mapping libLLVM (949 k rows, ~0.4 s to build) starts
-# with it, as when a compiler starts beside the program.
-# Root. Usage: tests/bench/unwind_latency.sh [--llvm] [RUNS]
+# with it, as when a compiler starts beside the program. --clang: a
+# `clang -O2 -c` (libz3, libclang-cpp, libLLVM: 2.3 M rows, built and
+# written into the kernel while the program starts) is exec'd CLANG_LEAD
+# seconds (0.2) before the program is let go; the run also prints profd's
+# unwind_turn_max_ms. BUILD=DIR picks the build (an absolute path to
+# compare another tree's, in the same run).
+# Root. Usage: tests/bench/unwind_latency.sh [--llvm|--clang] [RUNS]
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
-LLVM=0
+LLVM=0 CLANG=0
 [ "${1:-}" = --llvm ] && { LLVM=1; shift; }
+[ "${1:-}" = --clang ] && { CLANG=1; shift; }
 RUNS=${1:-10}
 LIBLLVM=$(ls /usr/lib/x86_64-linux-gnu/libLLVM-1[0-9].so.1 2>/dev/null | head -1)
 T=$(mktemp -d /tmp/profd-ulat.XXXXXX)
 PD= BG= CK=
 trap 'kill $PD $BG $CK 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+# A translation unit clang -O2 takes a second or more over.
+for f in $(seq 300); do
+	echo "int f$f(int *a, int n) { int s = 0; for (int i = 0; i < n; i++) s += a[i] * $f ^ (s >> 3); return s; }"
+done >"$T/big.c"
 
 for i in $(seq "$RUNS"); do
 	cp "$BUILD/testprogs/qsort_nofp" "$T/qsort_$i"
@@ -47,23 +57,30 @@ end = time.time() + 1
 while time.time() < end: pass' "$LIBLLVM" &
 		BG=$!
 	fi
+	if [ $CLANG = 1 ]; then
+		clang -O2 -c -o "$T/big.o" "$T/big.c" &
+		BG=$!
+		sleep "${CLANG_LEAD:-0.2}"
+	fi
 	kill -CONT $P
 	wait $P
 	wait $CK
 	CK=
 	[ -n "$BG" ] && wait $BG
 	BG=
+	"$BUILD/profctl" --state-dir "$T/s" --socket "$T/sock" status >"$T/status.$i"
+	TURN=$(awk -F'\t' '$1 == "unwind_turn_max_ms" { print $2 }' "$T/status.$i")
 	kill -TERM $PD
 	wait $PD
 	PD=
-	awk -v t0="$(cat "$T/exec.$i")" -v run="$i" '
+	awk -v t0="$(cat "$T/exec.$i")" -v run="$i" -v turn="${TURN:-?}" '
 		{ t = $NF; if (t < t0) next; m = $1 > $2 ? $1 : $2 }
 		first == "" || t < first { first = t }
 		t > last { last = t }
 		$5 == "dwarf" && $1 >= 6 && (full == "" || t < full) { full = t }
 		# No complete walk in the whole run: counted as the run'"'"'s length.
-		END { printf "run %2d  first sample %6.1f ms  first complete walk %6.1f ms%s\n", run,
-			(first - t0) / 1e6, ((full == "" ? last : full) - t0) / 1e6, full == "" ? " (none)" : "" }' "$T/check.$i"
+		END { printf "run %2d  first sample %6.1f ms  first complete walk %6.1f ms  turn max %s ms%s\n", run,
+			(first - t0) / 1e6, ((full == "" ? last : full) - t0) / 1e6, turn, full == "" ? " (none)" : "" }' "$T/check.$i"
 done | tee "$T/runs"
 n=$(wc -l <"$T/runs")
 med() { sort -n | awk -v n="$n" '{ v[NR] = $1 } END { printf "median %.1f ms, max %.1f ms", v[int((n + 1) / 2)], v[n] }'; }
