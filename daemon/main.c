@@ -603,6 +603,7 @@ static struct store_opts store_opts(const struct profd_opts *o)
 		.dir = o->state_dir, .writer = 1, .zstd_level = o->zstd_level,
 		.max_age_ns = o->retention_ns, .max_bytes = o->max_disk, .no_rollup = !o->rollup,
 		.named_age_ns = o->rollup_by_name_ns ? o->rollup_by_name_ns : -1,
+		.rollup_pressure_pct = o->rollup_pressure ? (int)o->rollup_pressure : -1,
 		.value_unit_ns = 1000, /* off-CPU and run-queue times in microseconds */
 		.calls_by_function = !o->call_pcs,
 		.runq_entry_frame = o->runqueue_stack == RUNQ_STACK_ENTRY,
@@ -784,7 +785,8 @@ static int reload(struct profd *d, char **reply)
 	    !timer_set(d->drain_tfd, n.drain_interval_ns))
 		d->o.drain_interval_ns = n.drain_interval_ns;
 	if (n.retention_ns != old.retention_ns || n.max_disk != old.max_disk ||
-	    n.zstd_level != old.zstd_level || n.rollup != old.rollup) {
+	    n.zstd_level != old.zstd_level || n.rollup != old.rollup ||
+	    n.rollup_pressure != old.rollup_pressure) {
 		struct store_opts to;
 		struct store *st;
 
@@ -793,6 +795,7 @@ static int reload(struct profd *d, char **reply)
 		d->o.max_disk = n.max_disk;
 		d->o.zstd_level = n.zstd_level;
 		d->o.rollup = n.rollup;
+		d->o.rollup_pressure = n.rollup_pressure;
 		to = store_opts(&d->o);
 		store__close(d->store);
 		d->store = NULL;
@@ -804,6 +807,7 @@ static int reload(struct profd *d, char **reply)
 			d->o.max_disk = old.max_disk;
 			d->o.zstd_level = old.zstd_level;
 			d->o.rollup = old.rollup;
+			d->o.rollup_pressure = old.rollup_pressure;
 			to = store_opts(&d->o);
 			ret = store__open(&to, &st);
 		}

@@ -96,6 +96,9 @@ static const struct opt_def defs[] = {
 	{ "zstd-level", K_UINT, F(zstd_level), 1, 19, LIVE, "N", "compression level of stored windows" },
 	{ "rollup", K_BOOL, F(rollup), 0, 0, LIVE, "yes|no",
 	  "merge windows older than 1 h into 1 min windows, older than 1 day into 10 min ones" },
+	{ "rollup-pressure", K_UINT, F(rollup_pressure), 0, 100, LIVE, "PCT",
+	  "past this share of max-disk (percent), windows older than 1 h move to the next rollup tier "
+	  "ahead of their age, oldest first, before retention removes any (0: by age only)" },
 	{ "rollup-by-name", K_DUR, F(rollup_by_name_ns), 0, 3650 * 86400 * SEC, 0, "DUR",
 	  "rollups of windows older than this keep process names and functions, not pids and pcs "
 	  "(0: keep them at every age)" },
@@ -142,6 +145,7 @@ void options_defaults(struct profd_opts *o)
 		.zstd_level = 9,
 		.runqueue_stack = RUNQ_STACK_ENTRY,
 		.rollup = 1,
+		.rollup_pressure = 75,
 		.rollup_by_name_ns = 3600 * SEC,
 		.python_free_hook = 1,
 		.python_free_hook_after_ns = 2 * SEC,

@@ -48,6 +48,7 @@ struct profd_opts {
 	uint64_t cache_memory;   /* one budget for the symbolizer's caches */
 	int zstd_level;
 	int rollup;
+	unsigned rollup_pressure;   /* percent of max_disk past which rollups go ahead of age; 0: never */
 	int call_pcs;               /* flushed windows keep every caller's pc */
 	int python_free_hook;       /* a uprobe on a long-lived CPython's code_dealloc (bpf/pyfree.bpf.c) */
 	int64_t python_free_hook_after_ns;   /* its age before it is hooked */

@@ -65,6 +65,7 @@
 #define STREAM_PART_MIN  4096        /* a payload part flushed as blocks of its own */
 #define DEF_NAMED_AGE    (3600ll * 1000000000ll)
 #define DEF_FOLD_SHARE   10000u
+#define DEF_PRESSURE_PCT 75          /* of max_bytes: rollups go ahead of their age past this */
 #define DEF_ROLL_LEVEL   9
 #define READ_PIDS        (1u << 16)  /* query flag: whole-segment summaries with pids, for --pid */
 #define SUM_BUCKET_NS    (600ll * 1000000000ll) /* a summary record per 10 min of wall clock */
@@ -172,6 +173,7 @@ struct store {
 	struct modcalls *calls; /* o.calls_by_function, o.runq_entry_frame: functions met, the window as written */
 	int64_t summed_upto;   /* every sealed segment starting at or before this has its summary or failed */
 	int64_t dayed_upto;    /* every day starting at or before this has its day summary */
+	int64_t pressed_upto;  /* every sealed segment starting at or before this is at the last tier */
 	int in_sum;            /* reading a summary file */
 	struct store_stats st;
 };
@@ -859,6 +861,7 @@ int store__open(const struct store_opts *o, struct store **out)
 		s->rolled_upto[i] = INT64_MIN;
 	s->summed_upto = INT64_MIN;
 	s->dayed_upto = INT64_MIN;
+	s->pressed_upto = INT64_MIN;
 	if (!o->no_rollup) {
 		const struct store_rollup *t = o->rollup[0].window_ns ? o->rollup : def_tiers;
 		size_t max = o->rollup[0].window_ns ? STORE_MAX_TIERS : sizeof(def_tiers) / sizeof(def_tiers[0]);
@@ -2292,6 +2295,7 @@ struct roll {
 	int day;                 /* writing a day summary (g: the day) */
 	int named;               /* rollup: by function and name; summary: of such a segment */
 	int flush_due;           /* the next record starts another window: write this one first */
+	int pressure;            /* rollup: ahead of its age, the store past its pressure threshold */
 	int folded;              /* named: the window to write is folded into fprof already */
 	size_t tier;
 	char tmp[NAME_MAX_LEN];
@@ -2856,6 +2860,52 @@ static int sum_pick(struct store *s, const struct seg_list *l)
 	return err;
 }
 
+/*
+ * Past its pressure threshold, the store rolls the oldest sealed segment
+ * that is not at the last tier yet into its next tier, ahead of its age:
+ * coarser old windows instead of no old windows at all, which is what
+ * retention by size would make room with. The first tier's age is the
+ * floor: the windows as flushed (the last hour by default) are rolled up
+ * by age alone.
+ */
+static int pressure_pick(struct store *s, const struct seg_list *l, int64_t now_ns)
+{
+	int pct = s->o.rollup_pressure_pct ? s->o.rollup_pressure_pct : DEF_PRESSURE_PCT;
+	int done = 1;
+
+	if (pct < 0 || !s->o.max_bytes || !s->ntiers || now_ns < INT64_MIN + s->tiers[0].age_ns ||
+	    s->st.bytes_on_disk <= s->o.max_bytes / 100 * (uint64_t)pct)
+		return 0;
+	int64_t floor = now_ns - s->tiers[0].age_ns;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct seg *g = &l->v[i];
+
+		if (!g->sealed || (s->afd >= 0 && !strcmp(g->name, s->aname))) {
+			done = 0;
+			continue;
+		}
+		if (g->end > floor) /* in time order: the rest are younger still */
+			break;
+		if (g->start <= s->pressed_upto)
+			continue;
+		int named, level = seg_level(s, g, &named);
+		if (level < 0) {
+			done = 0;
+			continue;
+		}
+		if ((size_t)level >= s->ntiers) {
+			if (done)
+				s->pressed_upto = g->start;
+			continue;
+		}
+		int err = roll_start(s, g, (size_t)level, 0, tier_named(s, (size_t)level));
+		if (!err)
+			s->roll->pressure = 1;
+		return err;
+	}
+	return 0;
+}
+
 int store__compact(struct store *s, int64_t now_ns)
 {
 	struct seg_list l = { 0 };
@@ -2898,6 +2948,8 @@ int store__compact(struct store *s, int64_t now_ns)
 		}
 		if (!s->roll && (err = sum_pick(s, &l)))
 			goto out;
+		if (!s->roll && (err = pressure_pick(s, &l, now_ns)))
+			goto out;
 		if (!s->roll && (err = day_pick(s, &l, now_ns)))
 			goto out;
 		if (!s->roll)
@@ -2910,8 +2962,10 @@ int store__compact(struct store *s, int64_t now_ns)
 			s->dayed_upto = s->roll->g.start;
 		else if (s->roll->sum)
 			s->summed_upto = s->roll->g.start;
-		else
+		else if (!s->roll->pressure)
 			s->rolled_upto[s->roll->tier] = s->roll->g.start;
+		else if (!s->roll->nout) /* nothing in it could be read: its level stays */
+			s->pressed_upto = s->roll->g.start;
 		roll_end(s);
 		err = refresh_disk_stats(s);
 	}

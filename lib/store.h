@@ -45,6 +45,14 @@ struct store_opts {
 	 * default tier); < 0: rollups are lossless apart from time.
 	 */
 	int64_t named_age_ns;
+	/*
+	 * Past this share of max_bytes (percent), sealed segments older than
+	 * the first tier's age are rolled up into their next tier ahead of
+	 * their age, oldest first, before retention by size has to remove
+	 * them (docs/FORMAT.md, "Rollups by pressure"); 0: default (75);
+	 * < 0: by age only.
+	 */
+	int rollup_pressure_pct;
 	uint32_t compact_windows; /* flushed windows one store__compact call reads; 0: default (20 or 30) */
 	/*
 	 * Named windows fold each entry under 1/fold_share of its kind's total

@@ -2,7 +2,7 @@
  * Storage benchmark: writes 24 h of realistic 10 s windows into a fresh
  * store, then times queries over it.
  *
- *   store_bench [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-q]
+ *   store_bench [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-M MAX_MB] [-q]
  *   store_bench -a DIR | -L DIR | -W DIR | -S DIR | -Q DIR   (a kept store)
  *
  * "Realistic": a build host with compilers (cc1, deep and varied C++ frames),
@@ -15,6 +15,9 @@
  * Prints: writer CPU and wall time per window, bytes per window and per
  * CPU-hour, then store__list / store__read (decode + merge, like
  * `profctl dump`) times for the last 10 min and the whole 24 h.
+ * -M: a max-disk of MAX_MB (10^6 bytes), with store__retain after each
+ * window as profd calls it; then also the history kept (the oldest
+ * window's age) and the windows by level.
  */
 #include "codec.h"
 #include "profile.h"
@@ -224,6 +227,23 @@ static int on_info(const struct store_window_info *w, void *arg)
 static int rm_cb(const char *p, const struct stat *sb, int type, struct FTW *ftw)
 {
 	return remove(p);
+}
+
+struct span {
+	int64_t oldest;
+	uint64_t by_level[4], bytes_by_level[4];
+};
+
+static int on_span(const struct store_window_info *w, void *arg)
+{
+	struct span *sp = arg;
+	int l = w->level < 3 ? w->level : 3;
+
+	if (w->start_ns < sp->oldest)
+		sp->oldest = w->start_ns;
+	sp->by_level[l]++;
+	sp->bytes_by_level[l] += w->bytes;
+	return 0;
 }
 
 static void query(struct store *s, const char *label, int64_t since, int64_t until, int reps)
@@ -1235,7 +1255,7 @@ static int query_only(const char *dir)
 
 static void usage(const char *argv0)
 {
-	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x] [-R] [-C CHAIN] | -a DIR\n"
+	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x] [-R] [-C CHAIN] [-M MAX_MB] | -a DIR\n"
 		"  -R: no rollups; -C: records per chain (1: keys only); -a: where the bytes of a store go\n"
 		"  -L: encodings compared on a store's windows;"
 		" -W: named window bytes by the time they hold\n", argv0);
@@ -1256,9 +1276,9 @@ int main(int argc, char **argv)
 {
 	char dirbuf[] = "/var/tmp/profd-bench.XXXXXX";
 	const char *dir = NULL;
-	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, norollup = 0, chain = 0, c;
+	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, norollup = 0, chain = 0, max_mb = 0, c;
 
-	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:L:W:")) != -1) {
+	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:L:W:M:")) != -1) {
 		switch (c) {
 		case 'a': return analyse(optarg);
 		case 'Q': return query_only(optarg);
@@ -1273,6 +1293,7 @@ int main(int argc, char **argv)
 		case 'x': exper = 1; break;
 		case 'R': norollup = 1; break;
 		case 'C': chain = num(optarg, 1, 100000, argv[0]); break;
+		case 'M': max_mb = num(optarg, 1, 1000000, argv[0]); break;
 		default: usage(argv[0]);
 		}
 	}
@@ -1296,7 +1317,7 @@ int main(int argc, char **argv)
 
 	struct store *s;
 	struct store_opts o = { .dir = dir, .writer = 1, .zstd_level = level, .no_rollup = norollup,
-				.chain_records = (uint32_t)chain };
+				.chain_records = (uint32_t)chain, .max_bytes = (uint64_t)max_mb * 1000000 };
 	int err = store__open(&o, &s);
 	if (err) {
 		fprintf(stderr, "store__open %s: %s\n", dir, strerror(-err));
@@ -1306,7 +1327,7 @@ int main(int argc, char **argv)
 	profile__new(&p);
 	int nwin = hours * 360;
 	int64_t t0 = (int64_t)time(NULL) * SEC - (int64_t)nwin * WINDOW;
-	double cpu = 0, wall = 0, gen = 0, roll = 0, roll_max = 0;
+	double cpu = 0, wall = 0, gen = 0, roll = 0, roll_max = 0, kind_max[4] = { 0 };
 	size_t samples = 0, stacks = 0;
 	for (int i = 0; i < nwin; i++) {
 		double g = now(CLOCK_PROCESS_CPUTIME_ID);
@@ -1323,12 +1344,24 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		/* As profd does after each flush. */
+		if (max_mb && (err = store__retain(s, t0 + (int64_t)(i + 1) * WINDOW))) {
+			fprintf(stderr, "retain: %s\n", strerror(-err));
+			return 1;
+		}
+		struct store_stats sa, sb;
+		store__stats(s, &sa);
 		c0 = now(CLOCK_PROCESS_CPUTIME_ID);
 		err = store__compact(s, t0 + (int64_t)(i + 1) * WINDOW);
 		c0 = now(CLOCK_PROCESS_CPUTIME_ID) - c0;
+		store__stats(s, &sb);
 		roll += c0;
 		if (c0 > roll_max)
 			roll_max = c0;
+		/* By what the call finished: a rollup, a summary, a day file, or none (a step inside one). */
+		int k = sb.rollups > sa.rollups ? 0 : sb.summaries_built > sa.summaries_built ? 1 :
+			sb.days_built > sa.days_built ? 2 : 3;
+		if (c0 > kind_max[k])
+			kind_max[k] = c0;
 		if (err) {
 			fprintf(stderr, "compact: %s\n", strerror(-err));
 			return 1;
@@ -1351,6 +1384,20 @@ int main(int argc, char **argv)
 	printf("summaries: %llu files, %.1f MB (%.1f%% of the store); longest store__compact call %.0f ms CPU\n",
 	       (unsigned long long)st.summaries, (double)st.summary_bytes / 1e6,
 	       st.bytes_on_disk ? 100.0 * (double)st.summary_bytes / (double)st.bytes_on_disk : 0, roll_max * 1e3);
+	printf("longest call that finished a rollup %.0f ms, a summary %.0f ms, a day file %.0f ms, none %.0f ms CPU\n",
+	       kind_max[0] * 1e3, kind_max[1] * 1e3, kind_max[2] * 1e3, kind_max[3] * 1e3);
+	if (max_mb) {
+		struct span sp = { .oldest = INT64_MAX };
+		int64_t tend = t0 + (int64_t)nwin * WINDOW;
+		store__list(s, INT64_MIN, INT64_MAX, on_span, &sp);
+		printf("max-disk %d MB: %.1f MB on disk (%.1f%%), %llu segments removed; history kept %.2f h "
+		       "(oldest window's start)\n", max_mb, (double)st.bytes_on_disk / 1e6,
+		       100.0 * (double)st.bytes_on_disk / ((double)max_mb * 1e6),
+		       (unsigned long long)st.segments_removed, (double)(tend - sp.oldest) / 3600e9);
+		for (int l = 0; l < 4; l++)
+			printf("  level %d: %llu windows, %.1f MB\n", l, (unsigned long long)sp.by_level[l],
+			       (double)sp.bytes_by_level[l] / 1e6);
+	}
 	store__close(s);
 
 	/* Cold-ish: a fresh reader, as profctl is. */
@@ -1363,6 +1410,7 @@ int main(int argc, char **argv)
 	query(s, "10m", end - 600 * SEC, end, 3);
 	query(s, "1h", end - 3600 * SEC, end, 3);
 	query(s, "25h", end - 90000 * SEC, end, 3);
+	query(s, "7d", end - 7 * 86400 * SEC, end, 3);
 	store__close(s);
 	profile__free(p);
 	if (!keep && dir == dirbuf)

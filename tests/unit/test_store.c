@@ -2584,6 +2584,169 @@ static void test_group_files(const char *base)
 	CHECK_EQ_INT(nsum, 6);
 }
 
+/*
+ * Lossless tiers (younger than the named age), a 1-minute floor, 5-minute
+ * segments: by age, those that ended less than 30 minutes ago wait at level 1.
+ */
+static const struct store_opts press_opts = {
+	.segment_span_ns = 300 * SEC,
+	.rollup = { { 60 * SEC, 60 * SEC }, { 1800 * SEC, 600 * SEC } },
+};
+
+/* RW windows appended one at a time, retention and one compact step after each, as profd does. */
+static void press_run(const char *dir, uint64_t max_bytes, int pct, struct store_stats *st, struct lvl_count *c)
+{
+	struct store_opts o = press_opts;
+	struct store *w;
+	struct profile *p;
+
+	rm_rf(dir);
+	o.dir = dir;
+	o.writer = 1;
+	o.warn = on_warn;
+	o.max_bytes = max_bytes;
+	o.rollup_pressure_pct = pct;
+	profile__new(&p);
+	CHECK_EQ_INT(store__open(&o, &w), 0);
+	for (int i = 0; i < RW; i++) {
+		int64_t now = T0 + (i + 1) * 10 * SEC;
+		make_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+		CHECK_EQ_INT(store__retain(w, now), 0);
+		CHECK_EQ_INT(store__compact(w, now), 0);
+	}
+	store__stats(w, st);
+	memset(c, 0, sizeof(*c));
+	store__list(w, INT64_MIN, INT64_MAX, on_level, c);
+	store__close(w);
+	profile__free(p);
+}
+
+static int on_first(const struct store_window_info *w, void *arg)
+{
+	int64_t *first = arg;
+	if (w->start_ns < *first)
+		*first = w->start_ns;
+	return 0;
+}
+
+static int64_t oldest_start(const char *dir)
+{
+	struct store *r;
+	int64_t first = INT64_MAX;
+
+	if (open_store(dir, 0, &r, NULL))
+		return first;
+	store__list(r, INT64_MIN, INT64_MAX, on_first, &first);
+	store__close(r);
+	return first;
+}
+
+static char *whole_answer(const char *dir)
+{
+	struct store *r;
+	char *x, *y, *t;
+
+	if (open_store(dir, 0, &r, NULL))
+		return strdup("error");
+	x = range_text(r, INT64_MIN, INT64_MAX, 0, NULL);
+	y = range_text(r, INT64_MIN, INT64_MAX, 2, NULL);
+	store__close(r);
+	t = malloc(strlen(x) + strlen(y) + 2);
+	sprintf(t, "%s|%s", x, y);
+	free(x);
+	free(y);
+	return t;
+}
+
+/*
+ * A store past its pressure threshold rolls old segments up to the last
+ * tier ahead of their age instead of letting retention remove them: all
+ * history kept, every window's samples once, under max_bytes.
+ */
+static void test_pressure(const char *base)
+{
+	char dir[256];
+	struct store *s;
+	struct store_stats st;
+	struct lvl_count c;
+	struct store_opts o = press_opts;
+	const int64_t now = T0 + RW * 10 * SEC;
+
+	snprintf(dir, sizeof(dir), "%s/press", base);
+	/* No limit: rollups by age alone; segments 1 and 2 stay at level 1. */
+	press_run(dir, 0, 0, &st, &c);
+	uint64_t by_age = st.bytes_on_disk;
+	CHECK_EQ_INT(st.segments_removed, 0);
+	CHECK(c.n[1] > 0);
+	char *want = whole_answer(dir);
+	CHECK(strcmp(want, "") != 0 && !strstr(want, "error"));
+
+	/* The same store, every segment past the floor at the last tier: what pressure can reach. */
+	o.dir = dir;
+	o.writer = 1;
+	o.warn = on_warn;
+	o.max_bytes = by_age;
+	o.rollup_pressure_pct = 1;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	compact_all(s, now);
+	store__stats(s, &st);
+	store__close(s);
+	uint64_t coarse = st.bytes_on_disk;
+	memset(&c, 0, sizeof(c));
+	CHECK_EQ_INT(open_store(dir, 0, &s, NULL), 0);
+	store__list(s, INT64_MIN, INT64_MAX, on_level, &c);
+	store__close(s);
+	CHECK_EQ_INT(c.n[1], 0);
+	CHECK(totals_ok(dir, NULL));
+	fprintf(stderr, "pressure: %llu bytes by age, %llu with every old segment at the last tier\n",
+		(unsigned long long)by_age, (unsigned long long)coarse);
+	CHECK(coarse < by_age);
+
+	/* kill -9 at each step of a rollup by pressure: every window once, before and after the next start. */
+	for (int step = STORE_CRASH_ROLL_WRITING; step <= STORE_CRASH_ROLL_RENAMED; step++) {
+		struct store_opts q = o;
+		press_run(dir, 0, 0, &st, &c);
+		q.rollup_pressure_pct = -1; /* summaries first: the crash is in the rollup */
+		CHECK_EQ_INT(store__open(&q, &s), 0);
+		compact_all(s, now);
+		store__close(s);
+		CHECK(killed_compacting(&o, step, now));
+		CHECK(totals_ok(dir, NULL));
+		finish_rollups(&o, dir, now);
+		CHECK(totals_ok(dir, NULL));
+		memset(&c, 0, sizeof(c));
+		CHECK_EQ_INT(open_store(dir, 0, &s, NULL), 0);
+		store__list(s, INT64_MIN, INT64_MAX, on_level, &c);
+		store__close(s);
+		CHECK_EQ_INT(c.n[1], 0);
+	}
+
+	/* A limit between the two: by age alone, retention removes the oldest segments... */
+	uint64_t limit = coarse + (by_age - coarse) / 2;
+	press_run(dir, limit, -1, &st, &c);
+	CHECK(st.segments_removed > 0);
+	CHECK(oldest_start(dir) > T0);
+
+	/* ...by pressure (the default threshold), nothing is removed and every window is there once. */
+	nwarn = 0;
+	press_run(dir, limit, 0, &st, &c);
+	CHECK_EQ_INT(nwarn, 0);
+	CHECK_EQ_INT(st.segments_removed, 0);
+	CHECK(st.bytes_on_disk <= limit);
+	CHECK_EQ_INT(oldest_start(dir), T0);
+	CHECK_EQ_INT(c.windows, RW);
+	CHECK(c.n[2] > 0);
+	CHECK(totals_ok(dir, NULL));
+	char *got = whole_answer(dir);
+	CHECK(strcmp(want, got) == 0);
+	free(got);
+	free(want);
+	fprintf(stderr, "pressure: limit %llu: %llu bytes, %llu segments removed; levels %d/%d/%d\n",
+		(unsigned long long)limit, (unsigned long long)st.bytes_on_disk,
+		(unsigned long long)st.segments_removed, c.n[0], c.n[1], c.n[2]);
+}
+
 static void test_retention(const char *base)
 {
 	char dir[256];
@@ -2989,6 +3152,7 @@ int main(int argc, char **argv)
 	test_days(base);
 	test_group_files(base);
 	test_retention(base);
+	test_pressure(base);
 	test_write_errors(base);
 	test_symlinks(base);
 	rm_rf(base);
