@@ -25,12 +25,27 @@ PROFD=$W/bin/profd PROFCTL_BIN=$W/bin/profctl
 
 bench_cleanup() {
 	local p
+	stats_release
 	for p in "${BG_PIDS[@]}"; do
 		kill -INT "$p" 2>/dev/null; kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null
 	done
 	[ -n "${KEEP_WORKDIR:-}" ] || rm -rf "$W"
 }
 trap bench_cleanup EXIT
+
+# stats_hold / stats_release: BPF run-time statistics on while this script
+# holds a descriptor (tests/bench/stats_hold.py); kernel.bpf_stats_enabled is
+# left alone, so overlapping runs neither turn them off for each other nor
+# leave them on.
+STATS_PID=
+stats_hold() {
+	[ -n "$STATS_PID" ] && return 0
+	rm -f "$W/stats.on"
+	python3 "$ROOT/tests/bench/stats_hold.py" "$W/stats.on" & STATS_PID=$!
+	local i; for i in $(seq 1 100); do [ -s "$W/stats.on" ] && return 0; kill -0 "$STATS_PID" 2>/dev/null || break; sleep 0.05; done
+	echo "BPF statistics could not be turned on" >&2; STATS_PID=; exit 1
+}
+stats_release() { [ -n "$STATS_PID" ] || return 0; kill "$STATS_PID" 2>/dev/null; wait "$STATS_PID" 2>/dev/null; STATS_PID=; }
 
 log() { echo "[$(date +%T)] $*" >&2; }
 need() { command -v "$1" >/dev/null || { echo "$1 is needed for this benchmark" >&2; exit 1; }; }

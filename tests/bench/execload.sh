@@ -76,8 +76,6 @@ for l in $(seq 1 "$CLANG_LOOPS"); do
 done
 sleep 2
 
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; bench_cleanup' EXIT
 # prog_of PID NAME-REGEX: the fdinfo file of a BPF program the process holds,
 # where prog_ns reads its run time and count. One bpftool call and one grep:
 # at load 30 a bpftool call (it loads a BPF program of its own) took 5-20 s
@@ -115,7 +113,7 @@ vswitches() { awk '$1 == "voluntary_ctxt_switches:" { print $2 }' "/proc/$P/task
 # measure COND [keep]: with keep, P goes on running after the interval.
 measure() {
 	local a b c0 c1 m0 m1 t0 t1 execs hwm ns u0 u1 d0 d1 v0 v1 p0 p1
-	sysctl -qw kernel.bpf_stats_enabled=1
+	stats_hold
 	[ -n "$prog" ] && a=($(prog_ns "$prog"))
 	u0=($(tstat))
 	c0=$(proc_cpu_ms "$P")
@@ -129,7 +127,7 @@ measure() {
 	d1=$(drains) v1=$(vswitches) p1=($(parts))
 	u1=($(tstat))
 	[ -n "$prog" ] && b=($(prog_ns "$prog"))
-	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+	stats_release
 	hwm=$(proc_kb "$P" VmHWM)
 	# bpftrace, the same at its exit on either signal, once sat in epoll_wait
 	# 80 s after SIGINT here, and left within 3 s of a SIGTERM then.

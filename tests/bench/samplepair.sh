@@ -22,11 +22,12 @@ CYCLES=${CYCLES:-3} MEAS=${MEAS:-4} SECS=${SECS:-10} WARM=${WARM:-10} LOOPS=${LO
 read -ra PS <<<"${PROFDS}"
 W=$(mktemp -d /tmp/samplepair.XXXXXX)
 PIDS=()
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+STATS_PID=
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 1
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-	sysctl -qw kernel.bpf_stats_enabled="$old_stats"; rm -rf "$W"
+	[ -n "$STATS_PID" ] && { kill "$STATS_PID" 2>/dev/null; wait "$STATS_PID" 2>/dev/null; }
+	rm -rf "$W"
 }
 trap cleanup EXIT; trap "exit 1" TERM INT
 PY=$(command -v python3); [ -x /root/.pyenv/shims/python3 ] && PY=/root/.pyenv/shims/python3
@@ -47,7 +48,11 @@ prog_of() { bpftool -j prog show 2>/dev/null | jq -r --arg re "^($2)$" \
 sum_ns() { local t=0 i r; for i in $1; do
 	r=$(bpftool -j prog show id "$i" | jq -r '.run_time_ns // 0'); t=$((t + r)); done; echo $t; }
 prog_ns() { bpftool -j prog show id "$1" | jq -r '"\(.run_time_ns // 0) \(.run_cnt // 0)"'; }
-sysctl -qw kernel.bpf_stats_enabled=1
+# Statistics on while this script holds a descriptor (stats_hold.py): the
+# sysctl is left alone, so overlapping runs do not leave it set.
+python3 "$(dirname "$0")/stats_hold.py" "$W/stats.on" & STATS_PID=$!
+for _ in $(seq 1 100); do [ -s "$W/stats.on" ] && break; sleep 0.05; done
+[ -s "$W/stats.on" ] || { echo "BPF statistics could not be turned on" >&2; exit 1; }
 # END clears the map: printing it at exit held each cycle for minutes.
 BTPROG='profile:hz:99 { @[ustack, kstack, comm] = count(); } END { clear(@); }'
 names=(); for p in "${PS[@]}"; do names+=("${p%%=*}"); done

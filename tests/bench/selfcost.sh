@@ -2,7 +2,7 @@
 # profd's own cost at steady state on a busy host: benchwork on every CPU
 # plus 10 short-lived processes a second (churn, 20 ms of CPU each). After a
 # warm-up, measures profd's CPU time per second of wall time (user + system,
-# from /proc), the run time of its BPF programs (kernel.bpf_stats_enabled,
+# from /proc), the run time of its BPF programs (BPF statistics held by stats_hold.py,
 # on only while measuring), its peak RSS (VmHWM) and what status says was lost.
 # --procs N adds N long-lived processes started before profd (python3, perl,
 # bash, and node where installed: 1 in 50), each burning about 1 ms of CPU and
@@ -60,10 +60,8 @@ bg "$TP/benchwork" "$NCPU" 100000000 >/dev/null; BW=$BG
 bg "$TP/churn" $(((WARM + SECS + 5) * 10)) 0 20 10 >"$W/churn.out"; CH=$BG
 sleep "$WARM"
 
-# BPF program run time: only while measuring, restoring the previous setting.
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-trap 'sysctl -qw kernel.bpf_stats_enabled=$old_stats; bench_cleanup' EXIT
+# BPF program run time: only while measuring.
+stats_hold
 # Summed over the programs profd holds, from the fdinfo of its bpf-prog fds.
 bpf_ns() {
 	local f t=0 v
@@ -81,7 +79,7 @@ for _ in $(seq 1 "$SECS"); do
 	r=$(proc_kb "$PD" VmRSS); [ "$r" -gt "$peak_rss" ] && peak_rss=$r
 done
 t1=$(date +%s.%N); c1=$(proc_cpu_ms "$PD"); b1=$(bpf_ns)
-sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+stats_release
 hwm=$(proc_kb "$PD" VmHWM)
 LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
 pctl "$W/pd" status >"$W/status"
