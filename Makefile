@@ -101,7 +101,7 @@ $(BUILD)/testprogs/%: tests/testprogs/%.cc
 	$(TP_CXX) $(TP_FLAGS) -o $@ $< -lm -ldl
 
 test: deps-test
-	@$(MAKE) --no-print-directory all tests-build
+	@$(MAKE) --no-print-directory -j$(shell nproc) all tests-build
 	@BUILD=$(BUILD) ./tests/run.sh all
 
 .PHONY: deps-test tests-build

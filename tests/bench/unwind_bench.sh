@@ -6,6 +6,7 @@ set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 SECS=${1:-8}
+ONLY=${ONLY:-} # "MODE:PROG ...": only those runs (the smoke test's short mode)
 T=$(mktemp -d /tmp/profd-ubench.XXXXXX)
 trap 'kill $STATS_PID 2>/dev/null; rm -rf "$T"' EXIT
 
@@ -28,6 +29,7 @@ stats() { bpftool -j prog show id "$1" | python3 -c 'import json,sys; p=json.loa
 
 run() { # run MODE PROG...
 	local mode=$1; shift
+	[ -n "$ONLY" ] && [[ " $ONLY " != *" $mode:$1 "* ]] && return 0
 	local before id pd rt0 n0 rt1 n1
 	before=" $(ids) "
 	rm -rf "$T/s"

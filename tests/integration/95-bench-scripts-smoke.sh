@@ -40,7 +40,7 @@ grep -E '^\|' "$T/pipe.log" | sed 's/^/    /'
 check "pipe_cost: round trips timed with no profd, --no-offcpu and the defaults" \
 	awk -F= '$1 ~ /_us$/ && $2 + 0 > 0 { n++ } END { exit !(n == 3) }' "$T/pipe/pipe_cost.env"
 
-bench "unwind_bench 1 s" "$T/unwind.log" bash "$ROOT/tests/bench/unwind_bench.sh" 1
+bench "unwind_bench 1 s, DWARF on qsort_nofp" "$T/unwind.log" env ONLY=dwarf:qsort_nofp bash "$ROOT/tests/bench/unwind_bench.sh" 1
 grep -E 'ns/sample' "$T/unwind.log" | sed 's/^/    /'
 check "unwind_bench: DWARF walks of the frame-pointer-less build timed" \
 	awk '$1 == "dwarf" && $2 == "qsort_nofp" && $4 > 0 && $6 > 0 { f = 1 } END { exit !f }' "$T/unwind.log"
