@@ -18,15 +18,6 @@ P=${INTERP[$l]}
 echo "interpreter: $l ($P)"
 
 st() { profctl status | awk -F'\t' -v k="$1" '$1 == k { print $2 + 0; f = 1 } END { if (!f) print -1 }'; }
-# links PID: profd's uprobe_multi links with PID's filter (the host's other CPythons get theirs).
-links() {
-	local f n=0
-	for f in $(find "/proc/$PROFD_PID/fd" -lname 'anon_inode:bpf_link' 2>/dev/null); do
-		awk -v p="$1" '$1 == "link_type:" && $2 == "uprobe_multi" { u = 1 } $1 == "pid:" && $2 == p { q = 1 }
-			END { exit !(u && q) }' "/proc/$PROFD_PID/fdinfo/${f##*/}" 2>/dev/null && n=$((n + 1))
-	done
-	echo $n
-}
 atleast() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 # wait_line FILE PATTERN: a line of FILE matches within 120 s.
 wait_line() {
@@ -44,7 +35,7 @@ for _ in $(seq 600); do [ -e "$T/d/hooked" ] && break; sleep 0.2; done
 age=$(cat "$T/d/hooked" 2>/dev/null)
 # profd's clock and /proc's ticks: 10 ms apart at most.
 check "hooked at the age of ${age:-never} s (>= 2: --python-free-hook-after)" atleast "${age:-0}" 1.99
-check "one link with its pid in profd ($(links $FH))" [ "$(links $FH)" -eq 1 ]
+check "one link with its pid in profd ($(free_hook_links $FH))" [ "$(free_hook_links $FH)" -eq 1 ]
 
 # A script of the same interpreter, shorter than the hook's age: no link, no breakpoint.
 "$P" - >"$T/short.out" <<'EOF' &
@@ -58,7 +49,7 @@ print("short", n, ctypes.string_at(ctypes.c_void_p.from_address(id(types.CodeTyp
 EOF
 SH=$!
 nl=0
-while kill -0 $SH 2>/dev/null; do nl=$((nl + $(links $SH))); sleep 0.1; done
+while kill -0 $SH 2>/dev/null; do nl=$((nl + $(free_hook_links $SH))); sleep 0.1; done
 wait $SH || fail "the short script exited $?"
 check "short script: no breakpoint at its code_dealloc ($(cat "$T/short.out"))" grep -q "False$" "$T/short.out"
 check "short script: no link with its pid seen while it ran ($nl)" [ "$nl" -eq 0 ]
@@ -81,24 +72,15 @@ caught_up || fail "profd did not catch up after the processes"
 
 # The child: f_N must be under run_mod{N % 3}, k_N under run_k{N % 3} (as 60-python's churn).
 profctl dump --pid "$CHILD" --since "$((SECONDS + 60))s" --type cpu --no-flush | sed -E 's/ ([0-9]+)$/\t\1/' >"$T/child"
-awk -F'\t' '{ n = split($1, fr, ";"); prev = "";
-	for (i = 1; i <= n; i++) {
-		if (fr[i] !~ / [(][^;]*[)]$/ || fr[i] ~ /_\[k\]$/) continue
-		if (match(fr[i], /^[fk]_[0-9]+ [(]churn_gen[.]py[)]$/)) {
-			k = substr(fr[i], 3) + 0
-			caller = (substr(fr[i], 1, 1) == "f" ? "run_mod" : "run_k") (k % 3) " (churn.py)"
-			if (prev == caller) good += $2; else { bad += $2; print "misnamed: " $1 > "/dev/stderr" }
-		}
-		prev = fr[i]
-	} } END { print good + 0, bad + 0 }' "$T/child" >"$T/child.check"
+churn_check "$T/child" >"$T/child.check"
 read -r good bad <"$T/child.check"
 check "forked child churn: $good samples in generated functions (>= 20)" [ "$good" -ge 20 ]
 check "forked child churn: $bad samples name a generated function under the wrong caller (0)" [ "$bad" -eq 0 ]
 check "forked child: the parent's link made again to take its breakpoint out ($(st python_free_relinks) >= 1)" \
 	[ "$(st python_free_relinks)" -ge 1 ]
 check "generation: $(st python_code_gen_hits) frames named by it (>= 100)" [ "$(st python_code_gen_hits)" -ge 100 ]
-check "exits: no link with its pid or its child's left ($(links $FH), $(links $CHILD))" \
-	[ "$(links $FH)" -eq 0 -a "$(links $CHILD)" -eq 0 ]
+check "exits: no link with its pid or its child's left ($(free_hook_links $FH), $(free_hook_links $CHILD))" \
+	[ "$(free_hook_links $FH)" -eq 0 -a "$(free_hook_links $CHILD)" -eq 0 ]
 check "no hook failures ($(st python_free_hook_failures))" [ "$(st python_free_hook_failures)" -eq 0 ]
 profctl status | grep '^python_free\|^python_code' | tr '\t' ' ' | paste -sd' '
 check "profd exits 0 on SIGTERM" stop_profd
@@ -117,9 +99,9 @@ wait_line "$T/fh2.out" '^functions ' || fail "the child's churn did not end: $(c
 touch "$T/d/go2"
 wait_line "$T/fh2.out" '^made ' || fail "no count of code objects made: $(cat "$T/fh2.out")"
 # Unhooked: the flag cleared, the link closed a second later.
-for _ in $(seq 600); do [ "$(links $FH)" -eq 0 ] && break; sleep 0.2; done
-check "rate bound: the link with its pid closed ($(links $FH) left; $(st python_free_unhooks) unhooked)" \
-	[ "$(links $FH)" -eq 0 -a "$(st python_free_unhooks)" -ge 1 ]
+for _ in $(seq 600); do [ "$(free_hook_links $FH)" -eq 0 ] && break; sleep 0.2; done
+check "rate bound: the link with its pid closed ($(free_hook_links $FH) left; $(st python_free_unhooks) unhooked)" \
+	[ "$(free_hook_links $FH)" -eq 0 -a "$(st python_free_unhooks)" -ge 1 ]
 touch "$T/d/go3"
 wait $FH || fail "freehook.py exited $?"
 check "unhooked at the rate bound: breakpoint gone ($(grep hooked "$T/fh2.out" | paste -sd' '))" \

@@ -200,3 +200,31 @@ python_interpreters() {
 	[ ${#INTERP[@]} -gt 0 ] || skip_test "no CPython 3.10-3.13 on this machine"
 	LABELS=$(printf '%s\n' "${!INTERP[@]}" | sort)
 }
+
+# free_hook_links PID: how many of profd's uprobe_multi links filter on PID
+# (its Python free hook of that process).
+free_hook_links() {
+	local f n=0
+	for f in $(find "/proc/$PROFD_PID/fd" -lname 'anon_inode:bpf_link' 2>/dev/null); do
+		awk -v p="$1" '$1 == "link_type:" && $2 == "uprobe_multi" { u = 1 } $1 == "pid:" && $2 == p { q = 1 }
+			END { exit !(u && q) }' "/proc/$PROFD_PID/fdinfo/${f##*/}" 2>/dev/null && n=$((n + 1))
+	done
+	echo $n
+}
+
+# churn_check FOLDED: "good bad" samples of churn.py's generated functions.
+# f_N must be right under run_mod{N % 3}, k_N under run_k{N % 3}: a name
+# from a freed and reused code object would sit under another caller.
+# Misnamed stacks go to stderr.
+churn_check() {
+	awk -F'\t' '{ n = split($1, fr, ";"); prev = "";
+		for (i = 1; i <= n; i++) {
+			if (fr[i] !~ / [(][^;]*[)]$/ || fr[i] ~ /_\[k\]$/) continue
+			if (match(fr[i], /^[fk]_[0-9]+ [(]churn_gen[.]py[)]$/)) {
+				k = substr(fr[i], 3) + 0
+				caller = (substr(fr[i], 1, 1) == "f" ? "run_mod" : "run_k") (k % 3) " (churn.py)"
+				if (prev == caller) good += $2; else { bad += $2; print "misnamed: " $1 > "/dev/stderr" }
+			}
+			prev = fr[i]
+		} } END { print good + 0, bad + 0 }' "$1"
+}
