@@ -277,10 +277,17 @@ const volatile __u32 offcpu_max_rate = 0;
 #define OFFCPU_RATE_GAP_NS 50000000ULL
 /*
  * The spread of an estimate grows with N - 1 (a long wait, when recorded,
- * weighs N times); past this the hook's cost per switch is mostly what
- * every switch pays anyway.
+ * weighs N times). A switch let pass costs about 100 ns on a loaded VM, a
+ * recorded wait about 700 over three runs of the hook's dear paths (its
+ * switch-out, its switch-in with a clock read, the next switch-out's
+ * lookup to end it): N = 8 left three switches in eight on them, 16
+ * three in sixteen. At 16
+ * a loaded 2 s ping-pong's recorded total spread over 5 % of its time
+ * (2.6 % at 8, 1.1 % exact; docs/BENCHMARKS.md); 32 would save about
+ * another 10 % of the hook for as much spread again (by the paths' costs),
+ * the switches let pass being most of its time by then.
  */
-#define OFFCPU_MAX_EVERY 8
+#define OFFCPU_MAX_EVERY 16
 /*
  * Only a thread that has switched at least this often over its life is
  * sampled on such a CPU: a thread that sleeps long between short runs keeps

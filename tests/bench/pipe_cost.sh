@@ -21,6 +21,11 @@
 # run): kernel.bpf_stats_enabled is cleared for them and restored after, and
 # the empty program's own run count shows whether another process holds the
 # statistics on anyway.
+# BASE_BUILD=DIR: one more condition per round, DIR's profd under its
+# defaults (another build, e.g. main's, in the same seconds), and the
+# statistics run alternates between the two builds, HOOK_ROUNDS (3) runs
+# each: the hook's time per run of both, the steadier figure on a shared
+# machine.
 # Usage: pipe_cost.sh [--quick] [ROUNDS [LOOPS]]; --quick (inside make test):
 # 1 round of 20000 round trips, no goal check.
 source "$(dirname "$0")/bench-lib.sh"
@@ -86,6 +91,13 @@ if [ $QUICK = 0 ]; then
 			"$(cat "$W/empty.err" 2>/dev/null)"
 	fi
 fi
+BASE_BUILD=${BASE_BUILD:-}
+if [ -n "$BASE_BUILD" ] && [ $QUICK = 0 ]; then
+	cp "$BASE_BUILD/profd" "$W/bin/profd_base" || exit 1
+	conds+=(base)
+	args[base]=
+fi
+HOOK_ROUNDS=${HOOK_ROUNDS:-3}
 IFS=';' read -r -a extra <<<"${PIPE_EXTRA:-}"
 for e in "${extra[@]}"; do
 	[ -n "$e" ] || continue
@@ -128,8 +140,10 @@ for r in $(seq 1 "$ROUNDS"); do
 		PROFD_PID=
 		if [ "${args[$c]}" != - ]; then
 			rm -rf "$W/p"
+			bin=$PROFD
+			[ "$c" = base ] && bin=$W/bin/profd_base
 			# shellcheck disable=SC2086
-			profd_start "$W/p" --config /dev/null ${args[$c]}
+			PROFD=$bin profd_start "$W/p" --config /dev/null ${args[$c]}
 		fi
 		EPID= EID=
 		if [ "$c" = empty ]; then
@@ -180,10 +194,12 @@ import json, sys
 p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; }
 captured() { pctl "$W/p" status | awk '$1 == "offcpu_stacks_captured" { print $2 }'; }
 windows() { pctl "$W/p" status | awk '$1 == "offcpu_sampled_windows" { print $2 }'; }
-HOOK=
-if [ $QUICK = 0 ] && command -v bpftool >/dev/null; then
+# hook_run BIN: one run of BIN's profd under its defaults, statistics on;
+# appends "ns-per-run runs captures windows ms" to $W/hook.BIN's name.
+hook_run() {
+	local prog t0 n0 t1 n1 c0 c1 w0 w1 s0 ms stats_was
 	rm -rf "$W/p"
-	profd_start "$W/p" --config /dev/null
+	PROFD=$1 profd_start "$W/p" --config /dev/null
 	sleep 1
 	prog=$(off_cpu_prog)
 	if [ -n "$prog" ]; then
@@ -200,10 +216,30 @@ if [ $QUICK = 0 ] && command -v bpftool >/dev/null; then
 		w1=$(windows)
 		ms=$((($(date +%s%N) - s0) / 1000000))
 		echo "$stats_was" >/proc/sys/kernel/bpf_stats_enabled
-		[ $((n1 - n0)) -gt 0 ] && HOOK="$(((t1 - t0) / (n1 - n0))) $((n1 - n0)) $((c1 - c0)) $((w1 - w0)) $ms"
+		[ $((n1 - n0)) -gt 0 ] &&
+			echo "$(((t1 - t0) / (n1 - n0))) $((n1 - n0)) $((c1 - c0)) $((w1 - w0)) $ms" >>"$W/hook.$(basename "$1")"
 	fi
 	stop "$PROFD_PID"
 	PROFD_PID=
+}
+HOOK=
+BHOOK=
+if [ $QUICK = 0 ] && command -v bpftool >/dev/null; then
+	nh=1
+	[ -n "$BASE_BUILD" ] && nh=$HOOK_ROUNDS
+	for r in $(seq 1 "$nh"); do
+		if [ -n "$BASE_BUILD" ] && [ $((r % 2)) = 0 ]; then
+			hook_run "$W/bin/profd_base"
+			hook_run "$PROFD"
+		else
+			hook_run "$PROFD"
+			[ -n "$BASE_BUILD" ] && hook_run "$W/bin/profd_base"
+		fi
+	done
+	# Medians of each column over the runs.
+	hook_med() { [ -s "$1" ] && for k in 1 2 3 4 5; do cut -d' ' -f$k "$1" | stats | cut -d' ' -f1; done | xargs; }
+	HOOK=$(hook_med "$W/hook.profd")
+	[ -n "$BASE_BUILD" ] && BHOOK=$(hook_med "$W/hook.profd_base")
 fi
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -234,6 +270,7 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 		name=$c; [ "$c" = alone ] && name="no profd"; [ "$c" = oncpu ] && name="\`--no-offcpu\`"
 		[ "$c" = default ] && name="defaults (off-CPU on)"
 		[ "$c" = empty ] && name="\`--no-offcpu\` + an empty sched_switch program"
+		[ "$c" = base ] && name="$BASE_BUILD's profd, defaults"
 		case $c in -*) name="\`$c\`" ;; esac
 		read -r am alo ahi _ < <(paired "$c" alone)
 		read -r om olo ohi _ < <(paired "$c" oncpu)
@@ -263,7 +300,15 @@ paired() { paste "$(f "$1")${3:-}" "$(f "$2")${3:-}" | awk '{ printf "%.2f\n", 1
 			printf " (every switch on the host), %d ns per run, so %.0f ns per round trip;", h, h * n / l
 			printf " %.4f stack captures per round trip (host-wide counter);", c / l
 			printf " %d per-CPU rate windows sampled (switch-outs of frequent switchers", w
-			printf " recorded 1 in up to 8) in the %.1f s of the run.\n", ms / 1000 }'
+			printf " recorded 1 in N) in the %.1f s of the run.\n", ms / 1000 }'
+	fi
+	if [ -n "$BHOOK" ]; then
+		rng() { cut -d' ' -f1 "$1" | stats | awk '{ printf "%.0f (%.0f-%.0f, %d runs)", $1, $2, $3, $4 }'; }
+		echo
+		echo "The hook's ns per run, statistics on, the two builds' runs alternated: this build" \
+			"$(rng "$W/hook.profd"), $BASE_BUILD's $(rng "$W/hook.profd_base");" \
+			"$(echo "$HOOK" | awk '{ print $1 }') against $(echo "$BHOOK" | awk '{ print $1 }') ns by the medians" \
+			"($(awk -v a="${HOOK%% *}" -v b="${BHOOK%% *}" 'BEGIN { printf "%+.1f %%", 100 * (a / b - 1) }'))."
 	fi
 } >"$BENCH_OUT/pipe_cost.md"
 read -r def _ _ _ < <(stats <"$(f default)")
@@ -283,6 +328,13 @@ read -r con _ _ _ < <(stats <"$(f oncpu).cpu")
 	echo "oncpu_cpu_ns=$con"
 	echo "default_cpu_ns=$cdef"
 	echo "default_vs_oncpu_cpu_pct=$cpo"
+	if [ -n "$BASE_BUILD" ]; then
+		echo "base_vs_oncpu_pct=$(paired base oncpu | cut -d' ' -f1)"
+		echo "default_vs_base_pct=$(paired default base | cut -d' ' -f1)"
+		echo "default_vs_base_cpu_pct=$(paired default base .cpu | cut -d' ' -f1)"
+		echo "hook_ns=${HOOK%% *}"
+		echo "base_hook_ns=${BHOOK%% *}"
+	fi
 	if [ $EMPTY = 1 ]; then
 		echo "empty_vs_oncpu_pct=$(paired empty oncpu | cut -d' ' -f1)"
 		echo "empty_vs_oncpu_cpu_pct=$(paired empty oncpu .cpu | cut -d' ' -f1)"

@@ -126,7 +126,7 @@ check "pingpong: its CPU switched fast enough to sample by default, in ${w:-0} r
 
 # Threads that switch rarely stay exact on a CPU that samples: the sleeper
 # and the piper blocked beside a ping-pong on one CPU keep their off-CPU
-# time (sampled 1 in up to 8, 150-300 waits each would spread it by 15-20 %).
+# time (sampled 1 in 8, 150-300 waits each spread it by 15-20 %; 1 in up to 16 more).
 CPU=$(($(nproc) - 1))
 taskset -c $CPU "$TP/pingpong" 4 same >"$T/pp2.out" &
 PP2=$!
@@ -201,9 +201,9 @@ check "selection: an unselected process has no off-CPU or run-queue time ($(off 
 check "profd exits 0 on SIGTERM" stop_profd
 
 # --offcpu-max-rate: the ping-pong's CPU switches far more often than 1,000
-# times a second, so its switch-outs are sampled (1 in up to 8) and weighted:
+# times a second, so its switch-outs are sampled (1 in up to 16) and weighted:
 # the wall still adds up (loose bounds: a few long waits on a loaded CPU
-# weigh 8 times; unweighted it would be an eighth).
+# weigh up to 16 times; unweighted it would be a sixteenth).
 rm -rf "$STATE"
 start_profd --offcpu-min 0 --offcpu-max-rate 1000
 "$TP/pingpong" 2 same >"$T/pps.out" &
