@@ -114,6 +114,14 @@ struct uw_frames {
  */
 struct uw_state {
 	__u64 pc, sp, bp;
+	/*
+	 * Where the caller's rbp was saved, not read yet (0: bp holds it). A
+	 * frame without frame pointers (libpython3.10's, gcc's cc1) saves rbp
+	 * as a callee-saved register, often lines away from its return
+	 * address, and its callers' CFAs are rsp-based: the saved value is
+	 * read only when a frame's rule uses rbp, and most never are.
+	 */
+	__u64 bp_at;
 	__u32 n;
 	__u32 exact;            /* pc is not a return address (leaf, or after a signal frame) */
 	__u32 pid;
@@ -375,7 +383,7 @@ static long uw_step(__u64 index, void *arg)
 	struct uw_state *s = w->s;
 	struct profd_umap *m = NULL;
 	struct profd_urow rbuf, *row = NULL;
-	__u64 cfa, ra, bp = s->bp, sp = s->sp;
+	__u64 cfa, ra, bp, sp = s->sp;
 	__u32 kind = PROFD_UR_CFA_NONE;
 
 	if (s->n >= PROFD_MAX_DEPTH || s->n >= s->max)
@@ -406,14 +414,23 @@ static long uw_step(__u64 index, void *arg)
 	}
 	if (!row)
 		kind = PROFD_UR_CFA_NONE;
+	/* The rules that use rbp: its saved value is read now. */
+	if (s->bp_at && (kind == PROFD_UR_CFA_NONE || kind == PROFD_UR_CFA_RBP ||
+			 kind == PROFD_UR_CFA_DEREF_RBP)) {
+		if (uw_read(&s->bp, s->bp_at))
+			return 1;
+		s->bp_at = 0;
+	}
+	bp = s->bp;
 
 	switch (kind) {
 	case PROFD_UR_CFA_NONE:
 		/* Frame pointers: the saved rbp at [rbp], the return address above it. */
 		if (bp == 0 || bp < sp)
 			return 1;
-		if (uw_read(&ra, bp + 8) || uw_read(&s->bp, bp))
+		if (uw_read(&ra, bp + 8))
 			return 1;
+		s->bp_at = bp;
 		s->sp = bp + 16;
 		s->pc = ra;
 		s->exact = 0;
@@ -436,6 +453,7 @@ static long uw_step(__u64 index, void *arg)
 		/* rsp points at the ucontext: uc_mcontext at 40; rbp, rsp, rip at 120, 160, 168. */
 		if (uw_read(&s->bp, sp + 120) || uw_read(&s->sp, sp + 160) || uw_read(&s->pc, sp + 168))
 			return 1;
+		s->bp_at = 0;
 		s->exact = 1;
 		s->fc.dwarf++;
 		return s->pc == 0;
@@ -451,11 +469,11 @@ static long uw_step(__u64 index, void *arg)
 		return 1;
 	switch (PROFD_UR_RBP(row->kind)) {
 	case PROFD_UR_RBP_AT_CFA:
-		if (uw_read(&s->bp, cfa + (__s64)row->rbp_off * 8))
-			return 1;
+		s->bp_at = cfa + (__s64)row->rbp_off * 8;
 		break;
 	case PROFD_UR_RBP_UNDEF:
 		s->bp = 0;
+		s->bp_at = 0;
 		break;
 	}
 	s->sp = cfa;
