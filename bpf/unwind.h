@@ -63,9 +63,8 @@ __u32 urows_gen = 0;
  * a frame on a loaded VM, against about 110 for a frame walked just
  * before). A slot keeps the row's whole range, [its pc, the next row's),
  * and is found by the address's 64-byte granule: a sample's innermost pc
- * lands anywhere in a hot function (CPython 3.10's interpreter loop is
- * tens of KB under one row), and an exact-address key made each of those
- * a search, about 1.1 us each in libpython3.10's table.
+ * lands anywhere in a hot function, and an exact-address key made nearly
+ * each of those a search (about 1.1 us each in libpython3.10's table).
  * Direct-mapped: a collision costs a search, never a wrong row: the range
  * is checked on every hit.
  */
