@@ -56,18 +56,24 @@ struct {
 __u32 urows_gen = 0;
 
 /*
- * Rows found lately, per CPU, by (table block, address): a hit reads one
- * 16-byte slot where the search reads the block's header, its bucket index
- * and a row or two, each a cache miss when the frame's function was not
- * walked lately (a Python process's interpreter frames: 500-800 ns a frame
- * on a loaded VM, against about 110 for a frame walked just before).
- * Direct-mapped: a collision costs a search, never a wrong row.
+ * Rows found lately, per CPU, by (table block, address range): a hit reads
+ * one 20-byte slot where the search reads the block's header, its bucket
+ * index and a row or three, each a cache miss when the frame's function
+ * was not walked lately (a Python process's interpreter frames: 500-800 ns
+ * a frame on a loaded VM, against about 110 for a frame walked just
+ * before). A slot keeps the row's whole range, [its pc, the next row's),
+ * and is found by the address's 64-byte granule: a sample's innermost pc
+ * lands anywhere in a hot function, and an exact-address key made nearly
+ * each of those a search (about 1.1 us each in libpython3.10's table).
+ * Direct-mapped: a collision costs a search, never a wrong row: the range
+ * is checked on every hit.
  */
 #define UW_RC_SLOTS 1024
+#define UW_RC_GRAIN 6 /* log2 of the bytes of code that share a slot */
 
 struct uw_rc_slot {
 	__u32 first;   /* the table block */
-	__u32 vaddr;   /* the address looked up in it */
+	__u32 lo, hi;  /* the row covers [lo, hi) in the block's addresses */
 	__u32 gen;     /* urows_gen when the row was read */
 	__u16 cfa_off; /* the row's, as struct profd_urow */
 	__u8 kind;
@@ -107,6 +113,14 @@ struct uw_frames {
  */
 struct uw_state {
 	__u64 pc, sp, bp;
+	/*
+	 * Where the caller's rbp was saved, not read yet (0: bp holds it). A
+	 * frame without frame pointers (libpython3.10's, gcc's cc1) saves rbp
+	 * as a callee-saved register, often lines away from its return
+	 * address, and its callers' CFAs are rsp-based: the saved value is
+	 * read only when a frame's rule uses rbp, and most never are.
+	 */
+	__u64 bp_at;
 	__u32 n;
 	__u32 exact;            /* pc is not a return address (leaf, or after a signal frame) */
 	__u32 pid;
@@ -264,10 +278,11 @@ static __always_inline __s64 uw_bucket(__u32 first, __u32 b)
 }
 
 /*
- * The row covering vaddr in the block [first, first + count), or NULL:
- * the bucket index narrows the search to the rows of vaddr's bucket.
+ * The row covering vaddr in the block [first, first + count), or NULL,
+ * and in *idx its index in urows: the bucket index narrows the search to
+ * the rows of vaddr's bucket.
  */
-static __always_inline struct profd_urow *uw_find_row(__u32 first, __u32 count, __u64 vaddr)
+static __always_inline struct profd_urow *uw_find_row(__u32 first, __u32 count, __u64 vaddr, __u32 *idx)
 {
 	struct profd_uindex *h = bpf_map_lookup_elem(&urows, &first);
 	struct uw_rsearch s = { .vaddr = vaddr };
@@ -295,6 +310,7 @@ static __always_inline struct profd_urow *uw_find_row(__u32 first, __u32 count, 
 	if (s.bad)
 		return NULL;
 	i = s.lo - 1;
+	*idx = i;
 	return bpf_map_lookup_elem(&urows, &i);
 }
 
@@ -306,27 +322,43 @@ static __always_inline int uw_row(struct uw_ref *w, struct profd_umap *m, __u64 
 				   struct profd_urow *out)
 {
 	struct uw_rc_slot *e = NULL;
-	struct profd_urow *row;
-	__u32 h, gen = w->s->gen;
+	struct profd_urow *row, *next;
+	__u32 h, i = 0, gen = w->s->gen, v = (__u32)vaddr, lo, hi;
 
 	/* Rows hold 32-bit addresses: a larger one has none, and the search says so. */
 	if (w->rc && vaddr <= 0xffffffffULL) {
-		h = ((__u32)vaddr ^ (m->first * 0x9e3779b1u)) * 0x85ebca6bu;
+		h = ((v >> UW_RC_GRAIN) ^ (m->first * 0x9e3779b1u)) * 0x85ebca6bu;
 		e = &w->rc->s[(h >> 16) & (UW_RC_SLOTS - 1)];
-		if (e->first == m->first && e->vaddr == (__u32)vaddr && e->gen == gen) {
+		if (e->first == m->first && e->gen == gen && e->lo <= v && v < e->hi) {
 			out->cfa_off = e->cfa_off;
 			out->kind = e->kind;
 			out->rbp_off = e->rbp_off;
 			return 1;
 		}
 	}
-	row = uw_find_row(m->first, m->count, vaddr);
+	row = uw_find_row(m->first, m->count, vaddr, &i);
 	if (!row)
 		return 0;
 	*out = *row;
 	if (e) {
+		/*
+		 * The next row of the block bounds this one (most often in the
+		 * same cache line); the block's last row is kept for vaddr alone.
+		 */
+		lo = v;
+		hi = v + 1;
+		if (out->pc <= v && i + 1 < m->first + m->count) {
+			lo = out->pc;
+			i++;
+			next = bpf_map_lookup_elem(&urows, &i);
+			if (next && next->pc > v)
+				hi = next->pc;
+			else
+				lo = v;
+		}
 		e->first = m->first;
-		e->vaddr = (__u32)vaddr;
+		e->lo = lo;
+		e->hi = hi;
 		e->gen = gen;
 		e->cfa_off = out->cfa_off;
 		e->kind = out->kind;
@@ -350,7 +382,7 @@ static long uw_step(__u64 index, void *arg)
 	struct uw_state *s = w->s;
 	struct profd_umap *m = NULL;
 	struct profd_urow rbuf, *row = NULL;
-	__u64 cfa, ra, bp = s->bp, sp = s->sp;
+	__u64 cfa, ra, bp, sp = s->sp;
 	__u32 kind = PROFD_UR_CFA_NONE;
 
 	if (s->n >= PROFD_MAX_DEPTH || s->n >= s->max)
@@ -381,14 +413,23 @@ static long uw_step(__u64 index, void *arg)
 	}
 	if (!row)
 		kind = PROFD_UR_CFA_NONE;
+	/* The rules that use rbp: its saved value is read now. */
+	if (s->bp_at && (kind == PROFD_UR_CFA_NONE || kind == PROFD_UR_CFA_RBP ||
+			 kind == PROFD_UR_CFA_DEREF_RBP)) {
+		if (uw_read(&s->bp, s->bp_at))
+			return 1;
+		s->bp_at = 0;
+	}
+	bp = s->bp;
 
 	switch (kind) {
 	case PROFD_UR_CFA_NONE:
 		/* Frame pointers: the saved rbp at [rbp], the return address above it. */
 		if (bp == 0 || bp < sp)
 			return 1;
-		if (uw_read(&ra, bp + 8) || uw_read(&s->bp, bp))
+		if (uw_read(&ra, bp + 8))
 			return 1;
+		s->bp_at = bp;
 		s->sp = bp + 16;
 		s->pc = ra;
 		s->exact = 0;
@@ -411,6 +452,7 @@ static long uw_step(__u64 index, void *arg)
 		/* rsp points at the ucontext: uc_mcontext at 40; rbp, rsp, rip at 120, 160, 168. */
 		if (uw_read(&s->bp, sp + 120) || uw_read(&s->sp, sp + 160) || uw_read(&s->pc, sp + 168))
 			return 1;
+		s->bp_at = 0;
 		s->exact = 1;
 		s->fc.dwarf++;
 		return s->pc == 0;
@@ -426,11 +468,11 @@ static long uw_step(__u64 index, void *arg)
 		return 1;
 	switch (PROFD_UR_RBP(row->kind)) {
 	case PROFD_UR_RBP_AT_CFA:
-		if (uw_read(&s->bp, cfa + (__s64)row->rbp_off * 8))
-			return 1;
+		s->bp_at = cfa + (__s64)row->rbp_off * 8;
 		break;
 	case PROFD_UR_RBP_UNDEF:
 		s->bp = 0;
+		s->bp_at = 0;
 		break;
 	}
 	s->sp = cfa;

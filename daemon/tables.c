@@ -220,6 +220,11 @@ struct tables {
 	struct profd_urow *rows; /* NULL: the rows array is mapped only while rows_write writes */
 	size_t rows_len;
 	uint32_t rows_cap;
+	/*
+	 * Rows below this were written once: a cached row of the walker can
+	 * only be of those. A write above it needs no new generation.
+	 */
+	uint32_t rows_used_end;
 	struct rowalloc *ra;     /* rows taken; a failed release leaks its rows */
 	struct tfile **files;
 	size_t nfiles, files_cap;
@@ -595,8 +600,17 @@ static int rows_write(struct tables *t, uint32_t first, const struct profd_urow 
 
 	if (m == MAP_FAILED)
 		return -errno;
-	/* Before the rows change: the walker's cached rows of the old generation go unused. */
-	__atomic_add_fetch(&t->skel->bss->urows_gen, 1, __ATOMIC_SEQ_CST);
+	/*
+	 * Before rows another block had change: the walker's cached rows of
+	 * the old generation go unused. Rows never written before were in no
+	 * block the walker saw: its row cache keeps what it has (a new
+	 * generation on each load emptied it on a host that execs new
+	 * programs often).
+	 */
+	if (first < t->rows_used_end)
+		__atomic_add_fetch(&t->skel->bss->urows_gen, 1, __ATOMIC_SEQ_CST);
+	if (first + n > t->rows_used_end)
+		t->rows_used_end = first + (uint32_t)n;
 	memcpy(m + (off - start), src, n * sizeof(*src));
 	munmap(m, len);
 	return 0;
