@@ -293,10 +293,7 @@ start_profd --frequency 1999 --no-python-free-hook
 "${INTERP[$l]}" -c 'import time; time.sleep(120)' & warm=$!
 on_exit "kill $warm 2>/dev/null"
 "${INTERP[$l]}" "$PY/split.py" 1 >/dev/null || fail "$l: the warm-up split.py exited $?"
-for _ in $(seq 240); do
-	[ "$(profctl status | awk -F'\t' '$1 == "unwind_table_builds_pending" { print $2 }')" = 0 ] && break
-	sleep 0.25
-done
+tables_in || echo "note: table builds still pending after 60 s"
 "${INTERP[$l]}" "$PY/split.py" 3 & p=$!
 wait $p || fail "$l: split.py without the free hook exited $?"
 kill $warm 2>/dev/null

@@ -127,6 +127,18 @@ caught_up() {
 	return 1
 }
 
+# tables_in: within 60 s, no unwind table build or row write is pending
+# (a fresh profd writes a big library's table in steps, and samples taken
+# before it is in stop at the leaf). For tests about what a walk names,
+# after a warm-up run of the same files.
+tables_in() {
+	for _ in $(seq 240); do
+		[ "$(profctl status | awk -F'\t' '$1 == "unwind_table_builds_pending" { print $2 }')" = 0 ] && return 0
+		sleep 0.25
+	done
+	return 1
+}
+
 # since_start: a --since span back to the test's start, and a minute before:
 # a loaded host stretches a test over minutes (10-cpu-split's 8 s of CPU took
 # 5.5 min at load 30), and a fixed 2m left its first samples out. Each test's
