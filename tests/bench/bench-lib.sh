@@ -118,6 +118,12 @@ stats() {
 		print m, v[1], v[NR], NR }'
 }
 
+# rows_col COND FIELD: "median min max n" of field FIELD of the lines of
+# $W/rows whose first field is COND ("-" skipped).
+rows_col() { awk -v c="$1" -v k="$2" '$1 == c && $k != "-" { print $k }' "$W/rows" | stats; }
+# fmt_range MEDIAN MIN MAX N DIGITS: "m (lo-hi)", or "-" when there was none.
+fmt_range() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") print "-"; else printf "%." d "f (%." d "f-%." d "f)", m, lo, hi }'; }
+
 # machine_line: the machine, kernel and date for the docs.
 machine_line() {
 	local model

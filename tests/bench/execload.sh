@@ -220,9 +220,6 @@ for r in $(seq 1 "$([ "${IDLE:-0}" = 1 ] && echo "$ROUNDS" || echo 0)"); do
 	done
 done
 
-# col COND FIELD: "median min max n" of a column of the rows; fmt MEDIAN MIN MAX N DIGITS.
-col() { awk -v c="$1" -v k="$2" '$1 == c && $k != "-" { print $k }' "$W/rows" | stats; }
-fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") print "-"; else printf "%." d "f (%." d "f-%." d "f)", m, lo, hi }'; }
 {
 	echo "Machine: $(machine_line); load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo "$ROUNDS rounds x ${SECS} s per condition, rotated; benchwork on $NCPU CPUs plus gcc -c and \`$PY -c pass\` in $LOOPS loops, clang -c in $CLANG_LOOPS. Median (min-max)."
@@ -246,28 +243,28 @@ fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") p
 		esac
 		[[ ${c%-late} = *-10 ]] && [ "$QUIET" != 1 ] && continue
 		[[ ${c%-late} = *-0 ]] && [ "${IDLE:-0}" != 1 ] && continue
-		echo "| $name | $(fmt $(col $c 2) 3) | $(fmt $(col $c 3) 0) | $(fmt $(col $c 4) 0) | $(fmt $(col $c 5) 0) |" \
-			"$(fmt $(col $c 6) 3) | $(fmt $(col $c 7) 0) | $(fmt $(col $c 8) 0) | $(fmt $(col $c 9) 2) |" \
-			"$(fmt $(col $c 10) 0) | $(fmt $(col $c 11) 2) | $(fmt $(col $c 12) 0) |" \
-			"$(fmt $(col $c 13) 2) | $(fmt $(col $c 14) 2) | $(fmt $(col $c 15) 1) | $(fmt $(col $c 16) 1) |"
+		echo "| $name | $(fmt_range $(rows_col $c 2) 3) | $(fmt_range $(rows_col $c 3) 0) | $(fmt_range $(rows_col $c 4) 0) | $(fmt_range $(rows_col $c 5) 0) |" \
+			"$(fmt_range $(rows_col $c 6) 3) | $(fmt_range $(rows_col $c 7) 0) | $(fmt_range $(rows_col $c 8) 0) | $(fmt_range $(rows_col $c 9) 2) |" \
+			"$(fmt_range $(rows_col $c 10) 0) | $(fmt_range $(rows_col $c 11) 2) | $(fmt_range $(rows_col $c 12) 0) |" \
+			"$(fmt_range $(rows_col $c 13) 2) | $(fmt_range $(rows_col $c 14) 2) | $(fmt_range $(rows_col $c 15) 1) | $(fmt_range $(rows_col $c 16) 1) |"
 	done
 } >"$BENCH_OUT/execload.md"
 cat "$BENCH_OUT/execload.md"
-pm=$(col profd 3 | cut -d' ' -f1) bm=$(col bpftrace 3 | cut -d' ' -f1)
-{ echo "profd_cpu_pct=$(col profd 2 | cut -d' ' -f1)"; echo "profd_ns=$pm"; echo "bpftrace_ns=$bm"
-  echo "execs_per_s=$(col profd 4 | cut -d' ' -f1)"
-  echo "profd_main_cpu_pct=$(col profd 6 | cut -d' ' -f1)"
-  echo "profd_quiet_cpu_pct=$(col profd-10 2 | cut -d' ' -f1)"
-  echo "quiet_execs_per_s=$(col profd-10 4 | cut -d' ' -f1)"
-  [ "$LATE" -gt 0 ] && echo "profd_quiet_late_cpu_pct=$(col profd-10-late 2 | cut -d' ' -f1)"; } >"$BENCH_OUT/execload.env"
+pm=$(rows_col profd 3 | cut -d' ' -f1) bm=$(rows_col bpftrace 3 | cut -d' ' -f1)
+{ echo "profd_cpu_pct=$(rows_col profd 2 | cut -d' ' -f1)"; echo "profd_ns=$pm"; echo "bpftrace_ns=$bm"
+  echo "execs_per_s=$(rows_col profd 4 | cut -d' ' -f1)"
+  echo "profd_main_cpu_pct=$(rows_col profd 6 | cut -d' ' -f1)"
+  echo "profd_quiet_cpu_pct=$(rows_col profd-10 2 | cut -d' ' -f1)"
+  echo "quiet_execs_per_s=$(rows_col profd-10 4 | cut -d' ' -f1)"
+  [ "$LATE" -gt 0 ] && echo "profd_quiet_late_cpu_pct=$(rows_col profd-10-late 2 | cut -d' ' -f1)"; } >"$BENCH_OUT/execload.env"
 if [ "$QUICK" = 0 ]; then
-	echo "goal: profd <= 1 % of a core at about 150 execs/s ($(col profd 4 | cut -d' ' -f1)/s here): $(col profd 2 | cut -d' ' -f1) %, $(goal "$(col profd 2 | cut -d' ' -f1)" "<=" 1)"
-	echo "goal: profd <= 0.3 % at about 10 execs/s ($(col profd-10 4 | cut -d' ' -f1)/s here), $WARM s after start: $(col profd-10 2 | cut -d' ' -f1) %, $(goal "$(col profd-10 2 | cut -d' ' -f1)" "<=" 0.3)"
-	[ "$LATE" -gt 0 ] && echo "goal: the same, $((WARM + SECS + LATE)) s after start: $(col profd-10-late 2 | cut -d' ' -f1) %, $(goal "$(col profd-10-late 2 | cut -d' ' -f1)" "<=" 0.3)"
+	echo "goal: profd <= 1 % of a core at about 150 execs/s ($(rows_col profd 4 | cut -d' ' -f1)/s here): $(rows_col profd 2 | cut -d' ' -f1) %, $(goal "$(rows_col profd 2 | cut -d' ' -f1)" "<=" 1)"
+	echo "goal: profd <= 0.3 % at about 10 execs/s ($(rows_col profd-10 4 | cut -d' ' -f1)/s here), $WARM s after start: $(rows_col profd-10 2 | cut -d' ' -f1) %, $(goal "$(rows_col profd-10 2 | cut -d' ' -f1)" "<=" 0.3)"
+	[ "$LATE" -gt 0 ] && echo "goal: the same, $((WARM + SECS + LATE)) s after start: $(rows_col profd-10-late 2 | cut -d' ' -f1) %, $(goal "$(rows_col profd-10-late 2 | cut -d' ' -f1)" "<=" 0.3)"
 	echo "goal: BPF time per sample <= 1.25x bpftrace's: $pm / $bm ns = $(awk -v a="$pm" -v b="$bm" 'BEGIN { printf "%.2f", a / b }')x, $(goal "$(awk -v a="$pm" -v b="$bm" 'BEGIN { print a / b }')" "<=" 1.25)"
 fi
 if [ "$QUICK" = 1 ]; then
-	check_q "exec rate measured ($(col profd 4 | cut -d' ' -f1)/s > 0)" fcmp "$(col profd 4 | cut -d' ' -f1)" ">" 0
+	check_q "exec rate measured ($(rows_col profd 4 | cut -d' ' -f1)/s > 0)" fcmp "$(rows_col profd 4 | cut -d' ' -f1)" ">" 0
 	check_q "profd BPF time per sample measured ($pm ns) and bpftrace's ($bm ns)" fcmp "${pm:-0}" ">" 0
 fi
 bench_done

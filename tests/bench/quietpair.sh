@@ -53,8 +53,6 @@ for r in $(seq 1 "$ROUNDS"); do
 	unset PID
 done
 
-col() { awk -v c="$1" -v k="$2" '$1 == c && $k != "-" { print $k }' "$W/rows" | stats; }
-fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") print "-"; else printf "%." d "f (%." d "f-%." d "f)", m, lo, hi }'; }
 {
 	echo "Machine: $(machine_line); load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo "$ROUNDS rounds, builds side by side on a \`sleep 0.1\` loop; CPU at ${WARM}-$((WARM + SECS)) s (early) and $((WARM + SECS + LATE))-$((WARM + 2 * SECS + LATE)) s (late) after start. Median (min-max)."
@@ -63,8 +61,8 @@ fmt() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") p
 	echo "|---|---|---|---|---|---|---|---|---|"
 	for p in "${PS[@]}"; do
 		n=${p%%=*}
-		echo "| $n | $(fmt $(col "$n" 2) 3) | $(fmt $(col "$n" 3) 3) | $(fmt $(col "$n" 4) 3) | $(fmt $(col "$n" 5) 3) |" \
-			"$(fmt $(col "$n" 6) 1) | $(fmt $(col "$n" 7) 1) | $(fmt $(col "$n" 8) 0) | $(fmt $(col "$n" 9) 0) |"
+		echo "| $n | $(fmt_range $(rows_col "$n" 2) 3) | $(fmt_range $(rows_col "$n" 3) 3) | $(fmt_range $(rows_col "$n" 4) 3) | $(fmt_range $(rows_col "$n" 5) 3) |" \
+			"$(fmt_range $(rows_col "$n" 6) 1) | $(fmt_range $(rows_col "$n" 7) 1) | $(fmt_range $(rows_col "$n" 8) 0) | $(fmt_range $(rows_col "$n" 9) 0) |"
 	done
 } >"$BENCH_OUT/quietpair.md"
 cat "$BENCH_OUT/quietpair.md"
