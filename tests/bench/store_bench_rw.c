@@ -5,14 +5,22 @@
  *
  *   store_bench_rw SRC OUT [CHAIN_RECORDS]
  *
- * Environment: RW_UNIT=NS writes off-CPU and run-queue values in units
- * of NS (default 1000); RW_LEAF=1 (a writer built with it) writes named
- * leaves by function (store_opts.leaf_by_function). Either changes what
- * is compared: with RW_LEAF the pcs of named native frames are left out
- * of the comparison and entries that then have one stack may be one
- * (each window's value by thread, kind and stack of names, modules, kinds
- * and Python lines must match; entries of value 0 are not compared); with RW_UNIT the values are, and each window's off-CPU and
- * run-queue totals are compared instead (the largest difference printed).
+ * Environment: RW_CALLS=1 writes callers by function, as profd's writer
+ * does (the windows are so already: the same bytes unless SRC holds
+ * several writers' windows; the writer's CPU and memory as profd's);
+ * RW_UNIT=NS writes off-CPU and run-queue values in units of NS (default
+ * 1000); RW_LEAF=1 (a writer built with -DSTORE_LEAF_BY_FUNCTION) writes
+ * named leaves by function (store_opts.leaf_by_function). The last two
+ * change what is compared: with RW_LEAF the pcs of named native frames
+ * are left out and entries that then have one stack may be one (each
+ * window's value by thread, kind and stack of names, modules, kinds and
+ * Python lines must match; entries of value 0 are not compared); with
+ * RW_UNIT the values are left out, and each window's off-CPU and
+ * run-queue totals are compared instead (the largest difference printed;
+ * with both, every window differs by construction).
+ *
+ * Build: cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilib [-DSTORE_LEAF_BY_FUNCTION]
+ *   tests/bench/store_bench_rw.c LIB/libprofd.a -lzstd -lz -lm -llzma -lelf -pthread
  *
  * Prints the windows, on-CPU samples, the bytes of OUT's segments (and
  * per on-CPU sample), the writer's CPU per window (median, range, sum),
@@ -163,10 +171,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct store_opts so = { .dir = argv[1] };
-	const char *unit = getenv("RW_UNIT"), *leaf = getenv("RW_LEAF");
+	const char *unit = getenv("RW_UNIT"), *leaf = getenv("RW_LEAF"), *calls = getenv("RW_CALLS");
 	struct store_opts wo = { .dir = argv[2], .writer = 1, .no_rollup = 1,
 				 .value_unit_ns = unit ? strtoull(unit, NULL, 0) : 1000,
 				 .chain_records = argc > 3 ? (uint32_t)atoi(argv[3]) : 0 };
+	wo.calls_by_function = calls && atoi(calls);
 	if (leaf && atoi(leaf)) {
 #ifdef STORE_LEAF_BY_FUNCTION
 		wo.calls_by_function = wo.leaf_by_function = 1;
