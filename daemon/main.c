@@ -606,6 +606,7 @@ static struct store_opts store_opts(const struct profd_opts *o)
 		.rollup_pressure_pct = o->rollup_pressure ? (int)o->rollup_pressure : -1,
 		.value_unit_ns = 1000, /* off-CPU and run-queue times in microseconds */
 		.calls_by_function = !o->call_pcs,
+		.leaf_by_function = !o->call_pcs && !o->leaf_pcs,
 		.runq_entry_frame = o->runqueue_stack == RUNQ_STACK_ENTRY,
 		.group_read = g != NULL, .group_gid = g ? g->gr_gid : 0,
 		.warn = store_warn,

@@ -50,6 +50,7 @@ struct profd_opts {
 	int rollup;
 	unsigned rollup_pressure;   /* percent of max_disk past which rollups go ahead of age; 0: never */
 	int call_pcs;               /* flushed windows keep every caller's pc */
+	int leaf_pcs;               /* flushed windows keep a named leaf's pc */
 	int python_free_hook;       /* a uprobe on a long-lived CPython's code_dealloc (bpf/pyfree.bpf.c) */
 	int64_t python_free_hook_after_ns;   /* its age before it is hooked */
 	uint32_t python_free_hook_max_rate;  /* frees per second above which it is unhooked (0: none) */

@@ -481,9 +481,12 @@ static int calls_frame(struct modcalls *c, const struct profile *src, uint32_t i
 	d = *f;
 	if ((err = profile__intern_str(c->win, profile__str(src, f->module), &d.module)))
 		return err;
-	if (leaf || f->kind == PF_FRAME_PY || !(c->flags & MODCALLS_BY_FUNCTION)) {
+	int named = profile__str(src, f->name)[0] != 0;
+
+	if ((leaf && !(named && (c->flags & MODCALLS_LEAF_BY_FUNCTION))) || f->kind == PF_FRAME_PY ||
+	    !(c->flags & MODCALLS_BY_FUNCTION)) {
 		err = profile__intern_str(c->win, profile__str(src, f->name), &d.name);
-	} else if (!profile__str(src, f->name)[0]) {
+	} else if (!named) {
 		*module = 1;
 		d.offset = 0;
 		err = module_label(c->win, profile__str(src, f->module), &d.name);

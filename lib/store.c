@@ -1236,6 +1236,7 @@ int store__append(struct store *s, const struct profile *window)
 		return -EPERM;
 	if (s->o.calls_by_function || s->o.runq_entry_frame) {
 		err = s->calls ? 0 : modframes__calls_new(&s->calls, (s->o.calls_by_function ? MODCALLS_BY_FUNCTION : 0) |
+									   (s->o.leaf_by_function ? MODCALLS_LEAF_BY_FUNCTION : 0) |
 									   (s->o.runq_entry_frame ? MODCALLS_RUNQ_ENTRY : 0));
 		if (err || (err = modframes__calls(s->calls, window, &window)))
 			goto drop;

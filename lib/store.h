@@ -74,6 +74,13 @@ struct store_opts {
 	 */
 	int calls_by_function;
 	/*
+	 * With calls_by_function: a named leaf (user, kernel or JIT) is written
+	 * at its function's one pc as well (docs/FORMAT.md, "Callers by
+	 * function"): names and shares unchanged, the pc inside the leaf
+	 * function lost; 0: leaves as appended.
+	 */
+	int leaf_by_function;
+	/*
 	 * Run-queue entries of windows appended keep their stack up to its
 	 * first kernel frame, the kernel entry they were preempted in
 	 * (docs/FORMAT.md, "Run-queue entries by kernel entry"); 0: their

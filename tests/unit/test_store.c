@@ -3049,6 +3049,81 @@ static int on_calls(const struct store_window_info *w, const struct profile *p, 
 	return 0;
 }
 
+static int on_leaves(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+
+	for (size_t i = 0; i < profile__nsamples(p); i++) {
+		const struct pf_sample *s = profile__sample(p, i);
+
+		len += (size_t)snprintf(out + len, 512 - len, "%u:%u:", s->tid, s->kind);
+		stack_text(p, s->stack, out + len, 512 - len);
+		len = strlen(out);
+		len += (size_t)snprintf(out + len, 512 - len, "=%llu ", (unsigned long long)s->value);
+	}
+	return 0;
+}
+
+/*
+ * Named leaves by function: entries of a thread and kind whose stacks then
+ * are one become one entry, their values summed; a leaf met as a caller
+ * before takes that function's pc; other threads and kinds stay apart.
+ */
+static void test_leaf_by_function(const char *base)
+{
+	char dir[256], seen[512] = "";
+	struct store *s;
+	struct profile *p;
+	uint32_t s_main, s_fn, s_mod, s_comm, f[4], st[3];
+
+	snprintf(dir, sizeof(dir), "%s/leaves", base);
+	rm_rf(dir);
+	CHECK_EQ_INT(profile__new(&p), 0);
+	profile__intern_str(p, "main", &s_main);
+	profile__intern_str(p, "fn", &s_fn);
+	profile__intern_str(p, "/usr/bin/app", &s_mod);
+	profile__intern_str(p, "app", &s_comm);
+	struct pf_frame fr[4] = {
+		{ .name = s_main, .module = s_mod, .offset = 0x100, .kind = PF_FRAME_USER },
+		{ .name = s_fn, .module = s_mod, .offset = 0x210, .kind = PF_FRAME_USER }, /* fn as a caller */
+		{ .name = s_fn, .module = s_mod, .offset = 0x220, .kind = PF_FRAME_USER },
+		{ .name = s_main, .module = s_mod, .offset = 0x130, .kind = PF_FRAME_USER },
+	};
+	for (int k = 0; k < 4; k++)
+		profile__frame_add(p, &fr[k], &f[k]);
+	uint32_t a[3] = { f[0], f[1], f[3] }, b[2] = { f[0], f[2] }, c[2] = { f[0], f[1] };
+	profile__stack_add(p, a, 3, &st[0]); /* main;fn@210;main@130 */
+	profile__stack_add(p, b, 2, &st[1]); /* main;fn@220 */
+	profile__stack_add(p, c, 2, &st[2]); /* main;fn@210 */
+	struct pf_sample smp[] = {
+		{ .pid = 50, .tid = 50, .stack = st[0], .kind = PF_KIND_CPU, .value = 1 },
+		{ .pid = 50, .tid = 50, .stack = st[1], .kind = PF_KIND_CPU, .value = 2 },
+		{ .pid = 50, .tid = 50, .stack = st[2], .kind = PF_KIND_CPU, .value = 4 },
+		{ .pid = 50, .tid = 51, .stack = st[1], .kind = PF_KIND_CPU, .value = 8 },
+		{ .pid = 50, .tid = 50, .stack = st[1], .kind = PF_KIND_OFFCPU, .value = 16000 },
+	};
+	for (size_t k = 0; k < sizeof(smp) / sizeof(smp[0]); k++) {
+		smp[k].comm = smp[k].thread = s_comm;
+		profile__add(p, &smp[k]);
+	}
+	profile__meta(p)->start_ns = T0;
+	profile__meta(p)->end_ns = T0 + 10 * SEC;
+	struct store_opts o = { .dir = dir, .writer = 1, .warn = on_warn, .calls_by_function = 1,
+				.leaf_by_function = 1 };
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	CHECK_EQ_INT(store__append(s, p), 0);
+	store__close(s);
+	o.writer = 0;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	CHECK_EQ_INT(store__read(s, INT64_MIN, INT64_MAX, on_leaves, seen), 0);
+	store__close(s);
+	/* The leaf main@130 at main's first pc; fn@220 and fn@210 one entry of 2 + 4. */
+	CHECK_EQ_STR(seen, "50:0:main@100;fn@210=6 50:0:main@100;fn@210;main@100=1 51:0:main@100;fn@210=8 "
+			   "50:1:main@100;fn@210=16000 ");
+	profile__free(p);
+}
+
 static void test_calls_by_function(const char *base)
 {
 	char dir[256];
@@ -3058,8 +3133,9 @@ static void test_calls_by_function(const char *base)
 
 	snprintf(dir, sizeof(dir), "%s/calls", base);
 	CHECK_EQ_INT(profile__new(&p), 0);
-	for (int by = 1; by >= 0; by--) {
-		struct store_opts o = { .dir = dir, .writer = 1, .warn = on_warn, .calls_by_function = by };
+	for (int by = 2; by >= 0; by--) {
+		struct store_opts o = { .dir = dir, .writer = 1, .warn = on_warn, .calls_by_function = by > 0,
+					.leaf_by_function = by == 2 };
 
 		rm_rf(dir);
 		CHECK_EQ_INT(store__open(&o, &s), 0);
@@ -3077,7 +3153,15 @@ static void test_calls_by_function(const char *base)
 		CHECK_EQ_INT(c.bad, 0);
 		CHECK_EQ_INT(c.cpu, 2 * (5 + 6));
 		CHECK_EQ_INT(c.offcpu, 4 * 123456);
-		if (by) {
+		if (by == 2) {
+			/*
+			 * Named leaves by function as well: leaf_fn at the pc met
+			 * first (window 0's), the unnamed leaf at its own pc.
+			 */
+			CHECK_EQ_STR(c.first, "main@1000;work@2200;[cc1]@0;@7001");
+			CHECK_EQ_STR(c.second, "main@1000;work@2200;handler (/srv/app.py)@d0000000a;"
+					       "entry_SYSCALL_64@ffffffff81000000;leaf_fn@3000");
+		} else if (by) {
 			/*
 			 * The second window: work() and the kernel caller at the pcs
 			 * the writer met first (in window 0), the run of unnamed
@@ -3094,6 +3178,7 @@ static void test_calls_by_function(const char *base)
 		}
 	}
 	profile__free(p);
+	test_leaf_by_function(base);
 }
 
 int main(int argc, char **argv)
