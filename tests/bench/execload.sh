@@ -43,7 +43,7 @@ need bpftrace
 need perf
 need gcc
 
-if [ "$QUICK" = 1 ]; then ROUNDS=${ROUNDS:-1} SECS=${SECS:-3} WARM=${WARM:-2} LATE=${LATE:-0} DEF_CONDS="profd bpftrace"
+if [ "$QUICK" = 1 ]; then ROUNDS=${ROUNDS:-1} SECS=${SECS:-3} WARM=${WARM:-1} LATE=${LATE:-0} DEF_CONDS="profd bpftrace"
 else ROUNDS=${ROUNDS:-3} SECS=${SECS:-20} WARM=${WARM:-15} LATE=${LATE:-60} DEF_CONDS="profd bpftrace perf"; fi
 read -ra CONDS <<<"${CONDS:-$DEF_CONDS}"
 BT_PROG='profile:hz:99 { @[ustack, kstack, comm] = count(); }'

@@ -25,7 +25,10 @@ QUICK=0
 ROUNDS=${1:-5}
 SECS=${2:-2}
 CAP_SECS=4
-[ $QUICK = 1 ] && ROUNDS=1 SECS=1 CAP_SECS=2
+# STEADY: seconds from a profd start to steady state (0.5 in --quick: its
+# checks are bounds on the order of magnitude, not figures for the docs).
+STEADY=1
+[ $QUICK = 1 ] && ROUNDS=1 SECS=1 CAP_SECS=2 STEADY=0.5
 W=$(mktemp -d /tmp/profd-offcpu-bench.XXXXXX)
 PID=
 STATS_WAS=$(cat /proc/sys/kernel/bpf_stats_enabled)
@@ -70,7 +73,7 @@ start() {
 	for _ in $(seq 1 600); do [ -S "$W/sock" ] && break; sleep 0.1; done
 	[ -S "$W/sock" ] || { echo "profd did not start: $(cat "$W/log")" >&2; exit 1; }
 	[ "$1" = oncpu ] || PROG=$(off_cpu_id "$PID" | head -1)
-	sleep 1 # steady state
+	sleep "$STEADY" # steady state
 }
 stop() { [ -n "$PID" ] && kill -INT "$PID" && wait "$PID"; PID=; rm -f "$W/sock"; }
 # "${STOPPED[@]}" CMD... &: CMD with its pid in $! at once, stopped until SIGCONT (exec keeps the pid).

@@ -74,7 +74,9 @@ seed_elf
 seed_text
 seed_segment
 # Every tests/fuzz/fuzz_*.c is a target; the symbolizer's name their few sources,
-# any other links against the whole library.
+# any other links against the whole library. The targets are built side by
+# side (each is one clang process), then run one at a time.
+declare -A max_lens=() build_pids=()
 for src in tests/fuzz/fuzz_*.c; do
 	t=$(basename "$src" .c)
 	case $t in
@@ -84,11 +86,20 @@ for src in tests/fuzz/fuzz_*.c; do
 	*) srcs=$(ls lib/*.c) max_len=65536 LIBS="-lbpf -lelf -ldw -lunwind-generic -lunwind -lzstd -llzma -lz -lm" ;;
 	esac
 	mkdir -p "$out/corpus-$t"
+	max_lens[$t]=$max_len
 	# shellcheck disable=SC2086
-	if ! build "$t" $srcs; then
-		failed=$((failed + 1)); echo "FAIL fuzz/$t (build)"; continue
-	fi
-	run_one "$t" "$max_len"
+	build "$t" $srcs >"$out/$t.build.log" 2>&1 &
+	build_pids[$t]=$!
+done
+# Every build is done before the first run: a fuzzer gets its CPU to itself.
+declare -A built=()
+for t in "${!build_pids[@]}"; do
+	if wait "${build_pids[$t]}"; then built[$t]=1
+	else failed=$((failed + 1)); echo "FAIL fuzz/$t (build)"; sed 's/^/    /' "$out/$t.build.log"; fi
+done
+for src in tests/fuzz/fuzz_*.c; do
+	t=$(basename "$src" .c)
+	[ -n "${built[$t]:-}" ] && run_one "$t" "${max_lens[$t]}"
 done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -54,7 +54,7 @@ bench "store_bench 1 h" "$T/store.log" bash "$ROOT/tests/bench/store_bench.sh" -
 grep -E '^\|' "$T/store.log" | head -8 | sed 's/^/    /'
 check "store_bench: bytes on disk reported" grep -qiE 'bytes|MB|KB' "$T/store.log"
 
-bench "symbolize 20 processes, 2 s drains" "$T/sym.log" env DRAIN=2s SETTLE=2 RUN1=2 bash "$ROOT/tests/bench/symbolize.sh" 20
+bench "symbolize 20 processes, 1 s drains" "$T/sym.log" env DRAIN=1s SETTLE=2 RUN1=2 bash "$ROOT/tests/bench/symbolize.sh" 20
 grep -E '^\|' "$T/sym.log" | head -8 | sed 's/^/    /'
 check "symbolize: cold and warm drain times" test "$(grep -cE '^\| (cold|warm) .*\| [0-9]+ ms \|' "$T/sym.log")" -eq 2
 
@@ -71,7 +71,7 @@ else
 	echo "note: no pyenv CPython 3.12: python_cost not run"
 fi
 
-bench "soak 16 s" "$T/soak.log" env SOAK_SECS=16 INTERVAL=4 BENCH_OUT="$T/soak" bash "$ROOT/tests/bench/soak.sh"
+bench "soak 12 s" "$T/soak.log" env SOAK_SECS=12 INTERVAL=3 BENCH_OUT="$T/soak" bash "$ROOT/tests/bench/soak.sh"
 tail -8 "$T/soak.log" | sed 's/^/    /'
 check "soak: samples recorded in its table" \
 	awk 'NR > 1 && $7 > 0 { n++ } END { exit !(n >= 3) }' "$T/soak/soak.tsv"
