@@ -166,9 +166,13 @@ stop_procs() {
 	PYP= NATP=
 }
 
-# med FILE: "median (min-max)" of the first column.
-med() { sort -n "$1" | awk '{ a[NR] = $1 } END { if (!NR) { print "-"; exit } printf "%.0f (%.0f-%.0f)", a[int((NR + 1) / 2)], a[1], a[NR] }'; }
-medf() { sort -n "$1" | awk '{ a[NR] = $1 } END { if (!NR) { print "-"; exit } printf "%.2f (%.2f-%.2f)", a[int((NR + 1) / 2)], a[1], a[NR] }'; }
+# medd FILE DIGITS: "median (min-max)" of the first column; an even count's
+# median is the mean of its two middle values.
+medd() { sort -g "$1" | awk -v d="$2" '{ a[NR] = $1 } END { if (!NR) { print "-"; exit }
+	m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+	printf "%." d "f (%." d "f-%." d "f)", m, a[1], a[NR] }'; }
+med() { medd "$1" 0; }
+medf() { medd "$1" 2; }
 list() { tr '\n' ' ' <"$1" | sed 's/ $//'; }
 
 {

@@ -202,6 +202,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < rw.n; i++)
 		tot += rw.cpu[i];
 	qsort(rw.cpu, rw.n, sizeof(double), cmp_d);
+	/* An even count's median is the mean of its two middle values. */
+	double med = !rw.n ? 0 : rw.n % 2 ? rw.cpu[rw.n / 2] : (rw.cpu[rw.n / 2 - 1] + rw.cpu[rw.n / 2]) / 2;
 	struct store_opts ro = { .dir = argv[2] };
 	if (store__open(&ro, &rw.out) || store__read(rw.out, INT64_MIN, INT64_MAX, on_out, &rw))
 		return 1;
@@ -209,7 +211,7 @@ int main(int argc, char **argv)
 	printf("windows %zu samples %llu bytes %llu per-sample %.3f writer-cpu-ms median %.2f min %.2f max %.2f "
 	       "sum %.1f peak-rss-kb %ld read-back %zu differing %zu max-total-diff-ns %llu of %llu\n",
 	       rw.n, (unsigned long long)rw.samples, (unsigned long long)st.bytes_written,
-	       rw.samples ? (double)st.bytes_written / rw.samples : 0, rw.n ? rw.cpu[rw.n / 2] * 1e3 : 0,
+	       rw.samples ? (double)st.bytes_written / rw.samples : 0, med * 1e3,
 	       rw.n ? rw.cpu[0] * 1e3 : 0, rw.n ? rw.cpu[rw.n - 1] * 1e3 : 0, tot * 1e3, ru.ru_maxrss, rw.nback,
 	       rw.bad, (unsigned long long)rw.maxdiff, (unsigned long long)rw.maxtot);
 	store__close(src);

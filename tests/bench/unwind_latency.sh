@@ -83,5 +83,6 @@ while time.time() < end: pass' "$LIBLLVM" &
 			(first - t0) / 1e6, ((full == "" ? last : full) - t0) / 1e6, turn, full == "" ? " (none)" : "" }' "$T/check.$i"
 done | tee "$T/runs"
 n=$(wc -l <"$T/runs")
-med() { sort -n | awk -v n="$n" '{ v[NR] = $1 } END { printf "median %.1f ms, max %.1f ms", v[int((n + 1) / 2)], v[n] }'; }
+med() { sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+	printf "median %.1f ms, max %.1f ms", m, v[NR] }'; }
 echo "complete walk after exec: $(awk '{ print $10 }' "$T/runs" | med) (first sample: $(awk '{ print $5 }' "$T/runs" | med)) over $n runs"
