@@ -11,11 +11,15 @@ case "${1:-}" in
 --test) PKGS="$PKGS chromium libclang-rt-14-dev nodejs golang-go protobuf-compiler python3-protobuf golang-github-google-pprof-dev openssl gdb" ;;
 esac
 
+# One dpkg-query for all of them: it names each package it knows, with its
+# status; a package it does not know is missing as well.
+# shellcheck disable=SC2086
+installed=" $(dpkg-query -W -f='${Package} ${Status}\n' $PKGS 2>/dev/null |
+	awk '/ install ok installed$/ { printf "%s ", $1 }' || true)"
 missing=""
 for p in $PKGS; do
-	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	case "$st" in
-	*"install ok installed"*) ;;
+	case "$installed" in
+	*" $p "*) ;;
 	*) missing="$missing $p" ;;
 	esac
 done
