@@ -221,6 +221,15 @@ struct py_scratch {
 	__u8 nbuf[256], fbuf[256]; /* a name's and a file's header and text, from one read */
 	__u8 lbuf[512];            /* a line table's header and bytes */
 	struct py_place place;     /* the off-CPU walk's, for its place (slot 1) */
+	/*
+	 * The thread state found last on this CPU, for the thread cpu_tid:
+	 * checked as a py_threads value is, and beside place, which every walk
+	 * writes first, so a CPU sampling one thread again touches no map of
+	 * its own for it (a py_threads lookup is a hash and two or three cold
+	 * lines).
+	 */
+	struct py_thread cpu_thr;
+	__u32 cpu_tid, cpu_pad;
 	__u64 place_k[2];          /* the leaf frame's and its caller's part of place.sum */
 	__u64 place_prev;          /* py_place_frame's caller */
 	struct profd_pyproc adopt; /* a py_procs value made from py_files */
@@ -1008,12 +1017,23 @@ static __always_inline __u64 py_tstate(struct py_ctx *w, struct task_struct *tas
 	struct py_thread *c;
 	__u64 id;
 
-	w->fsbase = BPF_CORE_READ(task, thread.fsbase);
+	/* A plain load: task is the current task's BTF pointer. */
+	w->fsbase = task->thread.fsbase;
+	if (sc->cpu_tid == tid && sc->cpu_thr.pid == pid && sc->cpu_thr.fsbase == w->fsbase && sc->cpu_thr.tstate &&
+	    !bpf_probe_read_user(sc->obj, PY_TS_READ, (void *)sc->cpu_thr.tstate) &&
+	    py_word(sc->obj, pp->o.ts_thread_id) == w->fsbase) {
+		pycount(PROFD_PYCNT_THREAD_CACHED);
+		return sc->cpu_thr.tstate;
+	}
 	c = bpf_map_lookup_elem(&py_threads, &tid);
 	if (c && c->pid == pid && c->fsbase == w->fsbase && c->tstate &&
 	    !bpf_probe_read_user(sc->obj, PY_TS_READ, (void *)c->tstate) &&
 	    py_word(sc->obj, pp->o.ts_thread_id) == w->fsbase) {
 		pycount(PROFD_PYCNT_THREAD_CACHED);
+		sc->cpu_thr.tstate = c->tstate;
+		sc->cpu_thr.fsbase = w->fsbase;
+		sc->cpu_thr.pid = pid;
+		sc->cpu_tid = tid;
 		return c->tstate;
 	}
 	if (py_read(&id, pp->runtime + pp->o.rt_interp_head) || !id || py_read(&w->cur, id + pp->o.is_tstate_head))
@@ -1033,6 +1053,8 @@ static __always_inline __u64 py_tstate(struct py_ctx *w, struct task_struct *tas
 	sc->thr.pid = pid;
 	sc->thr.pad = 0;
 	bpf_map_update_elem(&py_threads, &tid, &sc->thr, BPF_ANY);
+	sc->cpu_thr = sc->thr;
+	sc->cpu_tid = tid;
 	return sc->found;
 }
 
