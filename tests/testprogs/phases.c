@@ -18,12 +18,19 @@ static long long thread_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/*
+ * Two loops: a sampling interrupt lands on the instruction after a long one
+ * (the multiply), so a one-loop leaf was sampled at a single pc; with two,
+ * its samples fall on two pcs at least, which 50-formats' pprof check needs.
+ */
 __attribute__((noinline)) void leaf(void)
 {
 	unsigned long x = sink;
 
-	for (int i = 0; i < 20000; i++)
+	for (int i = 0; i < 10000; i++)
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	for (int i = 0; i < 10000; i++)
+		x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL;
 	sink = x;
 }
 
