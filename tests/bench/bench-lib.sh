@@ -110,19 +110,12 @@ proc_cpu_ms() {
 }
 proc_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; } # proc_kb PID VmRSS|VmHWM
 
-# stats: reads numbers, prints "median min max n".
-stats() {
-	sort -g | awk '{ v[NR] = $1 } END {
-		if (!NR) { print "nan nan nan 0"; exit }
-		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		print m, v[1], v[NR], NR }'
-}
+# stats, median, fmt_range
+source "$(dirname "${BASH_SOURCE[0]}")/stats.sh"
 
 # rows_col COND FIELD: "median min max n" of field FIELD of the lines of
 # $W/rows whose first field is COND ("-" skipped).
 rows_col() { awk -v c="$1" -v k="$2" '$1 == c && $k != "-" { print $k }' "$W/rows" | stats; }
-# fmt_range MEDIAN MIN MAX N DIGITS: "m (lo-hi)", or "-" when there was none.
-fmt_range() { awk -v m="$1" -v lo="$2" -v hi="$3" -v d="$5" 'BEGIN { if (m == "nan") print "-"; else printf "%." d "f (%." d "f-%." d "f)", m, lo, hi }'; }
 
 # machine_line: the machine, kernel and date for the docs.
 machine_line() {

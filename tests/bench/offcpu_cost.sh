@@ -17,6 +17,7 @@
 # and the default, captures counted over 2 s.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source tests/bench/stats.sh
 BUILD=${BUILD:-build}
 PROFD=$BUILD/profd
 PP=$BUILD/testprogs/pingpong
@@ -130,7 +131,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 done
 
-med() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+med() { median; }
 range() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'; }
 
 echo "Machine: $(nproc) CPUs, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r), $(date -u +%Y-%m-%d)"

@@ -37,6 +37,7 @@
 # each round, right after (or before: in turns) this build's daemon.
 set -u
 cd "$(dirname "$0")/../.."
+source tests/bench/stats.sh
 BUILD=${BUILD:-build}
 BENCH_OUT=${BENCH_OUT:-$BUILD/bench}
 SECS=${1:-6}
@@ -166,11 +167,8 @@ stop_procs() {
 	PYP= NATP=
 }
 
-# medd FILE DIGITS: "median (min-max)" of the first column; an even count's
-# median is the mean of its two middle values.
-medd() { sort -g "$1" | awk -v d="$2" '{ a[NR] = $1 } END { if (!NR) { print "-"; exit }
-	m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
-	printf "%." d "f (%." d "f-%." d "f)", m, a[1], a[NR] }'; }
+# medd FILE DIGITS: "median (min-max)" of the first column.
+medd() { fmt_range $(awk '{ print $1 }' "$1" | stats) "$2"; }
 med() { medd "$1" 0; }
 medf() { medd "$1" 2; }
 list() { tr '\n' ' ' <"$1" | sed 's/ $//'; }

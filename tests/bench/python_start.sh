@@ -95,7 +95,7 @@ while True:
 	done
 done
 
-med() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+med() { tr ' ' '\n' | grep . | median; }
 # per MS: ms per run; rng: the rounds' range, ms per run.
 per() { awk -v m="$1" -v r="$RUNS" 'BEGIN { printf "%.1f", m / r }'; }
 rng() { tr ' ' '\n' | grep . | sort -n | awk -v r="$RUNS" 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.1f-%.1f", lo / r, hi / r }'; }

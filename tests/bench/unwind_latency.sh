@@ -18,6 +18,7 @@
 # Root. Usage: tests/bench/unwind_latency.sh [--llvm|--clang] [RUNS]
 set -u
 cd "$(dirname "$0")/../.."
+source tests/bench/stats.sh
 BUILD=${BUILD:-build}
 LLVM=0 CLANG=0
 [ "${1:-}" = --llvm ] && { LLVM=1; shift; }
@@ -83,6 +84,5 @@ while time.time() < end: pass' "$LIBLLVM" &
 			(first - t0) / 1e6, ((full == "" ? last : full) - t0) / 1e6, turn, full == "" ? " (none)" : "" }' "$T/check.$i"
 done | tee "$T/runs"
 n=$(wc -l <"$T/runs")
-med() { sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-	printf "median %.1f ms, max %.1f ms", m, v[NR] }'; }
+med() { stats | awk '{ printf "median %.1f ms, max %.1f ms", $1, $3 }'; }
 echo "complete walk after exec: $(awk '{ print $10 }' "$T/runs" | med) (first sample: $(awk '{ print $5 }' "$T/runs" | med)) over $n runs"
