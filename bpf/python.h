@@ -1007,6 +1007,19 @@ static long py_tstep(__u64 index, void *arg)
 }
 
 /*
+ * Whether a thread state kept for a thread (per CPU, or in py_threads) is
+ * still its own: the same process and thread pointer, and the thread
+ * state, read again into sc->obj, still names that thread pointer (the
+ * interpreter reuses a freed thread state for another thread).
+ */
+static __always_inline int py_thr_holds(struct py_ctx *w, const struct py_thread *c, __u32 pid)
+{
+	return c->pid == pid && c->fsbase == w->fsbase && c->tstate &&
+	       !bpf_probe_read_user(w->sc->obj, PY_TS_READ, (void *)c->tstate) &&
+	       py_word(w->sc->obj, w->pp->o.ts_thread_id) == w->fsbase;
+}
+
+/*
  * The current thread's PyThreadState, matched by its thread pointer, its
  * first PY_TS_READ bytes left in sc->obj; 0: none.
  */
@@ -1019,16 +1032,12 @@ static __always_inline __u64 py_tstate(struct py_ctx *w, struct task_struct *tas
 
 	/* A plain load: task is the current task's BTF pointer. */
 	w->fsbase = task->thread.fsbase;
-	if (sc->cpu_tid == tid && sc->cpu_thr.pid == pid && sc->cpu_thr.fsbase == w->fsbase && sc->cpu_thr.tstate &&
-	    !bpf_probe_read_user(sc->obj, PY_TS_READ, (void *)sc->cpu_thr.tstate) &&
-	    py_word(sc->obj, pp->o.ts_thread_id) == w->fsbase) {
+	if (sc->cpu_tid == tid && py_thr_holds(w, &sc->cpu_thr, pid)) {
 		pycount(PROFD_PYCNT_THREAD_CACHED);
 		return sc->cpu_thr.tstate;
 	}
 	c = bpf_map_lookup_elem(&py_threads, &tid);
-	if (c && c->pid == pid && c->fsbase == w->fsbase && c->tstate &&
-	    !bpf_probe_read_user(sc->obj, PY_TS_READ, (void *)c->tstate) &&
-	    py_word(sc->obj, pp->o.ts_thread_id) == w->fsbase) {
+	if (c && py_thr_holds(w, c, pid)) {
 		pycount(PROFD_PYCNT_THREAD_CACHED);
 		sc->cpu_thr.tstate = c->tstate;
 		sc->cpu_thr.fsbase = w->fsbase;
