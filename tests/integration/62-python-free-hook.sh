@@ -102,9 +102,10 @@ wait_line "$T/fh2.out" '^made ' || fail "no count of code objects made: $(cat "$
 for _ in $(seq 600); do [ "$(free_hook_links $FH)" -eq 0 ] && break; sleep 0.2; done
 check "rate bound: the link with its pid closed ($(free_hook_links $FH) left; $(st python_free_unhooks) unhooked)" \
 	[ "$(free_hook_links $FH)" -eq 0 -a "$(st python_free_unhooks)" -ge 1 ]
+OTHERS=$(other_hook_holders $FH)
 touch "$T/d/go3"
 wait $FH || fail "freehook.py exited $?"
-check "unhooked at the rate bound: breakpoint gone ($(grep hooked "$T/fh2.out" | paste -sd' '))" \
+check "unhooked at the rate bound: breakpoint gone ($(grep hooked "$T/fh2.out" | paste -sd' ');${OTHERS:+ also hooked by} ${OTHERS:-no other process hooked it})" \
 	[ "$(grep -c '^hooked' "$T/fh2.out")" -eq 2 -a "$(grep '^hooked' "$T/fh2.out" | tail -1)" = "hooked False" ]
 check "profd exits 0 on SIGTERM" stop_profd
 done_test

@@ -224,6 +224,19 @@ free_hook_links() {
 	echo $n
 }
 
+# other_hook_holders PID: processes other than this test's profd that hold a
+# uprobe_multi link filtering on PID ("comm(pid)" each), e.g. another profd
+# on the host, whose own hook keeps the breakpoint in that process.
+other_hook_holders() {
+	local f h
+	for f in $(find /proc/[0-9]*/fd -lname 'anon_inode:bpf_link' 2>/dev/null); do
+		h=${f#/proc/}; h=${h%%/*}
+		[ "$h" = "$PROFD_PID" ] && continue
+		awk -v p="$1" '$1 == "link_type:" && $2 == "uprobe_multi" { u = 1 } $1 == "pid:" && $2 == p { q = 1 }
+			END { exit !(u && q) }' "/proc/$h/fdinfo/${f##*/}" 2>/dev/null && echo "$(cat "/proc/$h/comm" 2>/dev/null)($h)"
+	done | sort -u | paste -sd' '
+}
+
 # churn_check FOLDED: "good bad" samples of churn.py's generated functions.
 # f_N must be right under run_mod{N % 3}, k_N under run_k{N % 3}: a name
 # from a freed and reused code object would sit under another caller.
