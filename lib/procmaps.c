@@ -330,6 +330,10 @@ int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out)
 
 	if (!m)
 		return -ENOMEM;
+	/* Sized once (an exec event's list, per exec): push grows from 64 and finish shrinks. */
+	if (n && n <= MAX_MAPPINGS && n * sizeof(*m->maps) <= m->max_bytes &&
+	    (m->maps = malloc(n * sizeof(*m->maps))))
+		m->cap = n;
 	for (size_t i = 0; i < n; i++) {
 		const struct procmap *l = &list[i];
 		struct procmap pm = { .start = l->start, .end = l->end, .offset = l->offset, .dev = l->dev,

@@ -97,10 +97,24 @@ static bool same(const struct strtab *t, uint32_t off, const char *s, size_t len
 	return off + len < t->len && !memcmp(t->buf + off, s, len) && t->buf[off + len] == 0;
 }
 
+/*
+ * The first index: a slot per 8 bytes of the first buffer, 16 to 1024. A
+ * process's mappings name a handful of paths and are interned per exec,
+ * where a 4 KB index zeroed each time cost more than the names.
+ */
+static uint32_t first_slots(const struct strtab *t)
+{
+	uint32_t n = 16;
+
+	while (n < 1024 && n * 8 < t->first)
+		n *= 2;
+	return n;
+}
+
 /* Doubles the index (or makes the first one) and re-inserts every name already interned. */
 static int index_grow(struct strtab *t)
 {
-	uint32_t n = t->nslots ? t->nslots * 2 : 1024, *ni;
+	uint32_t n = t->nslots ? t->nslots * 2 : first_slots(t), *ni;
 
 	if (t->nslots >= (1u << 30))
 		return -EFBIG;
