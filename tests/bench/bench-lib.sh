@@ -132,11 +132,18 @@ check_q() {
 	if "$@"; then echo "ok: $d"; else echo "FAIL: $d"; BFAILS=$((BFAILS + 1)); fi
 }
 # cmp A OP B: floating point comparison for checks.
+# A value that is not a number (empty, nan, "-": nothing was measured) makes
+# fcmp return 2, so neither a check nor a goal passes on a missing figure.
 fcmp() { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
+	num = "^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$"
+	if (a !~ num || b !~ num) exit 2
 	if (op == "<=") exit !(a <= b); if (op == "<") exit !(a < b)
-	if (op == ">=") exit !(a >= b); if (op == ">") exit !(a > b); exit 1 }'; }
-# goal VALUE OP LIMIT: "met" or "not met".
-goal() { if fcmp "$1" "$2" "$3"; then echo met; else echo "**not met**"; fi; }
+	if (op == ">=") exit !(a >= b); if (op == ">") exit !(a > b); exit 2 }'; }
+# goal VALUE OP LIMIT: "met", "not met", or "not measured" (no number).
+goal() {
+	fcmp "$1" "$2" "$3"
+	case $? in 0) echo met ;; 1) echo "**not met**" ;; *) echo "**not measured**" ;; esac
+}
 
 bench_done() { [ "$BFAILS" -eq 0 ]; exit $?; }
 # within A B TOL: |A - B| <= TOL
