@@ -218,10 +218,15 @@ python_interpreters() {
 free_hook_links() {
 	local f n=0
 	for f in $(find "/proc/$PROFD_PID/fd" -lname 'anon_inode:bpf_link' 2>/dev/null); do
-		awk -v p="$1" '$1 == "link_type:" && $2 == "uprobe_multi" { u = 1 } $1 == "pid:" && $2 == p { q = 1 }
-			END { exit !(u && q) }' "/proc/$PROFD_PID/fdinfo/${f##*/}" 2>/dev/null && n=$((n + 1))
+		link_on_pid "$PROFD_PID" "${f##*/}" "$1" && n=$((n + 1))
 	done
 	echo $n
+}
+# link_on_pid HOLDER FD PID: whether HOLDER's descriptor FD is a uprobe_multi
+# link that filters on PID.
+link_on_pid() {
+	awk -v p="$3" '$1 == "link_type:" && $2 == "uprobe_multi" { u = 1 } $1 == "pid:" && $2 == p { q = 1 }
+		END { exit !(u && q) }' "/proc/$1/fdinfo/$2" 2>/dev/null
 }
 
 # other_hook_holders PID: processes other than this test's profd that hold a
@@ -232,8 +237,7 @@ other_hook_holders() {
 	for f in $(find /proc/[0-9]*/fd -lname 'anon_inode:bpf_link' 2>/dev/null); do
 		h=${f#/proc/}; h=${h%%/*}
 		[ "$h" = "$PROFD_PID" ] && continue
-		awk -v p="$1" '$1 == "link_type:" && $2 == "uprobe_multi" { u = 1 } $1 == "pid:" && $2 == p { q = 1 }
-			END { exit !(u && q) }' "/proc/$h/fdinfo/${f##*/}" 2>/dev/null && echo "$(cat "/proc/$h/comm" 2>/dev/null)($h)"
+		link_on_pid "$h" "${f##*/}" "$1" && echo "$(cat "/proc/$h/comm" 2>/dev/null)($h)"
 	done | sort -u | paste -sd' '
 }
 
