@@ -57,14 +57,6 @@ struct stacks_map {
 	__type(value, struct profd_stack);
 } stacks_a SEC(".maps"), stacks_b SEC(".maps");
 
-/* Stacks of up to PROFD_SMALL_DEPTH frames (bpf/profd.h): a quarter of the bytes to copy. */
-struct small_stacks_map {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u64);
-	__type(value, struct profd_stack_small);
-} stacks_sa SEC(".maps"), stacks_sb SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, 2);
@@ -81,20 +73,6 @@ struct {
 	__array(values, struct stacks_map);
 } stacks SEC(".maps") = {
 	.values = { &stacks_a, &stacks_b },
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__array(values, struct small_stacks_map);
-} stacks_small SEC(".maps") = {
-	.values = { &stacks_sa, &stacks_sb },
-};
-
-/* A generation's two stacks maps, full and small. */
-struct smaps {
-	void *full, *small;
 };
 
 /* Two per-CPU buffers: a nested program (NMI over softirq) must not clobber ours. */
@@ -124,13 +102,11 @@ static __always_inline __u64 stack_hash(const struct profd_stack *s, __u32 n)
 	return h;
 }
 
-/* a: a stacks map's value, of max frames at most (a constant: the value's size). */
-static __always_inline int same_stack(const struct profd_stack *a, const struct profd_stack *b,
-				      __u32 max)
+static __always_inline int same_stack(const struct profd_stack *a, const struct profd_stack *b)
 {
 	if (a->len != b->len)
 		return 0;
-	for (__u32 i = 0; i < max; i++) {
+	for (__u32 i = 0; i < PROFD_MAX_DEPTH; i++) {
 		if (i >= a->len)
 			break;
 		if (a->ips[i] != b->ips[i])
@@ -141,11 +117,10 @@ static __always_inline int same_stack(const struct profd_stack *a, const struct 
 
 static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user, __u32 slot,
 					    __u32 *flags);
-static __always_inline __u64 intern_stack(const struct smaps *sm, struct profd_stack *s, int user,
-					  __u32 *ok);
+static __always_inline __u64 intern_stack(void *smap, struct profd_stack *s, int user, __u32 *ok);
 
 /* Returns the stack id (0 when the stack could not be stored; the reason is counted). */
-static __always_inline __u64 store_stack(void *ctx, const struct smaps *sm, __u32 slot, int user,
+static __always_inline __u64 store_stack(void *ctx, void *stack_map, __u32 slot, int user,
 					 __u32 *flags)
 {
 	struct profd_stack *buf;
@@ -157,7 +132,7 @@ static __always_inline __u64 store_stack(void *ctx, const struct smaps *sm, __u3
 	/* Zero frames is normal: a kernel thread has no user stack. */
 	if (!capture(ctx, buf, user, slot, flags))
 		return 0;
-	return intern_stack(sm, buf, user, &ok);
+	return intern_stack(stack_map, buf, user, &ok);
 }
 
 static __always_inline int add_count(void *cmap, const struct profd_key *key, __u64 value)
@@ -204,17 +179,15 @@ static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct profd_key key = {};
 	__u32 g = *(volatile __u32 *)&gen & 1;
-	struct smaps sm;
-	void *cmap;
+	void *cmap, *smap;
 
 	key.pid = pid_tgid >> 32;
 	key.tid = (__u32)pid_tgid;
 	key.kind = kind;
 
 	cmap = bpf_map_lookup_elem(&counts, &g);
-	sm.full = bpf_map_lookup_elem(&stacks, &g);
-	sm.small = bpf_map_lookup_elem(&stacks_small, &g);
-	if (!cmap || !sm.full || !sm.small) {
+	smap = bpf_map_lookup_elem(&stacks, &g);
+	if (!cmap || !smap) {
 		count(PROFD_CNT_NO_MAP);
 		return 0;
 	}
@@ -224,9 +197,9 @@ static __always_inline int record(void *ctx, __u32 kind, __u64 value, __u32 slot
 	copy_comm(key.comm, task->group_leader->comm);
 
 	if (kernel)
-		key.kstack = store_stack(ctx, &sm, slot, 0, &key.flags);
+		key.kstack = store_stack(ctx, smap, slot, 0, &key.flags);
 	if (!(task->flags & PF_KTHREAD))
-		key.ustack = store_stack(ctx, &sm, slot, 1, &key.flags);
+		key.ustack = store_stack(ctx, smap, slot, 1, &key.flags);
 
 	return add_count(cmap, &key, value);
 }
@@ -487,15 +460,20 @@ static __always_inline __u32 capture(void *ctx, struct profd_stack *s, int user,
  * the lookup avoids the bucket lock of an update. *ok is cleared when the
  * stack could not be stored (its id is then 0 and the loss counted).
  */
-static __always_inline __u64 intern_in(void *smap, struct profd_stack *s, __u64 id, __u32 *ok,
-				       __u32 max)
+static __always_inline __u64 intern_stack(void *smap, struct profd_stack *s, int user, __u32 *ok)
 {
 	struct profd_stack *old;
+	__u64 id;
 	int err;
 
+	if (!s->len)
+		return 0;
+	s->pad = 0;
+	id = (stack_hash(s, s->len) & ~1ULL) | (user ? 0 : 1);
+	if (id <= 1)
+		id = 2 | (user ? 0 : 1);
 	old = bpf_map_lookup_elem(smap, &id);
 	if (!old) {
-		/* Copies the map's value size from s: the small maps take its first lines only. */
 		err = bpf_map_update_elem(smap, &id, s, BPF_NOEXIST);
 		if (err == 0)
 			return id;
@@ -506,28 +484,11 @@ static __always_inline __u64 intern_in(void *smap, struct profd_stack *s, __u64 
 		}
 		old = bpf_map_lookup_elem(smap, &id);
 	}
-	if (old && same_stack(old, s, max))
+	if (old && same_stack(old, s))
 		return id;
 	count(PROFD_CNT_HASH_CLASH);
 	*ok = 0;
 	return 0;
-}
-
-static __always_inline __u64 intern_stack(const struct smaps *sm, struct profd_stack *s, int user,
-					  __u32 *ok)
-{
-	__u64 id;
-
-	if (!s->len)
-		return 0;
-	s->pad = 0;
-	id = (stack_hash(s, s->len) & ~3ULL) | (user ? 0 : 1);
-	if (id <= 1)
-		id |= 4;
-	/* The class follows from the frames: one stack, one id, whichever hook stores it. */
-	if (s->len <= PROFD_SMALL_DEPTH)
-		return intern_in(sm->small, s, id | PROFD_STACK_SMALL, ok, PROFD_SMALL_DEPTH);
-	return intern_in(sm->full, s, id, ok, PROFD_MAX_DEPTH);
 }
 
 /* One user word of the current task; 0 where unreadable (code without frame pointers: rbp is data). */
@@ -570,8 +531,7 @@ static __always_inline void add_place(struct offcpu_task *t, __u32 kind, __u32 g
 	__u32 g = gv & 1, ok = 1, k = kind == PROFD_KIND_RUNQ;
 	struct offcpu_place *pl = &t->place[k];
 	struct offcpu_hot *h = &t->hot[k];
-	struct smaps sm;
-	void *cmap;
+	void *cmap, *smap;
 
 	cmap = bpf_map_lookup_elem(&counts, &g);
 	if (!cmap) {
@@ -584,14 +544,13 @@ static __always_inline void add_place(struct offcpu_task *t, __u32 kind, __u32 g
 	 * read gv are still there while it reads gv.
 	 */
 	if (!h->ids_ok || h->ids_gen != gv) {
-		sm.full = bpf_map_lookup_elem(&stacks, &g);
-		sm.small = bpf_map_lookup_elem(&stacks_small, &g);
-		if (!sm.full || !sm.small) {
+		smap = bpf_map_lookup_elem(&stacks, &g);
+		if (!smap) {
 			count(PROFD_CNT_NO_MAP);
 			return;
 		}
-		pl->uid = intern_stack(&sm, &pl->ustk, 1, &ok);
-		pl->kid = intern_stack(&sm, &pl->kstk, 0, &ok);
+		pl->uid = intern_stack(smap, &pl->ustk, 1, &ok);
+		pl->kid = intern_stack(smap, &pl->kstk, 0, &ok);
 		h->ids_gen = gv;
 		h->ids_ok = ok; /* a stack that could not be stored is tried again next time */
 	}

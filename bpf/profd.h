@@ -14,32 +14,15 @@ enum profd_kind {
 
 /*
  * A stack is identified by our own 64-bit hash of its frames; the stacks
- * maps are keyed by it and the program compares frames on insert, so two
+ * map is keyed by it and the program compares frames on insert, so two
  * different stacks never share an id (a clash is counted and dropped).
  * The low bit of the id says user (0) or kernel (1); id 0 means "no stack".
- *
- * Stacks are stored by size class: up to PROFD_SMALL_DEPTH frames in the
- * small stacks maps (struct profd_stack_small), deeper ones in the full
- * maps (struct profd_stack); bit 1 of the id says which (PROFD_STACK_SMALL).
- * A hash map's update copies the whole value size into its element: most
- * stacks are new in their generation (the exec loops' 96 %) and about 17
- * frames deep, so a 1 KB value wrote 16 cache lines for 3 of frames, and
- * the drain copied 1 KB per stack out. Both layouts begin alike, so a
- * struct profd_stack holding a short stack is stored as is in either.
  */
 struct profd_stack {
 	__u32 len;
 	__u32 pad;
 	__u64 ips[PROFD_MAX_DEPTH];
 };
-
-#define PROFD_SMALL_DEPTH 32
-struct profd_stack_small {
-	__u32 len;
-	__u32 pad;
-	__u64 ips[PROFD_SMALL_DEPTH];
-};
-#define PROFD_STACK_SMALL 2ULL /* id bit: the stack is in the small stacks maps */
 
 struct profd_key {
 	__u32 pid;  /* tgid */

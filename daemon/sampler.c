@@ -37,12 +37,10 @@ struct sampler {
 	/* Drain buffers, sized for a full generation. */
 	struct profd_key *keys;
 	uint64_t *vals;
-	uint64_t *skeys; /* the full stacks' ids, then the small stacks' */
+	uint64_t *skeys;
 	struct profd_stack *svals;
-	struct profd_stack_small *ssvals;
-	uint32_t nfull; /* skeys[i] for i < nfull: svals[i]; past it, ssvals[i - nfull] */
 	uint32_t nstacks, ncounts; /* entries the last drain read */
-	uint64_t *sindex; /* open addressing: stack id -> position + 1 in skeys */
+	uint64_t *sindex; /* open addressing: stack id -> position + 1 in svals */
 	uint32_t sindex_cap;
 	uint64_t drain_lost; /* entries read from the kernel and dropped by a failed drain */
 	int online_fd; /* /sys/devices/system/cpu/online, kept: read at every hotplug check */
@@ -163,14 +161,13 @@ static int alloc_buffers(struct sampler *s)
 
 	s->keys = calloc(c, sizeof(*s->keys));
 	s->vals = calloc(c, sizeof(*s->vals));
-	s->skeys = calloc(2 * (size_t)k, sizeof(*s->skeys));
+	s->skeys = calloc(k, sizeof(*s->skeys));
 	s->svals = calloc(k, sizeof(*s->svals));
-	s->ssvals = calloc(k, sizeof(*s->ssvals));
 	s->sindex_cap = 1;
-	while (s->sindex_cap < k * 4)
+	while (s->sindex_cap < k * 2)
 		s->sindex_cap <<= 1;
 	s->sindex = calloc(s->sindex_cap, sizeof(*s->sindex));
-	if (!s->keys || !s->vals || !s->skeys || !s->svals || !s->ssvals || !s->sindex)
+	if (!s->keys || !s->vals || !s->skeys || !s->svals || !s->sindex)
 		return -ENOMEM;
 	return 0;
 }
@@ -345,9 +342,6 @@ static int load_object(struct sampler *s, bool offcpu, const struct offcpu_sel *
 	bpf_map__set_max_entries(s->skel->maps.counts_b, s->o.counts_entries);
 	bpf_map__set_max_entries(s->skel->maps.stacks_a, s->o.stacks_entries);
 	bpf_map__set_max_entries(s->skel->maps.stacks_b, s->o.stacks_entries);
-	/* Each size class holds stacks_entries: no load has fewer places than before. */
-	bpf_map__set_max_entries(s->skel->maps.stacks_sa, s->o.stacks_entries);
-	bpf_map__set_max_entries(s->skel->maps.stacks_sb, s->o.stacks_entries);
 	/*
 	 * The outer maps' inner template keeps its compiled size: the kernel does
 	 * not compare max_entries of hash inner maps (and libbpf 1.1 crashes on
@@ -512,7 +506,6 @@ void sampler__free(struct sampler *s)
 	free(s->vals);
 	free(s->skeys);
 	free(s->svals);
-	free(s->ssvals);
 	free(s->sindex);
 	free(s);
 }
@@ -562,29 +555,15 @@ static void index_stacks(struct sampler *s)
 	}
 }
 
-/* The frames of stack id into *ips; returns their count (0: not read). */
-static uint32_t find_stack(const struct sampler *s, uint64_t id, const __u64 **ips)
+static const struct profd_stack *find_stack(const struct sampler *s, uint64_t id)
 {
 	uint32_t mask = s->sindex_cap - 1;
-	uint32_t j = (uint32_t)(id * 0x9e3779b97f4a7c15ULL >> 32) & mask, i, len, max;
+	uint32_t j = (uint32_t)(id * 0x9e3779b97f4a7c15ULL >> 32) & mask;
 
-	*ips = NULL;
-	for (; s->sindex[j]; j = (j + 1) & mask) {
-		i = s->sindex[j] - 1;
-		if (s->skeys[i] != id)
-			continue;
-		if (i < s->nfull) {
-			*ips = s->svals[i].ips;
-			len = s->svals[i].len;
-			max = PROFD_MAX_DEPTH;
-		} else {
-			*ips = s->ssvals[i - s->nfull].ips;
-			len = s->ssvals[i - s->nfull].len;
-			max = PROFD_SMALL_DEPTH;
-		}
-		return len > max ? max : len;
-	}
-	return 0;
+	for (; s->sindex[j]; j = (j + 1) & mask)
+		if (s->skeys[s->sindex[j] - 1] == id)
+			return &s->svals[s->sindex[j] - 1];
+	return NULL;
 }
 
 int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg)
@@ -592,8 +571,6 @@ int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg)
 	uint32_t gen = s->skel->bss->gen, old = gen & 1, ncounts = 0;
 	struct bpf_map *cmaps[2] = { s->skel->maps.counts_a, s->skel->maps.counts_b };
 	struct bpf_map *smaps[2] = { s->skel->maps.stacks_a, s->skel->maps.stacks_b };
-	struct bpf_map *ssmaps[2] = { s->skel->maps.stacks_sa, s->skel->maps.stacks_sb };
-	uint32_t nsmall = 0;
 	int outer = bpf_map__fd(s->skel->maps.counts), inner_fd = bpf_map__fd(cmaps[old]);
 	int err;
 
@@ -603,14 +580,8 @@ int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg)
 	if (bpf_map_update_elem(outer, &old, &inner_fd, BPF_ANY))
 		return -errno;
 
-	s->nstacks = 0;
 	err = read_and_clear(bpf_map__fd(smaps[old]), sizeof(*s->skeys), sizeof(*s->svals), s->skeys,
-			     s->svals, s->o.stacks_entries, &s->nfull);
-	if (err)
-		return err;
-	err = read_and_clear(bpf_map__fd(ssmaps[old]), sizeof(*s->skeys), sizeof(*s->ssvals),
-			     s->skeys + s->nfull, s->ssvals, s->o.stacks_entries, &nsmall);
-	s->nstacks = s->nfull + nsmall;
+			     s->svals, s->o.stacks_entries, &s->nstacks);
 	if (err)
 		return err;
 	err = read_and_clear(bpf_map__fd(cmaps[old]), sizeof(*s->keys), sizeof(*s->vals), s->keys,
@@ -624,12 +595,16 @@ int sampler__drain(struct sampler *s, sampler_entry_fn fn, void *arg)
 	index_stacks(s);
 
 	for (uint32_t i = 0; i < ncounts; i++) {
-		struct sampler_entry e = { .key = &s->keys[i], .value = s->vals[i] };
-
-		if (s->keys[i].ustack)
-			e.nustack = find_stack(s, s->keys[i].ustack, &e.ustack);
-		if (s->keys[i].kstack)
-			e.nkstack = find_stack(s, s->keys[i].kstack, &e.kstack);
+		const struct profd_stack *us = s->keys[i].ustack ? find_stack(s, s->keys[i].ustack) : NULL;
+		const struct profd_stack *ks = s->keys[i].kstack ? find_stack(s, s->keys[i].kstack) : NULL;
+		struct sampler_entry e = {
+			.key = &s->keys[i],
+			.value = s->vals[i],
+			.ustack = us ? us->ips : NULL,
+			.nustack = us ? (us->len > PROFD_MAX_DEPTH ? PROFD_MAX_DEPTH : us->len) : 0,
+			.kstack = ks ? ks->ips : NULL,
+			.nkstack = ks ? (ks->len > PROFD_MAX_DEPTH ? PROFD_MAX_DEPTH : ks->len) : 0,
+		};
 
 		err = fn(&e, arg);
 		if (err) {
@@ -689,8 +664,7 @@ unsigned sampler__ncpus(const struct sampler *s)
 uint64_t sampler__map_bytes(const struct sampler *s)
 {
 	return 2ULL * s->o.counts_entries * (sizeof(struct profd_key) + 8 + 16) +
-	       2ULL * s->o.stacks_entries * (sizeof(struct profd_stack) + 8 + 16) +
-	       2ULL * s->o.stacks_entries * (sizeof(struct profd_stack_small) + 8 + 16);
+	       2ULL * s->o.stacks_entries * (sizeof(struct profd_stack) + 8 + 16);
 }
 
 /* ---- live frequency and CPU hotplug ---- */
