@@ -17,7 +17,9 @@
  * Python lines must match; entries of value 0 are not compared); with
  * RW_UNIT the values are left out, and each window's off-CPU and
  * run-queue totals are compared instead (the largest difference printed;
- * with both, every window differs by construction).
+ * with both, every window differs by construction). RW_KINDS=cpu writes
+ * only the on-CPU entries of each window (what perf record keeps), and
+ * compares those.
  *
  * Build: cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilib [-DSTORE_LEAF_BY_FUNCTION]
  *   tests/bench/store_bench_rw.c LIB/libprofd.a -lzstd -lz -lm -llzma -lelf -pthread
@@ -45,6 +47,7 @@ static int cmp_pcs = 1, cmp_values = 1;
 struct rw {
 	struct store *out;
 	struct codec *codec;
+	struct profile *cpu_only;       /* RW_KINDS=cpu: each window's on-CPU entries */
 	double cpu[MAXW];
 	uint64_t sum[MAXW];
 	uint64_t tot[MAXW][2];          /* off-CPU and run-queue ns */
@@ -119,11 +122,27 @@ static void totals(const struct profile *p, uint64_t t[2])
 	}
 }
 
+static int keep_cpu(const struct profile *src, const struct pf_sample *s, void *arg)
+{
+	(void)src;
+	(void)arg;
+	return s->kind == PF_KIND_CPU;
+}
+
 static int on_src(const struct store_window_info *w, const struct profile *p, void *arg)
 {
 	struct rw *rw = arg;
 	if (w->level || rw->n == MAXW)
 		return 0;
+	if (rw->cpu_only) {
+		profile__reset(rw->cpu_only);
+		int err = profile__merge(rw->cpu_only, p, keep_cpu, NULL);
+		if (err) {
+			rw->err = err;
+			return err;
+		}
+		p = rw->cpu_only;
+	}
 	rw->sum[rw->n] = window_sum(rw->codec, p);
 	totals(p, rw->tot[rw->n]);
 	rw->samples += w->samples;
@@ -186,6 +205,17 @@ int main(int argc, char **argv)
 #endif
 	}
 	cmp_values = wo.value_unit_ns == 1000;
+	const char *kinds = getenv("RW_KINDS");
+	if (kinds && !*kinds)
+		kinds = NULL;
+	if (kinds && strcmp(kinds, "cpu")) {
+		fprintf(stderr, "RW_KINDS: only \"cpu\" is known\n");
+		return 2;
+	}
+	if (kinds && profile__new(&rw.cpu_only)) {
+		fprintf(stderr, "out of memory\n");
+		return 1;
+	}
 	if (store__open(&so, &src) || store__open(&wo, &rw.out) || codec__new(&rw.codec)) {
 		fprintf(stderr, "cannot open %s or %s\n", argv[1], argv[2]);
 		return 1;
@@ -216,5 +246,7 @@ int main(int argc, char **argv)
 	       rw.bad, (unsigned long long)rw.maxdiff, (unsigned long long)rw.maxtot);
 	store__close(src);
 	codec__free(rw.codec);
+	if (rw.cpu_only)
+		profile__free(rw.cpu_only);
 	return rw.bad || rw.nback != rw.n;
 }
