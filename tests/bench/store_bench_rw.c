@@ -17,9 +17,10 @@
  * Python lines must match; entries of value 0 are not compared); with
  * RW_UNIT the values are left out, and each window's off-CPU and
  * run-queue totals are compared instead (the largest difference printed;
- * with both, every window differs by construction). RW_KINDS=cpu writes
- * only the on-CPU entries of each window (what perf record keeps), and
- * compares those.
+ * with both, every window differs by construction). RW_KINDS=LIST
+ * (of cpu, offcpu, runq, comma-separated) writes only the entries of
+ * those kinds of each window (cpu: what perf record keeps), and compares
+ * those.
  *
  * Build: cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilib [-DSTORE_LEAF_BY_FUNCTION]
  *   tests/bench/store_bench_rw.c LIB/libprofd.a -lzstd -lz -lm -llzma -lelf -pthread
@@ -47,7 +48,8 @@ static int cmp_pcs = 1, cmp_values = 1;
 struct rw {
 	struct store *out;
 	struct codec *codec;
-	struct profile *cpu_only;       /* RW_KINDS=cpu: each window's on-CPU entries */
+	struct profile *kept;           /* RW_KINDS: each window's entries of those kinds */
+	unsigned kinds;                 /* RW_KINDS as a mask of 1 << kind */
 	double cpu[MAXW];
 	uint64_t sum[MAXW];
 	uint64_t tot[MAXW][2];          /* off-CPU and run-queue ns */
@@ -122,11 +124,10 @@ static void totals(const struct profile *p, uint64_t t[2])
 	}
 }
 
-static int keep_cpu(const struct profile *src, const struct pf_sample *s, void *arg)
+static int keep_kind(const struct profile *src, const struct pf_sample *s, void *arg)
 {
 	(void)src;
-	(void)arg;
-	return s->kind == PF_KIND_CPU;
+	return s->kind < PF_KIND_MAX && (*(const unsigned *)arg >> s->kind & 1);
 }
 
 static int on_src(const struct store_window_info *w, const struct profile *p, void *arg)
@@ -134,14 +135,14 @@ static int on_src(const struct store_window_info *w, const struct profile *p, vo
 	struct rw *rw = arg;
 	if (w->level || rw->n == MAXW)
 		return 0;
-	if (rw->cpu_only) {
-		profile__reset(rw->cpu_only);
-		int err = profile__merge(rw->cpu_only, p, keep_cpu, NULL);
+	if (rw->kept) {
+		profile__reset(rw->kept);
+		int err = profile__merge(rw->kept, p, keep_kind, &rw->kinds);
 		if (err) {
 			rw->err = err;
 			return err;
 		}
-		p = rw->cpu_only;
+		p = rw->kept;
 	}
 	rw->sum[rw->n] = window_sum(rw->codec, p);
 	totals(p, rw->tot[rw->n]);
@@ -208,11 +209,20 @@ int main(int argc, char **argv)
 	const char *kinds = getenv("RW_KINDS");
 	if (kinds && !*kinds)
 		kinds = NULL;
-	if (kinds && strcmp(kinds, "cpu")) {
-		fprintf(stderr, "RW_KINDS: only \"cpu\" is known\n");
-		return 2;
+	for (const char *k = kinds; k && *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
+		size_t n = strcspn(k, ",");
+		if (n == 3 && !strncmp(k, "cpu", n))
+			rw.kinds |= 1u << PF_KIND_CPU;
+		else if (n == 6 && !strncmp(k, "offcpu", n))
+			rw.kinds |= 1u << PF_KIND_OFFCPU;
+		else if (n == 4 && !strncmp(k, "runq", n))
+			rw.kinds |= 1u << PF_KIND_RUNQ;
+		else {
+			fprintf(stderr, "RW_KINDS: %.*s is not one of cpu, offcpu, runq\n", (int)n, k);
+			return 2;
+		}
 	}
-	if (kinds && profile__new(&rw.cpu_only)) {
+	if (kinds && profile__new(&rw.kept)) {
 		fprintf(stderr, "out of memory\n");
 		return 1;
 	}
@@ -246,7 +256,7 @@ int main(int argc, char **argv)
 	       rw.bad, (unsigned long long)rw.maxdiff, (unsigned long long)rw.maxtot);
 	store__close(src);
 	codec__free(rw.codec);
-	if (rw.cpu_only)
-		profile__free(rw.cpu_only);
+	if (rw.kept)
+		profile__free(rw.kept);
 	return rw.bad || rw.nback != rw.n;
 }
