@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,15 +74,23 @@ struct eval_slot {
 /*
  * Interpreter files that a free hook may be put in, by the walker's (dev,
  * inode) key: each opened once, checked to be the mapped inode, and kept
- * open (a link names its file by our descriptor's path, whatever the
- * file's own path names by now).
+ * open while a process of it is known (a link names its file by our
+ * descriptor's path, whatever the file's own path names by now). A file
+ * no process uses any more is closed FILE_IDLE_NS later, or at once when
+ * it has been deleted: a descriptor kept for nothing would pin a removed
+ * interpreter's disk space (an upgrade, a container's image), and its
+ * slot would be lost to the next interpreter on a host of many images.
  */
 #define FREE_FILES 64
+#define FILE_IDLE_NS (60 * 1000000000LL)
 
 struct free_file {
 	struct profd_pyfile_key key;
 	int fd; /* -1: code_dealloc not found, no hook */
 	uint64_t off; /* code_dealloc's file offset */
+	uint32_t refs;   /* seen records that name it (their file) */
+	int64_t idle_ns; /* when refs last fell to 0 (or the failed probe) */
+	bool used;       /* false: a free slot */
 };
 
 /*
@@ -157,6 +166,7 @@ struct pyprocs {
 	struct pyfree_bpf *free_skel; /* loaded at the first hook */
 	int free_err;                 /* its load's -errno: no hooks */
 	uint64_t hooked, hook_failures, hooks_full, unhooks, relinks;
+	uint64_t files_full, files_closed;
 	int hook_err; /* the last failure's -errno, for the status */
 	int64_t sweep_ns;
 	long ticks; /* clock ticks a second (/proc/PID/stat's start time) */
@@ -207,11 +217,21 @@ static void link_close(struct pyprocs *p, uint32_t i)
 	*l = (struct free_link){ .fd = -1 };
 }
 
+static void file_put(struct pyprocs *p, uint16_t file)
+{
+	struct free_file *f = &p->files[file - 1u];
+
+	if (f->refs && !--f->refs)
+		f->idle_ns = clock__ns(CLOCK_MONOTONIC_COARSE);
+}
+
 static void seen_free(struct pyprocs *p, struct seen *sl)
 {
 	/* Its image is gone (exit, exec, forgotten): no walk of it reads the flag. */
 	if (sl->link)
 		link_close(p, sl->link - 1u);
+	if (sl->file)
+		file_put(p, sl->file);
 	free(sl);
 	p->nseen--;
 }
@@ -295,7 +315,7 @@ void pyprocs__free(struct pyprocs *p)
 		if (p->links[i].fd >= 0)
 			link_close(p, i);
 	for (uint32_t i = 0; i < p->nfiles; i++)
-		if (p->files[i].fd >= 0)
+		if (p->files[i].used && p->files[i].fd >= 0)
 			close(p->files[i].fd);
 	pyfree_bpf__destroy(p->free_skel);
 	pyinterp__free(p->pi);
@@ -374,27 +394,57 @@ static int uprobe_multi(int prog, const char *path, uint64_t off, uint32_t pid)
 static uint16_t free_file(struct pyprocs *p, int root_fd, const struct profd_pyfile_key *key)
 {
 	uint64_t dev, ino, off;
-	struct free_file *f;
+	struct free_file *f = NULL;
 	int fd, err;
 
-	for (uint32_t i = 0; i < p->nfiles; i++)
-		if (!memcmp(&p->files[i].key, key, sizeof(*key)))
-			return p->files[i].fd >= 0 ? (uint16_t)(i + 1) : 0;
-	if (p->nfiles == FREE_FILES)
+	for (uint32_t i = 0; i < p->nfiles; i++) {
+		if (!p->files[i].used) {
+			if (!f)
+				f = &p->files[i];
+		} else if (!memcmp(&p->files[i].key, key, sizeof(*key))) {
+			if (p->files[i].fd < 0)
+				return 0;
+			p->files[i].refs++;
+			return (uint16_t)(i + 1);
+		}
+	}
+	if (!f && p->nfiles == FREE_FILES) {
+		p->files_full++;
 		return 0;
+	}
 	err = pyinterp__open_found(p->pi, root_fd, &dev, &ino, &off, &fd);
 	if (err == -ESTALE || err == -ENOENT || err == -EMFILE || err == -ENFILE || err == -ENOMEM)
 		return 0; /* another time: the file itself may be fine */
-	f = &p->files[p->nfiles++];
-	f->key = *key;
-	f->fd = err ? -1 : fd;
-	f->off = off;
+	if (!f)
+		f = &p->files[p->nfiles++];
+	/* A file without code_dealloc stays known (no probe at each exec) until it idles out. */
+	*f = (struct free_file){ .key = *key, .fd = err ? -1 : fd, .off = off, .refs = !err,
+				 .idle_ns = clock__ns(CLOCK_MONOTONIC_COARSE), .used = true };
 	if (err) {
 		p->hook_failures++;
 		p->hook_err = err;
 		return 0;
 	}
-	return (uint16_t)p->nfiles;
+	return (uint16_t)(f - p->files + 1);
+}
+
+/* Files no process uses: closed once idle long enough, or deleted. */
+static void file_sweep(struct pyprocs *p, int64_t now)
+{
+	struct stat st;
+
+	for (uint32_t i = 0; i < p->nfiles; i++) {
+		struct free_file *f = &p->files[i];
+
+		if (!f->used || f->refs)
+			continue;
+		if (now - f->idle_ns < FILE_IDLE_NS && !(f->fd >= 0 && !fstat(f->fd, &st) && !st.st_nlink))
+			continue;
+		if (f->fd >= 0)
+			close(f->fd);
+		*f = (struct free_file){ .fd = -1 };
+		p->files_closed++;
+	}
 }
 
 static uint64_t freegen(const struct pyprocs *p, uint32_t pid)
@@ -530,6 +580,7 @@ static void free_sweep(struct pyprocs *p, int64_t now)
 	if (!p->hook.on || now - p->sweep_ns < RETRY_NS)
 		return;
 	p->sweep_ns = now;
+	file_sweep(p, now);
 	for (uint32_t i = 0; i < PYPROCS_FREE_LINKS; i++) {
 		struct free_link *l = &p->links[i];
 		struct seen *sl;
@@ -816,6 +867,7 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	};
 	struct pyinterp_stats st;
 	uint64_t frees = 0;
+	uint32_t open_files = 0;
 
 	if (!p)
 		return;
@@ -833,6 +885,11 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	fprintf(f, "python_free_unhooks\t%" PRIu64 "\n", p->unhooks);
 	fprintf(f, "python_free_relinks\t%" PRIu64 "\n", p->relinks);
 	fprintf(f, "python_free_hook_failures\t%" PRIu64 "\n", p->hook_failures);
+	for (uint32_t i = 0; i < p->nfiles; i++)
+		open_files += p->files[i].used && p->files[i].fd >= 0;
+	fprintf(f, "python_free_hook_files\t%" PRIu32 "\n", open_files);
+	fprintf(f, "python_free_hook_files_closed\t%" PRIu64 "\n", p->files_closed);
+	fprintf(f, "python_free_hook_files_full\t%" PRIu64 "\n", p->files_full);
 	if (p->hook_failures)
 		fprintf(f, "python_free_hook_error\t%d\n", p->hook_err);
 	fprintf(f, "python_code_frees\t%" PRIu64 "\n", frees);

@@ -17,7 +17,10 @@
  * Python lines must match; entries of value 0 are not compared); with
  * RW_UNIT the values are left out, and each window's off-CPU and
  * run-queue totals are compared instead (the largest difference printed;
- * with both, every window differs by construction).
+ * with both, every window differs by construction). RW_KINDS=LIST
+ * (of cpu, offcpu, runq, comma-separated) writes only the entries of
+ * those kinds of each window (cpu: what perf record keeps), and compares
+ * those.
  *
  * Build: cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilib [-DSTORE_LEAF_BY_FUNCTION]
  *   tests/bench/store_bench_rw.c LIB/libprofd.a -lzstd -lz -lm -llzma -lelf -pthread
@@ -45,6 +48,8 @@ static int cmp_pcs = 1, cmp_values = 1;
 struct rw {
 	struct store *out;
 	struct codec *codec;
+	struct profile *kept;           /* RW_KINDS: each window's entries of those kinds */
+	unsigned kinds;                 /* RW_KINDS as a mask of 1 << kind */
 	double cpu[MAXW];
 	uint64_t sum[MAXW];
 	uint64_t tot[MAXW][2];          /* off-CPU and run-queue ns */
@@ -119,11 +124,26 @@ static void totals(const struct profile *p, uint64_t t[2])
 	}
 }
 
+static int keep_kind(const struct profile *src, const struct pf_sample *s, void *arg)
+{
+	(void)src;
+	return s->kind < PF_KIND_MAX && (*(const unsigned *)arg >> s->kind & 1);
+}
+
 static int on_src(const struct store_window_info *w, const struct profile *p, void *arg)
 {
 	struct rw *rw = arg;
 	if (w->level || rw->n == MAXW)
 		return 0;
+	if (rw->kept) {
+		profile__reset(rw->kept);
+		int err = profile__merge(rw->kept, p, keep_kind, &rw->kinds);
+		if (err) {
+			rw->err = err;
+			return err;
+		}
+		p = rw->kept;
+	}
 	rw->sum[rw->n] = window_sum(rw->codec, p);
 	totals(p, rw->tot[rw->n]);
 	rw->samples += w->samples;
@@ -186,6 +206,26 @@ int main(int argc, char **argv)
 #endif
 	}
 	cmp_values = wo.value_unit_ns == 1000;
+	const char *kinds = getenv("RW_KINDS");
+	if (kinds && !*kinds)
+		kinds = NULL;
+	for (const char *k = kinds; k && *k; k += strcspn(k, ",") + (k[strcspn(k, ",")] == ',')) {
+		size_t n = strcspn(k, ",");
+		if (n == 3 && !strncmp(k, "cpu", n))
+			rw.kinds |= 1u << PF_KIND_CPU;
+		else if (n == 6 && !strncmp(k, "offcpu", n))
+			rw.kinds |= 1u << PF_KIND_OFFCPU;
+		else if (n == 4 && !strncmp(k, "runq", n))
+			rw.kinds |= 1u << PF_KIND_RUNQ;
+		else {
+			fprintf(stderr, "RW_KINDS: %.*s is not one of cpu, offcpu, runq\n", (int)n, k);
+			return 2;
+		}
+	}
+	if (kinds && profile__new(&rw.kept)) {
+		fprintf(stderr, "out of memory\n");
+		return 1;
+	}
 	if (store__open(&so, &src) || store__open(&wo, &rw.out) || codec__new(&rw.codec)) {
 		fprintf(stderr, "cannot open %s or %s\n", argv[1], argv[2]);
 		return 1;
@@ -216,5 +256,7 @@ int main(int argc, char **argv)
 	       rw.bad, (unsigned long long)rw.maxdiff, (unsigned long long)rw.maxtot);
 	store__close(src);
 	codec__free(rw.codec);
+	if (rw.kept)
+		profile__free(rw.kept);
 	return rw.bad || rw.nback != rw.n;
 }

@@ -11,6 +11,12 @@
 # The records of DIR's summary files (tests/bench/summarise.c): their bytes,
 # the share of tables in each, and what zstd level 9, or all records of a
 # file as one frame, would make of them.
+#   tests/bench/store_parts.py --ceiling DIR
+# What no re-encoding of the same records is likely to beat: each chain's
+# records (decompressed) at zstd levels 9, 19 and 22 and xz -9e, one stream
+# a chain as the writer compresses them; and the stack table if a new
+# stack could share its first frames with any stack its chain holds (a
+# reference to it), not only with the previous new stack of its record.
 import struct,sys,glob,subprocess
 def U(b,o):
     x=0;sh=0
@@ -82,6 +88,75 @@ def summaries(d):
             raws.append(r); o+=64+comp
         for l in (3,9):
             print('  level %d: records apart %d, one frame %d'%(l,sum(zl(r,l) for r in raws),zl(b''.join(raws),l)))
+def putu(o,v):
+    while True:
+        c=v&0x7f; v>>=7
+        if not v: o.append(c); return
+        o.append(c|0x80)
+def zz(v): return v<<1 if v>=0 else ((-v)<<1)-1
+def lcp(a,b):
+    n=0
+    while n<len(a) and n<len(b) and a[n]==b[n]: n+=1
+    return n
+def new_stacks(raw,s):
+    # a record's new stacks as payload frame ids, root first (docs/FORMAT.md)
+    ns,o=U(raw,s); prev=[]; out=[]
+    for _ in range(ns):
+        sh,o=U(raw,o); m,o=U(raw,o); cur=list(prev[:sh])
+        for j in range(sh,sh+m):
+            v,o=U(raw,o)
+            if j==sh and j<len(prev): f=prev[j]+1+v
+            elif j: f=cur[j-1]+((v>>1)^-(v&1))
+            else: f=v
+            cur.append(f)
+        out.append(cur); prev=cur
+    return out
+def put_steps(o,st,base,sh):
+    for j in range(sh,len(st)):
+        if j==sh and j<len(base) and st[j]>base[j]: putu(o,st[j]-base[j]-1)
+        elif j: putu(o,zz(st[j]-st[j-1]))
+        else: putu(o,st[j])
+def chain_raws(d):
+    for f in sorted(glob.glob(d+'/seg-*.pfd')):
+        b=open(f,'rb').read(); o=0; chains=[]
+        while o+64<=len(b):
+            mag,ver,lvl,hl,_,flags,comp,raw=struct.unpack_from('<IBBBBIII',b,o)
+            if not flags&2: chains.append([])
+            chains[-1].append((b[o+64:o+64+comp],raw)); o+=64+comp
+        for ch in chains:
+            out=subprocess.run(['zstd','-d','-c','-q'],input=b''.join(p for p,_ in ch),capture_output=True).stdout
+            q=0; recs=[]
+            for p,r in ch: recs.append(out[q:q+r]); q+=r
+            yield sum(64+len(p) for p,_ in ch),recs
+def ceiling(d):
+    import bisect
+    tot={}; whole=0
+    for stored,recs in chain_raws(d):
+        whole+=stored; allraw=b''.join(recs)
+        for name,cmd in (('zstd -9',['zstd','-9']),('zstd -19',['zstd','-19']),('zstd --ultra -22',['zstd','--ultra','-22']),('xz -9e',['xz','-9e'])):
+            n=len(subprocess.run(cmd+['-q','-c'],input=allraw,capture_output=True).stdout)
+            tot[name]=tot.get(name,0)+n
+        known=[]; cur=b''; ref=b''
+        for raw in recs:
+            s,e=[(s,e) for n,s,e in sections(raw) if n=='stacks'][0]
+            cur+=raw[s:e]; new=new_stacks(raw,s)
+            order=sorted(range(len(known)),key=lambda i:known[i]); keys=[known[i] for i in order]
+            o=bytearray(); putu(o,len(new)); prev=[]
+            for st in new:
+                # 0: the previous new stack as now; else 1 + the chain stack shared with
+                lp=lcp(st,prev); k=bisect.bisect_left(keys,st); best=-1; bl=0
+                for kk in (k-1,k):
+                    if 0<=kk<len(keys) and lcp(keys[kk],st)>bl: bl=lcp(keys[kk],st); best=order[kk]
+                if bl>lp: putu(o,1+best); base=known[best]; sh=bl
+                else: putu(o,0); base=prev; sh=lp
+                putu(o,sh); putu(o,len(st)-sh); put_steps(o,st,base,sh); prev=st
+            known+=new; ref+=bytes(o)
+        tot['stacks as written']=tot.get('stacks as written',0)+zl(cur)
+        tot['stacks, any chain stack shared']=tot.get('stacks, any chain stack shared',0)+zl(ref)
+    print('store bytes %d'%whole)
+    for n,v in tot.items(): print('  %-32s %9d  %+.1f%%'%(n,v,100*(v/(tot['zstd -9'] if n.startswith(('zstd','xz')) else tot['stacks as written'])-1)))
+if sys.argv[1]=='--ceiling':
+    ceiling(sys.argv[2]); sys.exit(0)
 if sys.argv[1]=='--summaries':
     summaries(sys.argv[2]); sys.exit(0)
 tot={}; rawtot={}; whole=0; cpu=0
