@@ -125,6 +125,10 @@ static __always_inline int py_from_file(const struct profd_pyfile *pf, __u64 vst
 			out->eval_lo += bias;
 			out->eval_hi += bias;
 		}
+		if (out->st_hi) {
+			out->st_lo += bias;
+			out->st_hi += bias;
+		}
 		out->start_code = start_code;
 		out->epoch = 1ULL << 63 | (__u64)pid << 32 | (__u32)bpf_ktime_get_ns();
 		return 0;

@@ -84,6 +84,14 @@ __u64 py_freegen[PROFD_PY_GEN_SLOTS] SEC(".data.py_freegen") = {};
  * py_freegen), an entry checked either way carries the count read when
  * the walk that checked it began (gen), and while the count holds that
  * value a hit reads nothing of the object: py_symbol_in says why.
+ *
+ * A code object inside the interpreter file's initialised data (from 3.11
+ * the start-up modules' deep-frozen code, with static strings and line
+ * tables) is one of the file's, at the same offset in every process of
+ * it and never freed: its entry is keyed by the file and the offset
+ * (PY_SUM_STATIC), not by process, so a process's start-up finds the
+ * names earlier processes of the file made, and a hit reads the code
+ * object's fields only.
  */
 struct py_code {
 	__u64 code, epoch;
@@ -95,6 +103,11 @@ struct py_code {
 			__u64 file_sum;
 		};
 		__u64 interp; /* PY_SUM_VERSIONED */
+		struct { /* PY_SUM_STATIC: code is an offset from st_lo, epoch PY_EPOCH_STATIC | st_dev */
+			/* The name, file and line table objects, as offsets from st_lo */
+			__u32 name_off, file_off, lt_off, st_pad;
+			__u64 ino; /* st_ino */
+		};
 	};
 	__u64 idc;   /* the id, and py_syms_adds (24 bits) when it was last found there: PY_IDC_* */
 	__u32 first; /* co_firstlineno; co_version when PY_SUM_VERSIONED */
@@ -123,6 +136,9 @@ _Static_assert(sizeof(struct py_code) <= 64, "a code cache entry fits a cache li
 #define PY_SUM_NAME 1
 #define PY_SUM_LT 2
 #define PY_SUM_VERSIONED 4 /* checked by co_version and interp, not by content */
+#define PY_SUM_STATIC 8    /* a static code object: checked by the offsets of what it points to */
+/* Bit 62: no epoch has it (user space counts from 1, the kernel's have bit 63). */
+#define PY_EPOCH_STATIC (1ULL << 62)
 #define PY_LT_CUT 0x8000
 
 /* The thread state found last for a thread, checked at each use. */
@@ -192,6 +208,8 @@ struct py_scratch {
 	__u32 slot; /* py_code_bytes_same's */
 	__u32 fgen;   /* the process's free generation at this walk's start, plus 1 (0: no hook) */
 	__u32 genhits; /* frames of this walk named by their free generation */
+	__u32 sthits;  /* frames of this walk named as static code objects */
+	__u32 file_ascii; /* last_file's text is compact ASCII */
 	__u64 interp; /* the walked thread's interpreter */
 	__u64 t0;     /* with PROFD_COST_PID: when this walk began */
 	/*
@@ -590,17 +608,32 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 {
 	const struct profd_pyoffs *o = &pp->o;
 	struct profd_pysym *s = &sc->sym, *old;
-	/* Two ways a set: two hot functions whose addresses hash alike do not evict each other at every walk. */
-	__u32 base = ((code * 0x9e3779b97f4a7c15ULL) >> 57 & (PY_CODE_SLOTS / 2 - 1)) * 2, slot = base;
+	__u64 id, file, name, lt, key = code, kepoch = pp->epoch;
 	struct py_code *c;
-	__u32 flags = 0, first, version = 0, typed = 0;
-	__u64 id, file, name, lt;
+	__u32 flags = 0, first, version = 0, typed = 0, st = 0, base, slot, gen;
 	int n, m;
 	long err;
 
 	if (code == sc->last_code)
 		return sc->last_id;
-	if (sc->codes[base & (PY_CODE_SLOTS - 1)].code != code)
+	/*
+	 * A code object in the interpreter file's initialised data is a
+	 * static one (deep-frozen, 3.11+): the same object at the same offset
+	 * in every process of the file, never freed. Its entry is keyed by
+	 * the file and the offset, so that a new process's start-up finds the
+	 * names its predecessors' made. Heap objects lie outside the range.
+	 */
+	if (code >= pp->st_lo && code < pp->st_hi) {
+		key = code - pp->st_lo;
+		kepoch = PY_EPOCH_STATIC | pp->st_dev;
+		st = 1;
+	}
+	/* Entries of other processes' walks carry no generation of this one's. */
+	gen = st ? 0 : sc->fgen;
+	/* Two ways a set: two hot functions whose addresses hash alike do not evict each other at every walk. */
+	base = ((key * 0x9e3779b97f4a7c15ULL) >> 57 & (PY_CODE_SLOTS / 2 - 1)) * 2;
+	slot = base;
+	if (sc->codes[base & (PY_CODE_SLOTS - 1)].code != key)
 		slot = base + 1;
 	slot &= PY_CODE_SLOTS - 1;
 	c = &sc->codes[slot];
@@ -611,8 +644,8 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	 * through other functions and wrappers met at many levels cost one
 	 * check a walk.
 	 */
-	if (c->code == code && (sc->seen[(slot >> 6) & 3] >> (slot & 63) & 1) &&
-	    c->epoch == pp->epoch) {
+	if (c->code == key && (sc->seen[(slot >> 6) & 3] >> (slot & 63) & 1) &&
+	    c->epoch == kepoch) {
 		sc->cached++;
 		return c->idc & PROFD_PY_ID_MASK;
 	}
@@ -628,7 +661,7 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	 * thread's chain is freed while the walk runs. Nothing of the object
 	 * is read.
 	 */
-	if (sc->fgen && c->gen == sc->fgen && c->code == code && c->epoch == pp->epoch && PY_IDC_FRESH(c)) {
+	if (gen && c->gen == gen && c->code == key && c->epoch == kepoch && PY_IDC_FRESH(c)) {
 		c->used = sc->walk;
 		sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
 		sc->cached++;
@@ -657,9 +690,9 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		 * From 3.12 the object's head, up to co_version, is all a cache
 		 * hit reads: the address, version and interpreter name one code
 		 * object, whose strings a code object never changes. The rest on
-		 * a miss only.
+		 * a miss only. A static code object's check reads its fields.
 		 */
-		n = sc->co_head & 255;
+		n = (st ? sc->co_full : sc->co_head) & 255;
 		if (bpf_probe_read_user(sc->obj, n, (void *)code)) {
 			pycount(PROFD_PYCNT_BAD_READ);
 			return -1;
@@ -669,10 +702,13 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		version = *(__u32 *)(sc->obj + (o->co_version & 255));
 		typed = 1;
 	}
-	if (version && c->code == code && c->epoch == pp->epoch && (c->sums & PY_SUM_VERSIONED) &&
+	/* co_version names an object within one process: a static entry serves many. */
+	if (st)
+		version = 0;
+	if (version && c->code == key && c->epoch == kepoch && (c->sums & PY_SUM_VERSIONED) &&
 	    c->first == version && c->interp == sc->interp && PY_IDC_FRESH(c)) {
 		c->used = sc->walk;
-		c->gen = sc->fgen;
+		c->gen = gen;
 		sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
 		sc->cached++;
 		return c->idc & PROFD_PY_ID_MASK;
@@ -688,8 +724,31 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	sc->cur_name = name;
 	sc->cur_file = file;
 	sc->cur_lt = lt;
+	/*
+	 * A static entry: this file's code object at this offset, pointing at
+	 * the objects at the offsets named then. Those are static too (the
+	 * entry is made only so), never freed, and a str's or bytes object's
+	 * text never changes: they hold the text the id was made from, and
+	 * the first line is the object's own. Nothing else is read.
+	 */
+	if (st && c->code == key && c->epoch == kepoch && (c->sums & PY_SUM_STATIC)) {
+		if (c->ino != pp->st_ino || c->first != first || name - pp->st_lo != c->name_off ||
+		    file - pp->st_lo != c->file_off || lt - pp->st_lo != c->lt_off)
+			goto read;
+		id = c->idc & PROFD_PY_ID_MASK;
+		if (!PY_IDC_FRESH(c)) {
+			if (!bpf_map_lookup_elem(&py_syms, &id))
+				goto read;
+			c->idc = id | (py_syms_adds & 0xffffff) << PY_IDC_SHIFT;
+		}
+		c->used = sc->walk;
+		sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
+		sc->cached++;
+		sc->sthits++;
+		return id;
+	}
 	/* Version 0: the counter ran out (or there is none), and 0 names nothing. */
-	if (c->code == code && c->epoch == pp->epoch) {
+	if (c->code == key && c->epoch == kepoch && !(c->sums & PY_SUM_STATIC)) {
 		id = c->idc & PROFD_PY_ID_MASK;
 		if (version ? (c->sums & PY_SUM_VERSIONED) && c->first == version &&
 				      c->interp == sc->interp
@@ -701,7 +760,7 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 				c->idc = id | (py_syms_adds & 0xffffff) << PY_IDC_SHIFT;
 			}
 			c->used = sc->walk;
-			c->gen = sc->fgen;
+			c->gen = gen;
 			sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
 			sc->cached++;
 			return id;
@@ -729,6 +788,7 @@ read:
 		}
 		s->file_len = m;
 		sc->file_flags = flags;
+		sc->file_ascii = !!(*(const __u32 *)(sc->str + (o->str_state & 63)) & (1u << 6));
 		sc->last_file = file;
 		/* A text kept raw is named again once it has its UTF-8 form: no hash to hit on. */
 		sc->last_file_hash = flags & PROFD_PYSYM_F_FILE_RAW ? -1 : py_hash_at(sc->str, o->str_hash);
@@ -750,6 +810,15 @@ read:
 	}
 	s->name_len = n;
 	sc->name_hash = flags & PROFD_PYSYM_F_NAME_RAW ? -1 : py_hash_at(sc->str, o->str_hash);
+	/*
+	 * A static entry only for compact ASCII texts: another's may have
+	 * its UTF-8 form made in one process and not in the next, which
+	 * names it differently (PROFD_PYSYM_F_*_RAW).
+	 */
+	if (st && (!sc->file_ascii || !(*(const __u32 *)(sc->str + (o->str_state & 63)) & (1u << 6)) ||
+		   name < pp->st_lo || name >= pp->st_hi || file < pp->st_lo || file >= pp->st_hi ||
+		   lt < pp->st_lo || lt >= pp->st_hi))
+		st = 2; /* keyed as static, checked by content */
 	s->flags = flags | sc->file_flags | (pp->version < 0x030b ? PROFD_PYSYM_F_LT_310 : 0);
 	n = py_lt(o, sc->str, lt, s);
 	if (n < 0) {
@@ -780,7 +849,7 @@ read:
 	return 0;
 named:
 	/* Neither way held this object: the older goes. */
-	if (c->code != code) {
+	if (c->code != key) {
 		base &= PY_CODE_SLOTS - 2;
 		slot = (__u16)(sc->walk - sc->codes[base].used) >= (__u16)(sc->walk - sc->codes[base + 1].used) ?
 			       base :
@@ -789,12 +858,21 @@ named:
 		c = &sc->codes[slot];
 	}
 	sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
-	c->code = code;
-	c->epoch = pp->epoch;
+	c->code = key;
+	c->epoch = kepoch;
 	c->idc = id | (py_syms_adds & 0xffffff) << PY_IDC_SHIFT;
 	c->used = sc->walk;
-	c->gen = sc->fgen;
-	if (version) {
+	c->gen = gen;
+	if (st == 1) {
+		c->sums = PY_SUM_STATIC;
+		c->first = first;
+		c->name_off = name - pp->st_lo;
+		c->file_off = file - pp->st_lo;
+		c->lt_off = lt - pp->st_lo;
+		c->st_pad = 0;
+		c->ino = pp->st_ino;
+		sc->file_hash[slot] = -1;
+	} else if (version) {
 		c->sums = PY_SUM_VERSIONED;
 		c->interp = sc->interp;
 		c->first = version;
@@ -1234,6 +1312,7 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	w->sc->pid = pid;
 	w->sc->cached = 0;
 	w->sc->genhits = 0;
+	w->sc->sthits = 0;
 	/*
 	 * The free generation before any code object of this walk is checked:
 	 * entries checked in it carry it (py_symbol_in). Up to 2^32 - 2 frees;
@@ -1261,6 +1340,8 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	__sync_fetch_and_add(&pycounters[PROFD_PYCNT_CODE_CACHED], w->sc->cached);
 	if (w->sc->genhits)
 		__sync_fetch_and_add(&pycounters[PROFD_PYCNT_CODE_GEN_HITS], w->sc->genhits);
+	if (w->sc->sthits)
+		__sync_fetch_and_add(&pycounters[PROFD_PYCNT_CODE_STATIC_HITS], w->sc->sthits);
 	if (w->sc->t0)
 		__sync_fetch_and_add(&py_cost_ns, bpf_ktime_get_ns() - w->sc->t0);
 	return w->sc->n;

@@ -66,6 +66,16 @@ struct profd_pyproc {
 	struct profd_pyoffs o;
 	/* For the drain, not the walker: where _PyEval_EvalFrameDefault is (0, 0: unknown). */
 	__u64 eval_lo, eval_hi;
+	/*
+	 * The interpreter file's initialised writable data at the process's
+	 * addresses, [st_lo, st_hi) (0, 0: unknown), and the file (py_files'
+	 * key). From 3.11 the start-up modules' code objects and their strings
+	 * are static objects there (deep-frozen): at the same offset in every
+	 * process of the file, never freed, so the walker caches their names
+	 * by (file, offset), for every process of the file at once.
+	 */
+	__u64 st_lo, st_hi;
+	__u64 st_dev, st_ino;
 };
 
 /*
@@ -149,6 +159,7 @@ enum profd_pycounter {
 	PROFD_PYCNT_CODE_CACHED,   /* frames named from the per-CPU code cache: no hash, no py_syms insert */
 	PROFD_PYCNT_ADOPTED,       /* processes the walker made known itself, from py_files */
 	PROFD_PYCNT_CODE_GEN_HITS, /* ... of which named by the free generation: nothing of the code object read */
+	PROFD_PYCNT_CODE_STATIC_HITS, /* ... of which static code objects named by file and offset (st_lo) */
 	PROFD_PYCNT_MAX,
 };
 

@@ -864,6 +864,7 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 		[PROFD_PYCNT_CODE_CACHED] = "python_code_cached",
 		[PROFD_PYCNT_ADOPTED] = "python_adopted",
 		[PROFD_PYCNT_CODE_GEN_HITS] = "python_code_gen_hits",
+		[PROFD_PYCNT_CODE_STATIC_HITS] = "python_code_static_hits",
 	};
 	struct pyinterp_stats st;
 	uint64_t frees = 0;

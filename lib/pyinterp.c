@@ -456,6 +456,31 @@ static int bias_of(const struct file_ent *f, const struct procmap *m, uint64_t *
 	return -ENOEXEC;
 }
 
+/*
+ * The file's initialised writable data at the process's addresses (the
+ * largest PF_W PT_LOAD's file bytes; bss and what follows it excluded),
+ * where 3.11+ keep their deep-frozen code objects, and the file's
+ * identity, as py_files' key has it. None (0, 0) when no load fits.
+ */
+static void static_data(const struct file_ent *f, uint64_t bias, struct profd_pyproc *out)
+{
+	const struct load *best = NULL;
+
+	for (uint32_t i = 0; i < f->nloads; i++) {
+		const struct load *l = &f->loads[i];
+
+		if ((l->flags & PF_W) && l->filesz && l->vaddr <= UINT64_MAX - l->filesz &&
+		    (!best || l->filesz > best->filesz))
+			best = l;
+	}
+	if (!best)
+		return;
+	out->st_lo = best->vaddr + bias;
+	out->st_hi = best->vaddr + best->filesz + bias;
+	out->st_dev = (uint64_t)major(f->dev) << 20 | minor(f->dev);
+	out->st_ino = f->inode;
+}
+
 /* Only interpreters and what links one are opened: not every library of every process. */
 static bool candidate(const struct procmap *m)
 {
@@ -503,6 +528,7 @@ int pyinterp__find(struct pyinterp *p, int root_fd, const struct procmaps *maps,
 		}
 		out->version = f->f.version;
 		out->o = *pyoffsets__find(f->f.version);
+		static_data(f, bias, out);
 		p->st.found++;
 		p->last = f;
 		if ((size_t)snprintf(p->last_path, sizeof(p->last_path), "%s", m->path) >= sizeof(p->last_path))
@@ -535,6 +561,10 @@ int pyinterp__template(const struct pyinterp *p, struct profd_pyfile_key *key, s
 	if (tmpl->tmpl.eval_lo) {
 		tmpl->tmpl.eval_lo -= p->last_bias;
 		tmpl->tmpl.eval_hi -= p->last_bias;
+	}
+	if (tmpl->tmpl.st_hi) {
+		tmpl->tmpl.st_lo -= p->last_bias;
+		tmpl->tmpl.st_hi -= p->last_bias;
 	}
 	for (uint32_t i = 0; i < f->nloads; i++) {
 		tmpl->loads[i].offset = f->loads[i].offset;

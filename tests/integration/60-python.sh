@@ -279,6 +279,32 @@ check "free hooks: $nl links left of the test's exited processes (0)" [ "$nl" -e
 check "free hooks: $(st python_code_frees) code object frees counted (>= 1000)" atleast "$(st python_code_frees)" 1000
 check "free hooks: $(st python_code_gen_hits) frames named by the free generation (>= 1000)" \
 	atleast "$(st python_code_gen_hits)" 1000
+# Start-up frames named by file and offset (3.11+'s deep-frozen code
+# objects, in the interpreter file's data), for every process of the file:
+# each of these processes' start-ups after the first found names made in
+# another. A name cached under the wrong offset shows a bootstrap function
+# under a caller that never calls it: every Python caller (nearest, native
+# frames skipped; none when the walk stopped short) must be one of the
+# callers CPython has.
+check "static code objects: $(st python_code_static_hits) frames named by file and offset (>= 100)" \
+	atleast "$(st python_code_static_hits)" 100
+profctl dump --since "$(since)" --type cpu --no-flush >"$T/all.folded"
+read -r pairs bad < <(awk '{
+	n = split($0, fr, ";"); prev = ""
+	for (i = 1; i <= n; i++) {
+		f = fr[i]; sub(/ [0-9]+$/, "", f)
+		if (f !~ / [(][^;]*[)]$/ || f ~ /_\[k\]$/) continue
+		if (f == "_find_and_load_unlocked (<frozen importlib._bootstrap>)") {
+			t++; if (prev != "" && prev != "_find_and_load (<frozen importlib._bootstrap>)") b++
+		}
+		if (f == "_load_unlocked (<frozen importlib._bootstrap>)") {
+			t++; if (prev != "" && prev !~ /^(_find_and_load_unlocked|_load|_builtin_from_name) [(]<frozen importlib._bootstrap>[)]$/) b++
+		}
+		prev = f
+	}
+} END { print t + 0, b + 0 }' "$T/all.folded")
+check "start-up frames: $bad of $pairs import frames under a caller CPython never has (0 of >= 20)" \
+	[ "$bad" -eq 0 -a "$pairs" -ge 20 ]
 profctl status | grep '^python_' | tr '\t' ' ' | paste -sd' '
 # No free hook: no uprobe, every code object read at every sample, and the
 # same names (the split on the newest interpreter, 3 s).

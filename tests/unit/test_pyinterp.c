@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define RUNTIME 0x2000
@@ -18,6 +19,8 @@
 #define VERSION_AT 0x300
 #define EVAL 0x1800
 #define EVAL_SIZE 0x120
+#define DATA 0x4800      /* the larger writable PT_LOAD's first byte */
+#define DATA_FILESZ 0x300 /* ... and its bytes in the file (memsz is more: bss) */
 
 static char dir[] = "/tmp/pyinterp-test.XXXXXX";
 
@@ -40,7 +43,8 @@ static void elf_header(Elf64_Ehdr *eh, unsigned shnum)
 }
 
 /*
- * Writes an ELF file with one PT_LOAD and a symbol table: _PyRuntime and
+ * Writes an ELF file with three PT_LOADs (code, then two writable ones of
+ * which the second is larger: the static data) and a symbol table: _PyRuntime and
  * PyCode_Type (when runtime), Py_Version holding version << 16, and the
  * eval function.
  */
@@ -56,8 +60,13 @@ static int write_elf(const char *path, int runtime, uint32_t version)
 	int fd, ok;
 
 	elf_header(eh, 4);
-	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0, .p_vaddr = 0,
-			    .p_filesz = sizeof(img), .p_memsz = 0x3000, .p_align = 0x1000 };
+	eh->e_phnum = 3;
+	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0, .p_vaddr = 0,
+			      .p_filesz = sizeof(img), .p_memsz = 0x3000, .p_align = 0x1000 };
+	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = 0x700, .p_vaddr = 0x3700,
+			      .p_filesz = 0x100, .p_memsz = 0x100, .p_align = 0x1000 };
+	ph[2] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = 0x800, .p_vaddr = DATA,
+			      .p_filesz = DATA_FILESZ, .p_memsz = 0x1000, .p_align = 0x1000 };
 	memcpy(img + VERSION_AT, &hex, sizeof(hex));
 	sh[1] = (Elf64_Shdr){ .sh_type = SHT_PROGBITS, .sh_addr = 0, .sh_offset = 0,
 			      .sh_size = sizeof(img) };
@@ -171,6 +180,9 @@ static void test_found_once(int root)
 	CHECK_EQ_INT(x.pp.version, 0x030b);
 	CHECK(x.pp.runtime == 0x500000 + RUNTIME && x.pp.code_type == 0x500000 + CODE_TYPE);
 	CHECK(x.pp.eval_lo == 0x500000 + EVAL && x.pp.eval_hi == 0x500000 + EVAL + EVAL_SIZE);
+	/* The static data: the larger writable load's file bytes, not its bss, and the file. */
+	CHECK(x.pp.st_lo == 0x500000 + DATA && x.pp.st_hi == 0x500000 + DATA + DATA_FILESZ);
+	CHECK(x.pp.st_ino == py.m.inode && x.pp.st_dev == ((uint64_t)major(py.m.dev) << 20 | minor(py.m.dev)));
 	CHECK_EQ_INT(filecache__count(x.fc), 2);
 	/* Another process of the same interpreter: its own bias, no second probe. */
 	CHECK_EQ_INT(pyinterp__find(x.pi, root, x.m[1], &x.pp), 0);
@@ -178,7 +190,9 @@ static void test_found_once(int root)
 	CHECK_EQ_INT(probes(x.pi), 2);
 	/* The template is the file's answer before any bias. */
 	CHECK_EQ_INT(pyinterp__template(x.pi, &key, &tmpl), 0);
-	CHECK(key.ino == py.m.inode && tmpl.tmpl.runtime == RUNTIME && tmpl.nloads == 1);
+	CHECK(key.ino == py.m.inode && tmpl.tmpl.runtime == RUNTIME && tmpl.nloads == 3);
+	CHECK(tmpl.tmpl.st_lo == DATA && tmpl.tmpl.st_hi == DATA + DATA_FILESZ && tmpl.tmpl.st_dev == key.dev &&
+	      tmpl.tmpl.st_ino == key.ino);
 	/* A version without a layout: told apart from no CPython at all. */
 	x.m[2] = process(0x400000, (const struct file *[]){ &odd }, 1);
 	CHECK_EQ_INT(pyinterp__find(x.pi, root, x.m[2], &x.pp), -EPROTONOSUPPORT);
