@@ -90,8 +90,11 @@ __u64 py_freegen[PROFD_PY_GEN_SLOTS] SEC(".data.py_freegen") = {};
  * tables) is one of the file's, at the same offset in every process of
  * it and never freed: its entry is keyed by the file and the offset
  * (PY_SUM_STATIC), not by process, so a process's start-up finds the
- * names earlier processes of the file made, and a hit reads the code
- * object's fields only.
+ * names earlier processes of the file made, and a hit reads nothing of
+ * the object (as a hit by free generation: a code object's name, file,
+ * first line and line table never change, and a static one is never
+ * freed); an entry whose id was not found in py_syms lately is checked by
+ * the objects' offsets before py_syms is asked.
  */
 struct py_code {
 	__u64 code, epoch;
@@ -106,7 +109,7 @@ struct py_code {
 		struct { /* PY_SUM_STATIC: code is an offset from st_lo, epoch PY_EPOCH_STATIC | st_dev */
 			/* The name, file and line table objects, as offsets from st_lo */
 			__u32 name_off, file_off, lt_off, st_pad;
-			__u64 ino; /* st_ino */
+			__u64 ino; /* py_static_file's */
 		};
 	};
 	__u64 idc;   /* the id, and py_syms_adds (24 bits) when it was last found there: PY_IDC_* */
@@ -593,6 +596,16 @@ __noinline int py_code_same(const struct profd_pyproc *pp, struct py_scratch *sc
 	return parts;
 }
 
+/*
+ * The interpreter file of a static entry: its inode, with the size of its
+ * data and PyCode_Type's place in it, which another build that got a
+ * deleted file's inode number would not share (dev is in the epoch).
+ */
+static __always_inline __u64 py_static_file(const struct profd_pyproc *pp)
+{
+	return pp->st_ino * 0x9e3779b97f4a7c15ULL ^ (pp->st_hi - pp->st_lo) << 24 ^ (pp->code_type - pp->st_lo);
+}
+
 static __always_inline int py_code_known(const struct profd_pyproc *pp, struct py_scratch *sc, __u32 slot)
 {
 	int parts = py_code_same(pp, sc, slot);
@@ -668,6 +681,15 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		sc->genhits++;
 		return c->idc & PROFD_PY_ID_MASK;
 	}
+	/* A static code object named before in this file: nothing is read (see struct py_code). */
+	if (st && c->code == key && c->epoch == kepoch && (c->sums & PY_SUM_STATIC) &&
+	    c->ino == py_static_file(pp) && PY_IDC_FRESH(c)) {
+		c->used = sc->walk;
+		sc->seen[(slot >> 6) & 3] |= 1ULL << (slot & 63);
+		sc->cached++;
+		sc->sthits++;
+		return c->idc & PROFD_PY_ID_MASK;
+	}
 	if (o->co_version == PROFD_PY_NONE) {
 		/*
 		 * Before 3.12 a hit reads the fields naming reads and not the
@@ -725,14 +747,14 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 	sc->cur_file = file;
 	sc->cur_lt = lt;
 	/*
-	 * A static entry: this file's code object at this offset, pointing at
-	 * the objects at the offsets named then. Those are static too (the
-	 * entry is made only so), never freed, and a str's or bytes object's
-	 * text never changes: they hold the text the id was made from, and
-	 * the first line is the object's own. Nothing else is read.
+	 * A static entry whose id is to be found in py_syms again: this file's
+	 * code object at this offset, pointing at the objects at the offsets
+	 * named then. Those are static too (the entry is made only so), never
+	 * freed, and a str's or bytes object's text never changes: they hold
+	 * the text the id was made from, and the first line is the object's own.
 	 */
 	if (st && c->code == key && c->epoch == kepoch && (c->sums & PY_SUM_STATIC)) {
-		if (c->ino != pp->st_ino || c->first != first || name - pp->st_lo != c->name_off ||
+		if (c->ino != py_static_file(pp) || c->first != first || name - pp->st_lo != c->name_off ||
 		    file - pp->st_lo != c->file_off || lt - pp->st_lo != c->lt_off)
 			goto read;
 		id = c->idc & PROFD_PY_ID_MASK;
@@ -870,7 +892,7 @@ named:
 		c->file_off = file - pp->st_lo;
 		c->lt_off = lt - pp->st_lo;
 		c->st_pad = 0;
-		c->ino = pp->st_ino;
+		c->ino = py_static_file(pp);
 		sc->file_hash[slot] = -1;
 	} else if (version) {
 		c->sums = PY_SUM_VERSIONED;
