@@ -712,7 +712,8 @@ static __always_inline __s64 py_symbol_in(const struct profd_pyproc *pp, struct 
 		 * From 3.12 the object's head, up to co_version, is all a cache
 		 * hit reads: the address, version and interpreter name one code
 		 * object, whose strings a code object never changes. The rest on
-		 * a miss only. A static code object's check reads its fields.
+		 * a miss only. A static code object's check by offsets reads
+		 * its fields.
 		 */
 		n = (st ? sc->co_full : sc->co_head) & 255;
 		if (bpf_probe_read_user(sc->obj, n, (void *)code)) {
@@ -833,8 +834,8 @@ read:
 	s->name_len = n;
 	sc->name_hash = flags & PROFD_PYSYM_F_NAME_RAW ? -1 : py_hash_at(sc->str, o->str_hash);
 	/*
-	 * A static entry only for compact ASCII texts: another's may have
-	 * its UTF-8 form made in one process and not in the next, which
+	 * A static entry only for compact ASCII texts: any other text may
+	 * have its UTF-8 form made in one process and not in the next, which
 	 * names it differently (PROFD_PYSYM_F_*_RAW).
 	 */
 	if (st && (!sc->file_ascii || !(*(const __u32 *)(sc->str + (o->str_state & 63)) & (1u << 6)) ||
