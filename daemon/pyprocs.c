@@ -53,6 +53,12 @@ struct seen {
 	uint16_t file;  /* its interpreter file in files[], plus 1; 0: none to hook */
 	uint16_t link;  /* its free hook in links[], plus 1; 0: none */
 	bool hook_done; /* the hook failed, or the process exited: not again for this image */
+	/*
+	 * Its interpreter file did not open as the mapped file by the name
+	 * its mappings gave (a name learned for a reused inode number, a
+	 * rename): its mappings are read from /proc again a RETRY_NS later.
+	 */
+	bool file_stale;
 };
 /*
  * Where each process's eval function is, as py_procs said at most this long
@@ -391,7 +397,7 @@ static int uprobe_multi(int prog, const char *path, uint64_t off, uint32_t pid)
  * The file the last pyinterp__find found (key), for free hooks: its index
  * in files[] plus 1, opened now if it is the file's first time; 0: no hook.
  */
-static uint16_t free_file(struct pyprocs *p, int root_fd, const struct profd_pyfile_key *key)
+static uint16_t free_file(struct pyprocs *p, int root_fd, const struct profd_pyfile_key *key, bool *stale)
 {
 	uint64_t dev, ino, off;
 	struct free_file *f = NULL;
@@ -413,7 +419,8 @@ static uint16_t free_file(struct pyprocs *p, int root_fd, const struct profd_pyf
 		return 0;
 	}
 	err = pyinterp__open_found(p->pi, root_fd, &dev, &ino, &off, &fd);
-	if (err == -ESTALE || err == -ENOENT || err == -EMFILE || err == -ENFILE || err == -ENOMEM)
+	*stale = err == -ESTALE || err == -ENOENT;
+	if (*stale || err == -EMFILE || err == -ENFILE || err == -ENOMEM)
 		return 0; /* another time: the file itself may be fine */
 	if (!f)
 		f = &p->files[p->nfiles++];
@@ -636,8 +643,9 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 			sl->found = 1;
 			if (!sl->found_ns)
 				sl->found_ns = clock__ns(CLOCK_MONOTONIC_COARSE);
+			sl->file_stale = false;
 			if (tmpl && p->hook.on && !sl->file)
-				sl->file = free_file(p, fd, &fkey);
+				sl->file = free_file(p, fd, &fkey, &sl->file_stale);
 			/* Its link is in (the entry written again, as its mappings were read again). */
 			if (sl->link)
 				pp.o.flags |= PROFD_PY_F_FREE_HOOK;
@@ -677,6 +685,35 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 		close(fd);
 }
 
+/*
+ * The interpreter file of a process found to run CPython, by the name
+ * /proc gives now. Only the file: its py_procs entry stays as written (a
+ * file deleted since is no longer found by name, but its process runs).
+ */
+static void file_again(struct pyprocs *p, uint32_t pid, struct seen *sl, int64_t now)
+{
+	struct profd_pyfile_key fkey;
+	struct procmaps *maps = NULL;
+	struct profd_pyfile pf;
+	struct profd_pyproc pp;
+	char root[32];
+	int fd;
+
+	sl->file_stale = false;
+	sl->tried_ns = now;
+	if (procmaps__read_at(p->proc_fd, pid, &maps) || !pyinterp__may_find(maps))
+		goto out;
+	snprintf(root, sizeof(root), "%u/root", pid);
+	fd = openat(p->proc_fd, root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		goto out;
+	if (pyinterp__find(p->pi, fd, maps, &pp) == 0 && pyinterp__template(p->pi, &fkey, &pf) == 0)
+		sl->file = free_file(p, fd, &fkey, &sl->file_stale);
+	close(fd);
+out:
+	procmaps__free(maps);
+}
+
 void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 {
 	struct seen *sl = procreg__data(p->reg, pid, p->slot);
@@ -688,12 +725,16 @@ void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 	uint64_t st, sc;
 
 	free_sweep(p, now);
-	if (sl && sl->found) {
+	if (sl && sl->found && !(sl->file_stale && now - sl->tried_ns >= RETRY_NS)) {
 		free_hook(p, pid, sl, now);
 		return;
 	}
 	if (sl && now - sl->tried_ns < RETRY_NS)
 		return;
+	if (sl && sl->found) {
+		file_again(p, pid, sl, now);
+		return;
+	}
 	if (procreg__info(p->reg, pid, &in))
 		in = (struct procreg_info){ .pid = pid };
 	/* A child of a hooked process has its breakpoint: out at the next sweep. */
