@@ -447,10 +447,11 @@ static void file_sweep(struct pyprocs *p, int64_t now)
 			continue;
 		if (now - f->idle_ns < FILE_IDLE_NS && !(f->fd >= 0 && !fstat(f->fd, &st) && !st.st_nlink))
 			continue;
-		if (f->fd >= 0)
+		if (f->fd >= 0) {
 			close(f->fd);
+			p->files_closed++;
+		}
 		*f = (struct free_file){ .fd = -1 };
-		p->files_closed++;
 	}
 }
 
