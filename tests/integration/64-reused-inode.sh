@@ -75,5 +75,6 @@ check "prog-b: its samples name its functions ($(grep -c short_spin "$T/b.folded
 	grep -q short_spin "$T/b.folded"
 check "prog-b: its samples are named by its own path ($nb in the pprof), not by the deleted prog-a's ($na)" \
 	[ "$nb" -ge 1 -a "$na" -eq 0 ]
+echo "status: $(profctl status | awk -F'\t' '$1 ~ /^process_names_/ { printf "%s %s ", $1, $2 }')"
 check "profd exits 0 on SIGTERM" stop_profd
 done_test
