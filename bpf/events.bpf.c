@@ -266,9 +266,9 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 				m->size = BPF_CORE_READ(f, f_inode, i_size);
 				/*
 				 * Kernels before 6.7 keep a struct timespec64: no stat
-				 * from here. Since 6.13 the top bit of the change
-				 * time's nanoseconds says whether it was read (fine-
-				 * grained timestamps): not part of the time.
+				 * from here. Where timestamps are fine-grained, the top
+				 * bit of the change time's nanoseconds says whether it
+				 * was read since: not part of the time.
 				 */
 				if (bpf_core_field_exists(struct inode, i_mtime_sec) &&
 				    bpf_core_field_exists(struct inode, i_ctime_sec)) {

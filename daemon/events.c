@@ -198,8 +198,7 @@ static void learn(struct events *e, uint32_t pid, const struct procmaps *m)
 		struct filenames_id id;
 		struct profd_pev_fileid v;
 
-		if ((p->flags & (PROCMAP_ANON | PROCMAP_DELETED)) || !p->inode || !p->path ||
-		    filenames__knows(e->paths, p))
+		if (!filenames__wants(e->paths, p))
 			continue;
 		if (file_id(e, pid, p, &id)) {
 			e->st.names_unstated++;

@@ -67,14 +67,17 @@ void filenames__free(struct filenames *n)
 
 static bool learnable(const struct procmap *m)
 {
-	return !(m->flags & (PROCMAP_ANON | PROCMAP_DELETED)) && m->path && !strchr(m->path, '\n');
+	return !(m->flags & (PROCMAP_ANON | PROCMAP_DELETED)) && m->inode && m->path && !strchr(m->path, '\n');
 }
 
-bool filenames__knows(const struct filenames *n, const struct procmap *m)
+bool filenames__wants(const struct filenames *n, const struct procmap *m)
 {
-	const struct name *old = filecache__get(n->fc, m->dev, m->inode, n->slot);
+	const struct name *old;
 
-	return old && !old->stale && m->path && !strcmp(old->path, m->path);
+	if (!learnable(m))
+		return false;
+	old = filecache__get(n->fc, m->dev, m->inode, n->slot);
+	return !old || old->stale || strcmp(old->path, m->path);
 }
 
 int filenames__learn(struct filenames *n, const struct procmap *m, const struct filenames_id *id)

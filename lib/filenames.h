@@ -34,15 +34,13 @@ int filenames__new(struct filecache *fc, size_t max, struct filenames **out);
 void filenames__free(struct filenames *n);
 
 /*
- * Whether m's path is known for its key as it is: nothing to learn (no
- * stat to take). False for a name dropped as another file's.
+ * Whether m's path is one to learn: a file's (not anonymous, not deleted:
+ * its path names another; no newline: PROCMAP_QUERY's raw name) and not
+ * known for its key as it is (a name dropped as another file's is not).
+ * False: no stat to take.
  */
-bool filenames__knows(const struct filenames *n, const struct procmap *m);
-/*
- * m's path for its key, with id the identity of the file m maps. Not for
- * a deleted file (its path names another), an anonymous mapping or a path
- * with a newline (PROCMAP_QUERY's raw name): -EINVAL. 0, or -ENOMEM.
- */
+bool filenames__wants(const struct filenames *n, const struct procmap *m);
+/* m's path for its key, with id the identity of the file m maps. 0, -EINVAL (not wanted), -ENOMEM. */
 int filenames__learn(struct filenames *n, const struct procmap *m, const struct filenames_id *id);
 /*
  * The path learned for (dev, ino), valid until the next learn: 0, or

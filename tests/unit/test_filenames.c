@@ -8,29 +8,9 @@
 #include "t.h"
 
 #include <errno.h>
+#include <string.h>
 
 static const struct filenames_id ID1 = { 4096, 1000, 2000 };
-
-/* Flags come from the path as /proc/PID/maps shows it (" (deleted)"). */
-static int learn_id(struct filenames *n, uint64_t dev, uint64_t ino, const char *path,
-		    const struct filenames_id *id)
-{
-	struct procmap m = { .start = 0x1000, .end = 0x2000, .dev = dev, .inode = ino,
-			     .path = path };
-	struct procmaps *pm = NULL;
-	int err = -1;
-
-	CHECK_EQ_INT(procmaps__from(&m, 1, &pm), 0);
-	if (pm && !filenames__knows(n, procmaps__get(pm, 0)))
-		err = filenames__learn(n, procmaps__get(pm, 0), id);
-	procmaps__free(pm);
-	return err;
-}
-
-static int learn(struct filenames *n, uint64_t dev, uint64_t ino, const char *path)
-{
-	return learn_id(n, dev, ino, path, &ID1);
-}
 
 /* The path for (dev, ino) with identity id, or NULL; err: what get said. */
 static const char *get_id(struct filenames *n, uint64_t dev, uint64_t ino, const struct filenames_id *id,
@@ -42,6 +22,34 @@ static const char *get_id(struct filenames *n, uint64_t dev, uint64_t ino, const
 	if (err)
 		*err = e;
 	return e ? NULL : p;
+}
+
+/*
+ * Learns path as events.c does: 1 when not wanted (known as it is, or not
+ * a path to keep), else what learn says. Flags come from the path as
+ * /proc/PID/maps shows it (" (deleted)").
+ */
+static int learn_id(struct filenames *n, uint64_t dev, uint64_t ino, const char *path,
+		    const struct filenames_id *id)
+{
+	struct procmap m = { .start = 0x1000, .end = 0x2000, .dev = dev, .inode = ino,
+			     .path = path };
+	struct procmaps *pm = NULL;
+	int err = -1;
+
+	CHECK_EQ_INT(procmaps__from(&m, 1, &pm), 0);
+	if (pm)
+		err = filenames__wants(n, procmaps__get(pm, 0)) ? filenames__learn(n, procmaps__get(pm, 0), id) : 1;
+	/* A path not to keep is refused when given all the same. */
+	if (pm && err == 1 && (procmaps__get(pm, 0)->flags & PROCMAP_DELETED || strchr(path, '\n')))
+		CHECK_EQ_INT(filenames__learn(n, procmaps__get(pm, 0), id), -EINVAL);
+	procmaps__free(pm);
+	return err;
+}
+
+static int learn(struct filenames *n, uint64_t dev, uint64_t ino, const char *path)
+{
+	return learn_id(n, dev, ino, path, &ID1);
 }
 
 static const char *get(struct filenames *n, uint64_t dev, uint64_t ino)
@@ -67,16 +75,16 @@ int main(void)
 	CHECK_EQ_STR(get(n, 8, 1), "/usr/bin/a");
 	CHECK(get(n, 9, 1) == NULL); /* another device */
 	/* A deleted file's path names another file now; a path with a newline is not one. */
-	CHECK_EQ_INT(learn(n, 8, 2, "/tmp/gone (deleted)"), -EINVAL);
-	CHECK_EQ_INT(learn(n, 8, 3, "/tmp/x\ny"), -EINVAL);
+	CHECK_EQ_INT(learn(n, 8, 2, "/tmp/gone (deleted)"), 1);
+	CHECK_EQ_INT(learn(n, 8, 3, "/tmp/x\ny"), 1);
 	CHECK(get(n, 8, 2) == NULL);
 	CHECK(get(n, 8, 3) == NULL);
 	/* The same file under a new name: the newest. */
 	CHECK_EQ_INT(learn(n, 8, 1, "/opt/a"), 0);
 	CHECK_EQ_STR(get(n, 8, 1), "/opt/a");
 	CHECK_EQ_INT(filecache__count(fc), 1);
-	/* Known as it is: nothing to learn. */
-	CHECK_EQ_INT(learn(n, 8, 1, "/opt/a"), -1);
+	/* Known as it is: nothing to learn (learn 1: not wanted, a valid path). */
+	CHECK_EQ_INT(learn(n, 8, 1, "/opt/a"), 1);
 
 	/*
 	 * The number given to a new file (the old one deleted): equal size and
