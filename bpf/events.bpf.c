@@ -107,7 +107,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024); /* user space sets it before load */
 	__type(key, struct profd_pev_file);
-	__type(value, __u8);
+	__type(value, struct profd_pev_fileid);
 } known_files SEC(".maps");
 
 /*
@@ -218,6 +218,7 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 {
 	struct bpf_iter_task_vma it;
 	struct vm_area_struct *vma;
+	const struct profd_pev_fileid *id;
 	struct profd_pev_map *m;
 	struct dentry *de;
 	struct file *f;
@@ -248,6 +249,9 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 			m->ino = 0;
 			m->dev = 0;
 			m->flags = 0;
+			m->size = 0;
+			m->mtime_sec = m->ctime_sec = 0;
+			m->mtime_nsec = m->ctime_nsec = 0;
 			f = vma->vm_file;
 			if (f) {
 				de = BPF_CORE_READ(f, f_path.dentry);
@@ -260,14 +264,26 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 				m->ino = BPF_CORE_READ(f, f_inode, i_ino);
 				m->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 				m->size = BPF_CORE_READ(f, f_inode, i_size);
-				/* Kernels before 6.7 keep a struct timespec64: no stat from here. */
-				if (bpf_core_field_exists(struct inode, i_mtime_sec)) {
+				/*
+				 * Kernels before 6.7 keep a struct timespec64: no stat
+				 * from here. Where timestamps are fine-grained, the top
+				 * bit of the change time's nanoseconds says whether it
+				 * was read since: not part of the time.
+				 */
+				if (bpf_core_field_exists(struct inode, i_mtime_sec) &&
+				    bpf_core_field_exists(struct inode, i_ctime_sec)) {
 					m->mtime_sec = BPF_CORE_READ(f, f_inode, i_mtime_sec);
 					m->mtime_nsec = BPF_CORE_READ(f, f_inode, i_mtime_nsec);
+					m->ctime_sec = BPF_CORE_READ(f, f_inode, i_ctime_sec);
+					m->ctime_nsec = BPF_CORE_READ(f, f_inode, i_ctime_nsec) & 0x7fffffff;
 					m->flags = PROFD_PEV_MAP_STAT;
 				}
-				if (!bpf_map_lookup_elem(&known_files, &(struct profd_pev_file){
-								.ino = m->ino, .dev = m->dev }))
+				/* Known by another file of the inode number: its path is not this one's. */
+				id = bpf_map_lookup_elem(&known_files, &(struct profd_pev_file){
+								.ino = m->ino, .dev = m->dev });
+				if (!id || !(m->flags & PROFD_PEV_MAP_STAT) || id->size != m->size ||
+				    id->mtime_sec != m->mtime_sec || id->mtime_nsec != m->mtime_nsec ||
+				    id->ctime_sec != m->ctime_sec || id->ctime_nsec != m->ctime_nsec)
 					x->maps_flags |= PROFD_PEV_MAPS_NEW;
 			} else {
 				m->flags = vma->vm_start == vdso ? PROFD_PEV_MAP_VDSO : PROFD_PEV_MAP_ANON;

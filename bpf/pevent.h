@@ -17,6 +17,19 @@ struct profd_pev_file {
 	__u32 pad;
 };
 
+/*
+ * The identity the path was learned with (known_files' value): an inode
+ * number given to a new file after a delete keys another file, whose
+ * change time (at least) differs.
+ */
+struct profd_pev_fileid {
+	__u64 size;
+	__s64 mtime_sec;
+	__s64 ctime_sec;
+	__u32 mtime_nsec;
+	__u32 ctime_nsec;
+};
+
 struct profd_pev {
 	__u32 type;
 	__u32 pid;     /* tgid, as the root pid namespace sees it */
@@ -51,10 +64,10 @@ struct profd_pev {
 #define PROFD_PEV_MAX_MAPS 32
 #define PROFD_PEV_MAP_VDSO 1  /* [vdso] */
 #define PROFD_PEV_MAP_ANON 2  /* no file: JIT code, [uprobes] */
-#define PROFD_PEV_MAP_STAT 4  /* size and mtime are the inode's */
+#define PROFD_PEV_MAP_STAT 4  /* size, mtime and ctime are the inode's */
 #define PROFD_PEV_MAPS_OK 1     /* the list is complete: no overflow, no deleted file, the iterator ran */
 #define PROFD_PEV_MAPS_EXITED 2 /* sent at the exit, before the event was due: the list is all there is */
-#define PROFD_PEV_MAPS_NEW 4    /* lists a file user space has not said it knows (known_files) */
+#define PROFD_PEV_MAPS_NEW 4    /* lists a file user space has not said it knows (known_files), or knew as another */
 #define PROFD_PEV_MAPS_UMAPS 8  /* the hook wrote the walker's umaps entry from ufiles: no table load */
 
 struct profd_pev_map {
@@ -63,11 +76,12 @@ struct profd_pev_map {
 	__u64 ino;
 	__u32 dev;     /* the kernel's dev_t (major << 20 | minor) */
 	__u32 flags;   /* PROFD_PEV_MAP_* */
-	/* PROFD_PEV_MAP_STAT: the inode's size and modification time, what stat would say */
+	/* PROFD_PEV_MAP_STAT: the inode's size, modification and change times, what stat would say */
 	__u64 size;
 	__s64 mtime_sec;
 	__u32 mtime_nsec;
-	__u32 pad;
+	__u32 ctime_nsec;
+	__s64 ctime_sec;
 };
 
 struct profd_pev_exec {

@@ -4,7 +4,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -107,8 +109,17 @@ static struct procmaps *event_maps(struct events *e, const struct profd_pev_exec
 		} else if (k->flags & PROFD_PEV_MAP_ANON) {
 			m->path = NULL;
 			m->inode = m->dev = 0;
-		} else if (!(m->path = filenames__get(e->paths, m->dev, m->inode))) {
-			return NULL;
+		} else {
+			/* Without the inode's figures the file cannot be told from a later one of its number. */
+			struct filenames_id id = { k->size, m->mtime_ns,
+						   k->ctime_sec * 1000000000LL + k->ctime_nsec };
+			int err = k->flags & PROFD_PEV_MAP_STAT ?
+					  filenames__get(e->paths, m->dev, m->inode, &id, &m->path) :
+					  -ENOENT;
+
+			e->st.names_stale += err == -ESTALE;
+			if (err)
+				return NULL;
 		}
 	}
 	if (procmaps__from(list, n, &pm))
@@ -127,33 +138,82 @@ static int count_files(const struct procmaps *m)
 }
 
 /*
- * Paths of the files in m, and the kernel told of those new to us: their
- * next exec events need not wake us at once. Only the new ones: a read of
- * a known program's mappings would otherwise cost a system call per file.
+ * The identity of the file m maps: a stat of the very file mapped through
+ * map_files (CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN), else of its path in
+ * the process's root, when that is the same inode. No open: the stat is
+ * taken once per file learned. AT_STATX_DONT_SYNC: the figures the inode
+ * holds, which are what the exec hook reads (a network filesystem is not
+ * asked again).
  */
-static void learn(struct events *e, const struct procmaps *m)
+static int file_id(struct events *e, uint32_t pid, const struct procmap *m, struct filenames_id *id)
 {
-	size_t n = procmaps__count(m);
-	/* n is bounded by the maps reader's budget; without memory every file is told. */
-	uint8_t *fresh = calloc(n ? n : 1, 1);
+	char path[PATH_MAX + 32];
+	struct statx sx;
+	int flags = AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, err;
 
-	for (size_t i = 0; fresh && i < n; i++) {
-		const struct procmap *p = procmaps__get(m, i);
-
-		fresh[i] = !(p->flags & PROCMAP_ANON) && p->inode && !filenames__get(e->paths, p->dev, p->inode);
+	snprintf(path, sizeof(path), "%u/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	err = statx(e->proc_fd, path, flags, STATX_BASIC_STATS, &sx) ? -errno : 0;
+	/* The mapped file itself: only the inode is compared (btrfs: a subvolume's device). */
+	if (!err && sx.stx_ino != m->inode)
+		return -ESTALE;
+	if (err == -EPERM || err == -EACCES) {
+		/* The path is the process's view and may lead anywhere: only the very inode counts. */
+		if ((size_t)snprintf(path, sizeof(path), "%u/root%s", pid, m->path) >= sizeof(path))
+			return -ENAMETOOLONG;
+		err = statx(e->proc_fd, path, flags, STATX_BASIC_STATS, &sx) ? -errno : 0;
+		if (!err && (sx.stx_ino != m->inode || makedev(sx.stx_dev_major, sx.stx_dev_minor) != m->dev))
+			return -ESTALE;
 	}
-	filenames__learn(e->paths, m);
-	for (size_t i = 0; e->known_fd >= 0 && i < n; i++) {
+	if (err)
+		return err;
+	if (!S_ISREG(sx.stx_mode))
+		return -EINVAL;
+	*id = (struct filenames_id){ sx.stx_size, sx.stx_mtime.tv_sec * 1000000000LL + sx.stx_mtime.tv_nsec,
+				     sx.stx_ctime.tv_sec * 1000000000LL + sx.stx_ctime.tv_nsec };
+	return 0;
+}
+
+/* Seconds and nanoseconds as the inode keeps them: a time before 1970 has a negative second only. */
+static void split_ns(int64_t ns, __s64 *sec, __u32 *nsec)
+{
+	int64_t r = ns % 1000000000LL;
+
+	*sec = ns / 1000000000LL - (r < 0);
+	*nsec = (__u32)(r < 0 ? r + 1000000000LL : r);
+}
+
+/*
+ * Paths of pid's files in m, each with its file's identity, and the
+ * kernel told of them: their next exec events need not wake us at once.
+ * Only those not known as they are: a read of a known program's mappings
+ * would otherwise cost a stat and a system call per file.
+ */
+static void learn(struct events *e, uint32_t pid, const struct procmaps *m)
+{
+	for (size_t i = 0; i < procmaps__count(m); i++) {
 		const struct procmap *p = procmaps__get(m, i);
 		struct profd_pev_file k = { .ino = p->inode,
 					    .dev = (uint32_t)(major(p->dev) << 20 | minor(p->dev)) };
-		uint8_t one = 1;
+		struct filenames_id id;
+		struct profd_pev_fileid v;
 
-		if ((!fresh || fresh[i]) && !(p->flags & PROCMAP_ANON) && p->inode &&
-		    filenames__get(e->paths, p->dev, p->inode))
-			bpf_map_update_elem(e->known_fd, &k, &one, BPF_ANY);
+		if (!filenames__wants(e->paths, p))
+			continue;
+		if (file_id(e, pid, p, &id)) {
+			e->st.names_unstated++;
+			continue;
+		}
+		if (filenames__learn(e->paths, p, &id))
+			continue;
+		e->st.names_learned++;
+		if (e->known_fd < 0)
+			continue;
+		v.size = id.size;
+		split_ns(id.mtime_ns, &v.mtime_sec, &v.mtime_nsec);
+		split_ns(id.ctime_ns, &v.ctime_sec, &v.ctime_nsec);
+		bpf_map_update_elem(e->known_fd, &k, &v, BPF_ANY);
 	}
-	free(fresh);
 }
 
 /*
@@ -184,7 +244,7 @@ static int capture(struct events *e, struct events_image *im, const struct procr
 		return 0;
 	}
 	if (!given && im->maps)
-		learn(e, im->maps);
+		learn(e, im->pid, im->maps);
 	n = count_files(im->maps);
 	if (e->maps_fn)
 		e->maps_fn(im, e->maps_arg);
@@ -596,6 +656,9 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_captures\t%" PRIu64 "\n", s.captures);
 	fprintf(f, "process_captures_gone\t%" PRIu64 "\n", s.capture_gone);
 	fprintf(f, "process_captures_listed\t%" PRIu64 "\n", s.captures_listed);
+	fprintf(f, "process_names_learned\t%" PRIu64 "\n", s.names_learned);
+	fprintf(f, "process_names_unstated\t%" PRIu64 "\n", s.names_unstated);
+	fprintf(f, "process_names_stale\t%" PRIu64 "\n", s.names_stale);
 	fprintf(f, "process_recaptures_dropped\t%" PRIu64 "\n", s.pending_dropped);
 	fprintf(f, "process_tables_written_at_exec\t%" PRIu64 "\n", s.umaps_written - s.umaps_undone);
 	fprintf(f, "process_tables_written_undone\t%" PRIu64 "\n", s.umaps_undone);

@@ -59,6 +59,11 @@ struct seen {
 	 * rename): its mappings are read from /proc again a RETRY_NS later.
 	 */
 	bool file_stale;
+	/*
+	 * Every interpreter-file slot was taken when it was found: looked at
+	 * again (file_again) once one is free, at most once a RETRY_NS.
+	 */
+	bool file_full;
 };
 /*
  * Where each process's eval function is, as py_procs said at most this long
@@ -87,7 +92,9 @@ struct eval_slot {
  * interpreter's disk space (an upgrade, a container's image), and its
  * slot would be lost to the next interpreter on a host of many images.
  */
-#define FREE_FILES 64
+#ifndef FREE_FILES
+#define FREE_FILES 64 /* -DFREE_FILES=N builds another cap (a check by hand of the full slots) */
+#endif
 #define FILE_IDLE_NS (60 * 1000000000LL)
 
 struct free_file {
@@ -173,6 +180,8 @@ struct pyprocs {
 	int free_err;                 /* its load's -errno: no hooks */
 	uint64_t hooked, hook_failures, hooks_full, unhooks, relinks;
 	uint64_t files_full, files_closed;
+	uint64_t files_retried; /* processes that met the slots full, looked at again once one freed */
+	uint32_t files_waiting; /* processes that met them full and wait for a slot */
 	int hook_err; /* the last failure's -errno, for the status */
 	int64_t sweep_ns;
 	long ticks; /* clock ticks a second (/proc/PID/stat's start time) */
@@ -233,6 +242,7 @@ static void file_put(struct pyprocs *p, uint16_t file)
 
 static void seen_free(struct pyprocs *p, struct seen *sl)
 {
+	p->files_waiting -= sl->file_full;
 	/* Its image is gone (exit, exec, forgotten): no walk of it reads the flag. */
 	if (sl->link)
 		link_close(p, sl->link - 1u);
@@ -343,6 +353,9 @@ static struct seen *seen_now(struct pyprocs *p, uint32_t pid)
 	if (sl) {
 		sl->found = 0;
 		sl->tried_ns = clock__ns(CLOCK_MONOTONIC_COARSE);
+		/* Waits for a slot again only if found again (pyprocs__maps). */
+		p->files_waiting -= sl->file_full;
+		sl->file_full = false;
 	}
 	return sl;
 }
@@ -397,7 +410,8 @@ static int uprobe_multi(int prog, const char *path, uint64_t off, uint32_t pid)
  * The file the last pyinterp__find found (key), for free hooks: its index
  * in files[] plus 1, opened now if it is the file's first time; 0: no hook.
  */
-static uint16_t free_file(struct pyprocs *p, int root_fd, const struct profd_pyfile_key *key, bool *stale)
+static uint16_t free_file(struct pyprocs *p, int root_fd, const struct profd_pyfile_key *key, bool *stale,
+			  bool *full)
 {
 	uint64_t dev, ino, off;
 	struct free_file *f = NULL;
@@ -416,6 +430,7 @@ static uint16_t free_file(struct pyprocs *p, int root_fd, const struct profd_pyf
 	}
 	if (!f && p->nfiles == FREE_FILES) {
 		p->files_full++;
+		*full = true;
 		return 0;
 	}
 	err = pyinterp__open_found(p->pi, root_fd, &dev, &ino, &off, &fd);
@@ -627,6 +642,7 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 	struct profd_pyfile pf;
 	struct profd_pyproc pp;
 	char root[32];
+	bool full = false;
 	int fd;
 
 	/* No file that could be an interpreter: no open of /proc/PID/root (a path walk). */
@@ -646,7 +662,9 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 				sl->found_ns = clock__ns(CLOCK_MONOTONIC_COARSE);
 			sl->file_stale = false;
 			if (tmpl && p->hook.on && !sl->file)
-				sl->file = free_file(p, fd, &fkey, &sl->file_stale);
+				sl->file = free_file(p, fd, &fkey, &sl->file_stale, &full);
+			p->files_waiting += full;
+			sl->file_full = full;
 			/* Its link is in (the entry written again, as its mappings were read again). */
 			if (sl->link)
 				pp.o.flags |= PROFD_PY_F_FREE_HOOK;
@@ -686,6 +704,17 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 		close(fd);
 }
 
+/* Whether an interpreter file could be opened now: a slot free (closed files leave theirs). */
+static bool file_slot_free(const struct pyprocs *p)
+{
+	if (p->nfiles < FREE_FILES)
+		return true;
+	for (uint32_t i = 0; i < p->nfiles; i++)
+		if (!p->files[i].used)
+			return true;
+	return false;
+}
+
 /*
  * The interpreter file of a process found to run CPython, by the name
  * /proc gives now. Only the file: its py_procs entry stays as written (a
@@ -698,6 +727,7 @@ static void file_again(struct pyprocs *p, uint32_t pid, struct seen *sl, int64_t
 	struct profd_pyfile pf;
 	struct profd_pyproc pp;
 	char root[32];
+	bool full = false;
 	int fd;
 
 	sl->file_stale = false;
@@ -709,9 +739,12 @@ static void file_again(struct pyprocs *p, uint32_t pid, struct seen *sl, int64_t
 	if (fd < 0)
 		goto out;
 	if (pyinterp__find(p->pi, fd, maps, &pp) == 0 && pyinterp__template(p->pi, &fkey, &pf) == 0)
-		sl->file = free_file(p, fd, &fkey, &sl->file_stale);
+		sl->file = free_file(p, fd, &fkey, &sl->file_stale, &full);
 	close(fd);
 out:
+	if (full != sl->file_full)
+		p->files_waiting += full ? 1u : -1u;
+	sl->file_full = full;
 	procmaps__free(maps);
 }
 
@@ -724,15 +757,20 @@ void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 	struct procreg_info in;
 	struct seen *nl;
 	uint64_t st, sc;
+	bool again;
 
 	free_sweep(p, now);
-	if (sl && sl->found && !(sl->file_stale && now - sl->tried_ns >= RETRY_NS)) {
+	/* A /proc read only with something to gain: a waiter for a slot while none is free reads nothing. */
+	again = sl && sl->found && now - sl->tried_ns >= RETRY_NS &&
+		(sl->file_stale || (sl->file_full && file_slot_free(p)));
+	if (sl && sl->found && !again) {
 		free_hook(p, pid, sl, now);
 		return;
 	}
 	if (sl && now - sl->tried_ns < RETRY_NS)
 		return;
 	if (sl && sl->found) {
+		p->files_retried += sl->file_full;
 		file_again(p, pid, sl, now);
 		return;
 	}
@@ -933,6 +971,8 @@ void pyprocs__print_status(const struct pyprocs *p, FILE *f)
 	fprintf(f, "python_free_hook_files\t%" PRIu32 "\n", open_files);
 	fprintf(f, "python_free_hook_files_closed\t%" PRIu64 "\n", p->files_closed);
 	fprintf(f, "python_free_hook_files_full\t%" PRIu64 "\n", p->files_full);
+	fprintf(f, "python_free_hook_files_waiting\t%" PRIu32 "\n", p->files_waiting);
+	fprintf(f, "python_free_hook_files_retried\t%" PRIu64 "\n", p->files_retried);
 	if (p->hook_failures)
 		fprintf(f, "python_free_hook_error\t%d\n", p->hook_err);
 	fprintf(f, "python_code_frees\t%" PRIu64 "\n", frees);

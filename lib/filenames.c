@@ -10,6 +10,13 @@ struct key {
 	uint64_t dev, ino;
 };
 
+/* A name dropped as another file's stays in the ring (its key's turn to go) until learned again. */
+struct name {
+	struct filenames_id id;
+	bool stale;
+	char path[];
+};
+
 struct filenames {
 	struct filecache *fc;
 	int slot;
@@ -58,42 +65,62 @@ void filenames__free(struct filenames *n)
 	free(n);
 }
 
-static void learn_one(struct filenames *n, const struct procmap *m)
+static bool learnable(const struct procmap *m)
 {
-	char *old = filecache__get(n->fc, m->dev, m->inode, n->slot), *copy;
+	return !(m->flags & (PROCMAP_ANON | PROCMAP_DELETED)) && m->inode && m->path && !strchr(m->path, '\n');
+}
 
-	if (old && !strcmp(old, m->path))
-		return;
-	if (!(copy = strdup(m->path)))
-		return;
+bool filenames__wants(const struct filenames *n, const struct procmap *m)
+{
+	const struct name *old;
+
+	if (!learnable(m))
+		return false;
+	old = filecache__get(n->fc, m->dev, m->inode, n->slot);
+	return !old || old->stale || strcmp(old->path, m->path);
+}
+
+int filenames__learn(struct filenames *n, const struct procmap *m, const struct filenames_id *id)
+{
+	struct name *old, *nm;
+	size_t len;
+
+	if (!learnable(m))
+		return -EINVAL;
+	old = filecache__get(n->fc, m->dev, m->inode, n->slot);
+	len = strlen(m->path);
+	if (!(nm = malloc(sizeof(*nm) + len + 1)))
+		return -ENOMEM;
+	nm->id = *id;
+	nm->stale = false;
+	memcpy(nm->path, m->path, len + 1);
 	if (old) {
-		/* The same file under another name (a rename, a bind mount): the newest. */
+		/* The same file under another name (a rename, a bind mount), or a new file under the number. */
 		free(old);
-		filecache__set(n->fc, m->dev, m->inode, n->slot, copy);
-		return;
+		filecache__set(n->fc, m->dev, m->inode, n->slot, nm);
+		return 0;
 	}
 	if (n->n == n->max)
 		forget_first(n);
-	if (filecache__set(n->fc, m->dev, m->inode, n->slot, copy)) {
-		free(copy);
-		return;
+	if (filecache__set(n->fc, m->dev, m->inode, n->slot, nm)) {
+		free(nm);
+		return -ENOMEM;
 	}
 	n->ring[(n->head + n->n++) % n->max] = (struct key){ m->dev, m->inode };
+	return 0;
 }
 
-void filenames__learn(struct filenames *n, const struct procmaps *pm)
+int filenames__get(struct filenames *n, uint64_t dev, uint64_t ino, const struct filenames_id *id,
+		   const char **path)
 {
-	for (size_t i = 0; i < procmaps__count(pm); i++) {
-		const struct procmap *m = procmaps__get(pm, i);
+	struct name *nm = filecache__get(n->fc, dev, ino, n->slot);
 
-		/* A path with a newline came from PROCMAP_QUERY raw. */
-		if (!(m->flags & (PROCMAP_ANON | PROCMAP_DELETED)) && m->path &&
-		    !strchr(m->path, '\n'))
-			learn_one(n, m);
+	if (!nm || nm->stale)
+		return -ENOENT;
+	if (nm->id.size != id->size || nm->id.mtime_ns != id->mtime_ns || nm->id.ctime_ns != id->ctime_ns) {
+		nm->stale = true;
+		return -ESTALE;
 	}
-}
-
-const char *filenames__get(const struct filenames *n, uint64_t dev, uint64_t ino)
-{
-	return filecache__get(n->fc, dev, ino, n->slot);
+	*path = nm->path;
+	return 0;
 }
