@@ -987,6 +987,78 @@ static void test_shared_registry(void)
 	procreg__free(reg);
 }
 
+/* Polls name_later until the worker's read is in (10 s at most). */
+static int name_later_wait(struct symbolizer *s, uint64_t file, uint64_t off, int is_ret, const char **name)
+{
+	int r = -EAGAIN;
+
+	for (int i = 0; i < 1000 && r == -EAGAIN; i++) {
+		r = symbolizer__name_later(s, file, off, is_ret, name);
+		if (r == -EAGAIN)
+			usleep(10000);
+	}
+	return r;
+}
+
+/* Every file read on the worker: frames come back unnamed with later set, then are named. */
+static void test_later(void)
+{
+	struct symbolizer_opts o = { .proc_root = "/proc", .async_bytes = 1 };
+	struct symbolizer_stats st;
+	struct symbolizer *s = NULL;
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t ip = (uint64_t)(uintptr_t)test_target_fn, file = 0, off = 0;
+	void *pf = dlsym(RTLD_DEFAULT, "printf");
+	const char *name = NULL;
+	struct sym r;
+
+	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
+	if (!s)
+		return;
+	/* The first sight of the file starts its read: nothing names it yet. */
+	CHECK_EQ_INT(symbolizer__user(s, pid, ip, 0, &r), 0);
+	CHECK(r.name == NULL);
+	CHECK(r.later != 0);
+	CHECK(r.module && strstr(r.module, "test_symbolizer"));
+	/* Not placed while read: place() keys only loaded files. */
+	CHECK_EQ_INT(symbolizer__place(s, pid, ip, 0, &file, &off), 0);
+	CHECK_EQ_INT(file, 0);
+	CHECK_EQ_INT(name_later_wait(s, r.later, r.offset, 0, &name), 0);
+	CHECK_EQ_STR(name, "test_target_fn");
+	/* A return address one past the function's end, as the frame's offset says. */
+	CHECK_EQ_INT(symbolizer__name_later(s, r.later, r.offset + 1, 1, &name), 0);
+	CHECK_EQ_STR(name, "test_target_fn");
+	/* An id that never was: no name. */
+	CHECK_EQ_INT(symbolizer__name_later(s, r.later + 1000, r.offset, 0, &name), -ENOENT);
+	/* Landed: named at once now. */
+	CHECK_EQ_INT(symbolizer__user(s, pid, ip + 2, 0, &r), 0);
+	CHECK_EQ_STR(r.name, "test_target_fn");
+	CHECK_EQ_INT(r.later, 0);
+
+	CHECK(pf != NULL);
+	CHECK_EQ_INT(symbolizer__user(s, pid, (uint64_t)(uintptr_t)pf, 0, &r), 0);
+	if (!r.name) {
+		CHECK(r.later != 0);
+		CHECK_EQ_INT(name_later_wait(s, r.later, r.offset, 0, &name), 0);
+		CHECK_EQ_STR(name, "printf");
+	}
+	symbolizer__stats(s, &st);
+	CHECK(st.loads_async >= 2);
+	CHECK_EQ_INT(st.loads_waiting, 0);
+
+	/* Freed with reads under way: they are dropped. */
+	symbolizer__forget_pid(s, pid);
+	symbolizer__free(s);
+	s = NULL;
+	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
+	if (s) {
+		CHECK_EQ_INT(symbolizer__capture(s, pid, NULL), 0);
+		symbolizer__stats(s, &st);
+		CHECK(st.loads_waiting > 0);
+		symbolizer__free(s);
+	}
+}
+
 int main(void)
 {
 	char cmd[256];
@@ -997,6 +1069,7 @@ int main(void)
 	}
 	test_demangle();
 	test_self();
+	test_later();
 	test_dlopen_refresh();
 	test_lru();
 	test_kernel();
