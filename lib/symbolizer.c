@@ -84,12 +84,13 @@
  */
 #define DEMANGLE_SLOTS 4096
 /*
- * Files at least this big have their symbols read on the worker thread:
- * libLLVM's (110 MB) took 1.1-3.1 s of a loop turn at load 13-16 (0.24 s
- * at load 11 from the page cache), libstdc++'s (2.2 MB) 33 ms, libc's
- * (1.9 MB) 11 ms. Their frames are named once the read is in.
+ * Files at least this big have their symbols read on the worker thread;
+ * their frames are named once the read is in. libLLVM's (110 MB) took
+ * 1.1-4.4 s of a loop turn at load 13-18, and even files under 2 MiB up
+ * to 224 ms (the loop waits for a CPU as well): libstdc++'s (2.2 MB) reads
+ * in 33 ms of CPU, libc's (1.9 MB) in 11 ms, ld.so's (240 KB) in about 1.
  */
-#define DEFAULT_ASYNC_BYTES (2u << 20)
+#define DEFAULT_ASYNC_BYTES (256u << 10)
 /* Files read on the worker whose frames can still ask for their name: the last this many. */
 #define LANDED 256
 

@@ -44,7 +44,7 @@ struct symbolizer_opts {
 	/*
 	 * Files of at least this many bytes have their symbols read on a
 	 * worker thread (their frames come back with sym.later set until the
-	 * read is in); 0: 2 MiB; SIZE_MAX: every file in the caller's thread.
+	 * read is in); 0: 256 KiB; SIZE_MAX: every file in the caller's thread.
 	 */
 	size_t async_bytes;
 };

@@ -7,7 +7,9 @@
 # Meanwhile a client asks for `status` every 20 ms: an answer waits for the
 # turn in progress, so its latency is the stall as a user of the socket sees
 # it, on any build. Reported per run and build: the slowest status answer,
-# profd's loop_turn_max_ms (builds that have it, else "-"), and the share
+# the longest drain of the run (drain_max_recent_us) and, on builds that
+# have them, the loop's turns over 50 ms during the run and the worker's
+# longest read (else "-"), and the share
 # of clang's samples (by value) with a frame in libLLVM or libclang-cpp that stays
 # unnamed ([libLLVM-14.so.1+0x...]) in `profctl dump`.
 # BUILD=DIR the build (default build); BASE=DIR a second build started at
@@ -49,7 +51,7 @@ with open(out, "w") as f:
 PY
 builds=("$BUILD")
 [ -n "$BASE" ] && builds+=("$BASE")
-printf "%-28s %4s %14s %14s %12s %s\n" build run status_max_ms loop_turn_ms unnamed_pct load
+printf "%-20s %3s %13s %13s %9s %12s %11s %s\n" build run status_max_ms drain_max_ms "turns>50ms" worker_read_ms unnamed_pct load
 for i in $(seq "$RUNS"); do
 	PIDS=()
 	for k in "${!builds[@]}"; do
@@ -58,12 +60,16 @@ for i in $(seq "$RUNS"); do
 		"$b/profd" --state-dir "$T/s$k" --socket "$T/sock$k" --flush-interval 10s ${PROFD_ARGS:-} \
 			>"$T/log$k.$i" 2>&1 &
 		PIDS+=($!)
+		echo "# run $i: $b/profd is pid $!" >&2
 	done
 	for k in "${!builds[@]}"; do
 		for _ in $(seq 600); do [ -S "$T/sock$k" ] && break; sleep 0.1; done
 	done
 	sleep 2
 	rm -f "$T/stop"
+	for k in "${!builds[@]}"; do
+		"${builds[$k]}/profctl" --state-dir "$T/s$k" --socket "$T/sock$k" status >"$T/pre$k.$i"
+	done
 	for k in "${!builds[@]}"; do
 		python3 "$T/poll.py" "$T/sock$k" "$T/stop" "$T/poll$k.$i" &
 		PIDS+=($!)
@@ -83,14 +89,20 @@ for i in $(seq "$RUNS"); do
 		while [ ! -s "$T/poll$k.$i" ]; do sleep 0.1; done
 		"$b/profctl" --state-dir "$T/s$k" --socket "$T/sock$k" status >"$T/status$k.$i"
 		"$b/profctl" --state-dir "$T/s$k" --socket "$T/sock$k" dump --pid $CP >"$T/folded$k.$i"
-		turn=$(awk -F'\t' '$1 == "loop_turn_max_ms" { print $2 }' "$T/status$k.$i")
+		sv() { awk -F'\t' -v k="$2" '$1 == k { print $2 }' "$1"; }
+		over=$(sv "$T/status$k.$i" loop_turns_over_50ms)
+		[ -n "$over" ] && over=$((over - $(sv "$T/pre$k.$i" loop_turns_over_50ms)))
+		drain=$(( $(sv "$T/status$k.$i" drain_max_recent_us) / 1000 ))
+		wread=$(sv "$T/status$k.$i" symbol_load_async_max_ms)
 		unnamed=$(awk '{ n += $NF; if ($0 ~ /\[lib(LLVM|clang-cpp)[^]]*\+0x/) u += $NF }
 			END { printf "%.1f", n ? 100 * u / n : -1 }' "$T/folded$k.$i")
-		printf "%-28s %4d %14s %14s %12s %s\n" "$b" "$i" "$(cut -d' ' -f1 "$T/poll$k.$i")" "${turn:--}" "$unnamed" "$load"
+		printf "%-20s %3d %13s %13s %9s %12s %11s %s\n" "$b" "$i" "$(cut -d' ' -f1 "$T/poll$k.$i")" \
+			"$drain" "${over:--}" "${wread:--}" "$unnamed" "$load"
 	done
 	kill -TERM "${PIDS[@]:0:${#builds[@]}}" 2>/dev/null
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
 done | tee "$T/runs"
 for b in "${builds[@]}"; do
-	echo "$b: status answer max $(awk -v b="$b" '$1 == b { print $3 }' "$T/runs" | stats | awk '{ printf "median %.0f ms (%.0f-%.0f, n=%d)", $1, $2, $3, $4 }')"
+	echo "$b: status answer max $(awk -v b="$b" '$1 == b { print $3 }' "$T/runs" | stats | awk '{ printf "median %.0f ms (%.0f-%.0f, n=%d)", $1, $2, $3, $4 }')," \
+		"unnamed share $(awk -v b="$b" '$1 == b { print $7 }' "$T/runs" | stats | awk '{ printf "median %.1f %% (%.1f-%.1f)", $1, $2, $3 }')"
 done
