@@ -79,9 +79,12 @@ for i in $(seq "$RUNS"); do
 	mkdir "$T/lib"
 	cp /usr/lib/x86_64-linux-gnu/libLLVM-1[0-9].so.1 "$(readlink -f /usr/lib/x86_64-linux-gnu/libclang-cpp.so.1[0-9])" "$T/lib/"
 	sync "$T/lib"
+	mono() { python3 -c 'import time; print(time.monotonic_ns())'; }
+	c0=$(mono)
 	LD_LIBRARY_PATH=$T/lib clang -O2 -c -o "$T/big.o" "$T/big.c" &
 	CP=$!
 	wait $CP
+	echo "# run $i: clang ran from $c0 to $(mono) ns (CLOCK_MONOTONIC)" >&2
 	sleep 2
 	touch "$T/stop"
 	for k in "${!builds[@]}"; do
