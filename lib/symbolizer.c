@@ -295,7 +295,8 @@ int symbolizer__new(const struct symbolizer_opts *o, struct symbolizer **out)
 		goto out;
 	}
 	s->async_bytes = o && o->async_bytes ? o->async_bytes : DEFAULT_ASYNC_BYTES;
-	if (s->async_bytes != SIZE_MAX && (err = symload__new(&s->sl)))
+	/* What waits to land is bounded as one file is: its share of the budget. */
+	if (s->async_bytes != SIZE_MAX && (err = symload__new(s->file_cap, &s->sl)))
 		goto out;
 	s->fc = o ? o->files : NULL;
 	s->reg = o ? o->registry : NULL;

@@ -14,6 +14,7 @@ struct job {
 	struct job *next;
 	int fd;
 	size_t max_bytes;
+	size_t bytes; /* heap held by d.es */
 	struct symload_done d;
 };
 
@@ -22,7 +23,8 @@ struct symload {
 	pthread_cond_t cv;
 	struct job *todo, **todo_tail; /* oldest first */
 	struct job *done, **done_tail;
-	unsigned ndone;
+	size_t done_bytes;             /* heap held by the finished reads not taken */
+	size_t max_done_bytes;
 	unsigned njobs;                /* submitted, not taken */
 	bool stop;
 	bool started;
@@ -46,8 +48,8 @@ static void *worker_main(void *arg)
 		struct job *j = l->todo;
 		int64_t t0;
 
-		/* Finished reads wait to be taken: no more of them in memory than SYMLOAD_MAX_DONE. */
-		if (!j || l->ndone >= SYMLOAD_MAX_DONE) {
+		/* Finished reads wait to be taken: the next read waits while they hold max_done_bytes. */
+		if (!j || (l->done && l->done_bytes >= l->max_done_bytes)) {
 			pthread_cond_wait(&l->cv, &l->mu);
 			continue;
 		}
@@ -58,25 +60,27 @@ static void *worker_main(void *arg)
 		t0 = clock__mono_ns();
 		j->d.err = elfsym__open_fd_max(j->fd, j->max_bytes, &j->d.es);
 		j->d.ns = clock__mono_ns() - t0;
+		j->bytes = j->d.es ? elfsym__mem_bytes(j->d.es) : 0;
 		close(j->fd);
 		j->fd = -1;
 		pthread_mutex_lock(&l->mu);
 		j->next = NULL;
 		*l->done_tail = j;
 		l->done_tail = &j->next;
-		l->ndone++;
+		l->done_bytes += j->bytes;
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
 }
 
-int symload__new(struct symload **out)
+int symload__new(size_t max_done_bytes, struct symload **out)
 {
 	struct symload *l = calloc(1, sizeof(*l));
 	int err;
 
 	if (!l)
 		return -ENOMEM;
+	l->max_done_bytes = max_done_bytes;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->cv, NULL);
 	l->todo_tail = &l->todo;
@@ -152,7 +156,7 @@ int symload__take(struct symload *l, struct symload_done *d)
 		l->done = j->next;
 		if (!l->done)
 			l->done_tail = &l->done;
-		l->ndone--;
+		l->done_bytes -= j->bytes;
 		pthread_cond_signal(&l->cv);
 	}
 	pthread_mutex_unlock(&l->mu);

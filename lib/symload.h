@@ -2,8 +2,8 @@
  * ELF symbol reads on a worker thread. libLLVM's symbols take a second or
  * more to read on a loaded host; read in the event loop, that second is a
  * turn in which nothing is drained or served. A read waits in a bounded
- * queue, oldest first; a finished one waits on a short done list the
- * caller polls from its own thread (it has drains to do anyway).
+ * queue, oldest first; a finished one waits on a done list the caller
+ * polls from its own thread (it has drains to do anyway).
  */
 #ifndef PROFD_SYMLOAD_H
 #define PROFD_SYMLOAD_H
@@ -16,12 +16,6 @@ struct symload;
 
 /* Reads waiting or running at most: one more is refused (-EBUSY). */
 #define SYMLOAD_MAX_JOBS 64
-/*
- * Finished reads not taken yet, at most: the worker waits for a take
- * before it reads on, so that what it holds stays within a few files'
- * budgets however slow the caller is.
- */
-#define SYMLOAD_MAX_DONE 2
 
 /* A finished read. */
 struct symload_done {
@@ -31,7 +25,12 @@ struct symload_done {
 	int64_t ns;        /* time the read took (CLOCK_MONOTONIC) */
 };
 
-int symload__new(struct symload **out);
+/*
+ * max_done_bytes: the worker reads on only while the finished reads not
+ * taken yet hold less (one at least), so that what it holds is bounded
+ * however slowly the caller takes: under max_done_bytes plus two reads.
+ */
+int symload__new(size_t max_done_bytes, struct symload **out);
 /* Stops the worker (it ends the read it has begun); waiting and finished reads are dropped. */
 void symload__free(struct symload *l);
 
