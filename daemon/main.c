@@ -76,6 +76,18 @@ struct profd {
 	int req_tfd;
 	int64_t req_flush_ms;
 	bool req_flush_waiting;
+	/*
+	 * A flush waits (drains go on into the window) while frames of the
+	 * window wait for their file's symbols, until flush_hold_until_ns:
+	 * written now they would stay unnamed. req_flush_held: the deferred
+	 * requests are answered when it is written.
+	 */
+	int64_t flush_hold_until_ns;
+	bool flush_held, req_flush_held;
+	uint64_t flushes_held, flushes_held_expired;
+	/* the loop's longest turn (one wake-up, whatever woke it), and the turns over 50 ms */
+	int64_t turn_ns_max;
+	uint64_t turns_over_50ms;
 	uint64_t flush_requests, flush_requests_coalesced, requests_refused;
 	char restart_pending[256];
 	uint64_t status_samples;
@@ -138,6 +150,11 @@ static int sym_place(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t 
 		     uint64_t *offset)
 {
 	return symbolizer__place(arg, pid, ip, is_ret, file, offset);
+}
+
+static int sym_later(void *arg, uint64_t file, uint64_t offset, int is_ret, const char **name)
+{
+	return symbolizer__name_later(arg, file, offset, is_ret, name);
 }
 
 struct native_ctx {
@@ -249,6 +266,7 @@ static void drain(struct profd *d)
 	err = sampler__drain(d->sampler, on_entry, d);
 	if (d->events)
 		events__drain_end(d->events);
+	window__settle(d->win);
 	trim(d);
 
 	if (err)
@@ -284,14 +302,39 @@ static int window_begin(struct profd *d)
 	return err;
 }
 
-/* Drains, closes the open window into the store and opens the next one. */
-static int flush(struct profd *d)
+/*
+ * A window is not written while some of its frames wait for their file's
+ * symbols (read on the symbolizer's worker; libLLVM's take seconds on a
+ * loaded host), for at most this long; a flush a client waits for, at
+ * most REQ_FLUSH_HOLD_NS (profctl gives up after 5 s).
+ */
+#define FLUSH_HOLD_NS (10 * 1000000000LL)
+#define REQ_FLUSH_HOLD_NS (3 * 1000000000LL)
+
+/*
+ * Drains, closes the open window into the store and opens the next one.
+ * Unless force, a window with frames waiting for their names is held
+ * (d->flush_held): the drain tick asks again.
+ */
+static int flush_window(struct profd *d, bool force)
 {
 	uint64_t c[PROFD_CNT_MAX];
-	int64_t c0;
+	int64_t c0, now;
 	int err = 0;
 
 	drain(d);
+	now = clock__mono_ns();
+	if (!force && window__settle(d->win)) {
+		if (!d->flush_held) {
+			d->flush_held = true;
+			d->flushes_held++;
+			d->flush_hold_until_ns = now + FLUSH_HOLD_NS;
+		}
+		if (now < d->flush_hold_until_ns)
+			return 0;
+		d->flushes_held_expired++;
+	}
+	d->flush_held = false;
 	c0 = clock__ns(CLOCK_THREAD_CPUTIME_ID);
 	sampler__counters(d->sampler, c);
 	for (int i = 0; i < PROFD_CNT_MAX; i++) {
@@ -320,6 +363,11 @@ static int flush(struct profd *d)
 		err = -ENOMEM;
 	d->flush_cpu_ns += clock__ns(CLOCK_THREAD_CPUTIME_ID) - c0;
 	return err;
+}
+
+static int flush(struct profd *d)
+{
+	return flush_window(d, true);
 }
 
 #define ADD(fmt, ...) fprintf(f, fmt "\n", __VA_ARGS__)
@@ -428,6 +476,15 @@ static int status_reply(struct profd *d, char **out)
 	ADD("symbol_files_changed\t%" PRIu64, ss.files_changed);
 	ADD("symbol_nonregular_refused\t%" PRIu64, ss.nonregular_refused);
 	ADD("symbol_debug_deferred\t%" PRIu64, ss.debug_deferred);
+	ADD("symbol_loads_async\t%" PRIu64, ss.loads_async);
+	ADD("symbol_loads_inline_full\t%" PRIu64, ss.loads_inline_full);
+	ADD("symbol_loads_waiting\t%" PRIu64, ss.loads_waiting);
+	ADD("symbol_load_async_max_ms\t%" PRIu64, ss.load_async_max_ms);
+	ADD("symbol_read_inline_max_ms\t%.1f", ss.read_inline_max_us / 1e3);
+	ADD("loop_turn_max_ms\t%.1f", d->turn_ns_max / 1e6);
+	ADD("loop_turns_over_50ms\t%" PRIu64, d->turns_over_50ms);
+	ADD("flushes_held\t%" PRIu64, d->flushes_held);
+	ADD("flushes_held_expired\t%" PRIu64, d->flushes_held_expired);
 	events__print_status(d->events, f);
 	pyprocs__print_status(d->py, f);
 	{
@@ -452,6 +509,10 @@ static int status_reply(struct profd *d, char **out)
 		ADD("frame_cache_misses\t%" PRIu64, ws.frame_misses);
 		ADD("frame_cache_place_hits\t%" PRIu64, ws.place_hits);
 		ADD("frame_cache_misses_unplaced\t%" PRIu64, ws.unplaced);
+		ADD("frames_named_later\t%" PRIu64, ws.later_named);
+		ADD("frames_later_unnamed\t%" PRIu64, ws.later_unnamed);
+		ADD("frames_later_dropped\t%" PRIu64, ws.later_dropped);
+		ADD("frames_later_waiting\t%" PRIu64, ws.later_waiting);
 		ADD("heap_used_bytes\t%zu", mi.uordblks + mi.hblkhd);
 		ADD("heap_free_bytes\t%zu", mi.fordblks);
 		ADD("heap_trims\t%" PRIu64, d->trims);
@@ -480,15 +541,53 @@ static int reload(struct profd *d, char **reply);
 
 #define REQ_FLUSH_GAP_MS 1000
 
-static int flush_reply(struct profd *d, char **reply)
+static int flush_answer(struct profd *d, int err, char **reply)
 {
-	int err = flush(d);
-
-	d->req_flush_ms = clock__mono_ns() / 1000000;
 	if (err)
 		return asprintf(reply, "error\t%s\n", strerror(-err)) < 0 ? -ENOMEM : 0;
 	return asprintf(reply, "ok\tflushed\nwindows_written\t%" PRIu64 "\n",
 			d->windows_written) < 0 ? -ENOMEM : 0;
+}
+
+/* SERVER_DEFER: the window is held for names, the answer comes when it is written. */
+static int flush_reply(struct profd *d, char **reply)
+{
+	int64_t now = clock__mono_ns();
+	int err;
+
+	if (d->flush_held && d->flush_hold_until_ns > now + REQ_FLUSH_HOLD_NS)
+		d->flush_hold_until_ns = now + REQ_FLUSH_HOLD_NS;
+	err = flush_window(d, false);
+	d->req_flush_ms = now / 1000000;
+	if (!err && d->flush_held) {
+		if (d->flush_hold_until_ns > now + REQ_FLUSH_HOLD_NS)
+			d->flush_hold_until_ns = now + REQ_FLUSH_HOLD_NS;
+		d->req_flush_held = true;
+		return SERVER_DEFER;
+	}
+	return flush_answer(d, err, reply);
+}
+
+static void answer_deferred(struct profd *d, int err)
+{
+	char *reply = NULL;
+
+	if (flush_answer(d, err, &reply))
+		reply = NULL;
+	server__answer_deferred(d->server, reply ? reply : "error\tout of memory\n");
+	free(reply);
+}
+
+/* A held window is asked again at each drain tick; the timer's flush too. */
+static void flush_retry(struct profd *d)
+{
+	int err = flush_window(d, false);
+
+	if (!d->flush_held && d->req_flush_held) {
+		d->req_flush_held = false;
+		d->req_flush_waiting = false;
+		answer_deferred(d, err);
+	}
 }
 
 /*
@@ -504,7 +603,7 @@ static int flush_request(struct profd *d, char **reply)
 	struct itimerspec its = { 0 };
 
 	d->flush_requests++;
-	if (d->req_flush_waiting) {
+	if (d->req_flush_waiting || d->req_flush_held) {
 		d->flush_requests_coalesced++;
 		return SERVER_DEFER;
 	}
@@ -522,9 +621,15 @@ static int flush_request(struct profd *d, char **reply)
 static void flush_deferred(struct profd *d)
 {
 	char *reply = NULL;
+	int err;
 
 	d->req_flush_waiting = false;
-	if (flush_reply(d, &reply))
+	err = flush_reply(d, &reply);
+	if (err == SERVER_DEFER) {
+		d->req_flush_waiting = true;
+		return;
+	}
+	if (err)
 		reply = NULL;
 	server__answer_deferred(d->server, reply ? reply : "error\tout of memory\n");
 	free(reply);
@@ -948,7 +1053,8 @@ static int setup(struct profd *d)
 	yo.files = d->files;
 	if (symbolizer__new(&yo, &d->sym) || cgroups__new(NULL, &d->cg) ||
 	    window__new(d->window,
-			&(struct window_syms){ sym_user, sym_kernel, d->sym, sym_place }, &d->win))
+			&(struct window_syms){ sym_user, sym_kernel, d->sym, sym_place, sym_later },
+			&d->win))
 		return log_err(-ENOMEM, "out of memory");
 
 	/* tp_btf programs and CO-RE relocations cannot load without the kernel's BTF. */
@@ -1206,6 +1312,7 @@ static int loop(struct profd *d)
 {
 	struct epoll_event evs[16];
 	uint64_t ticks;
+	int64_t t0;
 
 	while (!d->stop) {
 		int64_t wait = -1;
@@ -1222,6 +1329,7 @@ static int loop(struct profd *d)
 				continue;
 			return -errno;
 		}
+		t0 = clock__mono_ns();
 		for (int i = 0; i < n; i++) {
 			void *tag = evs[i].data.ptr;
 
@@ -1230,8 +1338,12 @@ static int loop(struct profd *d)
 				on_signal(d);
 			} else if (tag == &d->drain_tfd) {
 				d->woke_drain++;
-				if (read(d->drain_tfd, &ticks, sizeof(ticks)) > 0)
-					drain(d);
+				if (read(d->drain_tfd, &ticks, sizeof(ticks)) > 0) {
+					if (d->flush_held)
+						flush_retry(d);
+					else
+						drain(d);
+				}
 				if (d->tables)
 					tables__gc(d->tables);
 				server__reap(d->server, clock__mono_ns() / 1000000);
@@ -1239,7 +1351,7 @@ static int loop(struct profd *d)
 			} else if (tag == &d->flush_tfd) {
 				d->woke_flush++;
 				if (read(d->flush_tfd, &ticks, sizeof(ticks)) > 0)
-					flush(d);
+					flush_retry(d);
 				notify_status(d);
 			} else if (tag == &d->events) {
 				d->woke_events++;
@@ -1266,6 +1378,10 @@ static int loop(struct profd *d)
 			events_woke(d, ev_fired, tab_fired);
 		else if (d->events_tick_ns && clock__mono_ns() >= d->events_tick_ns)
 			events_tick(d);
+		t0 = clock__mono_ns() - t0;
+		if (t0 > d->turn_ns_max)
+			d->turn_ns_max = t0;
+		d->turns_over_50ms += t0 > 50 * 1000000LL;
 	}
 	return 0;
 }

@@ -265,6 +265,18 @@ int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id
 	return 0;
 }
 
+int profile__frame_rename(struct profile *p, uint32_t id, uint32_t name)
+{
+	if (id >= p->nframes || name >= p->nstr)
+		return -EINVAL;
+	/*
+	 * Its index slot stays where the old name hashed: a lookup of either
+	 * compares the frame and goes on past it; a rehash puts it by the new.
+	 */
+	p->frames[id].name = name;
+	return 0;
+}
+
 const struct pf_frame *profile__frame(const struct profile *p, uint32_t id)
 {
 	return id < p->nframes ? &p->frames[id] : NULL;

@@ -78,6 +78,13 @@ size_t profile__nstrs(const struct profile *p);
 
 int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id);
 const struct pf_frame *profile__frame(const struct profile *p, uint32_t id);
+/*
+ * Gives frame id the name string name (its symbols came in after it was
+ * interned unnamed). The stacks holding it keep it; a frame added later
+ * with the new name may get an id of its own (the same frame twice reads
+ * the same, and a merge makes them one). 0 or -EINVAL.
+ */
+int profile__frame_rename(struct profile *p, uint32_t id, uint32_t name);
 size_t profile__nframes(const struct profile *p);
 
 /* Stacks are frame ids, root first. Stack 0 is the empty stack. */

@@ -41,6 +41,12 @@ struct symbolizer_opts {
 	struct procreg *registry;
 	/* The file cache the symbols hang off (it must outlive the symbolizer); NULL: its own. */
 	struct filecache *files;
+	/*
+	 * Files of at least this many bytes have their symbols read on a
+	 * worker thread (their frames come back with sym.later set until the
+	 * read is in); 0: 256 KiB; SIZE_MAX: every file in the caller's thread.
+	 */
+	size_t async_bytes;
 };
 
 enum sym_kind { SYM_USER = 0, SYM_KERNEL = 1, SYM_JIT = 2 };
@@ -55,6 +61,11 @@ struct sym {
 	const char *module;  /* path of the mapped file, "[vdso]", or kernel module name */
 	uint64_t offset;     /* file-relative offset in module, or the address */
 	int kind;            /* enum sym_kind */
+	/*
+	 * Nonzero (name NULL): the file's symbols are being read on the worker;
+	 * symbolizer__name_later(later, offset, is_return) names it once in.
+	 */
+	uint64_t later;
 };
 
 struct symbolizer_stats {
@@ -76,6 +87,11 @@ struct symbolizer_stats {
 	uint64_t files_changed;     /* cached files read again: the inode's size or mtime changed */
 	uint64_t nonregular_refused; /* FIFOs, devices, directories, FUSE files named by a process: never read */
 	uint64_t debug_deferred;    /* debug files left for a later second: the checksum budget was spent */
+	uint64_t loads_async;       /* files whose symbols were read on the worker thread */
+	uint64_t loads_inline_full; /* big files read in the caller's thread: the worker's queue was full */
+	uint64_t loads_waiting;     /* reads on the worker not landed yet */
+	uint64_t load_async_max_ms; /* the longest from a worker read's start to its landing */
+	uint64_t read_inline_max_us; /* the longest read of a file's symbols in the caller's thread */
 	uint64_t cache_memory, file_cap, pid_cap;
 };
 
@@ -99,6 +115,14 @@ int symbolizer__user(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_ret
 int symbolizer__place(struct symbolizer *s, uint32_t pid, uint64_t ip, int is_return,
 		      uint64_t *file, uint64_t *offset);
 int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym *out);
+/*
+ * The name of a frame that came back with sym.later = file and sym.offset =
+ * offset: 0 with *name (valid until the next call), -EAGAIN while the read
+ * is on the worker, -ENOENT when no symbol covers it (or the file went from
+ * the cache meanwhile). Lands every finished read first.
+ */
+int symbolizer__name_later(struct symbolizer *s, uint64_t file, uint64_t offset, int is_return,
+			   const char **name);
 
 /*
  * Reads pid's mappings now and parses every mapped file into the cache, so

@@ -27,6 +27,11 @@
 #define SLOT_GLUE_KNOWN 2 /* whether the frame is tracing glue is known: SLOT_GLUE */
 #define SLOT_GLUE 4
 #define SLOT_KEEP 8      /* a named kernel frame: valid for the whole window, not one drain */
+/*
+ * Frames waiting for their file's symbols, at most: 32 bytes each. A
+ * burst of new processes of a big program waits a second or two.
+ */
+#define PEND_MAX 65536
 
 /* A slot written before the current drain (or window, SLOT_KEEP) began is empty. */
 struct fcache_slot {
@@ -46,8 +51,19 @@ struct pcache_slot {
 	uint32_t is_ret;
 };
 
+/* A frame of the window interned unnamed while its file's symbols are read. */
+struct pend {
+	uint64_t file, offset;
+	uint32_t id;
+	uint32_t is_ret;
+};
+
 struct window {
 	struct profile *p;
+	struct pend *pend;
+	size_t npend;
+	uint8_t *pbits;     /* a bit per frame id: waiting in pend */
+	size_t pbits_len;
 	struct window_syms syms;
 	struct fcache_slot *fcache;
 	struct pcache_slot *pcache;
@@ -88,6 +104,8 @@ void window__free(struct window *w)
 		return;
 	free(w->fcache);
 	free(w->pcache);
+	free(w->pend);
+	free(w->pbits);
 	free(w);
 }
 
@@ -105,6 +123,12 @@ void window__clear(struct window *w)
 {
 	next_gen(w);
 	w->win_gen = w->gen;
+	/* Written without their names: the frame ids mean nothing in the next window. */
+	w->st.later_dropped += w->npend;
+	w->npend = 0;
+	w->st.later_waiting = 0;
+	if (w->pbits)
+		memset(w->pbits, 0, w->pbits_len);
 }
 
 void window__drain(struct window *w)
@@ -198,6 +222,63 @@ static struct pcache_slot *pcache_find(struct window *w, uint64_t file, uint64_t
 	return NULL;
 }
 
+/* The frame id was interned unnamed: it waits for its file's symbols (once). */
+static void pend_add(struct window *w, uint32_t id, const struct sym *y, uint32_t is_ret)
+{
+	size_t byte = id / 8;
+
+	if (byte >= w->pbits_len) {
+		size_t len = (byte + 1) * 2;
+		uint8_t *nb = realloc(w->pbits, len);
+
+		if (!nb) {
+			w->st.later_dropped++;
+			return;
+		}
+		memset(nb + w->pbits_len, 0, len - w->pbits_len);
+		w->pbits = nb;
+		w->pbits_len = len;
+	}
+	if (w->pbits[byte] & (1u << (id % 8)))
+		return;
+	if (!w->pend && !(w->pend = malloc(PEND_MAX * sizeof(*w->pend)))) {
+		w->st.later_dropped++;
+		return;
+	}
+	if (w->npend >= PEND_MAX) {
+		w->st.later_dropped++;
+		return;
+	}
+	w->pbits[byte] |= (uint8_t)(1u << (id % 8));
+	w->pend[w->npend++] = (struct pend){ y->later, y->offset, id, is_ret };
+	w->st.later_waiting = w->npend;
+}
+
+size_t window__settle(struct window *w)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < w->npend; i++) {
+		struct pend *pe = &w->pend[i];
+		const char *name;
+		uint32_t sid;
+		int r = w->syms.later(w->syms.arg, pe->file, pe->offset, (int)pe->is_ret, &name);
+
+		if (r == -EAGAIN) {
+			w->pend[k++] = *pe;
+			continue;
+		}
+		if (!r && !profile__intern_str(w->p, name, &sid) && !profile__frame_rename(w->p, pe->id, sid))
+			w->st.later_named++;
+		else
+			w->st.later_unnamed++;
+		w->pbits[pe->id / 8] &= (uint8_t)~(1u << (pe->id % 8));
+	}
+	w->npend = k;
+	w->st.later_waiting = k;
+	return k;
+}
+
 static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
 {
 	struct fcache_slot *c = fcache_find(w, pid, ip, is_ret);
@@ -239,6 +320,8 @@ static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret
 				  w->syms.user(w->syms.arg, pid, ip, (int)is_ret, &y);
 	if (!err)
 		err = add_frame(w, &y, id);
+	if (!err && y.later && w->syms.later)
+		pend_add(w, *id, &y, is_ret);
 	if (!err)
 		fcache_put(w, pid, ip, is_ret, flags | SLOT_ID | keep_flag(pid, &y), *id);
 	/* An unnamed kernel address is asked again at the next drain (fcache_find). */

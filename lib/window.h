@@ -30,6 +30,9 @@ struct window;
  * from user(), so the frame found for one process serves every other that
  * maps the file (a build host starts the same binaries a hundred times a
  * second). *file 0: not in a loaded file, named by user() alone.
+ * later (optional) names a frame that user() gave back with sym.later set
+ * (its file's symbols were still being read): 0 with *name, -EAGAIN while
+ * the read goes on, another -errno when nothing names it.
  */
 struct window_syms {
 	int (*user)(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out);
@@ -37,6 +40,7 @@ struct window_syms {
 	void *arg;
 	int (*place)(void *arg, uint32_t pid, uint64_t ip, int is_ret, uint64_t *file,
 		     uint64_t *offset);
+	int (*later)(void *arg, uint64_t file, uint64_t offset, int is_ret, const char **name);
 };
 
 struct window_sample {
@@ -61,6 +65,10 @@ struct window_stats {
 	uint64_t place_hits;               /* of the hits, found by their place in a file */
 	uint64_t unplaced;                 /* of the misses, user frames in no loaded file */
 	uint64_t glue_frames;              /* tracing glue left out of off-CPU stacks */
+	uint64_t later_named;              /* frames named once their file's symbols were in */
+	uint64_t later_unnamed;            /* frames whose file, once in, names nothing there */
+	uint64_t later_dropped;            /* frames left unnamed: the window closed first, or too many waited */
+	uint64_t later_waiting;            /* frames waiting for their file's symbols now */
 };
 
 /* Samples go into p, which the caller owns, resets and writes out. */
@@ -84,6 +92,13 @@ int window__frame(struct window *w, uint32_t pid, uint64_t ip, int is_ret, uint3
  * -errno (-E2BIG for a longer stack).
  */
 int window__add(struct window *w, const struct window_sample *s);
+
+/*
+ * Names the frames whose file's symbols came in since (the later
+ * callback). Returns how many still wait: a window written now would
+ * keep them unnamed.
+ */
+size_t window__settle(struct window *w);
 
 void window__stats(const struct window *w, struct window_stats *st);
 

@@ -19,6 +19,11 @@
 #include <unistd.h>
 
 static char dir[] = "/tmp/test_symbolizer.XXXXXX";
+/*
+ * Files read in the calling thread: the checks are of what is named,
+ * cached and evicted; test_later has them read on the worker.
+ */
+static const struct symbolizer_opts inline_reads = { .async_bytes = SIZE_MAX };
 
 __attribute__((noinline)) int test_target_fn(int x)
 {
@@ -46,7 +51,7 @@ static int write_file(const char *path, const char *text)
 
 static void test_self(void)
 {
-	struct symbolizer_opts o = { .proc_root = "/proc" };
+	struct symbolizer_opts o = { .proc_root = "/proc", .async_bytes = SIZE_MAX };
 	struct symbolizer *s = NULL;
 	struct procmaps *m = NULL;
 	const struct procmap *pm;
@@ -160,7 +165,7 @@ static void test_dlopen_refresh(void)
 			return;
 		}
 	}
-	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	CHECK_EQ_INT(symbolizer__new(&inline_reads, &s), 0);
 	if (!s)
 		return;
 	/* Read our maps before the libraries exist in them. */
@@ -229,7 +234,7 @@ static void test_dlopen_refresh(void)
 
 static void test_lru(void)
 {
-	struct symbolizer_opts o = { .max_files = 1, .max_pids = 1 };
+	struct symbolizer_opts o = { .max_files = 1, .max_pids = 1, .async_bytes = SIZE_MAX };
 	struct symbolizer *s = NULL;
 	struct symbolizer_stats st;
 	uint32_t pid = (uint32_t)getpid();
@@ -270,7 +275,7 @@ static void test_lru(void)
 	symbolizer__free(s);
 
 	/* The byte bound: libc alone is over 1 byte, so the two files take turns, as with max_files 1. */
-	o = (struct symbolizer_opts){ .max_file_bytes = 1 };
+	o = (struct symbolizer_opts){ .max_file_bytes = 1, .async_bytes = SIZE_MAX };
 	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
 	if (!s)
 		return;
@@ -286,7 +291,7 @@ static void test_lru(void)
 	CHECK(st.file_bytes > 1000 && st.pid_bytes > 0);
 	symbolizer__free(s);
 	/* A large bound keeps both, and counts their bytes. */
-	o = (struct symbolizer_opts){ .max_file_bytes = 1 << 30 };
+	o = (struct symbolizer_opts){ .max_file_bytes = 1 << 30, .async_bytes = SIZE_MAX };
 	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
 	if (!s)
 		return;
@@ -307,7 +312,7 @@ static void test_lru(void)
 static void test_kernel(void)
 {
 	char path[256];
-	struct symbolizer_opts o = { 0 };
+	struct symbolizer_opts o = { .async_bytes = SIZE_MAX };
 	struct symbolizer *s = NULL;
 	struct sym r;
 
@@ -385,7 +390,7 @@ static const char cxx_prog[] =
 static const char *resolve_child(const char *bin, const char *debug_root)
 {
 	static char name[512];
-	struct symbolizer_opts o = { .debug_root = debug_root };
+	struct symbolizer_opts o = { .debug_root = debug_root, .async_bytes = SIZE_MAX };
 	struct symbolizer *s = NULL;
 	unsigned long addr;
 	pid_t child = spawn(bin, &addr);
@@ -466,7 +471,7 @@ static void on_bad(void *arg, uint32_t pid, const char *path, int err)
 /* A mapped file that is not a valid ELF: unnamed [module+0xOFF], counted, reported once. */
 static void test_bad_file(void)
 {
-	struct symbolizer_opts o = { .bad_file = on_bad };
+	struct symbolizer_opts o = { .bad_file = on_bad, .async_bytes = SIZE_MAX };
 	struct symbolizer *s = NULL;
 	struct symbolizer_stats st;
 	char path[256];
@@ -516,7 +521,7 @@ static void test_capture(void)
 	if (run(cmd))
 		return;
 	snprintf(path, sizeof(path), "%s/short", dir);
-	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	CHECK_EQ_INT(symbolizer__new(&inline_reads, &s), 0);
 	if (!s)
 		return;
 	child = spawn(path, &addr);
@@ -607,7 +612,7 @@ static void test_jit_after_exit(void)
 	char path[64], name[64];
 	int fds = count_fds();
 
-	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	CHECK_EQ_INT(symbolizer__new(&inline_reads, &s), 0);
 	for (size_t i = 0; s && i < sizeof(orders); i++) {
 		siginfo_t si;
 		void *mem = NULL;
@@ -760,7 +765,7 @@ static void test_deleted(void)
 	CHECK(addr != 0);
 	snprintf(path, sizeof(path), "%s/del", dir);
 	unlink(path);
-	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	CHECK_EQ_INT(symbolizer__new(&inline_reads, &s), 0);
 	if (s && addr) {
 		CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, addr, 0, &r), 0);
 		CHECK_EQ_STR(r.name, "deleted_fn");
@@ -791,7 +796,7 @@ static void test_vdso_after_exit(void)
 		return;
 	}
 	/* A named address in our own vdso, found by asking for ourselves. */
-	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	CHECK_EQ_INT(symbolizer__new(&inline_reads, &s), 0);
 	for (uint64_t off = 0x400; s && off < 0x2000 && !addr; off += 0x10) {
 		if (symbolizer__user(s, (uint32_t)getpid(), base + off, 0, &r) == 0 && r.name) {
 			addr = base + off;
@@ -811,7 +816,7 @@ static void test_vdso_after_exit(void)
 		_exit(read(go[0], &c, 1) < 0);
 	}
 	close(go[0]);
-	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	CHECK_EQ_INT(symbolizer__new(&inline_reads, &s), 0);
 	/* Its mappings are read while it lives (a frame of this binary), its vdso not yet. */
 	CHECK_EQ_INT(symbolizer__user(s, (uint32_t)child, (uint64_t)(uintptr_t)&test_vdso_after_exit, 0, &r), 0);
 	CHECK_EQ_STR(r.name ? r.name : "(none)", "test_vdso_after_exit");
@@ -847,7 +852,7 @@ static void test_fork(void)
 		CHECK(!"building libforkplug.so");
 		return;
 	}
-	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	CHECK_EQ_INT(symbolizer__new(&inline_reads, &s), 0);
 	if (!s)
 		return;
 	CHECK_EQ_INT(symbolizer__fork(s, self, 1, NULL, NULL), -EINVAL); /* nothing to share */
@@ -902,7 +907,7 @@ static void test_exec_prev(void)
 	uint64_t ip = (uint64_t)(uintptr_t)test_target_fn, file = 0, off = 0, file2 = 0, off2 = 0;
 	struct sym r;
 
-	CHECK_EQ_INT(symbolizer__new(NULL, &s), 0);
+	CHECK_EQ_INT(symbolizer__new(&inline_reads, &s), 0);
 	if (!s)
 		return;
 	CHECK_EQ_INT(symbolizer__capture(s, self, NULL), 0);
@@ -953,7 +958,7 @@ static void test_shared_registry(void)
 	CHECK_EQ_INT(filecache__new(&fc), 0);
 	if (!reg || !fc)
 		return;
-	o = (struct symbolizer_opts){ .registry = reg, .files = fc };
+	o = (struct symbolizer_opts){ .registry = reg, .files = fc, .async_bytes = SIZE_MAX };
 	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
 	if (!s)
 		return;
@@ -987,6 +992,78 @@ static void test_shared_registry(void)
 	procreg__free(reg);
 }
 
+/* Polls name_later until the worker's read is in (10 s at most). */
+static int name_later_wait(struct symbolizer *s, uint64_t file, uint64_t off, int is_ret, const char **name)
+{
+	int r = -EAGAIN;
+
+	for (int i = 0; i < 1000 && r == -EAGAIN; i++) {
+		r = symbolizer__name_later(s, file, off, is_ret, name);
+		if (r == -EAGAIN)
+			usleep(10000);
+	}
+	return r;
+}
+
+/* Every file read on the worker: frames come back unnamed with later set, then are named. */
+static void test_later(void)
+{
+	struct symbolizer_opts o = { .proc_root = "/proc", .async_bytes = 1 };
+	struct symbolizer_stats st;
+	struct symbolizer *s = NULL;
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t ip = (uint64_t)(uintptr_t)test_target_fn, file = 0, off = 0;
+	void *pf = dlsym(RTLD_DEFAULT, "printf");
+	const char *name = NULL;
+	struct sym r;
+
+	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
+	if (!s)
+		return;
+	/* The first sight of the file starts its read: nothing names it yet. */
+	CHECK_EQ_INT(symbolizer__user(s, pid, ip, 0, &r), 0);
+	CHECK(r.name == NULL);
+	CHECK(r.later != 0);
+	CHECK(r.module && strstr(r.module, "test_symbolizer"));
+	/* Not placed while read: place() keys only loaded files. */
+	CHECK_EQ_INT(symbolizer__place(s, pid, ip, 0, &file, &off), 0);
+	CHECK_EQ_INT(file, 0);
+	CHECK_EQ_INT(name_later_wait(s, r.later, r.offset, 0, &name), 0);
+	CHECK_EQ_STR(name, "test_target_fn");
+	/* A return address one past the function's end, as the frame's offset says. */
+	CHECK_EQ_INT(symbolizer__name_later(s, r.later, r.offset + 1, 1, &name), 0);
+	CHECK_EQ_STR(name, "test_target_fn");
+	/* An id that never was: no name. */
+	CHECK_EQ_INT(symbolizer__name_later(s, r.later + 1000, r.offset, 0, &name), -ENOENT);
+	/* Landed: named at once now. */
+	CHECK_EQ_INT(symbolizer__user(s, pid, ip + 2, 0, &r), 0);
+	CHECK_EQ_STR(r.name, "test_target_fn");
+	CHECK_EQ_INT(r.later, 0);
+
+	CHECK(pf != NULL);
+	CHECK_EQ_INT(symbolizer__user(s, pid, (uint64_t)(uintptr_t)pf, 0, &r), 0);
+	if (!r.name) {
+		CHECK(r.later != 0);
+		CHECK_EQ_INT(name_later_wait(s, r.later, r.offset, 0, &name), 0);
+		CHECK_EQ_STR(name, "printf");
+	}
+	symbolizer__stats(s, &st);
+	CHECK(st.loads_async >= 2);
+	CHECK_EQ_INT(st.loads_waiting, 0);
+
+	/* Freed with reads under way: they are dropped. */
+	symbolizer__forget_pid(s, pid);
+	symbolizer__free(s);
+	s = NULL;
+	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
+	if (s) {
+		CHECK_EQ_INT(symbolizer__capture(s, pid, NULL), 0);
+		symbolizer__stats(s, &st);
+		CHECK(st.loads_waiting > 0);
+		symbolizer__free(s);
+	}
+}
+
 int main(void)
 {
 	char cmd[256];
@@ -997,6 +1074,7 @@ int main(void)
 	}
 	test_demangle();
 	test_self();
+	test_later();
 	test_dlopen_refresh();
 	test_lru();
 	test_kernel();

@@ -1,7 +1,8 @@
 /*
  * window: stacks into a window through a fake symbolizer that names each
  * address after itself and counts its calls: frame order, the frame cache,
- * off-CPU glue frames, frames given as ids, errors, frames shared by place.
+ * off-CPU glue frames, frames given as ids, errors, frames shared by place,
+ * frames named once their file's symbols are in.
  */
 #include "profile.h"
 #include "symbolizer.h"
@@ -403,6 +404,107 @@ static void test_place_many(void)
 	profile__free(p);
 }
 
+/*
+ * A fake whose file 0x5000-0x6000 is still being read: its frames come
+ * back unnamed with later set, and are named when "the read is in".
+ */
+struct slow {
+	struct fake f;
+	int read_in;          /* 1: names come; 0: -EAGAIN */
+	unsigned later_calls;
+};
+
+static int slow_user(void *arg, uint32_t pid, uint64_t ip, int is_ret, struct sym *out)
+{
+	struct slow *sl = arg;
+	int err = fake_user(&sl->f, pid, ip, is_ret, out);
+
+	if (!err && ip >= 0x5000 && ip < 0x6000 && !sl->read_in) {
+		out->name = NULL;
+		snprintf(sl->f.module, sizeof(sl->f.module), "/lib/big.so");
+		out->later = 42;
+	}
+	return err;
+}
+
+static int slow_later(void *arg, uint64_t file, uint64_t offset, int is_ret, const char **name)
+{
+	struct slow *sl = arg;
+	static char buf[64];
+
+	sl->later_calls++;
+	if (file != 42)
+		return -EINVAL;
+	if (!sl->read_in)
+		return -EAGAIN;
+	/* No symbol covers 0x5ff0 (offset 0x4ff0). */
+	if (offset == 0x4ff0)
+		return -ENOENT;
+	snprintf(buf, sizeof(buf), "big_%llx%s", (unsigned long long)offset, is_ret ? "r" : "");
+	*name = buf;
+	return 0;
+}
+
+static void test_later(void)
+{
+	struct slow sl = { 0 };
+	struct window_syms syms = { .user = slow_user, .kernel = fake_kernel, .arg = &sl,
+				    .later = slow_later };
+	const __u64 us[] = { 0x5010, 0x5020, 0x1030 }, us2[] = { 0x5ff0, 0x5020, 0x1030 };
+	struct window_sample s = { .pid = 7, .kind = PF_KIND_CPU, .value = 1, .comm = "p",
+				   .comm_len = 1, .ustack = us, .nustack = 3 };
+	struct window_stats st;
+	struct profile *p = NULL;
+	struct window *w = NULL;
+
+	CHECK_EQ_INT(profile__new(&p), 0);
+	CHECK_EQ_INT(window__new(p, &syms, &w), 0);
+	if (!w)
+		goto out;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_STR(stack_of(p, 0), "u7_1030r;;");
+	/* The same frames in the next drain wait once, not twice. */
+	window__drain(w);
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	s.ustack = us2;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	window__stats(w, &st);
+	CHECK_EQ_INT(st.later_waiting, 3);
+	/* Still being read: nothing changes. */
+	CHECK_EQ_INT(window__settle(w), 3);
+	CHECK_EQ_STR(stack_of(p, 0), "u7_1030r;;");
+	sl.read_in = 1;
+	CHECK_EQ_INT(window__settle(w), 0);
+	/* Named in place: the samples taken before the read was in, offsets as the file's. */
+	CHECK_EQ_STR(stack_of(p, 0), "u7_1030r;big_4020r;big_4010");
+	CHECK_EQ_STR(stack_of(p, 1), "u7_1030r;big_4020r;");
+	window__stats(w, &st);
+	CHECK_EQ_INT(st.later_named, 2);
+	CHECK_EQ_INT(st.later_unnamed, 1);
+	CHECK_EQ_INT(st.later_waiting, 0);
+	/* Named frames are named now by user() itself: nothing waits. */
+	window__drain(w);
+	s.ustack = us;
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_STR(stack_of(p, 0), "u7_1030r;big_4020r;big_4010");
+	CHECK_EQ_INT(window__settle(w), 0);
+
+	/* A window closed while frames wait: they are dropped (counted), not named in the next. */
+	sl.read_in = 0;
+	profile__reset(p);
+	window__clear(w);
+	CHECK_EQ_INT(window__add(w, &s), 0);
+	CHECK_EQ_INT(window__settle(w), 2);
+	profile__reset(p);
+	window__clear(w);
+	window__stats(w, &st);
+	CHECK_EQ_INT(st.later_dropped, 2);
+	CHECK_EQ_INT(window__settle(w), 0);
+out:
+	window__free(w);
+	profile__free(p);
+}
+
 int main(void)
 {
 	struct window_syms none = { 0 };
@@ -418,5 +520,6 @@ int main(void)
 	test_ids_and_errors();
 	test_place();
 	test_place_many();
+	test_later();
 	T_DONE();
 }
