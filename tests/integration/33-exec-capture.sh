@@ -22,19 +22,12 @@ own_count() {
 		END { print n + 0 }' "$T/pids" "$T/profd.log"
 }
 
-# settled: profd's first drains and first window are behind it. At start
-# it reads the symbols of every program running on the host, for a second
-# or more on a busy VM, and the exec events of that time wait in the ring
-# buffer meanwhile: without the wait in the kernel, a 30 ms process is gone
-# by then. That is a start-up cost; the checks below are of profd at work.
-settled() {
-	for _ in $(seq 150); do
-		profctl status 2>/dev/null | awk '$1 == "drains" { d = $2 } $1 == "windows_written" { w = $2 }
-			END { exit !(d >= 2 && w >= 1) }' && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# The checks wait for settled (lib.sh) first: at start profd reads the
+# symbols of every program running on the host, for a second or more on a
+# busy VM, and the exec events of that time wait in the ring buffer
+# meanwhile: without the wait in the kernel, a 30 ms process is gone by
+# then. That is a start-up cost; the checks below are of profd at work.
+
 # own_share FOLDED COMM FRAME: "N T S": of COMM's samples, S were in the
 # exec, in ld.so or in exit, and of the T others, N pass through FRAME.
 # Those three are the same in every process, named from ld.so and libc

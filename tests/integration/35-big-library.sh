@@ -16,14 +16,6 @@ ldd "$(readlink -f "$(command -v clang)")" | grep -q "$(basename "$LIBLLVM")" ||
 	skip_test "clang is not linked to $(basename "$LIBLLVM")"
 
 sv() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
-settled() {
-	for _ in $(seq 150); do
-		profctl status 2>/dev/null | awk '$1 == "drains" { d = $2 } $1 == "windows_written" { w = $2 }
-			END { exit !(d >= 2 && w >= 1) }' && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 for f in $(seq 300); do
 	echo "int f$f(int *a, int n) { int s = 0; for (int i = 0; i < n; i++) s += a[i] * $f ^ (s >> 3); return s; }"

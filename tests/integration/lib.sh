@@ -139,6 +139,17 @@ tables_in() {
 	return 1
 }
 
+# settled: within 15 s, profd drained twice and wrote a window: its start-up
+# read of every running program is behind it, and what comes next is work.
+settled() {
+	for _ in $(seq 150); do
+		profctl status 2>/dev/null | awk '$1 == "drains" { d = $2 } $1 == "windows_written" { w = $2 }
+			END { exit !(d >= 2 && w >= 1) }' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # since_start: a --since span back to the test's start, and a minute before:
 # a loaded host stretches a test over minutes (10-cpu-split's 8 s of CPU took
 # 5.5 min at load 30), and a fixed 2m left its first samples out. Each test's
