@@ -192,14 +192,23 @@ static __always_inline __u64 uw_wake(struct task_struct *task)
 /*
  * A process's first request. One walked by its parent's tables (a forked
  * child, the parent's image) loses nothing while it waits: it wakes
- * nobody, and user space serves it at a turn it takes anyway.
+ * nobody, and user space serves it at a turn it takes anyway. So does a
+ * young one that has exec'd (its exec id moved past the one it was forked
+ * with): its exec event brings the entry or wakes user space. A young
+ * child that has not exec'd and has no parent's tables waits only the
+ * grace.
  */
 static __always_inline void uw_ask(struct uw_state *s, struct task_struct *task, bool borrow)
 {
+	__u32 flags = 0;
+
 	s->wake = borrow ? BPF_RB_NO_WAKEUP : uw_wake(task);
-	uevent_small(PROFD_UEV_NEW_PID, s->pid, s->wake,
-		     borrow ? PROFD_UEV_F_BORROWS :
-		     s->wake == BPF_RB_NO_WAKEUP ? PROFD_UEV_F_EXEC_DUE : 0);
+	if (borrow)
+		flags = PROFD_UEV_F_BORROWS;
+	else if (s->wake == BPF_RB_NO_WAKEUP)
+		flags = PROFD_UEV_F_EXEC_DUE |
+			(task->self_exec_id != task->parent_exec_id ? PROFD_UEV_F_EXECD : 0);
+	uevent_small(PROFD_UEV_NEW_PID, s->pid, s->wake, flags);
 }
 
 /*

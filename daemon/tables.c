@@ -112,7 +112,8 @@
  * this late. Such are a forked child the walker walks by its parent's
  * tables (its parent's image), and a process that exec'd a moment ago,
  * whose exec event either comes with the entry the exec hook wrote or wakes
- * the loop itself. Under gcc and pyenv's python loops the timer that served
+ * the loop itself. A young forked child without its parent's tables waits
+ * only the grace: it may never exec, and walks without tables meanwhile. Under gcc and pyenv's python loops the timer that served
  * them woke the loop 4-7 times a second, most of its wake-ups, and most of
  * those children exec or exit before a turn, calling their loads off.
  */
@@ -1418,9 +1419,10 @@ static int on_event(void *ctx, void *data, size_t len)
 	switch (ev->type) {
 	case PROFD_UEV_NEW_PID: {
 		/* See NEW_PID_LINGER_NS. */
-		bool linger = ev->flags & (PROFD_UEV_F_BORROWS | PROFD_UEV_F_EXEC_DUE);
+		bool linger = (ev->flags & PROFD_UEV_F_BORROWS) || (ev->flags & PROFD_UEV_F_EXECD);
 		struct loadq_req q = { .pid = ev->pid, .hot = true, .linger = linger,
-				  .young = !t->exec_delay_ns || linger };
+				  .young = !t->exec_delay_ns || linger ||
+					   (ev->flags & PROFD_UEV_F_EXEC_DUE) };
 		struct procreg_info in;
 		bool known = !procreg__info(t->reg, ev->pid, &in);
 
