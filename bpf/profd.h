@@ -150,6 +150,10 @@ enum profd_uevent_type {
 #define PROFD_SNAP_F_TABLES 1
 /* NEW_PID: the process exec'd a moment ago; its exec event, with the mappings, is on its way. */
 #define PROFD_UEV_F_EXEC_DUE 1
+/* NEW_PID: the walker walks the process by its parent's tables meanwhile (a forked child). */
+#define PROFD_UEV_F_BORROWS 2
+/* NEW_PID, with EXEC_DUE: the process has exec'd (not a forked child that may never exec). */
+#define PROFD_UEV_F_EXECD 4
 /* DWARF register numbers of x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. */
 #define PROFD_SNAP_NREGS 17
 

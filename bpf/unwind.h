@@ -156,7 +156,7 @@ struct uw_ref {
 	struct uw_rcache *rc;   /* this CPU's row cache */
 };
 
-static __always_inline void uevent_small(__u32 type, __u32 pid, __u64 wake)
+static __always_inline void uevent_small(__u32 type, __u32 pid, __u64 wake, __u32 flags)
 {
 	struct profd_uevent *ev = bpf_ringbuf_reserve(&uevents, offsetof(struct profd_uevent, regs), 0);
 
@@ -169,7 +169,7 @@ static __always_inline void uevent_small(__u32 type, __u32 pid, __u64 wake)
 	ev->tid = 0;
 	ev->nframes = 0;
 	ev->stack_len = 0;
-	ev->flags = wake == BPF_RB_NO_WAKEUP ? PROFD_UEV_F_EXEC_DUE : 0;
+	ev->flags = flags;
 	/* User space drops a request its last read of the mappings came after. */
 	ev->time_ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(ev, wake);
@@ -187,6 +187,28 @@ static __always_inline __u64 uw_wake(struct task_struct *task)
 	if (quiet && bpf_ktime_get_boot_ns() - BPF_CORE_READ(task, start_boottime) < quiet)
 		return BPF_RB_NO_WAKEUP;
 	return 0;
+}
+
+/*
+ * A process's first request. One walked by its parent's tables (a forked
+ * child, the parent's image) loses nothing while it waits: it wakes
+ * nobody, and user space serves it at a turn it takes anyway. So does a
+ * young one that has exec'd (its exec id moved past the one it was forked
+ * with): its exec event brings the entry or wakes user space. A young
+ * child that has not exec'd and has no parent's tables waits only the
+ * grace.
+ */
+static __always_inline void uw_ask(struct uw_state *s, struct task_struct *task, bool borrow)
+{
+	__u32 flags = 0;
+
+	s->wake = borrow ? BPF_RB_NO_WAKEUP : uw_wake(task);
+	if (borrow)
+		flags = PROFD_UEV_F_BORROWS;
+	else if (s->wake == BPF_RB_NO_WAKEUP)
+		flags = PROFD_UEV_F_EXEC_DUE |
+			(task->self_exec_id != task->parent_exec_id ? PROFD_UEV_F_EXECD : 0);
+	uevent_small(PROFD_UEV_NEW_PID, s->pid, s->wake, flags);
 }
 
 /*
@@ -407,7 +429,7 @@ static long uw_step(__u64 index, void *arg)
 			if (!w->um->refresh && !s->borrowed) {
 				/* Racy on purpose: a duplicate request costs user space one maps read. */
 				w->um->refresh = 1;
-				uevent_small(PROFD_UEV_REFRESH, s->pid, 0);
+				uevent_small(PROFD_UEV_REFRESH, s->pid, 0, 0);
 			}
 		}
 	}
@@ -492,6 +514,7 @@ static __always_inline struct profd_umaps *uw_umaps(struct uw_state *s, struct t
 	__u32 pid = s->pid, ppid, z = 0;
 	__u64 sc = task->mm->start_code;
 	struct profd_umaps *um = bpf_map_lookup_elem(&umaps, &pid), *zero, *pum;
+	bool borrow;
 	long err;
 
 	if (um && um->n && um->start_code == sc)
@@ -511,26 +534,24 @@ static __always_inline struct profd_umaps *uw_umaps(struct uw_state *s, struct t
 	 */
 	if (task->flags & 0x00000004 /* PF_EXITING */)
 		return NULL;
+	ppid = task->real_parent->tgid;
+	pum = bpf_map_lookup_elem(&umaps, &ppid);
+	borrow = pum && pum->n && pum->start_code == sc;
 	if (um) {
 		/* exec (or pid reuse): these mappings are another program's. A placeholder (n = 0) has asked. */
 		if (um->n && !um->refresh) {
 			um->refresh = 1;
-			s->wake = uw_wake(task);
-			uevent_small(PROFD_UEV_NEW_PID, pid, s->wake);
+			uw_ask(s, task, borrow);
 		}
 	} else if ((zero = bpf_map_lookup_elem(&umaps_zero, &z))) {
 		/* The placeholder (n = 0) makes the request once per process. */
 		err = bpf_map_update_elem(&umaps, &pid, zero, BPF_NOEXIST);
-		if (err == 0) {
-			s->wake = uw_wake(task);
-			uevent_small(PROFD_UEV_NEW_PID, pid, s->wake);
-		} else if (err != -17 /* EEXIST */) {
+		if (err == 0)
+			uw_ask(s, task, borrow);
+		else if (err != -17 /* EEXIST */)
 			ucount(PROFD_UCNT_PIDS_FULL);
-		}
 	}
-	ppid = task->real_parent->tgid;
-	pum = bpf_map_lookup_elem(&umaps, &ppid);
-	if (pum && pum->n && pum->start_code == sc) {
+	if (borrow) {
 		s->borrowed = 1;
 		return pum;
 	}

@@ -106,6 +106,18 @@
  * as long as that takes.
  */
 #define NEW_PID_GRACE_NS (5 * 1000000LL)
+/*
+ * A first request that loses nothing by waiting lingers: served at a turn
+ * the loop takes anyway (process events, a drain), its own wake-up at most
+ * this late. Such are a forked child the walker walks by its parent's
+ * tables (its parent's image), and a process that exec'd a moment ago,
+ * whose exec event either comes with the entry the exec hook wrote or wakes
+ * the loop itself. A young forked child without its parent's tables waits
+ * only the grace: it may never exec, and walks without tables meanwhile. Under gcc and pyenv's python loops the timer that served
+ * them woke the loop 4-7 times a second, most of its wake-ups, and most of
+ * those children exec or exit before a turn, calling their loads off.
+ */
+#define NEW_PID_LINGER_NS (1000 * 1000000LL)
 /* Requests not from the walker (exec, re-reads): at most this many, for at most this long. */
 #define MAX_COLD 256
 #define COLD_MAX_AGE_NS (1000 * 1000000LL)
@@ -1261,6 +1273,7 @@ static int pid_load(struct tables *t, const struct loadq_req *e)
 		st = in.start_time;
 		sc = in.start_code;
 	} else if (!pm || !st) {
+		t->st.stat_reads++;
 		err = procreg__read_stat(t->proc_fd, pid, &st, &sc);
 	}
 	if (!err && !pm) {
@@ -1405,11 +1418,24 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	switch (ev->type) {
 	case PROFD_UEV_NEW_PID: {
-		struct loadq_req q = { .pid = ev->pid, .hot = true,
-				  .young = !t->exec_delay_ns ||
+		/* See NEW_PID_LINGER_NS. */
+		bool linger = (ev->flags & PROFD_UEV_F_BORROWS) || (ev->flags & PROFD_UEV_F_EXECD);
+		struct loadq_req q = { .pid = ev->pid, .hot = true, .linger = linger,
+				  .young = !t->exec_delay_ns || linger ||
 					   (ev->flags & PROFD_UEV_F_EXEC_DUE) };
 		struct procreg_info in;
+		bool known = !procreg__info(t->reg, ev->pid, &in);
 
+		t->st.requests_new++;
+		t->st.requests_new_lingering += linger;
+		/*
+		 * Sampled before its exit, whose event came first: the exit
+		 * hook dropped its entry, and a load would find it gone.
+		 */
+		if (known && in.exited && t->exit_link) {
+			t->st.requests_exited++;
+			break;
+		}
 		/*
 		 * A child between fork and exec has its parent's image: the
 		 * registry's snapshot of it serves, without a read of /proc
@@ -1419,7 +1445,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		 * exec within the grace, which calls the load off (an exec's
 		 * entry comes with its event): it waits like a young request.
 		 */
-		if (!procreg__info(t->reg, ev->pid, &in) && in.ppid && in.start_time &&
+		if (known && in.ppid && in.start_time &&
 		    in.start_code && !procreg__maps(t->reg, ev->pid, &q.pm)) {
 			q.start_time = in.start_time;
 			q.start_code = in.start_code;
@@ -1431,6 +1457,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		break;
 	}
 	case PROFD_UEV_REFRESH:
+		t->st.requests_refresh++;
 		p = pid_find(t, ev->pid);
 		/*
 		 * Read since the walk asked (often a re-capture that profd's own
@@ -1507,7 +1534,8 @@ int tables__new(struct profd_bpf *skel, const struct tables_opts *o, struct tabl
 		err = loadq__new(&(struct loadq_opts){ .max = 4 * (size_t)o->max_pids + MAX_COLD + 64,
 						      .max_cold = MAX_COLD,
 						      .cold_max_age_ns = COLD_MAX_AGE_NS,
-						      .grace_ns = NEW_PID_GRACE_NS }, &t->queue);
+						      .grace_ns = NEW_PID_GRACE_NS,
+						      .linger_ns = NEW_PID_LINGER_NS }, &t->queue);
 	if (err)
 		goto fail;
 	t->rb = ring_buffer__new(bpf_map__fd(skel->maps.uevents), on_event, t, NULL);
@@ -1627,7 +1655,7 @@ int tables__poll(struct tables *t)
 	    read(tablebuild__fd(t->b), &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return -errno;
 	t->poked = false;
-	clock__timer_take(t->tfd, t0, &t->armed);
+	t->st.timer_turns += clock__timer_take(t->tfd, t0, &t->armed);
 	n = ring_buffer__consume(t->rb);
 	t1 = clock__mono_ns();
 	max_ns(&t->st.turn_requests_ns_max, t1 - t0);
@@ -1901,6 +1929,12 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_turn_rereads_max_ms\t%.1f\n", st.turn_rereads_ns_max / 1e6);
 	fprintf(f, "unwind_rows_steps\t%" PRIu64 "\n", st.rows_steps);
 	fprintf(f, "unwind_load_wait_max_ms\t%.1f\n", st.load_wait_ns_max / 1e6);
+	fprintf(f, "unwind_timer_turns\t%" PRIu64 "\n", st.timer_turns);
+	fprintf(f, "unwind_requests_new\t%" PRIu64 "\n", st.requests_new);
+	fprintf(f, "unwind_requests_new_lingering\t%" PRIu64 "\n", st.requests_new_lingering);
+	fprintf(f, "unwind_requests_exited\t%" PRIu64 "\n", st.requests_exited);
+	fprintf(f, "unwind_requests_refresh\t%" PRIu64 "\n", st.requests_refresh);
+	fprintf(f, "unwind_stat_reads\t%" PRIu64 "\n", st.stat_reads);
 	for (int i = 0; i < PROFD_UCNT_MAX; i++)
 		fprintf(f, "%s\t%" PRIu64 "\n", names[i], st.bpf[i]);
 }

@@ -91,6 +91,12 @@ struct tables_stats {
 	uint64_t ufiles_put;      /* files told to the exec hook (rows, or no unwind info) */
 	uint64_t ufiles_entries_dropped; /* entries the hook wrote, dropped when their file's rows went */
 	uint64_t exec_written;    /* execs whose entry the hook wrote: no load here */
+	uint64_t timer_turns;     /* turns that found the tables' timer expired (planned re-reads, waits) */
+	uint64_t requests_new;    /* the walker's requests for a process without an entry */
+	uint64_t requests_new_lingering; /* of them, lingering: see NEW_PID_LINGER_NS */
+	uint64_t requests_exited; /* of them, for a process whose exit came first: dropped */
+	uint64_t requests_refresh; /* the walker's requests for a pc outside the entry's mappings */
+	uint64_t stat_reads;      /* /proc/PID/stat reads for a load's start time and code */
 	uint64_t bpf[PROFD_UCNT_MAX];
 };
 

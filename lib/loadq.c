@@ -13,7 +13,7 @@ struct loadq {
 	struct loadq_req *r;     /* oldest first; pid 0: served, squeezed out at the serve's end */
 	size_t n, cap, ncold;
 	size_t max, max_cold;
-	int64_t max_age, grace;
+	int64_t max_age, grace, linger;
 	uint64_t dropped;
 };
 
@@ -27,6 +27,7 @@ int loadq__new(const struct loadq_opts *o, struct loadq **out)
 	q->max_cold = o->max_cold ? o->max_cold : DEFAULT_COLD;
 	q->max_age = o->cold_max_age_ns ? o->cold_max_age_ns : DEFAULT_AGE_NS;
 	q->grace = o->grace_ns;
+	q->linger = o->linger_ns;
 	*out = q;
 	return 0;
 }
@@ -75,6 +76,7 @@ int loadq__add(struct loadq *q, const struct loadq_req *r, bool stale, int64_t n
 			q->ncold--;
 		e->hot |= r->hot;
 		e->young &= !stale;
+		e->linger &= !stale && r->linger;
 		if (r->pm || stale) {
 			e->snapshot = r->snapshot && !stale;
 			procmaps__free(e->pm);
@@ -190,7 +192,8 @@ int64_t loadq__wake_at(const struct loadq *q, int64_t now)
 	int64_t next = 0;
 
 	for (size_t i = 0; i < q->n; i++) {
-		int64_t due = q->r[i].queued + q->grace;
+		int64_t due = q->r[i].queued +
+			      (q->r[i].linger && q->linger > q->grace ? q->linger : q->grace);
 
 		if (waits(q, &q->r[i], now) && (!next || due < next))
 			next = due;

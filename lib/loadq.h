@@ -7,7 +7,10 @@
  * hundreds of processes a second most are gone before their turn, and one
  * that runs long enough to be sampled asks again, hot. A young request (the
  * walker's first for a process) waits up to grace for the mappings its exec
- * event brings, rather than read /proc itself.
+ * event brings, rather than read /proc itself. One that lingers (it loses
+ * nothing by waiting: the walker has its parent's tables meanwhile) is
+ * served by the first serve after its grace, but is not due one before
+ * linger: a loop that serves at its other wake-ups serves it then.
  */
 #ifndef PROFD_LOADQ_H
 #define PROFD_LOADQ_H
@@ -25,6 +28,7 @@ struct loadq_req {
 	bool hot;            /* asked by the walker */
 	bool young;          /* the walker's first request for the process */
 	bool snapshot;       /* pm is a forked child's inherited image: young, it waits all the same */
+	bool linger;         /* young, and nothing lost while it waits: due a serve only after linger */
 	int64_t queued;      /* when it was made (loadq__add sets it) */
 	struct procmaps *pm; /* the mappings process events read; NULL: read them */
 	uint64_t start_time, start_code; /* with pm, from the exec event; 0: read /proc/PID/stat */
@@ -35,6 +39,7 @@ struct loadq_opts {
 	size_t max_cold;         /* of them, not hot; 0: 256 */
 	int64_t cold_max_age_ns; /* 0: one second */
 	int64_t grace_ns;        /* how long a young request waits for its mappings */
+	int64_t linger_ns;       /* how long one that lingers may wait for a serve (at least grace) */
 };
 
 int loadq__new(const struct loadq_opts *o, struct loadq **out);
@@ -62,7 +67,7 @@ size_t loadq__count(const struct loadq *q);
  */
 typedef int (*loadq_serve_fn)(const struct loadq_req *r, void *arg);
 bool loadq__serve(struct loadq *q, int64_t now, loadq_serve_fn fn, void *arg);
-/* When the first young request waiting at now stops waiting; 0: none waits. */
+/* When the first young request waiting at now is due a serve (linger: at the latest); 0: none waits. */
 int64_t loadq__wake_at(const struct loadq *q, int64_t now);
 /* Cold requests dropped: too many at once, or too old by their turn. */
 uint64_t loadq__dropped(const struct loadq *q);

@@ -188,11 +188,54 @@ static void test_bound(void)
 	loadq__free(q);
 }
 
+/*
+ * One walked by its parent's tables lingers: no wake-up of its own before
+ * linger, but the first serve past its grace takes it; a stale request
+ * (or one of another kind for the pid) stops the lingering.
+ */
+static void test_linger(void)
+{
+	struct loadq *q = NULL;
+	struct served s = { 0 };
+
+	CHECK_EQ_INT(loadq__new(&(struct loadq_opts){ .grace_ns = 5 * MS, .linger_ns = 1000 * MS }, &q), 0);
+	if (!q)
+		return;
+	loadq__add(q, &(struct loadq_req){ .pid = 1, .hot = true, .young = true, .linger = true },
+		   false, 0);
+	loadq__add(q, &(struct loadq_req){ .pid = 2, .hot = true, .young = true }, false, 2 * MS);
+	/* The one that does not linger sets the wake-up; once it is served, the lingering one's. */
+	CHECK_EQ_INT(loadq__wake_at(q, 3 * MS), 7 * MS);
+	CHECK(!loadq__serve(q, 3 * MS, on_serve, &s));
+	CHECK_EQ_INT(s.n, 0);
+	loadq__cancel(q, 2);
+	CHECK_EQ_INT(loadq__wake_at(q, 3 * MS), 1000 * MS);
+	/* A serve the loop makes for other reasons, past the grace, takes it. */
+	loadq__serve(q, 50 * MS, on_serve, &s);
+	CHECK(s.n == 1 && s.pid[0] == 1);
+	CHECK_EQ_INT(loadq__count(q), 0);
+	/* The walker met a pc outside the parent's mappings: no more lingering. */
+	loadq__add(q, &(struct loadq_req){ .pid = 3, .hot = true, .young = true, .linger = true },
+		   false, 100 * MS);
+	loadq__add(q, &(struct loadq_req){ .pid = 3, .hot = true }, true, 101 * MS);
+	CHECK_EQ_INT(loadq__wake_at(q, 101 * MS), 0);
+	s = (struct served){ 0 };
+	loadq__serve(q, 101 * MS, on_serve, &s);
+	CHECK(s.n == 1 && s.pid[0] == 3);
+	/* A young request that does not linger, merged in, brings its own wake-up back. */
+	loadq__add(q, &(struct loadq_req){ .pid = 4, .hot = true, .young = true, .linger = true },
+		   false, 200 * MS);
+	loadq__add(q, &(struct loadq_req){ .pid = 4, .hot = true, .young = true }, false, 201 * MS);
+	CHECK_EQ_INT(loadq__wake_at(q, 201 * MS), 205 * MS);
+	loadq__free(q);
+}
+
 int main(void)
 {
 	test_order();
 	test_merge();
 	test_age_and_grace();
 	test_bound();
+	test_linger();
 	T_DONE();
 }
