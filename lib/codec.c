@@ -159,6 +159,21 @@ static void put_u(struct codec *c, uint64_t v)
 {
 	uint8_t b[10];
 	size_t n = 0;
+	/*
+	 * Straight into the buffer when a varint's most fits: a record is
+	 * mostly one-byte numbers, and a grow check and memcpy for each were
+	 * a third of the encoding.
+	 */
+	if (!c->err && c->cap - c->len >= sizeof(b)) {
+		uint8_t *o = c->buf + c->len;
+		while (v >= 0x80) {
+			o[n++] = (uint8_t)(v | 0x80);
+			v >>= 7;
+		}
+		o[n++] = (uint8_t)v;
+		c->len += n;
+		return;
+	}
 	while (v >= 0x80) {
 		b[n++] = (uint8_t)(v | 0x80);
 		v >>= 7;
