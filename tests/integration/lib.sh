@@ -167,6 +167,18 @@ settled() {
 	return 1
 }
 
+# sampled: within 15 s, the BPF program has taken a sample outside the idle
+# task (its counters are read live, not at a drain), so a flush now writes
+# a window, and no fixed sleep has to make one likely.
+sampled() {
+	for _ in $(seq 300); do
+		profctl status 2>/dev/null | awk '$1 == "bpf_samples" { s = $2 } $1 == "idle_samples" { i = $2 }
+			END { exit !(s > i) }' && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # since_start: a --since span back to the test's start, and a minute before:
 # a loaded host stretches a test over minutes (10-cpu-split's 8 s of CPU took
 # 5.5 min at load 30), and a fixed 2m left its first samples out. Each test's
