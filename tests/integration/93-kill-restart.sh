@@ -11,10 +11,16 @@ on_exit "kill $BW"
 : >"$T/seen"
 for r in $(seq 1 $ROUNDS); do
 	start_profd
-	sleep 0.5
+	# A window to flush (an empty one is not written): the first sample,
+	# not a fixed 0.5 s, 10 s of the test's 58 on an idle VM.
+	sampled || fail "round $r: no sample within 15 s of the start"
+	n0=$(profctl ls | tail -n +2 | wc -l)
 	check "round $r: flush answered" profctl flush
 	# Segments are renamed when sealed: compare windows without the file name.
-	profctl ls | tail -n +2 | cut -f1-5 >>"$T/seen"
+	profctl ls | tail -n +2 | cut -f1-5 >"$T/now"
+	check "round $r: the flush wrote a window ($n0 listed before, $(wc -l <"$T/now") after)" \
+		test "$(wc -l <"$T/now")" -gt "$n0"
+	cat "$T/now" >>"$T/seen"
 	# Kill at a random moment, often in the middle of writing a window: a
 	# second flush is under way when the kill lands 0-49 ms later.
 	sleep "0.$((RANDOM % 5))"
