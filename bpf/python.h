@@ -1287,7 +1287,9 @@ static __always_inline __u32 py_frames(struct py_ctx *w, __u32 slot)
 	w->sc = bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!w->sc)
 		return 0;
-	w->sc->place.src = 0;
+	/* Only the off-CPU walk's place is read (py_place_take): an on-CPU sample leaves its line alone. */
+	if (slot)
+		w->sc->place.src = 0;
 	/* Read before the lookup: an insert after it bumps the pid's py_gen past this. */
 	none = (__u64)pid << 32 |
 	       (__u32)(*(volatile __u32 *)&py_gen[pid & (PROFD_PY_GEN_SLOTS - 1)] + 1);
