@@ -922,7 +922,7 @@ static void test_exec_prev(void)
 	CHECK_EQ_INT(file2, 0);
 	CHECK_EQ_INT(symbolizer__user(s, self, ip, 0, &r), 0);
 	CHECK(r.name == NULL);
-	symbolizer__exec_prev(s, self, old);
+	symbolizer__exec_prev(s, self, old, NULL, 0);
 	procmaps__free(old); /* the entry holds its own reference */
 	CHECK_EQ_INT(symbolizer__place(s, self, ip, 0, &file2, &off2), 0);
 	CHECK(file2 == file && off2 == off);

@@ -1,0 +1,62 @@
+/*
+ * A process that execs itself, the shape of a shell shim's chain (shim ->
+ * env -> script -> program): each image a new load address. Usage:
+ *   exec_chain MS [LEVEL]
+ * spins MS milliseconds of CPU in chain_<LEVEL> (LEVEL 3 when absent), then
+ * execs itself at LEVEL - 1; level 0 spins and exits.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+
+static long long cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+__attribute__((noinline)) static void spin(long ms)
+{
+	long long end = cpu_ns() + ms * 1000000LL;
+	unsigned long x = sink;
+
+	while (cpu_ns() < end)
+		for (int i = 0; i < 2000; i++)
+			x = x * 6364136223846793005ULL + 1;
+	sink = x;
+}
+
+/* One function per image: a sample names the image it was taken in. */
+__attribute__((noinline)) void chain_0(long ms) { spin(ms); }
+__attribute__((noinline)) void chain_1(long ms) { spin(ms); }
+__attribute__((noinline)) void chain_2(long ms) { spin(ms); }
+__attribute__((noinline)) void chain_3(long ms) { spin(ms); }
+
+int main(int argc, char **argv)
+{
+	static void (*const step[])(long) = { chain_0, chain_1, chain_2, chain_3 };
+	long ms = argc > 1 ? atol(argv[1]) : 80;
+	int level = argc > 2 ? atoi(argv[2]) : 3;
+	char next[16], self[4096];
+	ssize_t len;
+
+	if (level < 0 || level > 3)
+		return 2;
+	step[level](ms);
+	if (level == 0)
+		return 0;
+	snprintf(next, sizeof(next), "%d", level - 1);
+	/* By its path, not /proc/self/exe: the command name (comm) comes from the path exec'd. */
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0)
+		return 1;
+	self[len] = 0;
+	execl(self, argv[0], argv[1] ? argv[1] : "80", next, (char *)NULL);
+	perror("exec_chain: exec");
+	return 1;
+}
