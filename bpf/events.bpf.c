@@ -139,12 +139,12 @@ struct {
  * Exec events are made here, then copied into the ring: a process whose
  * event finds the ring full (a loaded host, user space seconds late) is
  * still made known to the walkers (its py_procs and umaps entries), and
- * so are the children it forks. Slot 1 is the exit hook's, slot 0 the
- * timer's, which may run inside it on the same CPU.
+ * so are the children it forks. Slot 1 is the exit hook's, 2 the fork
+ * hook's, slot 0 the timer's, which may run inside them on the same CPU.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, __u32);
 	__type(value, struct profd_pev_exec);
 } pev_new SEC(".maps");
@@ -406,12 +406,12 @@ static __always_inline bool umaps_write(const struct profd_pev_exec *x)
 /*
  * The exec event ev with t's executable mappings listed; flags join the
  * list's own. wake 0: at once, unless the list is complete and names only
- * files user space knows (then a shared wake-up, wake_soon).
+ * files user space knows (then a shared wake-up, wake_soon). slot: the
+ * caller's in pev_new.
  */
 static __always_inline void send_listed(struct task_struct *t, const struct profd_pev *ev, __u32 flags,
-					__u64 wake)
+					__u64 wake, __u32 slot)
 {
-	__u32 slot = flags & PROFD_PEV_MAPS_EXITED ? 1 : 0;
 	struct profd_pev_exec *x = bpf_map_lookup_elem(&pev_new, &slot);
 	bool later, written;
 
@@ -459,7 +459,7 @@ static int exec_due(void *map, __u32 *key, struct delayed *d)
 		bpf_task_release(t);
 		return 0;
 	}
-	send_listed(t, &d->ev, 0, 0);
+	send_listed(t, &d->ev, 0, 0, 0);
 	bpf_task_release(t);
 	bpf_map_delete_elem(map, key);
 	return 0;
@@ -565,7 +565,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	 */
 	d = exec_poll_ns ? bpf_map_lookup_elem(&delayed, &pid) : NULL; /* without the wait: no kfuncs here */
 	if (d) {
-		send_listed(p, &d->ev, PROFD_PEV_MAPS_EXITED, BPF_RB_NO_WAKEUP);
+		send_listed(p, &d->ev, PROFD_PEV_MAPS_EXITED, BPF_RB_NO_WAKEUP, 1);
 		bpf_map_delete_elem(&delayed, &pid);
 	}
 	ev.type = PROFD_PEV_EXIT;
@@ -588,6 +588,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	struct mm_struct *mm = BPF_CORE_READ(child, mm);
 	const struct profd_pyproc *pp;
 	struct profd_pyproc *np;
+	struct delayed *d;
 	__u32 zero = 0, g;
 
 	if (BPF_CORE_READ(child, tgid) == BPF_CORE_READ(parent, tgid) || !mm ||
@@ -598,6 +599,17 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	ev.type = PROFD_PEV_FORK;
 	ev.pid = BPF_CORE_READ(child, tgid);
 	ev.ppid = BPF_CORE_READ(parent, tgid);
+	/*
+	 * A parent whose exec event still waits (a script forks a command
+	 * substitution a millisecond into its image): the event goes first,
+	 * with the mappings the child copied, or the child would be named
+	 * from the parent's image before that exec.
+	 */
+	d = exec_poll_ns ? bpf_map_lookup_elem(&delayed, &ev.ppid) : NULL; /* without the wait: no kfuncs here */
+	if (d) {
+		send_listed(parent, &d->ev, 0, 0, 2);
+		bpf_map_delete_elem(&delayed, &ev.ppid);
+	}
 	fill_ids(child, &ev);
 	g = *(volatile __u32 *)&py_gen[ev.pid & (PROFD_PY_GEN_SLOTS - 1)];
 	bpf_map_delete_elem(&py_procs, &ev.pid);

@@ -292,10 +292,11 @@ static struct procreg_ids event_ids(const struct profd_pev *ev)
 
 static void on_exec(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
 {
-	struct procmaps *listed, *prev;
+	struct procmaps *listed, *prev, *older[SYMBOLIZER_PREV_IMAGES];
 	struct events_image im = { ev->pid, 1, ev->start_boottime_ns / e->ns_per_tick, ev->start_code, NULL, false };
 	struct procreg_ids ids = event_ids(ev);
 	uint32_t pid = ev->pid;
+	size_t nolder;
 	int n;
 
 	/*
@@ -311,26 +312,30 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	 */
 	if (!e->delay_max_ns || procreg__maps(e->reg, pid, &prev))
 		prev = NULL;
+	/*
+	 * And the images before that one: the new record starts the
+	 * symbolizer's entry afresh, and a shim's chain (shim, env, script,
+	 * program) is drained after its last exec.
+	 */
+	nolder = prev ? symbolizer__prev_images(e->sym, pid, older) : 0;
 	procreg__exec(e->reg, pid, im.start_time, im.start_code, &ids);
 	listed = x ? event_maps(e, x) : NULL;
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
 		/* Exited before ld.so was done: named from the list or not at all; the tables want nothing (exec -1). */
 		im.exec = -1;
 		if (listed && capture(e, &im, &ids, listed) >= 0)
-			symbolizer__exec_prev(e->sym, pid, prev);
+			symbolizer__exec_prev(e->sym, pid, prev, older, nolder);
 		else if (!listed)
 			procreg__forget(e->reg, pid); /* its first sample, if any, tries /proc */
 		procmaps__free(listed);
-		procmaps__free(prev);
-		return;
+		goto out;
 	}
 	/* The hook wrote the walker's entry itself only from a complete list (not EXITED). */
 	im.written = listed && (x->maps_flags & PROFD_PEV_MAPS_UMAPS);
 	n = capture(e, &im, &ids, listed);
 	if (n >= 0)
-		symbolizer__exec_prev(e->sym, pid, prev);
+		symbolizer__exec_prev(e->sym, pid, prev, older, nolder);
 	procmaps__free(listed);
-	procmaps__free(prev);
 	/*
 	 * Gone already, or static (the binary only: no ld.so to map libraries).
 	 * With libraries found, sent once ld.so was done or read as late as a
@@ -339,9 +344,13 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	 */
 	if (n > 2 &&
 	    (e->delay_max_ns || clock__mono_ns() >= (int64_t)ev->time_ns + RECAPTURE_DELAY_NS))
-		return;
+		goto out;
 	if (n >= 2)
 		procreg__due_at(e->reg, LOOK, pid, (int64_t)ev->time_ns + RECAPTURE_DELAY_NS, 0);
+out:
+	procmaps__free(prev);
+	for (size_t i = 0; i < nolder; i++)
+		procmaps__free(older[i]);
 }
 
 /*

@@ -27,6 +27,7 @@ struct rec {
 	struct rec *next;
 	struct procreg_info in;
 	uint32_t gen;          /* new at each image under the pid: stale exits and looks see it */
+	uint32_t pgen;         /* a forked child's: its parent's gen at the fork (0: not known) */
 	struct procmaps *maps; /* NULL: not known */
 	size_t maps_bytes;
 	bool sampled;          /* procreg__seen told of it */
@@ -267,6 +268,7 @@ int procreg__fork(struct procreg *r, uint32_t ppid, uint32_t pid, uint64_t start
 	x->in.start_time = start_time;
 	x->in.ppid = ppid;
 	x->told = true;
+	x->pgen = p ? p->gen : 0;
 	set_ids(x, ids);
 	if (!p || !p->maps)
 		return -ENOENT;
@@ -281,6 +283,13 @@ int procreg__inherit(struct procreg *r, uint32_t pid)
 
 	if (!p || !p->maps)
 		return -ENOENT;
+	/*
+	 * The parent exec'd since the fork (a script's command substitution,
+	 * then the script's exec): its snapshot now is of an image the child
+	 * never had, and the one taken at the fork stays.
+	 */
+	if (x->pgen && p->gen != x->pgen && x->maps)
+		return 0;
 	if (x->maps != p->maps)
 		maps_hold(r, x, p->maps);
 	x->in.start_code = p->in.start_code;

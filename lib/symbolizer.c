@@ -54,8 +54,7 @@
  * fork-and-exec puts a few of them into every new process.
  */
 #define PREV_IMAGE_MS 10000
-/* Images kept: a shell's child that execs env, which execs the program, had two. */
-#define PREV_IMAGES 2
+#define PREV_IMAGES SYMBOLIZER_PREV_IMAGES
 /* A file we could not open (process gone, EACCES) is retried after this. */
 #define OPEN_RETRY_MS 5000
 #define GONE_RETRY_MS 100
@@ -1745,22 +1744,48 @@ int symbolizer__capture_maps(struct symbolizer *s, uint32_t pid, const struct pr
 	return 0;
 }
 
-void symbolizer__exec_prev(struct symbolizer *s, uint32_t pid, struct procmaps *prev)
+size_t symbolizer__prev_images(struct symbolizer *s, uint32_t pid, struct procmaps **out)
 {
 	struct pid_ent *p = pid_find(s, pid);
+	size_t n = 0;
 
+	if (!p || clock__mono_ms() >= p->prev_until_ms)
+		return 0;
+	for (int i = 0; i < PREV_IMAGES && p->prev[i]; i++)
+		out[n++] = procmaps__ref(p->prev[i]);
+	return n;
+}
+
+void symbolizer__exec_prev(struct symbolizer *s, uint32_t pid, struct procmaps *prev,
+			   struct procmaps *const *older, size_t nolder)
+{
+	struct pid_ent *p = pid_find(s, pid);
+	struct procmaps *keep[PREV_IMAGES];
 	int64_t now = clock__mono_ms();
+	size_t n = 0;
 
 	if (!p || !prev || prev == p->maps)
 		return;
-	/* The older ones go, and all of them when the last exec was long ago. */
-	procmaps__free(p->prev[PREV_IMAGES - 1]);
-	memmove(&p->prev[1], &p->prev[0], (PREV_IMAGES - 1) * sizeof(p->prev[0]));
-	for (int i = 1; now >= p->prev_until_ms && i < PREV_IMAGES; i++) {
-		procmaps__free(p->prev[i]);
-		p->prev[i] = NULL;
+	/*
+	 * Newest first: prev, the images before it (from the entry the exec
+	 * replaced), then the entry's own while the last exec is recent.
+	 */
+	keep[n++] = procmaps__ref(prev);
+	for (size_t i = 0; i < nolder + PREV_IMAGES && n < PREV_IMAGES; i++) {
+		struct procmaps *m = i < nolder ? older[i] : p->prev[i - nolder];
+		bool dup = !m || m == p->maps;
+
+		if (i >= nolder && now >= p->prev_until_ms)
+			break;
+		for (size_t j = 0; !dup && j < n; j++)
+			dup = keep[j] == m;
+		if (!dup)
+			keep[n++] = procmaps__ref(m);
 	}
-	p->prev[0] = procmaps__ref(prev);
+	for (int i = 0; i < PREV_IMAGES; i++) {
+		procmaps__free(p->prev[i]);
+		p->prev[i] = i < (int)n ? keep[i] : NULL;
+	}
 	p->prev_until_ms = now + PREV_IMAGE_MS;
 }
 

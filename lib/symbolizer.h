@@ -152,12 +152,29 @@ int symbolizer__fork(struct symbolizer *s, uint32_t ppid, uint32_t pid,
 		     const struct procreg_ids *ids, struct procmaps *maps);
 
 /*
- * pid exec'd (captured since): prev, its image before (a forked child's:
- * its parent's), names for a while the addresses outside the new one that
- * lie in files loaded already: its samples taken before the exec, drained
- * after it. A reference is kept.
+ * Images kept per process from before its exec: a shell shim's chain
+ * (shim, env, script, exec'ing script) and the shell that forked it, all
+ * drained after the program's exec.
  */
-void symbolizer__exec_prev(struct symbolizer *s, uint32_t pid, struct procmaps *prev);
+#define SYMBOLIZER_PREV_IMAGES 5
+
+/*
+ * pid's images from before its last exec that still name its samples
+ * (newest first, a reference each, at most SYMBOLIZER_PREV_IMAGES): taken
+ * before its next exec starts its entry afresh, and given back to
+ * symbolizer__exec_prev. Returns how many.
+ */
+size_t symbolizer__prev_images(struct symbolizer *s, uint32_t pid, struct procmaps **out);
+
+/*
+ * pid exec'd (captured since): prev, its image before (a forked child's:
+ * its parent's), and the older images before that (nolder of them, from
+ * symbolizer__prev_images), name for a while the addresses outside the new
+ * one that lie in files loaded already: its samples taken before the
+ * exec, drained after it. References are kept.
+ */
+void symbolizer__exec_prev(struct symbolizer *s, uint32_t pid, struct procmaps *prev,
+			   struct procmaps *const *older, size_t nolder);
 
 /*
  * pid's mappings as last read (capture, first sight, a miss), shared rather

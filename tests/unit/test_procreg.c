@@ -30,6 +30,43 @@ static void on_forget(uint32_t pid, void *arg)
 		forgot[nforgot++] = pid;
 }
 
+/*
+ * A child's first sample takes its parent's snapshot as it is then (the
+ * parent may have mapped more), unless the parent exec'd since the fork:
+ * then the child keeps the image it was forked with.
+ */
+static void test_inherit_after_exec(void)
+{
+	struct procreg *r = NULL;
+	struct procmaps *a = maps_of(0x700000, "/bin/script"), *b = maps_of(0x800000, "/bin/next");
+	struct procmaps *more = maps_of(0x900000, "/bin/script"), *got = NULL;
+
+	CHECK_EQ_INT(procreg__new(0, 0, &r), 0);
+	if (!r)
+		return;
+	CHECK_EQ_INT(procreg__exec(r, 20, 1, 0x700000, NULL), 0);
+	CHECK_EQ_INT(procreg__set_maps(r, 20, a), 0);
+	CHECK_EQ_INT(procreg__fork(r, 20, 21, 2, NULL), 0);
+	CHECK_EQ_INT(procreg__fork(r, 20, 22, 2, NULL), 0);
+	/* The parent maps more, same image: the child's first sample takes that. */
+	CHECK_EQ_INT(procreg__set_maps(r, 20, more), 0);
+	CHECK_EQ_INT(procreg__inherit(r, 22), 0);
+	CHECK_EQ_INT(procreg__maps(r, 22, &got), 0);
+	CHECK(got == more);
+	procmaps__free(got);
+	/* The parent execs: the other child keeps the image it was forked with. */
+	CHECK_EQ_INT(procreg__exec(r, 20, 1, 0x800000, NULL), 0);
+	CHECK_EQ_INT(procreg__set_maps(r, 20, b), 0);
+	CHECK_EQ_INT(procreg__inherit(r, 21), 0);
+	CHECK_EQ_INT(procreg__maps(r, 21, &got), 0);
+	CHECK(got == a);
+	procmaps__free(got);
+	procmaps__free(a);
+	procmaps__free(b);
+	procmaps__free(more);
+	procreg__free(r);
+}
+
 static void test_records(void)
 {
 	struct procreg_ids ids = { 1000, 7, { 1, 2, 3 } };
@@ -506,6 +543,7 @@ int main(void)
 	test_slots();
 	test_maps_budget();
 	test_records();
+	test_inherit_after_exec();
 	test_exits();
 	test_due();
 	test_due_order();

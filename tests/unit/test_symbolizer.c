@@ -922,7 +922,7 @@ static void test_exec_prev(void)
 	CHECK_EQ_INT(file2, 0);
 	CHECK_EQ_INT(symbolizer__user(s, self, ip, 0, &r), 0);
 	CHECK(r.name == NULL);
-	symbolizer__exec_prev(s, self, old);
+	symbolizer__exec_prev(s, self, old, NULL, 0);
 	procmaps__free(old); /* the entry holds its own reference */
 	CHECK_EQ_INT(symbolizer__place(s, self, ip, 0, &file2, &off2), 0);
 	CHECK(file2 == file && off2 == off);
@@ -988,6 +988,64 @@ static void test_shared_registry(void)
 	CHECK_EQ_INT(rs.records, 0);
 	symbolizer__free(s);
 	CHECK_EQ_INT(filecache__count(fc), 0); /* its files leave the shared cache */
+	filecache__free(fc);
+	procreg__free(reg);
+}
+
+/*
+ * A shim's chain: three execs under one pid, each image at its own
+ * addresses, all drained after the last. Each exec starts the pid's
+ * record afresh (and the symbolizer's entry with it), as daemon/events.c
+ * does: the images from before the last exec are taken before it and
+ * handed back, so the first image still names its samples.
+ */
+static void test_exec_chain_prev(void)
+{
+	struct procmap anon[3] = {
+		{ .start = 0x10000, .end = 0x11000, .flags = PROCMAP_ANON },
+		{ .start = 0x20000, .end = 0x21000, .flags = PROCMAP_ANON },
+		{ .start = 0x30000, .end = 0x31000, .flags = PROCMAP_ANON },
+	};
+	struct procmaps *older[SYMBOLIZER_PREV_IMAGES], *prev = NULL, *img = NULL;
+	struct procreg *reg = NULL;
+	struct filecache *fc = NULL;
+	struct symbolizer *s = NULL;
+	struct symbolizer_opts o;
+	uint32_t pid = (uint32_t)getpid();
+	uint64_t ip = (uint64_t)(uintptr_t)test_target_fn;
+	size_t n, kept[3];
+	struct sym r;
+
+	CHECK_EQ_INT(procreg__new(0, 0, &reg), 0);
+	CHECK_EQ_INT(filecache__new(&fc), 0);
+	if (!reg || !fc)
+		return;
+	o = (struct symbolizer_opts){ .registry = reg, .files = fc, .async_bytes = SIZE_MAX };
+	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
+	if (!s)
+		return;
+	CHECK_EQ_INT(symbolizer__capture(s, pid, NULL), 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ_INT(symbolizer__maps(s, pid, &prev), 0);
+		n = symbolizer__prev_images(s, pid, older);
+		kept[i] = n;
+		CHECK_EQ_INT(procreg__exec(reg, pid, 1, 1, NULL), 0);
+		CHECK_EQ_INT(procmaps__from(&anon[i], 1, &img), 0);
+		CHECK_EQ_INT(symbolizer__capture_maps(s, pid, NULL, img), 0);
+		symbolizer__exec_prev(s, pid, prev, older, n);
+		procmaps__free(img);
+		procmaps__free(prev);
+		prev = img = NULL;
+		for (size_t j = 0; j < n; j++)
+			procmaps__free(older[j]);
+	}
+	CHECK_EQ_INT(kept[0], 0);
+	CHECK_EQ_INT(kept[1], 1);
+	CHECK_EQ_INT(kept[2], 2);
+	symbolizer__exited(s, pid); /* /proc is not asked: only the images kept name it */
+	CHECK_EQ_INT(symbolizer__user(s, pid, ip, 0, &r), 0);
+	CHECK_EQ_STR(r.name ? r.name : "(none)", "test_target_fn");
+	symbolizer__free(s);
 	filecache__free(fc);
 	procreg__free(reg);
 }
@@ -1083,6 +1141,7 @@ int main(void)
 	test_capture();
 	test_fork();
 	test_exec_prev();
+	test_exec_chain_prev();
 	test_shared_registry();
 	test_jit_after_exit();
 	test_vdso_after_exit();
