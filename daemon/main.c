@@ -83,6 +83,8 @@ struct profd {
 	 * requests are answered when it is written.
 	 */
 	int64_t flush_hold_until_ns;
+	/* a held flush is asked again at this time too, not only at the drain tick */
+	int64_t flush_retry_ns;
 	bool flush_held, req_flush_held;
 	uint64_t flushes_held, flushes_held_expired;
 	/* the loop's longest turn (one wake-up, whatever woke it), and the turns over 50 ms */
@@ -310,6 +312,12 @@ static int window_begin(struct profd *d)
  */
 #define FLUSH_HOLD_NS (10 * 1000000000LL)
 #define REQ_FLUSH_HOLD_NS (3 * 1000000000LL)
+/*
+ * How often a held window is asked again besides the drain tick: the
+ * worker's read does not wake the loop, and a drain interval may be
+ * longer than profctl waits for its flush.
+ */
+#define FLUSH_RETRY_NS (250 * 1000000LL)
 
 /*
  * Drains, closes the open window into the store and opens the next one.
@@ -330,8 +338,10 @@ static int flush_window(struct profd *d, bool force)
 			d->flushes_held++;
 			d->flush_hold_until_ns = now + FLUSH_HOLD_NS;
 		}
-		if (now < d->flush_hold_until_ns)
+		if (now < d->flush_hold_until_ns) {
+			d->flush_retry_ns = now + FLUSH_RETRY_NS;
 			return 0;
+		}
 		d->flushes_held_expired++;
 	}
 	d->flush_held = false;
@@ -1323,6 +1333,12 @@ static int loop(struct profd *d)
 			wait = (d->events_tick_ns - clock__mono_ns() + 999999) / 1000000;
 			wait = wait < 0 ? 0 : wait;
 		}
+		if (d->flush_held) {
+			int64_t held = (d->flush_retry_ns - clock__mono_ns() + 999999) / 1000000;
+
+			held = held < 0 ? 0 : held;
+			wait = wait < 0 || held < wait ? held : wait;
+		}
 		n = epoll_wait(d->epfd, evs, 16, (int)wait);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -1373,6 +1389,8 @@ static int loop(struct profd *d)
 			}
 		}
 		d->woke_tick += n == 0;
+		if (d->flush_held && clock__mono_ns() >= d->flush_retry_ns)
+			flush_retry(d);
 		/* One turn serves both sources; one that fires while muted waits for the tick. */
 		if ((ev_fired || tab_fired) && !d->events_tick_ns)
 			events_woke(d, ev_fired, tab_fired);
