@@ -937,6 +937,24 @@ static void test_exec_prev(void)
 	symbolizer__free(s);
 }
 
+/* A symbolizer over its own registry and file cache, as the daemon has: 0, or -1 with all freed. */
+static int shared_new(struct procreg **reg, struct filecache **fc, struct symbolizer **s)
+{
+	struct symbolizer_opts o = { .async_bytes = SIZE_MAX };
+
+	CHECK_EQ_INT(procreg__new(0, 0, reg), 0);
+	CHECK_EQ_INT(filecache__new(fc), 0);
+	o.registry = *reg;
+	o.files = *fc;
+	if (*reg && *fc)
+		CHECK_EQ_INT(symbolizer__new(&o, s), 0);
+	if (*s)
+		return 0;
+	filecache__free(*fc);
+	procreg__free(*reg);
+	return -1;
+}
+
 /*
  * What is kept per process hangs off the registry's record and each file's
  * symbols off the shared file cache: a new image under the pid drops the
@@ -947,20 +965,13 @@ static void test_shared_registry(void)
 	struct procreg *reg = NULL;
 	struct filecache *fc = NULL;
 	struct symbolizer *s = NULL;
-	struct symbolizer_opts o;
 	struct symbolizer_stats st;
 	struct procreg_stats rs;
 	uint32_t pid = (uint32_t)getpid();
 	uint64_t ip = (uint64_t)(uintptr_t)test_target_fn;
 	struct sym r;
 
-	CHECK_EQ_INT(procreg__new(0, 0, &reg), 0);
-	CHECK_EQ_INT(filecache__new(&fc), 0);
-	if (!reg || !fc)
-		return;
-	o = (struct symbolizer_opts){ .registry = reg, .files = fc, .async_bytes = SIZE_MAX };
-	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
-	if (!s)
+	if (shared_new(&reg, &fc, &s))
 		return;
 	CHECK_EQ_INT(symbolizer__user(s, pid, ip, 0, &r), 0);
 	CHECK_EQ_STR(r.name, "test_target_fn");
@@ -1010,19 +1021,12 @@ static void test_exec_chain_prev(void)
 	struct procreg *reg = NULL;
 	struct filecache *fc = NULL;
 	struct symbolizer *s = NULL;
-	struct symbolizer_opts o;
 	uint32_t pid = (uint32_t)getpid();
 	uint64_t ip = (uint64_t)(uintptr_t)test_target_fn;
 	size_t n, kept[3];
 	struct sym r;
 
-	CHECK_EQ_INT(procreg__new(0, 0, &reg), 0);
-	CHECK_EQ_INT(filecache__new(&fc), 0);
-	if (!reg || !fc)
-		return;
-	o = (struct symbolizer_opts){ .registry = reg, .files = fc, .async_bytes = SIZE_MAX };
-	CHECK_EQ_INT(symbolizer__new(&o, &s), 0);
-	if (!s)
+	if (shared_new(&reg, &fc, &s))
 		return;
 	CHECK_EQ_INT(symbolizer__capture(s, pid, NULL), 0);
 	for (int i = 0; i < 3; i++) {
