@@ -33,10 +33,12 @@
 # A daemon measured WARM seconds after its start still pays for its first
 # look at every process and file on the host (symbols, unwind tables built
 # for the harness's own new processes); a daemon that has run for minutes
-# does not. So the quiet and no-exec rounds measure the same daemon twice:
-# WARM seconds after its start, and again LATE seconds after that first
+# does not. So every profd round measures the same daemon twice: WARM
+# seconds after its start, and again LATE seconds after that first
 # interval ends (rows "... at T s", T the seconds from start to the
-# interval's start; LATE=0 skips the second measure).
+# interval's start; LATE=0 skips the second measure). The goal line for
+# 150 execs/s, a rate the 2-CPU VM does not reach, reads profd's CPU off
+# the line through the busy and quiet medians (late ones when measured).
 # Usage: execload.sh [--quick]   (ROUNDS=N SECS=S WARM=S LATE=S LOOPS=N override)
 source "$(dirname "$0")/bench-lib.sh"
 need bpftrace
@@ -151,7 +153,22 @@ measure() {
 	echo "$row" >>"$W/rows"
 }
 
+# measure_late COND WHAT: COND at WARM s after start, then COND-late LATE s after that interval.
+measure_late() {
+	if [ "$LATE" -gt 0 ]; then
+		measure "$1" keep
+		log "$2: $row"
+		sleep "$LATE"
+		measure "$1-late"
+		log "$2, later: $row"
+	else
+		measure "$1"
+		log "$2: $row"
+	fi
+}
+
 : >"$W/rows"
+log "rows: condition, CPU %, BPF ns/sample, execs/s, peak RSS MB; profd: main thread CPU %, tables evicted, build ms/s, drains/s, main thread wake-ups/s, ms per drain, µs per exec; drain and flush CPU ms/s, wake-ups/s by process events and by table requests"
 for r in $(seq 1 "$ROUNDS"); do
 	n=${#CONDS[@]}
 	for k in $(seq 0 $((n - 1))); do
@@ -168,24 +185,12 @@ for r in $(seq 1 "$ROUNDS"); do
 			for _ in $(seq 1 60); do prog=$(prog_of "$P" "$re"); [ -n "$prog" ] && break; sleep 0.5; done
 			[ -n "$prog" ] || { echo "round $r $c: no BPF program found" >&2; exit 1; }
 		fi
-		measure "$c"
-		log "round $r: $row (condition, CPU %, BPF ns/sample, execs/s, peak RSS MB; profd: main thread CPU %, tables evicted, build ms/s, drains/s, main thread wake-ups/s, ms per drain, µs per exec; drain and flush CPU ms/s, wake-ups/s by process events and by table requests)"
+		# A profd is measured again LATE s on: an always-on daemon's cost is
+		# the later one, without its first look at every file of the load.
+		if [ "$pd" = 1 ]; then measure_late "$c" "round $r"
+		else measure "$c"; log "round $r: $row"; fi
 	done
 done
-
-# measure_late COND WHAT: COND at WARM s after start, then COND-late LATE s after that interval.
-measure_late() {
-	if [ "$LATE" -gt 0 ]; then
-		measure "$1" keep
-		log "$2: $row"
-		sleep "$LATE"
-		measure "$1-late"
-		log "$2, later: $row"
-	else
-		measure "$1"
-		log "$2: $row"
-	fi
-}
 
 # The quiet exec rate: profd alone, the exec loops replaced by one of sleep 0.1.
 for p in "${LOOP_PIDS[@]}"; do stop "$p" TERM; done
@@ -227,9 +232,9 @@ done
 	echo "| profiler | CPU, % of a core | BPF time per sample, ns | execs/s in the interval | peak RSS, MB | main thread, % of a core | tables evicted | table builds, ms/s | drains/s | main thread wake-ups/s | main thread ms per drain | main thread µs per exec | drains, CPU ms/s | flushes, CPU ms/s | wake-ups/s by process events | by table requests |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	late=()
-	[ "$LATE" -gt 0 ] && for c in "${QCONDS[@]}" "${ICONDS[@]}"; do late+=("$c-late"); done
+	[ "$LATE" -gt 0 ] && for c in "${CONDS[@]}" "${QCONDS[@]}" "${ICONDS[@]}"; do [[ $c = profd* ]] && late+=("$c-late"); done
 	for c in "${CONDS[@]}" "${QCONDS[@]}" "${ICONDS[@]}" "${late[@]}"; do
-		name=$c
+		name=${c%-late}
 		case ${c%-late} in
 		profd-b) name="profd-b ($PROFD_B)" ;;
 		profd-10) name="profd, quiet exec rate" ;;
@@ -238,6 +243,7 @@ done
 		profd-b-0) name="profd-b, no exec loop" ;;
 		esac
 		case $c in
+		profd | profd-b) [ "$LATE" -gt 0 ] && name="$name, at $WARM s" ;;
 		*-10 | *-0) name="$name, at $WARM s" ;;
 		*-late) name="$name, at $((WARM + SECS + LATE)) s" ;;
 		esac
@@ -256,9 +262,24 @@ pm=$(rows_col profd 3 | cut -d' ' -f1) bm=$(rows_col bpftrace 3 | cut -d' ' -f1)
   echo "profd_main_cpu_pct=$(rows_col profd 6 | cut -d' ' -f1)"
   echo "profd_quiet_cpu_pct=$(rows_col profd-10 2 | cut -d' ' -f1)"
   echo "quiet_execs_per_s=$(rows_col profd-10 4 | cut -d' ' -f1)"
-  [ "$LATE" -gt 0 ] && echo "profd_quiet_late_cpu_pct=$(rows_col profd-10-late 2 | cut -d' ' -f1)"; } >"$BENCH_OUT/execload.env"
+  [ "$LATE" -gt 0 ] && echo "profd_quiet_late_cpu_pct=$(rows_col profd-10-late 2 | cut -d' ' -f1)"
+  [ "$LATE" -gt 0 ] && echo "profd_late_cpu_pct=$(rows_col profd-late 2 | cut -d' ' -f1)"
+  [ "$LATE" -gt 0 ] && echo "execs_per_s_late=$(rows_col profd-late 4 | cut -d' ' -f1)"; } >"$BENCH_OUT/execload.env"
 if [ "$QUICK" = 0 ]; then
-	echo "goal: profd <= 1 % of a core at about 150 execs/s ($(rows_col profd 4 | cut -d' ' -f1)/s here): $(rows_col profd 2 | cut -d' ' -f1) %, $(goal "$(rows_col profd 2 | cut -d' ' -f1)" "<=" 1)"
+	# The VM reaches 50-95 execs/s, not 150: the verdict takes profd's CPU at
+	# 150/s on the line through the busy and quiet rounds' medians (its
+	# slope is the CPU per exec), measured late when LATE > 0.
+	sfx=; [ "$LATE" -gt 0 ] && sfx=-late
+	bc_=$(rows_col profd$sfx 2 | cut -d' ' -f1) br=$(rows_col profd$sfx 4 | cut -d' ' -f1)
+	qc=$(rows_col profd-10$sfx 2 | cut -d' ' -f1) qr=$(rows_col profd-10$sfx 4 | cut -d' ' -f1)
+	at=$([ "$LATE" -gt 0 ] && echo "$((WARM + SECS + LATE))" || echo "$WARM")
+	read -r per at150 < <(awk -v b="$bc_" -v br="$br" -v q="$qc" -v qr="$qr" 'BEGIN {
+		# Rates too close (execs of other jobs on a shared host) or a busy round
+		# cheaper than the quiet one give no line: not measured.
+		if (b == "" || q == "" || br - qr < 20 || b <= q) { print "- -"; exit }
+		printf "%.0f %.3f\n", (b - q) * 1e4 / (br - qr), q + (b - q) * (150 - qr) / (br - qr) }')
+	echo "profd $at s after start: $bc_ % at $br execs/s, $qc % at $qr execs/s: $per µs of CPU per exec"
+	echo "goal: profd <= 1 % of a core at about 150 execs/s, by that line: $at150 %, $(goal "$at150" "<=" 1)"
 	echo "goal: profd <= 0.3 % at about 10 execs/s ($(rows_col profd-10 4 | cut -d' ' -f1)/s here), $WARM s after start: $(rows_col profd-10 2 | cut -d' ' -f1) %, $(goal "$(rows_col profd-10 2 | cut -d' ' -f1)" "<=" 0.3)"
 	[ "$LATE" -gt 0 ] && echo "goal: the same, $((WARM + SECS + LATE)) s after start: $(rows_col profd-10-late 2 | cut -d' ' -f1) %, $(goal "$(rows_col profd-10-late 2 | cut -d' ' -f1)" "<=" 0.3)"
 	echo "goal: BPF time per sample <= 1.25x bpftrace's: $pm / $bm ns = $(awk -v a="$pm" -v b="$bm" 'BEGIN { printf "%.2f", a / b }')x, $(goal "$(awk -v a="$pm" -v b="$bm" 'BEGIN { print a / b }')" "<=" 1.25)"
