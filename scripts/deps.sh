@@ -8,7 +8,7 @@ libunwind-dev libzstd-dev zlib1g-dev liblzma-dev linux-perf bpftrace \
 systemd procps util-linux python3 xz-utils binutils g++ libcurl4-openssl-dev"
 
 case "${1:-}" in
---test) PKGS="$PKGS chromium libclang-rt-14-dev nodejs golang-go protobuf-compiler python3-protobuf golang-github-google-pprof-dev openssl gdb" ;;
+--test) PKGS="$PKGS chromium libclang-rt-14-dev nodejs golang-go protobuf-compiler python3-protobuf golang-github-google-pprof-dev openssl gdb jq" ;;
 esac
 
 # One dpkg-query for all of them: it names each package it knows, with its

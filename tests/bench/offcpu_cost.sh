@@ -48,10 +48,7 @@ trap cleanup EXIT
 # bpftool per program took 5 s a call at load 13.
 off_cpu_id() {
 	local ids
-	ids=$(bpftool -j prog show 2>/dev/null | python3 -c '
-import json, sys
-for p in json.load(sys.stdin):
-    if p.get("name") == "off_cpu": print(p["id"])')
+	ids=$(bpftool -j prog show 2>/dev/null | jq -r '.[] | select(.name == "off_cpu") | .id')
 	grep -Hs '^prog_id:' /proc/"$1"/fdinfo/* | awk -v ids="$ids" '
 		BEGIN { n = split(ids, a, "\n"); for (i = 1; i <= n; i++) w[a[i]] = 1 }
 		$2 in w { print $2 }'
@@ -85,9 +82,7 @@ stop() { [ -n "$PID" ] && kill -INT "$PID" && wait "$PID"; PID=; rm -f "$W/sock"
 # "${STOPPED[@]}" CMD... &: CMD with its pid in $! at once, stopped until SIGCONT (exec keeps the pid).
 STOPPED=(bash -c 'kill -STOP $$; exec "$@"' -)
 pp() { "$PP" "$SECS" "$1" | awk '$1 == "ns_per_round_trip" { print $2 }'; }
-prog_stats() { bpftool -j prog show id "$1" | python3 -c '
-import json, sys
-p = json.load(sys.stdin); print(p.get("run_time_ns", 0), p.get("run_cnt", 0))'; }
+prog_stats() { bpftool -j prog show id "$1" | jq -r '"\(.run_time_ns // 0) \(.run_cnt // 0)"'; }
 
 CONDS=(alone oncpu offcpu-full offcpu offcpu-rate20k offcpu-sample10 offcpu-unselected)
 [ $QUICK = 1 ] && CONDS=(oncpu offcpu)
