@@ -12,7 +12,10 @@
 # use an even CYCLES, which starts every pair in both orders alike.
 # Load: benchwork on every CPU (frame pointers) plus LOOPS loops of gcc -c
 # and `python3 -c pass` (through pyenv's shim when there is one).
-# Usage: PROFDS="a=/path/profd b=/path/profd" [BT=1] [LOOPS=0] samplepair.sh
+# BT_HZ=N runs bpftrace at N Hz instead of 99 (profd's default): two
+# samplers at one rate keep one phase to each other for a cycle, at
+# rates apart their phase sweeps through every value in each interval.
+# Usage: PROFDS="a=/path/profd b=/path/profd" [BT=1] [BT_HZ=97] [LOOPS=0] samplepair.sh
 #   (a path may be a wrapper script that execs profd with options;
 #   ALLPROGS=1 adds each profd's BPF ms per second over all its programs)
 # Prints one line per interval: "name ns_per_sample samples" per profiler.
@@ -54,7 +57,8 @@ python3 "$(dirname "$0")/stats_hold.py" "$W/stats.on" & STATS_PID=$!
 for _ in $(seq 1 100); do [ -s "$W/stats.on" ] && break; sleep 0.05; done
 [ -s "$W/stats.on" ] || { echo "BPF statistics could not be turned on" >&2; exit 1; }
 # END clears the map: printing it at exit held each cycle for minutes.
-BTPROG='profile:hz:99 { @[ustack, kstack, comm] = count(); } END { clear(@); }'
+BT_HZ=${BT_HZ:-99}
+BTPROG="profile:hz:$BT_HZ { @[ustack, kstack, comm] = count(); } END { clear(@); }"
 names=(); for p in "${PS[@]}"; do names+=("${p%%=*}"); done
 [ "$BT" = 1 ] && names+=(bpftrace)
 echo "# $(date -u +%T) $(uptime | sed 's/.*load/load/') names: ${names[*]}"
@@ -79,7 +83,7 @@ for c in $(seq 1 "$CYCLES"); do
 		PIDS+=(${PID[$nm]})
 	done
 	for nm in "${names[@]}"; do
-		re=on_cpu; [ "$nm" = bpftrace ] && re='99|profile_hz_99'
+		re=on_cpu; [ "$nm" = bpftrace ] && re="$BT_HZ|profile_hz_$BT_HZ"
 		for _ in $(seq 1 120); do
 			PROG[$nm]=$(prog_of "${PID[$nm]}" "$re"); [ -n "${PROG[$nm]}" ] && break; sleep 0.5
 		done
