@@ -157,6 +157,17 @@ struct {
  */
 __u64 ufiles_seq = 0;
 
+/*
+ * 6.7-6.10 keep an inode's times as struct timespec64 (__i_mtime,
+ * __i_ctime; 6.11 split them into seconds and nanoseconds). Without this
+ * flavor every exec's list on those kernels (Ubuntu 24.04's 6.8) carried
+ * no times, and each exec of a known program read /proc.
+ */
+struct inode___ts {
+	struct timespec64 __i_mtime;
+	struct timespec64 __i_ctime;
+} __attribute__((preserve_access_index));
+
 extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym __weak;
 extern void bpf_task_release(struct task_struct *p) __ksym __weak;
 extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __ksym __weak;
@@ -265,8 +276,7 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 				m->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 				m->size = BPF_CORE_READ(f, f_inode, i_size);
 				/*
-				 * Kernels before 6.7 keep a struct timespec64: no stat
-				 * from here. Where timestamps are fine-grained, the top
+				 * Where timestamps are fine-grained (6.13+), the top
 				 * bit of the change time's nanoseconds says whether it
 				 * was read since: not part of the time.
 				 */
@@ -276,6 +286,15 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 					m->mtime_nsec = BPF_CORE_READ(f, f_inode, i_mtime_nsec);
 					m->ctime_sec = BPF_CORE_READ(f, f_inode, i_ctime_sec);
 					m->ctime_nsec = BPF_CORE_READ(f, f_inode, i_ctime_nsec) & 0x7fffffff;
+					m->flags = PROFD_PEV_MAP_STAT;
+				} else if (bpf_core_field_exists(struct inode___ts, __i_mtime) &&
+					   bpf_core_field_exists(struct inode___ts, __i_ctime)) {
+					struct inode___ts *in = (void *)BPF_CORE_READ(f, f_inode);
+
+					m->mtime_sec = BPF_CORE_READ(in, __i_mtime.tv_sec);
+					m->mtime_nsec = (__u32)BPF_CORE_READ(in, __i_mtime.tv_nsec);
+					m->ctime_sec = BPF_CORE_READ(in, __i_ctime.tv_sec);
+					m->ctime_nsec = (__u32)BPF_CORE_READ(in, __i_ctime.tv_nsec);
 					m->flags = PROFD_PEV_MAP_STAT;
 				}
 				/* Known by another file of the inode number: its path is not this one's. */
