@@ -981,7 +981,7 @@ static void maps_to_tables(const struct events_image *im, void *arg)
 	else if (d->tables)
 		tables__exec(d->tables, im->pid, im->exec, im->start_time, im->start_code, im->maps);
 	if (d->py && im->maps)
-		pyprocs__maps(d->py, im->pid, im->start_code, im->maps);
+		pyprocs__maps(d->py, im->pid, im->start_code, im->maps, im->exec > 0);
 }
 
 /*

@@ -48,6 +48,13 @@ struct seen {
 	int64_t wrote_ns;
 	/* When first found to run CPython (CLOCK_MONOTONIC_COARSE); 0: not yet. */
 	int64_t found_ns;
+	/*
+	 * Made at its exec event: found_ns is within the exec events' delay of
+	 * the image's start. /proc's start time is the fork's, and a program
+	 * started through a shim's chain of execs (pyenv's: bash, pyenv,
+	 * pyenv-exec) would look seconds old at its first sample.
+	 */
+	bool at_exec;
 	/* When its free hook was last weighed (free_hook): at most once a RETRY_NS. */
 	int64_t hook_ns;
 	uint16_t file;  /* its interpreter file in files[], plus 1; 0: none to hook */
@@ -501,7 +508,8 @@ static void free_hook(struct pyprocs *p, uint32_t pid, struct seen *sl, int64_t 
 	sl->hook_ns = now;
 	age = now - sl->found_ns;
 	/* A process older than profd, or found late: its age from /proc (boot time, clock ticks). */
-	if (age < p->hook.after_ns && p->ticks > 0 && !procreg__info(p->reg, pid, &in) && in.start_time) {
+	if (age < p->hook.after_ns && !sl->at_exec && p->ticks > 0 && !procreg__info(p->reg, pid, &in) &&
+	    in.start_time) {
 		int64_t up = clock__ns(CLOCK_BOOTTIME) - (int64_t)(in.start_time * (1000000000ULL / (uint64_t)p->ticks));
 
 		if (up > age)
@@ -635,7 +643,8 @@ static void free_sweep(struct pyprocs *p, int64_t now)
 	}
 }
 
-void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps)
+void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps,
+		   bool exec)
 {
 	struct seen *sl = seen_now(p, pid);
 	struct profd_pyfile_key fkey;
@@ -645,6 +654,8 @@ void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const s
 	bool full = false;
 	int fd;
 
+	if (sl && exec)
+		sl->at_exec = true;
 	/* No file that could be an interpreter: no open of /proc/PID/root (a path walk). */
 	fd = -1;
 	if (pyinterp__may_find(maps)) {
@@ -799,7 +810,7 @@ void pyprocs__seen(struct pyprocs *p, struct symbolizer *sym, uint32_t pid)
 	/* The exec event's start_code, else /proc's (a process older than profd, a fork). */
 	sc = in.start_code;
 	if (sc || procreg__read_stat(p->proc_fd, pid, &st, &sc) == 0)
-		pyprocs__maps(p, pid, sc, maps);
+		pyprocs__maps(p, pid, sc, maps, false);
 	procmaps__free(maps);
 }
 

@@ -56,8 +56,13 @@ int pyprocs__new(struct profd_bpf *skel, struct procreg *reg, struct filecache *
 		 const struct pyprocs_hook_opts *hook, struct pyprocs **out);
 void pyprocs__free(struct pyprocs *p);
 
-/* pid's mappings were read (exec, re-capture): a CPython among them is made known to the walker. */
-void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps);
+/*
+ * pid's mappings were read (exec, re-capture): a CPython among them is made
+ * known to the walker. exec: read for its exec event (the image is as old
+ * as the event, whatever /proc says of the process).
+ */
+void pyprocs__maps(struct pyprocs *p, uint32_t pid, uint64_t start_code, const struct procmaps *maps,
+		   bool exec);
 /*
  * A pid seen in a drain: looked at (from the symbolizer's mappings) unless
  * it is known to run CPython or was looked at less than a second ago.

@@ -1451,6 +1451,23 @@ static int on_event(void *ctx, void *data, size_t len)
 			q.start_code = in.start_code;
 			q.young = q.snapshot = true;
 			t->st.maps_inherited++;
+		} else if (known && !in.ppid && in.start_time && in.start_code &&
+			   !procreg__maps(t->reg, ev->pid, &q.pm)) {
+			/*
+			 * An image of its own that process events captured (at
+			 * its exec, or at first sight) and keep as re-captures
+			 * find more: no read of /proc for it. Most are a shim's
+			 * chain (bash, pyenv, pyenv-exec), sampled before the
+			 * exec whose entry the hook wrote: the request comes
+			 * after its exec event, which found none to call off. A
+			 * young one waits as before (its exit or exec calls it
+			 * off); a library mapped since the capture is a pc
+			 * outside them, and the walker asks for a re-read.
+			 */
+			q.start_time = in.start_time;
+			q.start_code = in.start_code;
+			q.snapshot = q.young;
+			t->st.maps_captured++;
 		}
 		enqueue(t, &q, false);
 		procmaps__free(q.pm);
@@ -1908,6 +1925,7 @@ void tables__print_status(const struct tables *t, FILE *f)
 	fprintf(f, "unwind_pid_loads\t%" PRIu64 "\n", st.pid_loads);
 	fprintf(f, "unwind_maps_reads\t%" PRIu64 "\n", st.maps_reads);
 	fprintf(f, "unwind_maps_inherited\t%" PRIu64 "\n", st.maps_inherited);
+	fprintf(f, "unwind_maps_captured\t%" PRIu64 "\n", st.maps_captured);
 	fprintf(f, "unwind_table_evictions\t%" PRIu64 "\n", st.evictions);
 	fprintf(f, "unwind_table_build_ms\t%" PRIu64 "\n", st.build_us_total / 1000);
 	fprintf(f, "unwind_table_builds_pending\t%" PRIu64 "\n", st.builds_pending);

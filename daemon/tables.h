@@ -69,6 +69,7 @@ struct tables_stats {
 	uint64_t pid_loads;       /* entries written from mappings (exec, re-captures, the walker's requests) */
 	uint64_t maps_reads;      /* of them, mappings read here: the others came from process events' captures */
 	uint64_t maps_inherited;  /* forked children's requests given their parent's snapshot (waiting the grace) */
+	uint64_t maps_captured;   /* requests of other processes given process events' capture of their image */
 	uint64_t evictions;       /* tables dropped after no process mapped them */
 	uint64_t displaced;       /* tables in use unloaded to make room for a smaller one */
 	uint64_t rebuilds;        /* tables built again from their file to come back (rows are not kept in user space) */

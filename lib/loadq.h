@@ -27,7 +27,7 @@ struct loadq_req {
 	bool exec;           /* asked at exec: read again once ld.so mapped the libraries */
 	bool hot;            /* asked by the walker */
 	bool young;          /* the walker's first request for the process */
-	bool snapshot;       /* pm is a forked child's inherited image: young, it waits all the same */
+	bool snapshot;       /* pm is the registry's snapshot, not read for this request: young, it waits all the same */
 	bool linger;         /* young, and nothing lost while it waits: due a serve only after linger */
 	int64_t queued;      /* when it was made (loadq__add sets it) */
 	struct procmaps *pm; /* the mappings process events read; NULL: read them */
