@@ -28,20 +28,23 @@ for _ in $(seq 40); do "$T/quick_chain" 3; done
 # the event is handled, and /proc shows its next image. Each image is
 # named from its own list all the same. Stopped only that long: on a host
 # exec'ing a hundred programs a second, a longer stop fills the event ring
-# (process_events_lost). The last image stays until profd caught up.
-cp "$TP/exec_chain" "$T/late_chain"
-kill -STOP "$PROFD_PID"
-"$T/late_chain" 100 3 "$T/hold" &
-late=$!
-for _ in $(seq 6000); do
-	read -r a0 _ level _ < <(tr '\0' ' ' <"/proc/$late/cmdline" 2>/dev/null)
-	[ "$a0" = "$T/late_chain" ] && [ "$level" != 3 ] && break
-	sleep 0.01
+# (process_events_lost). The last image stays until profd caught up. Three
+# chains, each a copy new to profd: about 30 samples per image in all.
+for i in 1 2 3; do
+	mkdir "$T/late$i" && cp "$TP/exec_chain" "$T/late$i/late_chain"
+	kill -STOP "$PROFD_PID"
+	"$T/late$i/late_chain" 100 3 "$T/hold$i" &
+	late=$!
+	for _ in $(seq 6000); do
+		read -r a0 _ level _ < <(tr '\0' ' ' <"/proc/$late/cmdline" 2>/dev/null)
+		[ "$a0" = "$T/late$i/late_chain" ] && [ "$level" != 3 ] && break
+		sleep 0.01
+	done
+	kill -CONT "$PROFD_PID"
+	caught_up || fail "profd did not answer a flush after it was stopped"
+	touch "$T/hold$i"
+	wait "$late" || fail "late_chain exited $?"
 done
-kill -CONT "$PROFD_PID"
-caught_up || fail "profd did not answer a flush after it was stopped"
-touch "$T/hold"
-wait "$late" || fail "late_chain exited $?"
 caught_up || fail "profd did not answer a flush"
 profctl dump --since "$(since_start)" >"$T/all" || { fail "profctl dump exited $?"; done_test; }
 grep '^exec_chain;' "$T/all" >"$T/folded"
@@ -65,11 +68,11 @@ grep '^late_chain;' "$T/all" >"$T/late"
 read -r lunk lall < <(unnamed late_chain "$T/late")
 read -r lspin _ < <(share "$T/late" late_chain ";spin")
 echo "late_chain: $lall samples, $lunk with an unnamed outermost frame, $lspin through spin"
-check "late_chain's outermost frames named: $lunk of $lall samples unnamed (<= 5%)" \
+check "late_chains' outermost frames named: $lunk of $lall samples unnamed (<= 5%)" \
 	awk -v u="$lunk" -v a="$lall" 'BEGIN { exit !(a >= 40 && u <= 0.05 * a) }'
 for f in chain_3 forked_3; do
 	read -r c _ < <(share "$T/late" late_chain ";$f;spin")
-	check "late_chain's first image named: $c of $lspin samples in spin through $f (>= 5%)" share_ok "$c" "$lspin" 40 0.05
+	check "late_chains' first images named: $c of $lspin samples in spin through $f (>= 5%)" share_ok "$c" "$lspin" 40 0.05
 done
 check "profd exits 0 on SIGTERM" stop_profd
 done_test
