@@ -129,23 +129,6 @@ static struct procmaps *event_maps(struct events *e, const struct profd_pev_exec
 	return pm;
 }
 
-/*
- * Whether the list holds the image's own text (start_code) in a file. One
- * said complete without it (the hook's walk of the mappings found none,
- * or only libraries) would name none of the binary's frames: /proc names
- * the image instead.
- */
-static bool has_text(const struct profd_pev_exec *x)
-{
-	if (!x->ev.start_code)
-		return true;
-	for (uint32_t i = 0; i < x->nmaps && i < PROFD_PEV_MAX_MAPS; i++)
-		if (x->maps[i].ino && x->ev.start_code >= x->maps[i].start &&
-		    x->ev.start_code < x->maps[i].end)
-			return true;
-	return false;
-}
-
 /* Executable mappings of files: the binary, then ld.so, then the libraries ld.so maps. */
 static int count_files(const struct procmaps *m)
 {
@@ -361,14 +344,9 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	 */
 	nolder = prev ? symbolizer__prev_images(e->sym, pid, older) : 0;
 	procreg__exec(e->reg, pid, im.start_time, im.start_code, &ids);
-	if (x && (x->maps_flags & PROFD_PEV_MAPS_OK) && !has_text(x)) {
-		e->st.lists_without_text++;
-		listed = NULL;
-	} else {
-		listed = x ? event_maps(e, x) : NULL;
-		if (!listed && x && (x->maps_flags & (PROFD_PEV_MAPS_OK | PROFD_PEV_MAPS_EXITED)) == PROFD_PEV_MAPS_OK)
-			listed = event_maps_learned(e, x);
-	}
+	listed = x ? event_maps(e, x) : NULL;
+	if (!listed && x && (x->maps_flags & (PROFD_PEV_MAPS_OK | PROFD_PEV_MAPS_EXITED)) == PROFD_PEV_MAPS_OK)
+		listed = event_maps_learned(e, x);
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
 		/* Exited before ld.so was done: named from the list or not at all; the tables want nothing (exec -1). */
 		im.exec = -1;
@@ -718,7 +696,6 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_names_unstated\t%" PRIu64 "\n", s.names_unstated);
 	fprintf(f, "process_names_stale\t%" PRIu64 "\n", s.names_stale);
 	fprintf(f, "process_exec_lists_named_late\t%" PRIu64 "\n", s.lists_named_late);
-	fprintf(f, "process_exec_lists_without_text\t%" PRIu64 "\n", s.lists_without_text);
 	fprintf(f, "process_recaptures_dropped\t%" PRIu64 "\n", s.pending_dropped);
 	fprintf(f, "process_tables_written_at_exec\t%" PRIu64 "\n", s.umaps_written - s.umaps_undone);
 	fprintf(f, "process_tables_written_undone\t%" PRIu64 "\n", s.umaps_undone);
