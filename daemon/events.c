@@ -44,6 +44,8 @@
 #define LOOK PROCREG_LOOK_CAPTURE
 /* Paths of files seen in /proc reads: an exec event lists mappings without them. */
 #define MAX_PATHS 1024
+/* A read of /proc only to learn the paths an exec event's list lacks: within this much heap. */
+#define LEARN_MAPS_BYTES (1u << 20)
 /*
  * Exec events of known programs wake us together, at most this often
  * (bpf/events.bpf.c): a wake-up costs more than an exec's work, and the
@@ -217,6 +219,29 @@ static void learn(struct events *e, uint32_t pid, const struct procmaps *m)
 }
 
 /*
+ * The exec event's list, which names a file not seen yet (a program's
+ * first exec), named once a read of /proc taught the paths. The list, not
+ * the read, is the image's: a host that wakes us late finds the process
+ * in a later image already (a shim's chain execs on within milliseconds),
+ * and that image's mappings would leave this one's samples, and those of
+ * the children it forked, unnamed. A chain's images map mostly the same
+ * files, so the later image's paths name this one's list. NULL: not named
+ * even so (then the read names the image, as for an event without a list).
+ */
+static struct procmaps *event_maps_learned(struct events *e, const struct profd_pev_exec *x)
+{
+	struct procmaps *now = NULL, *listed;
+
+	if (procmaps__read_at_max(e->proc_fd, x->ev.pid, LEARN_MAPS_BYTES, &now))
+		return NULL;
+	learn(e, x->ev.pid, now);
+	procmaps__free(now);
+	listed = event_maps(e, x);
+	e->st.lists_named_late += listed != NULL;
+	return listed;
+}
+
+/*
  * im->exec: -1 first sight (nobody else told), 1 at exec, 0 a re-capture
  * after it. Returns the executable file mappings found, -1 when the
  * process is gone.
@@ -320,6 +345,8 @@ static void on_exec(struct events *e, const struct profd_pev *ev, const struct p
 	nolder = prev ? symbolizer__prev_images(e->sym, pid, older) : 0;
 	procreg__exec(e->reg, pid, im.start_time, im.start_code, &ids);
 	listed = x ? event_maps(e, x) : NULL;
+	if (!listed && x && (x->maps_flags & (PROFD_PEV_MAPS_OK | PROFD_PEV_MAPS_EXITED)) == PROFD_PEV_MAPS_OK)
+		listed = event_maps_learned(e, x);
 	if (x && (x->maps_flags & PROFD_PEV_MAPS_EXITED)) {
 		/* Exited before ld.so was done: named from the list or not at all; the tables want nothing (exec -1). */
 		im.exec = -1;
@@ -668,6 +695,7 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_names_learned\t%" PRIu64 "\n", s.names_learned);
 	fprintf(f, "process_names_unstated\t%" PRIu64 "\n", s.names_unstated);
 	fprintf(f, "process_names_stale\t%" PRIu64 "\n", s.names_stale);
+	fprintf(f, "process_exec_lists_named_late\t%" PRIu64 "\n", s.lists_named_late);
 	fprintf(f, "process_recaptures_dropped\t%" PRIu64 "\n", s.pending_dropped);
 	fprintf(f, "process_tables_written_at_exec\t%" PRIu64 "\n", s.umaps_written - s.umaps_undone);
 	fprintf(f, "process_tables_written_undone\t%" PRIu64 "\n", s.umaps_undone);

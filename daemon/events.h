@@ -33,6 +33,7 @@ struct events_stats {
 	uint64_t captures_listed;      /* of them, from the exec event's list of mappings: no read of /proc */
 	uint64_t names_stale;          /* listed files whose path was learned for another file of the inode number */
 	uint64_t names_learned;        /* paths learned from /proc reads, each with a stat of the file mapped */
+	uint64_t lists_named_late;     /* exec lists named only once a read of /proc taught their files' paths */
 	uint64_t names_unstated;       /* paths not learned: no stat of the file mapped (process gone, no access) */
 	uint64_t capture_gone;         /* captures that found the process gone */
 	uint64_t forgotten;            /* exited processes dropped after their last drain */
