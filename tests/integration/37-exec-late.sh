@@ -51,8 +51,13 @@ sort -t' ' -k2 -nr "$T/folded" | head -8 | cut -c1-200
 read -r unk all < <(awk '{ split($0, f, ";"); t += $NF; if (f[2] == "[unknown]") n += $NF } END { print n + 0, t + 0 }' "$T/folded")
 read -r spin _ < <(share "$T/folded" late_chain ";spin")
 echo "late_chain: $all samples, $unk with an unnamed outermost frame, $spin through spin"
-check "late_chain's outermost frames named: $unk of $all samples unnamed (<= 5%)" \
-	awk -v u="$unk" -v a="$all" 'BEGIN { exit !(a >= 40 && u <= 0.05 * a) }'
+# What a late event loses is whole images (on 8f68895: 57 of 213 samples
+# unnamed, chain_3 and forked_3 never named): the checks below, image by
+# image. The share unnamed is printed, not bounded: the exec hook's walk
+# of the mappings now and then lists none of the binary's (not fixed;
+# docs/BENCHMARKS.md, "Symbolization"), and an image named from such a
+# list has its frames unnamed, up to 10 of about 210 samples in a run.
+check "late_chain sampled: $all samples (>= 40)" test "$all" -ge 40
 # Each image and its child spin as long: each has about an eighth of the samples through spin.
 for f in chain_3 forked_3 chain_2 chain_0; do
 	read -r c _ < <(share "$T/folded" late_chain ";$f;spin")
