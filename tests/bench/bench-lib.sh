@@ -108,6 +108,17 @@ bpftrace_start() {
 proc_cpu_ms() {
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) * 1000 / hz }' "/proc/$1/stat"
 }
+# proc_run_ms PID|PID/task/TID: CPU time so far from the scheduler's
+# nanosecond counts (schedstat, summed over the threads for a PID), where
+# /proc/PID/stat counts 10 ms ticks: 0.05 % of a core over 20 s, a
+# quarter of a quiet profd's figure. Threads that exited drop out of the
+# sum: for a process whose threads live as long as it does (profd's).
+proc_run_ms() {
+	local f
+	if [[ $1 == */task/* ]]; then f=/proc/$1/schedstat; else f=$(echo /proc/"$1"/task/*/schedstat); fi
+	# shellcheck disable=SC2086
+	cat $f 2>/dev/null | awk '{ t += $1 } END { if (NR) printf "%.3f\n", t / 1e6 }'
+}
 proc_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; } # proc_kb PID VmRSS|VmHWM
 
 # stats, median, fmt_range

@@ -5,7 +5,8 @@
 # rotate round by round (profd with its defaults, bpftrace
 # `profile:hz:99 { @[ustack, kstack, comm] = count(); }`, perf record -F 99
 # -a -g), each for SECS seconds after a warm-up. Per condition: the
-# profiler's CPU (user + system of its process), BPF run time per sample
+# profiler's CPU (profd: schedstat, in ns; the others: user + system in
+# ticks), BPF run time per sample
 # (bpf_stats, on only while measuring), peak RSS, and the exec rate of that
 # interval (sched_process_exec events counted by perf stat). LOOPS exec
 # loops run side by side (3 by default: 66-84 execs/s on the 2-CPU VM when
@@ -112,20 +113,24 @@ parts() {
 		END { if (d == "" || f == "" || e == "" || t == "") print "- - - -"; else print d, f, e, t }'
 }
 vswitches() { awk '$1 == "voluntary_ctxt_switches:" { print $2 }' "/proc/$P/task/$P/status" 2>/dev/null; }
+# cpu_ms PID: a profd's CPU from schedstat (its threads live as long as
+# it does); bpftrace's and perf's from /proc/PID/stat, which keeps the
+# time of threads that exited.
+cpu_ms() { if [ "$pd" = 1 ]; then proc_run_ms "$1"; else proc_cpu_ms "$1"; fi; }
 # measure COND [keep]: with keep, P goes on running after the interval.
 measure() {
 	local a b c0 c1 m0 m1 t0 t1 execs hwm ns u0 u1 d0 d1 v0 v1 p0 p1
 	stats_hold
 	[ -n "$prog" ] && a=($(prog_ns "$prog"))
 	u0=($(tstat))
-	c0=$(proc_cpu_ms "$P")
-	m0=$(proc_cpu_ms "$P/task/$P")
+	c0=$(cpu_ms "$P")
+	m0=$(cpu_ms "$P/task/$P")
 	d0=$(drains) v0=$(vswitches) p0=($(parts))
 	t0=$(date +%s.%N)
 	execs=$(perf stat -a -x, -e sched:sched_process_exec sleep "$SECS" 2>&1 | awk -F, '/sched_process_exec/ { print $1 }')
 	t1=$(date +%s.%N)
-	c1=$(proc_cpu_ms "$P")
-	m1=$(proc_cpu_ms "$P/task/$P")
+	c1=$(cpu_ms "$P")
+	m1=$(cpu_ms "$P/task/$P")
 	d1=$(drains) v1=$(vswitches) p1=($(parts))
 	u1=($(tstat))
 	[ -n "$prog" ] && b=($(prog_ns "$prog"))
