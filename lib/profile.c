@@ -529,6 +529,11 @@ void profile__reset_samples(struct profile *p)
 	memset(&p->meta, 0, sizeof(p->meta));
 }
 
+uint64_t profile__gen(const struct profile *p)
+{
+	return p->gen;
+}
+
 void profile__reset(struct profile *p)
 {
 	uint32_t id;
