@@ -216,6 +216,8 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	if (d->py && pystack__has_python(e->ustack, e->nustack)) {
 		struct native_ctx nc = { d, k->pid };
 
+		window__prefetch(d->win, k->pid, e->ustack, e->nustack);
+
 		err = pyprocs__stack(d->py, d->window, k->pid, e->ustack, e->nustack, native_frame,
 				     &nc, d->frames_buf, &s.nuser_ids);
 		if (err)

@@ -152,7 +152,7 @@ static int add_frame(struct window *w, const struct sym *y, uint32_t *id)
 	return err;
 }
 
-static struct fcache_slot *fcache_slot(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret)
+static struct fcache_slot *fcache_slot(const struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret)
 {
 	uint64_t h = (ip ^ ((uint64_t)pid << 32 | is_ret)) * 0x9e3779b97f4a7c15ULL;
 
@@ -336,6 +336,17 @@ int window__frame(struct window *w, uint32_t pid, uint64_t ip, int is_ret, uint3
 }
 
 /*
+ * The frame cache is far bigger than the CPU's caches and a drain comes
+ * after a second of other programs: nearly every slot a stack looks at is
+ * a miss to memory. Asked for all at once, they overlap.
+ */
+void window__prefetch(const struct window *w, uint32_t pid, const __u64 *ips, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		__builtin_prefetch(fcache_slot(w, pid, ips[i], i > 0));
+}
+
+/*
  * A sched_switch stack starts in the tracing glue that ran the BPF program
  * (bpf_prog_*, bpf_trace_run*, __traceiter_*), not where the thread waited:
  * how many leaf frames to leave out. Which glue frames appear depends on
@@ -383,6 +394,9 @@ int window__add(struct window *w, const struct window_sample *s)
 
 	if (nuser > PROFD_MAX_DEPTH || s->nkstack > PROFD_MAX_DEPTH)
 		return -E2BIG;
+	if (!s->user_ids)
+		window__prefetch(w, s->pid, s->ustack, s->nustack);
+	window__prefetch(w, KERNEL_PID, s->kstack, s->nkstack);
 	if (s->kind != PF_KIND_CPU) {
 		kskip = glue_frames(w, s->kstack, s->nkstack);
 		w->st.glue_frames += kskip;
