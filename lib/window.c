@@ -381,7 +381,14 @@ static int user_frames(struct window *w, uint32_t pid, const __u64 *ips, uint32_
 	}
 	for (uint32_t j = 0; j < np; j++) {
 		uint32_t i = at[j];
+		/* Named since by an earlier frame of this stack (a recursion): as one pass would have found it. */
+		struct fcache_slot *c = fcache_find(w, pid, ips[i], i > 0);
 
+		if (c && (c->flags & SLOT_ID)) {
+			w->st.frame_hits++;
+			w->frames[*n - 1 - i] = c->id;
+			continue;
+		}
 		err = frame_placed(w, pid, ips[i], i > 0, &pl[j], &w->frames[*n - 1 - i]);
 		if (err)
 			return err;
