@@ -468,7 +468,10 @@ static int calls_grow(void *a, size_t *cap, size_t n, size_t sz)
 	return 0;
 }
 
-/* A window string as written: a window names a few modules, comms and cgroups in thousands of frames and samples. */
+/*
+ * A window string as written, mapped once per flush: a window names a few
+ * modules, comms and cgroups in thousands of frames and samples.
+ */
 static int calls_str(struct modcalls *c, const struct profile *src, uint32_t id, uint32_t *out)
 {
 	int err;

@@ -381,7 +381,7 @@ static int user_frames(struct window *w, uint32_t pid, const __u64 *ips, uint32_
 	}
 	for (uint32_t j = 0; j < np; j++) {
 		uint32_t i = at[j];
-		/* Named since by an earlier frame of this stack (a recursion): as one pass would have found it. */
+		/* Named since by an earlier frame of this stack (a recursion), as one pass would find it. */
 		struct fcache_slot *c = fcache_find(w, pid, ips[i], i > 0);
 
 		if (c && (c->flags & SLOT_ID)) {
