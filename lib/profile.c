@@ -9,13 +9,8 @@
  * (array position + 1). Strings live in one arena so a window of thousands of
  * frames costs a few allocations, not one per name.
  */
-struct islot {
-	uint32_t id; /* array position + 1, 0 empty */
-	uint32_t tag; /* the hash's upper half: most probes of another entry end here, off its data */
-};
-
 struct index {
-	struct islot *slots;
+	uint32_t *slots;
 	size_t cap; /* power of two */
 	size_t used;
 };
@@ -101,11 +96,6 @@ static uint64_t hash_bytes(const void *p, size_t n)
 	return h ^ (h >> 29);
 }
 
-static uint32_t tag_of(uint64_t h)
-{
-	return (uint32_t)(h >> 32);
-}
-
 static int grow(void **ptr, size_t *cap, size_t need, size_t elem)
 {
 	size_t ncap;
@@ -132,22 +122,20 @@ typedef uint64_t (*hash_at_fn)(const struct profile *p, uint32_t i);
 static int index_rehash(struct index *ix, const struct profile *p, hash_at_fn h)
 {
 	size_t ncap = ix->cap ? ix->cap * 2 : 64;
-	struct islot *ns = calloc(ncap, sizeof(*ns));
+	uint32_t *ns = calloc(ncap, sizeof(*ns));
 
 	if (!ns)
 		return -ENOMEM;
 	for (size_t i = 0; i < ix->cap; i++) {
-		uint32_t v = ix->slots[i].id;
-		uint64_t hv;
+		uint32_t v = ix->slots[i];
 		size_t j;
 
 		if (!v)
 			continue;
-		hv = h(p, v - 1);
-		j = hv & (ncap - 1);
-		while (ns[j].id)
+		j = h(p, v - 1) & (ncap - 1);
+		while (ns[j])
 			j = (j + 1) & (ncap - 1);
-		ns[j] = (struct islot){ v, tag_of(hv) };
+		ns[j] = v;
 	}
 	free(ix->slots);
 	ix->slots = ns;
@@ -195,12 +183,10 @@ int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id)
 	if (err)
 		return err;
 	h = hash_bytes(s, len);
-	for (j = h & (p->str_idx.cap - 1); p->str_idx.slots[j].id; j = (j + 1) & (p->str_idx.cap - 1)) {
-		uint32_t i = p->str_idx.slots[j].id - 1;
+	for (j = h & (p->str_idx.cap - 1); p->str_idx.slots[j]; j = (j + 1) & (p->str_idx.cap - 1)) {
+		uint32_t i = p->str_idx.slots[j] - 1;
 		const char *t = p->arena + p->str_off[i];
 
-		if (p->str_idx.slots[j].tag != tag_of(h))
-			continue;
 		if (!strncmp(t, s ? s : "", len) && t[len] == 0) {
 			*id = i;
 			return 0;
@@ -218,7 +204,7 @@ int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id)
 	p->arena[p->arena_len + len] = 0;
 	p->str_off[p->nstr] = p->arena_len;
 	p->arena_len += len + 1;
-	p->str_idx.slots[j] = (struct islot){ p->nstr + 1, tag_of(h) };
+	p->str_idx.slots[j] = p->nstr + 1;
 	p->str_idx.used++;
 	*id = p->nstr++;
 	return 0;
@@ -255,7 +241,6 @@ static uint64_t frame_hash_at(const struct profile *p, uint32_t i)
 
 int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id)
 {
-	uint64_t h;
 	size_t j;
 	int err;
 
@@ -264,16 +249,13 @@ int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id
 	err = index_reserve(&p->frame_idx, p, frame_hash_at);
 	if (err)
 		return err;
-	h = frame_hash(f);
-	for (j = h & (p->frame_idx.cap - 1); p->frame_idx.slots[j].id; j = (j + 1) & (p->frame_idx.cap - 1)) {
-		const struct pf_frame *g;
+	for (j = frame_hash(f) & (p->frame_idx.cap - 1); p->frame_idx.slots[j];
+	     j = (j + 1) & (p->frame_idx.cap - 1)) {
+		const struct pf_frame *g = &p->frames[p->frame_idx.slots[j] - 1];
 
-		if (p->frame_idx.slots[j].tag != tag_of(h))
-			continue;
-		g = &p->frames[p->frame_idx.slots[j].id - 1];
 		if (g->name == f->name && g->module == f->module && g->offset == f->offset &&
 		    g->kind == f->kind) {
-			*id = p->frame_idx.slots[j].id - 1;
+			*id = p->frame_idx.slots[j] - 1;
 			return 0;
 		}
 	}
@@ -283,7 +265,7 @@ int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id
 	if (err)
 		return err;
 	p->frames[p->nframes] = *f;
-	p->frame_idx.slots[j] = (struct islot){ p->nframes + 1, tag_of(h) };
+	p->frame_idx.slots[j] = p->nframes + 1;
 	p->frame_idx.used++;
 	*id = p->nframes++;
 	return 0;
@@ -329,7 +311,6 @@ static uint64_t stack_hash_at(const struct profile *p, uint32_t i)
 
 int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, uint32_t *id)
 {
-	uint64_t h;
 	size_t j;
 	int err;
 
@@ -339,13 +320,10 @@ int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, ui
 	err = index_reserve(&p->stack_idx, p, stack_hash_at);
 	if (err)
 		return err;
-	h = stack_hash(frames, n);
-	for (j = h & (p->stack_idx.cap - 1); p->stack_idx.slots[j].id; j = (j + 1) & (p->stack_idx.cap - 1)) {
-		uint32_t i = p->stack_idx.slots[j].id - 1, m;
-
-		if (p->stack_idx.slots[j].tag != tag_of(h))
-			continue;
-		m = p->stack_off[i + 1] - p->stack_off[i];
+	for (j = stack_hash(frames, n) & (p->stack_idx.cap - 1); p->stack_idx.slots[j];
+	     j = (j + 1) & (p->stack_idx.cap - 1)) {
+		uint32_t i = p->stack_idx.slots[j] - 1;
+		uint32_t m = p->stack_off[i + 1] - p->stack_off[i];
 
 		if (m == n && !memcmp(p->stack_data + p->stack_off[i], frames, n * sizeof(*frames))) {
 			*id = i;
@@ -364,7 +342,7 @@ int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, ui
 		memcpy(p->stack_data + p->stack_data_len, frames, n * sizeof(*frames));
 	p->stack_data_len += n;
 	p->stack_off[p->nstacks + 1] = p->stack_data_len;
-	p->stack_idx.slots[j] = (struct islot){ p->nstacks + 1, tag_of(h) };
+	p->stack_idx.slots[j] = p->nstacks + 1;
 	p->stack_idx.used++;
 	*id = p->nstacks++;
 	return 0;
@@ -412,7 +390,6 @@ static int same_labels(const struct pf_sample *a, const struct pf_sample *b)
 
 int profile__add(struct profile *p, const struct pf_sample *s)
 {
-	uint64_t h;
 	size_t j;
 	int err;
 
@@ -422,13 +399,9 @@ int profile__add(struct profile *p, const struct pf_sample *s)
 	err = index_reserve(&p->sample_idx, p, sample_hash_at);
 	if (err)
 		return err;
-	h = sample_hash(s);
-	for (j = h & (p->sample_idx.cap - 1); p->sample_idx.slots[j].id; j = (j + 1) & (p->sample_idx.cap - 1)) {
-		struct pf_sample *t;
-
-		if (p->sample_idx.slots[j].tag != tag_of(h))
-			continue;
-		t = &p->samples[p->sample_idx.slots[j].id - 1];
+	for (j = sample_hash(s) & (p->sample_idx.cap - 1); p->sample_idx.slots[j];
+	     j = (j + 1) & (p->sample_idx.cap - 1)) {
+		struct pf_sample *t = &p->samples[p->sample_idx.slots[j] - 1];
 
 		if (same_labels(t, s)) {
 			t->value += s->value;
@@ -441,7 +414,7 @@ int profile__add(struct profile *p, const struct pf_sample *s)
 	if (err)
 		return err;
 	p->samples[p->nsamples] = *s;
-	p->sample_idx.slots[j] = (struct islot){ p->nsamples + 1, tag_of(h) };
+	p->sample_idx.slots[j] = p->nsamples + 1;
 	p->sample_idx.used++;
 	p->nsamples++;
 	return 0;
@@ -516,9 +489,8 @@ size_t profile__mem_bytes(const struct profile *p)
 	       p->frames_cap * sizeof(*p->frames) + p->stack_data_cap * sizeof(*p->stack_data) +
 	       p->stacks_cap * sizeof(*p->stack_off) + p->samples_cap * sizeof(*p->samples) +
 	       p->counters_cap * sizeof(*p->counters) +
-	       (p->str_idx.cap + p->frame_idx.cap + p->stack_idx.cap + p->sample_idx.cap) *
-		       sizeof(struct islot) +
-	       (p->mc.scap + p->mc.fcap + p->mc.kcap + p->mc.bufcap) * sizeof(uint32_t);
+	       (p->str_idx.cap + p->frame_idx.cap + p->stack_idx.cap + p->sample_idx.cap +
+		p->mc.scap + p->mc.fcap + p->mc.kcap + p->mc.bufcap) * sizeof(uint32_t);
 }
 
 void profile__reset_samples(struct profile *p)
