@@ -286,10 +286,16 @@ static void arm(struct events *e)
 
 static void run_due(struct events *e)
 {
-	int64_t now = clock__mono_ns();
 	struct procreg_info in;
 	uint32_t pid, tries;
+	int64_t now;
 
+	/* Called for every drained entry: most find nothing queued and need no clock. */
+	if (!procreg__due_first(e->reg, LOOK)) {
+		arm(e);
+		return;
+	}
+	now = clock__mono_ns();
 	while (procreg__due_pop(e->reg, LOOK, now, &pid, &tries)) {
 		struct events_image im = { pid, 0, 0, 0, NULL, false };
 

@@ -108,6 +108,7 @@ struct profd {
 	/* process events and walker requests: see EVENTS_GAP_NS */
 	int64_t events_turn_ns, events_tick_ns; /* tick_ns 0: watched, else muted until then */
 	int64_t drain_tables_ns; /* inside a drain: when the tables' next turn is due */
+	int64_t drain_now_ns;    /* inside a drain: the clock, read every DRAIN_TABLES_EVERY entries */
 	uint32_t drain_seen;     /* entries of this drain, for the clock's look every few */
 	double events_per_gap;
 	uint64_t events_wakeups, events_ticks;
@@ -202,15 +203,20 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	 * seconds of wall time: new processes get their tables meanwhile, not
 	 * after it (a 300 ms script would run without its native callers).
 	 */
-	if (d->tables && ++d->drain_seen % DRAIN_TABLES_EVERY == 0 &&
-	    clock__mono_ns() >= d->drain_tables_ns) {
-		tables__poll(d->tables);
-		d->drain_tables_ns = clock__mono_ns() + DRAIN_TABLES_GAP_NS;
+	if (++d->drain_seen % DRAIN_TABLES_EVERY == 0) {
+		d->drain_now_ns = clock__mono_ns();
+		if (d->tables && d->drain_now_ns >= d->drain_tables_ns) {
+			tables__poll(d->tables);
+			d->drain_now_ns = clock__mono_ns();
+			d->drain_tables_ns = d->drain_now_ns + DRAIN_TABLES_GAP_NS;
+		}
 	}
 	if (d->py && e->nustack)
 		pyprocs__seen(d->py, d->sym, k->pid);
 	if (d->py && pystack__has_python(e->ustack, e->nustack)) {
 		struct native_ctx nc = { d, k->pid };
+
+		window__prefetch(d->win, k->pid, e->ustack, e->nustack);
 
 		err = pyprocs__stack(d->py, d->window, k->pid, e->ustack, e->nustack, native_frame,
 				     &nc, d->frames_buf, &s.nuser_ids);
@@ -220,7 +226,8 @@ static int on_entry(const struct sampler_entry *e, void *arg)
 	}
 	if ((k->ustack && !e->nustack) || (k->kstack && !e->nkstack))
 		d->unsymbolized_stacks++;
-	s.cgroup = cgroups__path(d->cg, k->cgroup_id, clock__mono_ns());
+	/* The clock only paces cgroup rescans (a second apart): the drain's, read every few entries. */
+	s.cgroup = cgroups__path(d->cg, k->cgroup_id, d->drain_now_ns);
 	switch (k->kind) {
 	case PROFD_KIND_OFFCPU: s.kind = PF_KIND_OFFCPU; break;
 	case PROFD_KIND_RUNQ: s.kind = PF_KIND_RUNQ; break;
@@ -264,6 +271,7 @@ static void drain(struct profd *d)
 		events__drain_begin(d->events);
 	window__drain(d->win);
 	d->drain_tables_ns = t0 + DRAIN_TABLES_GAP_NS;
+	d->drain_now_ns = t0;
 	d->drain_seen = 0;
 	err = sampler__drain(d->sampler, on_entry, d);
 	if (d->events)

@@ -157,6 +157,9 @@ struct name_slot {
 	char *text; /* "qualname (file)" */
 	char *file;
 	uint8_t *lt; /* the start of the line table */
+	/* text's and file's string ids in the window of generation win_gen (0: none) */
+	uint64_t win_gen;
+	uint32_t win_name, win_module;
 };
 
 struct pyprocs {
@@ -836,7 +839,7 @@ void pyprocs__exit(struct pyprocs *p, uint32_t pid, uint64_t time_ns)
 }
 
 /* The name slot for id, read from py_syms unless cached; NULL when the id is gone from the map. */
-static const struct name_slot *py_name(struct pyprocs *p, uint64_t id)
+static struct name_slot *py_name(struct pyprocs *p, uint64_t id)
 {
 	struct name_slot *n = &p->names[(id * 0x9e3779b97f4a7c15ULL) >> 52 & (NAME_SLOTS - 1)];
 	struct profd_pysym s;
@@ -863,6 +866,7 @@ static const struct name_slot *py_name(struct pyprocs *p, uint64_t id)
 	n->lt = malloc(n->lt_len ? n->lt_len : 1);
 	n->lt_310 = !!(s.flags & PROFD_PYSYM_F_LT_310);
 	n->id = id;
+	n->win_gen = 0;
 	n->firstlineno = s.firstlineno;
 	if (!n->text || !n->file || !n->lt) {
 		free(n->text);
@@ -878,7 +882,7 @@ static const struct name_slot *py_name(struct pyprocs *p, uint64_t id)
 
 static int py_frame_id(struct pyprocs *p, struct profile *w, uint64_t ip, uint32_t *id)
 {
-	const struct name_slot *n = py_name(p, ip & PROFD_PY_ID_MASK);
+	struct name_slot *n = py_name(p, ip & PROFD_PY_ID_MASK);
 	struct pf_frame f = { .kind = PF_FRAME_PY };
 	uint64_t lasti = ip >> PROFD_PY_LASTI_SHIFT & PROFD_PY_LASTI_MASK;
 	uint32_t line = 0;
@@ -891,10 +895,23 @@ static int py_frame_id(struct pyprocs *p, struct profile *w, uint64_t ip, uint32
 			line = 0;
 		f.offset = PF_PY_OFFSET(n->firstlineno, line);
 	}
+	/* A code object runs in many samples of a window: its names are interned once. */
+	if (n && n->win_gen == profile__gen(w)) {
+		f.name = n->win_name;
+		f.module = n->win_module;
+		return profile__frame_add(w, &f, id);
+	}
 	err = profile__intern_str(w, n ? n->text : "[unknown python]", &f.name);
 	if (!err)
 		err = profile__intern_str(w, n ? n->file : "", &f.module);
-	return err ? err : profile__frame_add(w, &f, id);
+	if (err)
+		return err;
+	if (n) {
+		n->win_gen = profile__gen(w);
+		n->win_name = f.name;
+		n->win_module = f.module;
+	}
+	return profile__frame_add(w, &f, id);
 }
 
 int pyprocs__stack(struct pyprocs *p, struct profile *window, uint32_t pid, const __u64 *ips, uint32_t n,

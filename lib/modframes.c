@@ -416,7 +416,8 @@ struct modcalls {
 	size_t pccap;
 	uint32_t *caller, *leaf, *stack; /* window id -> written id + 1; 0: not yet */
 	uint32_t *rqstack;               /* the same for stacks of run-queue entries, trimmed */
-	size_t mapcap[4];
+	uint32_t *str;                   /* window string id -> written id + 1; 0: not yet */
+	size_t mapcap[5];
 	uint32_t *buf;
 	size_t bufcap;
 };
@@ -444,6 +445,7 @@ void modframes__calls_free(struct modcalls *c)
 	free(c->leaf);
 	free(c->stack);
 	free(c->rqstack);
+	free(c->str);
 	free(c->buf);
 	free(c);
 }
@@ -466,6 +468,24 @@ static int calls_grow(void *a, size_t *cap, size_t n, size_t sz)
 	return 0;
 }
 
+/*
+ * A window string as written, mapped once per flush: a window names a few
+ * modules, comms and cgroups in thousands of frames and samples.
+ */
+static int calls_str(struct modcalls *c, const struct profile *src, uint32_t id, uint32_t *out)
+{
+	int err;
+
+	if (id < profile__nstrs(src) && c->str[id]) {
+		*out = c->str[id] - 1;
+		return 0;
+	}
+	err = profile__intern_str(c->win, profile__str(src, id), out);
+	if (!err && id < profile__nstrs(src))
+		c->str[id] = *out + 1;
+	return err;
+}
+
 /* Window frame id as written: as a leaf (kept) or as a caller (by function). */
 static int calls_frame(struct modcalls *c, const struct profile *src, uint32_t id, int leaf,
 		       uint32_t *out, int *module)
@@ -479,13 +499,13 @@ static int calls_frame(struct modcalls *c, const struct profile *src, uint32_t i
 	if (!f)
 		return -EINVAL;
 	d = *f;
-	if ((err = profile__intern_str(c->win, profile__str(src, f->module), &d.module)))
+	if ((err = calls_str(c, src, f->module, &d.module)))
 		return err;
 	int named = profile__str(src, f->name)[0] != 0;
 
 	if ((leaf && !(named && (c->flags & MODCALLS_LEAF_BY_FUNCTION))) || f->kind == PF_FRAME_PY ||
 	    !(c->flags & MODCALLS_BY_FUNCTION)) {
-		err = profile__intern_str(c->win, profile__str(src, f->name), &d.name);
+		err = calls_str(c, src, f->name, &d.name);
 	} else if (!named) {
 		*module = 1;
 		d.offset = 0;
@@ -595,7 +615,8 @@ int modframes__calls(struct modcalls *c, const struct profile *src, const struct
 	if ((err = calls_grow(&c->caller, &c->mapcap[0], nf, sizeof(uint32_t))) ||
 	    (err = calls_grow(&c->leaf, &c->mapcap[1], nf, sizeof(uint32_t))) ||
 	    (err = calls_grow(&c->stack, &c->mapcap[2], ns, sizeof(uint32_t))) ||
-	    (err = calls_grow(&c->rqstack, &c->mapcap[3], ns, sizeof(uint32_t))))
+	    (err = calls_grow(&c->rqstack, &c->mapcap[3], ns, sizeof(uint32_t))) ||
+	    (err = calls_grow(&c->str, &c->mapcap[4], profile__nstrs(src) + 1, sizeof(uint32_t))))
 		return err;
 	for (size_t i = 0; i < profile__nsamples(src); i++) {
 		struct pf_sample d = *profile__sample(src, i);
@@ -605,9 +626,9 @@ int modframes__calls(struct modcalls *c, const struct profile *src, const struct
 		int runq = d.kind == PF_KIND_RUNQ && (c->flags & MODCALLS_RUNQ_ENTRY);
 
 		if ((err = calls_stack(c, src, d.stack, runq, &d.stack)) ||
-		    (err = profile__intern_str(c->win, profile__str(src, d.comm), &d.comm)) ||
-		    (err = profile__intern_str(c->win, profile__str(src, d.thread), &d.thread)) ||
-		    (err = profile__intern_str(c->win, profile__str(src, d.cgroup), &d.cgroup)) ||
+		    (err = calls_str(c, src, d.comm, &d.comm)) ||
+		    (err = calls_str(c, src, d.thread, &d.thread)) ||
+		    (err = calls_str(c, src, d.cgroup, &d.cgroup)) ||
 		    (err = profile__add(c->win, &d)))
 			return err;
 	}

@@ -57,7 +57,8 @@ struct procmaps {
 	size_t n, cap;
 	size_t bad_lines;
 	unsigned refs;
-	struct strtab *paths;
+	struct strtab *paths; /* NULL: the paths are in the maps' own block (procmaps__from) */
+	size_t path_bytes;    /* the block's bytes after the maps */
 	size_t max_bytes;
 };
 
@@ -323,10 +324,92 @@ static int add_named(struct procmaps *m, struct procmap *pm, const char *name, s
 	return err ? err : push(m, pm, keep, klen);
 }
 
+/*
+ * An exec event's list (at most FROM_BLOCK_MAX mappings, per exec): the
+ * mappings and their paths in one allocation. The list names a handful
+ * of files, each in a run of mappings by the same pointer.
+ */
+#define FROM_BLOCK_MAX 256
+
+static int from_block(const struct procmap *list, size_t n, struct procmaps **out)
+{
+	struct procmap pm[FROM_BLOCK_MAX];
+	const char *keep[FROM_BLOCK_MAX];
+	size_t klen[FROM_BLOCK_MAX], k = 0, bytes = 0;
+	uint16_t same[FROM_BLOCK_MAX]; /* the first kept mapping with this path + 1; 0: a new path */
+	struct procmaps *m;
+	char *at;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct procmap *l = &list[i];
+		int err;
+
+		pm[k] = (struct procmap){ .start = l->start, .end = l->end, .offset = l->offset, .dev = l->dev,
+					  .inode = l->inode, .flags = l->flags & PROCMAP_STAT,
+					  .size = l->size, .mtime_ns = l->mtime_ns };
+		if (pm[k].end <= pm[k].start)
+			continue;
+		err = set_path(&pm[k], l->path, l->path ? strlen(l->path) : 0, &keep[k], &klen[k]);
+		if (err == -ENAMETOOLONG)
+			continue;
+		if (err)
+			return err;
+		same[k] = 0;
+		for (size_t j = k; keep[k] && j-- > 0;) {
+			if (keep[j] == keep[k] && klen[j] == klen[k]) {
+				same[k] = same[j] ? same[j] : (uint16_t)(j + 1);
+				break;
+			}
+		}
+		if (keep[k] && !same[k])
+			bytes += klen[k] + 1;
+		k++;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->refs = 1;
+	m->max_bytes = DEFAULT_MAX_BYTES;
+	m->bad_lines = n - k;
+	m->maps = malloc((k ? k : 1) * sizeof(*m->maps) + bytes);
+	if (!m->maps) {
+		free(m);
+		return -ENOMEM;
+	}
+	m->n = m->cap = k;
+	m->path_bytes = bytes;
+	at = (char *)(m->maps + (k ? k : 1));
+	for (size_t i = 0; i < k; i++) {
+		m->maps[i] = pm[i];
+		if (!keep[i]) {
+			m->maps[i].path = NULL;
+		} else if (same[i]) {
+			m->maps[i].path = m->maps[same[i] - 1].path;
+		} else {
+			memcpy(at, keep[i], klen[i]);
+			at[klen[i]] = 0;
+			m->maps[i].path = at;
+			at += klen[i] + 1;
+		}
+	}
+	for (size_t i = 1; i < k; i++) {
+		if (m->maps[i].start < m->maps[i - 1].start) {
+			qsort(m->maps, k, sizeof(*m->maps), cmp_start);
+			break;
+		}
+	}
+	*out = m;
+	return 0;
+}
+
 int procmaps__from(const struct procmap *list, size_t n, struct procmaps **out)
 {
-	struct procmaps *m = alloc_maps(0);
+	struct procmaps *m;
 	int err = 0;
+
+	if (n <= FROM_BLOCK_MAX)
+		return from_block(list, n, out);
+	m = alloc_maps(0);
 
 	if (!m)
 		return -ENOMEM;
@@ -641,7 +724,7 @@ size_t procmaps__bad_lines(const struct procmaps *m)
 
 size_t procmaps__mem_bytes(const struct procmaps *m)
 {
-	return sizeof(*m) + m->cap * sizeof(*m->maps) + strtab__mem_bytes(m->paths);
+	return sizeof(*m) + m->cap * sizeof(*m->maps) + (m->paths ? strtab__mem_bytes(m->paths) : m->path_bytes);
 }
 
 int procmaps__parse(const char *buf, size_t len, struct procmaps **out)

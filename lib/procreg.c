@@ -70,7 +70,11 @@ struct procreg {
 	int nslots;
 
 	struct procreg_stats st;
+	/* Records of forgotten pids for the next new ones: a record a fork or exec, one a exit. */
+	struct rec *spare;
+	size_t nspare;
 };
+#define MAX_SPARE 256
 
 static size_t bucket(const struct procreg *r, uint32_t pid)
 {
@@ -174,6 +178,10 @@ void procreg__free(struct procreg *r)
 			free(x);
 		}
 	}
+	for (struct rec *x = r->spare, *nx; x; x = nx) {
+		nx = x->next;
+		free(x);
+	}
 	free(r->b);
 	free(r->exits);
 	for (int k = 0; k < PROCREG_LOOKS; k++)
@@ -214,8 +222,14 @@ static struct rec *get(struct procreg *r, uint32_t pid, bool reset, bool *made)
 			r->st.full++;
 			return NULL;
 		}
-		if (!(x = calloc(1, sizeof(*x))))
+		if (r->spare) {
+			x = r->spare; /* emptied when it was forgotten */
+			r->spare = x->next;
+			r->nspare--;
+			x->next = NULL;
+		} else if (!(x = calloc(1, sizeof(*x)))) {
 			return NULL;
+		}
 		*pp = x;
 		r->n++;
 		*made = true;
@@ -353,8 +367,15 @@ void procreg__forget(struct procreg *r, uint32_t pid)
 	*pp = x->next;
 	maps_drop(r, x);
 	drop_data(r, x);
-	free(x);
 	r->n--;
+	if (r->nspare >= MAX_SPARE) {
+		free(x);
+		return;
+	}
+	memset(x, 0, sizeof(*x));
+	x->next = r->spare;
+	r->spare = x;
+	r->nspare++;
 }
 
 int procreg__exit(struct procreg *r, uint32_t pid)

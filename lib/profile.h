@@ -67,6 +67,11 @@ void profile__free(struct profile *p);
 void profile__reset(struct profile *p);
 /* Drops samples, counters and metadata; strings, frames and stacks keep their ids. */
 void profile__reset_samples(struct profile *p);
+/*
+ * Changes whenever ids may be reused (new, reset) and never repeats: an id
+ * kept beside the generation it came from is valid while the two match.
+ */
+uint64_t profile__gen(const struct profile *p);
 /* Heap bytes held (allocated capacity, used or not). */
 size_t profile__mem_bytes(const struct profile *p);
 

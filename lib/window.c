@@ -152,7 +152,7 @@ static int add_frame(struct window *w, const struct sym *y, uint32_t *id)
 	return err;
 }
 
-static struct fcache_slot *fcache_slot(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret)
+static struct fcache_slot *fcache_slot(const struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret)
 {
 	uint64_t h = (ip ^ ((uint64_t)pid << 32 | is_ret)) * 0x9e3779b97f4a7c15ULL;
 
@@ -199,11 +199,17 @@ static bool pcache_live(const struct window *w, const struct pcache_slot *c)
  * The slot holding this place in the window, else NULL with *put set to
  * the way to fill: an empty or stale one, else the one written first.
  */
+static struct pcache_slot *pcache_set(const struct window *w, uint64_t file, uint64_t offset, uint32_t is_ret)
+{
+	uint64_t h = (file * 0xff51afd7ed558ccdULL ^ offset ^ is_ret) * 0x9e3779b97f4a7c15ULL;
+
+	return &w->pcache[((h >> 40) & (PCACHE_SETS - 1)) * PCACHE_WAYS];
+}
+
 static struct pcache_slot *pcache_find(struct window *w, uint64_t file, uint64_t offset,
 				       uint32_t is_ret, struct pcache_slot **put)
 {
-	uint64_t h = (file * 0xff51afd7ed558ccdULL ^ offset ^ is_ret) * 0x9e3779b97f4a7c15ULL;
-	struct pcache_slot *set = &w->pcache[((h >> 40) & (PCACHE_SETS - 1)) * PCACHE_WAYS];
+	struct pcache_slot *set = pcache_set(w, file, offset, is_ret);
 
 	*put = NULL;
 	for (int k = 0; k < PCACHE_WAYS; k++) {
@@ -279,33 +285,47 @@ size_t window__settle(struct window *w)
 	return k;
 }
 
-static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
+/* A frame the frame cache did not hold: its place, and the glue flags its slot had. */
+struct placed {
+	uint64_t file, offset; /* file 0: in no loaded file */
+	uint8_t flags;
+};
+
+/* 1 and *id when the frame cache holds the frame, else 0 and *pl to go on with. */
+static int frame_cached(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id,
+			struct placed *pl)
 {
 	struct fcache_slot *c = fcache_find(w, pid, ip, is_ret);
-	struct pcache_slot *pc, *put = NULL;
-	uint64_t file = 0, offset = 0;
-	uint8_t flags = 0;
-	struct sym y;
-	int err;
 
 	if (c && (c->flags & SLOT_ID)) {
 		w->st.frame_hits++;
 		*id = c->id;
-		return 0;
+		return 1;
 	}
-	if (c)
-		flags = c->flags & (SLOT_GLUE_KNOWN | SLOT_GLUE);
+	*pl = (struct placed){ .flags = c ? c->flags & (SLOT_GLUE_KNOWN | SLOT_GLUE) : 0 };
 	/*
 	 * Kernel frames too: their (pid, address) slots are taken over by the
 	 * frames of new processes, and they are named for the window.
 	 */
 	if (pid == KERNEL_PID) {
-		file = KERNEL_FILE;
-		offset = ip;
+		pl->file = KERNEL_FILE;
+		pl->offset = ip;
 	} else if (!w->syms.place ||
-		   w->syms.place(w->syms.arg, pid, ip, (int)is_ret, &file, &offset)) {
-		file = 0;
+		   w->syms.place(w->syms.arg, pid, ip, (int)is_ret, &pl->file, &pl->offset)) {
+		pl->file = 0;
 	}
+	return 0;
+}
+
+static int frame_placed(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, const struct placed *pl,
+			uint32_t *id)
+{
+	struct pcache_slot *pc, *put = NULL;
+	uint64_t file = pl->file, offset = pl->offset;
+	uint8_t flags = pl->flags;
+	struct sym y;
+	int err;
+
 	if (file && (pc = pcache_find(w, file, offset, is_ret, &put))) {
 		w->st.frame_hits++;
 		w->st.place_hits++;
@@ -330,9 +350,66 @@ static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret
 	return err;
 }
 
+static int frame_id(struct window *w, uint32_t pid, uint64_t ip, uint32_t is_ret, uint32_t *id)
+{
+	struct placed pl;
+
+	if (frame_cached(w, pid, ip, is_ret, id, &pl))
+		return 0;
+	return frame_placed(w, pid, ip, is_ret, &pl, id);
+}
+
+/*
+ * A user stack's frames into w->frames from *n on, root first. The place
+ * cache's sets, misses to memory like the frame cache's slots, are all
+ * asked for before the first is read.
+ */
+static int user_frames(struct window *w, uint32_t pid, const __u64 *ips, uint32_t nips, uint32_t *n)
+{
+	struct placed pl[PROFD_MAX_DEPTH];
+	uint32_t at[PROFD_MAX_DEPTH], np = 0;
+	int err;
+
+	for (uint32_t i = nips; i-- > 0;) {
+		uint32_t k = (*n)++;
+
+		if (frame_cached(w, pid, ips[i], i > 0, &w->frames[k], &pl[np]))
+			continue;
+		if (pl[np].file)
+			__builtin_prefetch(pcache_set(w, pl[np].file, pl[np].offset, i > 0));
+		at[np++] = i;
+	}
+	for (uint32_t j = 0; j < np; j++) {
+		uint32_t i = at[j];
+		/* Named since by an earlier frame of this stack (a recursion), as one pass would find it. */
+		struct fcache_slot *c = fcache_find(w, pid, ips[i], i > 0);
+
+		if (c && (c->flags & SLOT_ID)) {
+			w->st.frame_hits++;
+			w->frames[*n - 1 - i] = c->id;
+			continue;
+		}
+		err = frame_placed(w, pid, ips[i], i > 0, &pl[j], &w->frames[*n - 1 - i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int window__frame(struct window *w, uint32_t pid, uint64_t ip, int is_ret, uint32_t *id)
 {
 	return frame_id(w, pid, ip, is_ret != 0, id);
+}
+
+/*
+ * The frame cache is far bigger than the CPU's caches and a drain comes
+ * after a second of other programs: nearly every slot a stack looks at is
+ * a miss to memory. Asked for all at once, they overlap.
+ */
+void window__prefetch(const struct window *w, uint32_t pid, const __u64 *ips, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		__builtin_prefetch(fcache_slot(w, pid, ips[i], i > 0));
 }
 
 /*
@@ -383,6 +460,9 @@ int window__add(struct window *w, const struct window_sample *s)
 
 	if (nuser > PROFD_MAX_DEPTH || s->nkstack > PROFD_MAX_DEPTH)
 		return -E2BIG;
+	if (!s->user_ids)
+		window__prefetch(w, s->pid, s->ustack, s->nustack);
+	window__prefetch(w, KERNEL_PID, s->kstack, s->nkstack);
 	if (s->kind != PF_KIND_CPU) {
 		kskip = glue_frames(w, s->kstack, s->nkstack);
 		w->st.glue_frames += kskip;
@@ -391,11 +471,9 @@ int window__add(struct window *w, const struct window_sample *s)
 		memcpy(w->frames, s->user_ids, nuser * sizeof(*w->frames));
 		n = nuser;
 	} else {
-		for (uint32_t i = s->nustack; i-- > 0;) {
-			err = frame_id(w, s->pid, s->ustack[i], i > 0, &w->frames[n++]);
-			if (err)
-				return err;
-		}
+		err = user_frames(w, s->pid, s->ustack, s->nustack, &n);
+		if (err)
+			return err;
 	}
 	for (uint32_t i = s->nkstack; i-- > kskip;) {
 		err = frame_id(w, KERNEL_PID, s->kstack[i], 0, &w->frames[n++]);

@@ -85,6 +85,8 @@ void window__drain(struct window *w);
  * cache, or named and interned.
  */
 int window__frame(struct window *w, uint32_t pid, uint64_t ip, int is_ret, uint32_t *id);
+/* Starts the memory reads window__frame will make for these frames of pid (leaf first). */
+void window__prefetch(const struct window *w, uint32_t pid, const __u64 *ips, uint32_t n);
 
 /*
  * Adds one sample: its stack is the user frames, root first, then the kernel
