@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashbytes.h"
 #include "profile.h"
 
 /*
@@ -78,24 +79,6 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h ^ (h >> 32);
 }
 
-/* Eight bytes a step: demangled C++ names and paths run to hundreds of bytes. */
-static uint64_t hash_bytes(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ULL ^ n, w;
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8) {
-		memcpy(&w, b + i, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdULL;
-		h ^= h >> 32;
-	}
-	w = 0;
-	memcpy(&w, b + i, n - i);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-	return h ^ (h >> 29);
-}
-
 static int grow(void **ptr, size_t *cap, size_t need, size_t elem)
 {
 	size_t ncap;
@@ -163,7 +146,7 @@ static uint64_t str_hash_at(const struct profile *p, uint32_t i)
 {
 	const char *s = p->arena + p->str_off[i];
 
-	return hash_bytes(s, strlen(s));
+	return hashbytes__hash(s, strlen(s));
 }
 
 int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id)
@@ -182,7 +165,7 @@ int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id)
 	err = index_reserve(&p->str_idx, p, str_hash_at);
 	if (err)
 		return err;
-	h = hash_bytes(s, len);
+	h = hashbytes__hash(s, len);
 	for (j = h & (p->str_idx.cap - 1); p->str_idx.slots[j]; j = (j + 1) & (p->str_idx.cap - 1)) {
 		uint32_t i = p->str_idx.slots[j] - 1;
 		const char *t = p->arena + p->str_off[i];

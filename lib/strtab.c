@@ -1,5 +1,6 @@
 /* String table: one growable buffer of NUL-terminated names. */
 #include "strtab.h"
+#include "hashbytes.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -74,24 +75,6 @@ const char *strtab__str(const struct strtab *t, uint32_t off)
 	return t->buf + off;
 }
 
-/* Eight bytes a step: names run to 1 KiB, and a crafted file asks for tens of thousands of them. */
-static uint32_t hash_bytes(const char *s, size_t len)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
-	size_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		memcpy(&w, s + i, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	w = 0;
-	memcpy(&w, s + i, len - i);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 29;
-	return (uint32_t)h;
-}
-
 static bool same(const struct strtab *t, uint32_t off, const char *s, size_t len)
 {
 	return off + len < t->len && !memcmp(t->buf + off, s, len) && t->buf[off + len] == 0;
@@ -127,7 +110,7 @@ static int index_grow(struct strtab *t)
 		if (!v)
 			continue;
 		off = v - 1;
-		h = hash_bytes(t->buf + off, strlen(t->buf + off));
+		h = (uint32_t)hashbytes__hash(t->buf + off, strlen(t->buf + off));
 		while (ni[h & (n - 1)])
 			h++;
 		ni[h & (n - 1)] = v;
@@ -145,7 +128,7 @@ int strtab__intern(struct strtab *t, const char *s, size_t len, uint32_t *off)
 
 	if ((t->nused + 1) * 2 > t->nslots && (err = index_grow(t)))
 		return err;
-	h = hash_bytes(s, len);
+	h = (uint32_t)hashbytes__hash(s, len);
 	for (;; h++) {
 		slot = h & (t->nslots - 1);
 		if (!t->index[slot])
