@@ -159,6 +159,77 @@ static void from_list(void)
 		close(proc);
 }
 
+/* 1 when every path of m is kept once: mappings of one file share its copy. */
+static int one_copy(const struct procmaps *m)
+{
+	for (size_t i = 1; i < procmaps__count(m); i++) {
+		const struct procmap *a = procmaps__get(m, i);
+
+		for (size_t j = 0; j < i; j++) {
+			const struct procmap *b = procmaps__get(m, j);
+
+			if (a->path && b->path && !strcmp(a->path, b->path) && a->path != b->path)
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * A short list (an exec event's, built in one block) and a long one (past
+ * the block's size, through the path table) give the same mappings: the
+ * same count, order, paths and files, one copy of each path.
+ */
+static void from_long_list(void)
+{
+	static const char *const paths[] = { "/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/app", NULL };
+	enum { LONG = 300, SHORT = 200 };
+	struct procmap *l = calloc(LONG, sizeof(*l));
+	struct procmaps *s = NULL, *g = NULL;
+
+	CHECK(l != NULL);
+	if (!l)
+		return;
+	/* Reverse order: both must sort. Every seventh is empty (a bad line). */
+	for (size_t i = 0; i < LONG; i++) {
+		uint64_t at = 0x100000 + (uint64_t)(LONG - i) * 0x2000;
+
+		l[i] = (struct procmap){ .start = at, .end = i % 7 == 3 ? at : at + 0x1000,
+					 .offset = i * 0x1000, .inode = i % 3 + 1, .path = paths[i % 3] };
+	}
+	CHECK_EQ_INT(procmaps__from(l, SHORT, &s), 0);
+	CHECK_EQ_INT(procmaps__from(l, LONG, &g), 0);
+	if (s && g) {
+		size_t ns = procmaps__count(s), ng = procmaps__count(g), k = 0;
+
+		CHECK_EQ_INT(ns + procmaps__bad_lines(s), SHORT);
+		CHECK_EQ_INT(ng + procmaps__bad_lines(g), LONG);
+		/* The long list's mappings past the short one's are at lower addresses: first in its order. */
+		for (size_t i = 0; i < ng; i++) {
+			const struct procmap *b = procmaps__get(g, i);
+
+			if (b->start > 0x100000 + (uint64_t)(LONG - SHORT) * 0x2000)
+				break;
+			k++;
+		}
+		CHECK_EQ_INT(ng - k, ns);
+		CHECK(one_copy(s) && one_copy(g));
+		for (size_t i = 0; i < ns && k + i < ng; i++) {
+			const struct procmap *a = procmaps__get(s, i), *b = procmaps__get(g, k + i);
+
+			CHECK_EQ_INT(a->start, b->start);
+			CHECK_EQ_INT(a->offset, b->offset);
+			CHECK_EQ_INT(a->inode, b->inode);
+			CHECK(!a->path == !b->path && (!a->path || !strcmp(a->path, b->path)));
+			if (i > 0)
+				CHECK(procmaps__get(s, i - 1)->start < a->start);
+		}
+	}
+	procmaps__free(s);
+	procmaps__free(g);
+	free(l);
+}
+
 /*
  * A process mapping one file with a long path thousands of times keeps its
  * path once; one with thousands of distinct long paths is over the budget.
@@ -327,6 +398,7 @@ int main(void)
 	CHECK(procmaps__read("/proc", 0x7ffffff0, &m) < 0);
 	same_as_text();
 	from_list();
+	from_long_list();
 	dedup_and_cap();
 	text_in_chunks();
 	/* Shared snapshots: the last reference frees (run under ASan/valgrind, a double free shows). */
