@@ -284,9 +284,13 @@ static __always_inline bool list_maps(struct task_struct *t, struct profd_pev_ex
 	 */
 	x->nmaps = 0;
 	x->maps_flags = 0;
-	/* Gone (exit), or the next image's mm, its mappings not all there yet. */
-	if (!mm || BPF_CORE_READ(mm, start_code) != x->ev.start_code)
+	if (!mm) /* gone: the process exited */
 		return false;
+	/* The next image's mm (the timer fired inside an execve): this image's mappings are gone. */
+	if (BPF_CORE_READ(mm, start_code) != x->ev.start_code) {
+		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_MAPS_UNSETTLED], 1);
+		return false;
+	}
 	writes = mm_writes(mm);
 	if (writes & 1)
 		return true;

@@ -132,7 +132,7 @@ enum profd_pev_counter {
 	PROFD_PEV_CNT_UMAPS,      /* umaps entries written here at exec (from ufiles) */
 	PROFD_PEV_CNT_UMAPS_UNDONE, /* of them, taken back: user space unloaded a file meanwhile */
 	PROFD_PEV_CNT_MAPS_PUT_OFF, /* exec lists made again a poll later: a writer of the mappings hid some */
-	PROFD_PEV_CNT_MAPS_UNSETTLED, /* exec lists sent incomplete for such a writer: no look left */
+	PROFD_PEV_CNT_MAPS_UNSETTLED, /* exec lists sent incomplete: such a writer and no look left, or the next image's */
 	PROFD_PEV_CNT_MAX,
 };
 
