@@ -228,10 +228,10 @@ static __always_inline void wake_soon(void)
  * fork's copy locks every VMA of the parent in address order (the
  * binary's first), an mprotect or mmap the ones it changes. A walk then
  * listed libraries without the binary, or nothing at all, for a process
- * forking as the walk ran (36-exec-chain's images fork at once). The
- * value: the mm's write count (6.13+: odd while held; before, bumped at
- * each unlock), shifted, and bit 0 set while a writer holds mmap_lock.
- * A walk between two equal values without that bit saw every VMA.
+ * forking as the walk ran (36-exec-chain's images fork at once).
+ * Returned: the mm's write count (6.13+: odd while held; before, bumped
+ * at each unlock) shifted left, and bit 0 set while a writer holds
+ * mmap_lock. A walk between two equal values without bit 0 saw every VMA.
  */
 struct mm_struct___seqc {
 	seqcount_t mm_lock_seq;
@@ -368,7 +368,7 @@ static __always_inline bool list_maps(struct task_struct *t, struct profd_pev_ex
 		x->maps_flags = 0;
 		return false;
 	}
-	/* The binary's code holds start_code: the mapping samples are named by first. */
+	/* start_code is in the binary's code: a list without it names none of the binary's frames. */
 	for (__u32 i = 0; i < PROFD_PEV_MAX_MAPS; i++) {
 		if (i >= x->nmaps)
 			break;
@@ -557,8 +557,8 @@ static int exec_due(void *map, __u32 *key, struct delayed *d)
 	}
 	/*
 	 * A writer of the mappings (the image forking, ld.so's mprotect) may
-	 * hide some from the walk: it looks again a poll later, within the
-	 * polls' bound (what user space waits for an event).
+	 * hide some from the walk: the timer looks again a poll later, within
+	 * the polls' bound (what user space waits for an event).
 	 */
 	if (send_listed(t, &d->ev, 0, 0, 0, ++d->polls < PROFD_PEV_EXEC_POLLS_MAX)) {
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_MAPS_PUT_OFF], 1);
