@@ -221,11 +221,50 @@ static __always_inline void wake_soon(void)
 }
 
 /*
+ * Writers of an mm's mappings, as the VMA iterator meets them. Where it
+ * reads each VMA under that VMA's own lock (6.18.y, the stable backport
+ * of the per-VMA-lock iterator; before, it took mmap_lock or failed), a
+ * VMA write-locked by the holder of mmap_lock is skipped, silently: a
+ * fork's copy locks every VMA of the parent in address order (the
+ * binary's first), an mprotect or mmap the ones it changes. A walk then
+ * listed libraries without the binary, or nothing at all, for a process
+ * forking as the walk ran (36-exec-chain's images fork at once).
+ * Returned: the mm's write count (6.13+: odd while held; before, bumped
+ * at each unlock) shifted left, and bit 0 set while a writer holds
+ * mmap_lock. A walk between two equal values without bit 0 saw every VMA.
+ */
+struct mm_struct___seqc {
+	seqcount_t mm_lock_seq;
+} __attribute__((preserve_access_index));
+
+struct mm_struct___int {
+	int mm_lock_seq;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 mm_writes(struct mm_struct *mm)
+{
+	__u64 seq = 0, held = 0;
+
+	if (bpf_core_field_exists(struct mm_struct___seqc, mm_lock_seq)) {
+		seq = BPF_CORE_READ((struct mm_struct___seqc *)mm, mm_lock_seq.sequence);
+		held = seq & 1;
+	} else if (bpf_core_field_exists(struct mm_struct___int, mm_lock_seq)) {
+		seq = (__u32)BPF_CORE_READ((struct mm_struct___int *)mm, mm_lock_seq);
+	}
+	/* PREEMPT_RT's rw_semaphore has no count: its write count says it (above). */
+	if (bpf_core_field_exists(struct rw_semaphore, count))
+		held |= BPF_CORE_READ(mm, mmap_lock.count.counter) & 1; /* RWSEM_WRITER_LOCKED */
+	return seq << 1 | held;
+}
+
+/*
  * The image's executable mappings into x. Not complete (user space reads
  * /proc instead): more than fit, a deleted file (its path would need
- * " (deleted)"), or the iterator could not take the mm's lock.
+ * " (deleted)"), the iterator could not start, the task has another image
+ * than x's (it is exec'ing again), or the walk may have skipped VMAs or
+ * missed the binary: then true, a later walk may list them all.
  */
-static __always_inline void list_maps(struct task_struct *t, struct profd_pev_exec *x)
+static __always_inline bool list_maps(struct task_struct *t, struct profd_pev_exec *x)
 {
 	struct bpf_iter_task_vma it;
 	struct vm_area_struct *vma;
@@ -233,8 +272,10 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 	struct profd_pev_map *m;
 	struct dentry *de;
 	struct file *f;
-	__u64 vdso = (__u64)BPF_CORE_READ(t, mm, context.vdso);
+	struct mm_struct *mm = BPF_CORE_READ(t, mm);
+	__u64 vdso = (__u64)BPF_CORE_READ(mm, context.vdso), writes;
 	__u32 n;
+	bool bin = false;
 
 	/*
 	 * The count lives in the record, not a register: read back from
@@ -243,6 +284,16 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 	 */
 	x->nmaps = 0;
 	x->maps_flags = 0;
+	if (!mm) /* gone: the process exited */
+		return false;
+	/* The next image's mm (the timer fired inside an execve): this image's mappings are gone. */
+	if (BPF_CORE_READ(mm, start_code) != x->ev.start_code) {
+		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_MAPS_UNSETTLED], 1);
+		return false;
+	}
+	writes = mm_writes(mm);
+	if (writes & 1)
+		return true;
 	if (bpf_iter_task_vma_new(&it, t, 0) == 0) {
 		x->maps_flags = PROFD_PEV_MAPS_OK;
 		while ((vma = bpf_iter_task_vma_next(&it))) {
@@ -311,6 +362,26 @@ static __always_inline void list_maps(struct task_struct *t, struct profd_pev_ex
 		}
 	}
 	bpf_iter_task_vma_destroy(&it);
+	if (!(x->maps_flags & PROFD_PEV_MAPS_OK))
+		return false;
+	if (BPF_CORE_READ(t, mm) != mm) {
+		x->maps_flags = 0;
+		return false;
+	}
+	/* start_code is in the binary's code: a list without it names none of the binary's frames. */
+	for (__u32 i = 0; i < PROFD_PEV_MAX_MAPS; i++) {
+		if (i >= x->nmaps)
+			break;
+		if (x->maps[i].start <= x->ev.start_code && x->ev.start_code < x->maps[i].end) {
+			bin = true;
+			break;
+		}
+	}
+	if (!bin || mm_writes(mm) != writes) {
+		x->maps_flags = 0;
+		return true;
+	}
+	return false;
 }
 
 /* The first listed mapping of an interpreter file probed before, made the process's CPython. */
@@ -426,18 +497,23 @@ static __always_inline bool umaps_write(const struct profd_pev_exec *x)
  * The exec event ev with t's executable mappings listed; flags join the
  * list's own. wake 0: at once, unless the list is complete and names only
  * files user space knows (then a shared wake-up, wake_soon). slot: the
- * caller's in pev_new.
+ * caller's in pev_new. True, nothing sent: the list was not complete
+ * for a writer of the mappings and the caller will look again (retry).
  */
-static __always_inline void send_listed(struct task_struct *t, const struct profd_pev *ev, __u32 flags,
-					__u64 wake, __u32 slot)
+static __always_inline bool send_listed(struct task_struct *t, const struct profd_pev *ev, __u32 flags,
+				       __u64 wake, __u32 slot, bool retry)
 {
 	struct profd_pev_exec *x = bpf_map_lookup_elem(&pev_new, &slot);
 	bool later, written;
 
 	if (!x)
-		return;
+		return false;
 	x->ev = *ev;
-	list_maps(t, x);
+	if (list_maps(t, x)) {
+		if (retry)
+			return true;
+		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_MAPS_UNSETTLED], 1);
+	}
 	x->maps_flags |= flags;
 	if (!(flags & PROFD_PEV_MAPS_EXITED))
 		py_adopt_listed(x);
@@ -455,13 +531,14 @@ static __always_inline void send_listed(struct task_struct *t, const struct prof
 	if (bpf_ringbuf_output(&pevents, x, sizeof(*x),
 			       later ? BPF_RB_NO_WAKEUP : wake ? wake : BPF_RB_FORCE_WAKEUP)) {
 		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
-		return;
+		return false;
 	}
 	if (written && bpf_ringbuf_query(&pevents, BPF_RB_AVAIL_DATA) <=
 			       bpf_ringbuf_query(&pevents, BPF_RB_RING_SIZE) / 4)
-		return;
+		return false;
 	if (later)
 		wake_soon();
+	return false;
 }
 
 static int exec_due(void *map, __u32 *key, struct delayed *d)
@@ -478,7 +555,20 @@ static int exec_due(void *map, __u32 *key, struct delayed *d)
 		bpf_task_release(t);
 		return 0;
 	}
-	send_listed(t, &d->ev, 0, 0, 0);
+	/*
+	 * A writer of the mappings (the image forking, ld.so's mprotect) may
+	 * hide some from the walk: the timer looks again a poll later, within
+	 * the polls' bound (what user space waits for an event).
+	 */
+	if (send_listed(t, &d->ev, 0, 0, 0, ++d->polls < PROFD_PEV_EXEC_POLLS_MAX)) {
+		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_MAPS_PUT_OFF], 1);
+		if (!bpf_timer_start(&d->timer, exec_poll_ns, 0)) {
+			bpf_task_release(t);
+			return 0;
+		}
+		/* Started before: failing now, the entry is being freed (profd stops). */
+		__sync_fetch_and_add(&counters[PROFD_PEV_CNT_LOST], 1);
+	}
 	bpf_task_release(t);
 	bpf_map_delete_elem(map, key);
 	return 0;
@@ -584,7 +674,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	 */
 	d = exec_poll_ns ? bpf_map_lookup_elem(&delayed, &pid) : NULL; /* without the wait: no kfuncs here */
 	if (d) {
-		send_listed(p, &d->ev, PROFD_PEV_MAPS_EXITED, BPF_RB_NO_WAKEUP, 1);
+		send_listed(p, &d->ev, PROFD_PEV_MAPS_EXITED, BPF_RB_NO_WAKEUP, 1, false);
 		bpf_map_delete_elem(&delayed, &pid);
 	}
 	ev.type = PROFD_PEV_EXIT;
@@ -626,7 +716,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	 */
 	d = exec_poll_ns ? bpf_map_lookup_elem(&delayed, &ev.ppid) : NULL; /* without the wait: no kfuncs here */
 	if (d) {
-		send_listed(parent, &d->ev, 0, 0, 2);
+		send_listed(parent, &d->ev, 0, 0, 2, false);
 		bpf_map_delete_elem(&delayed, &ev.ppid);
 	}
 	fill_ids(child, &ev);

@@ -65,7 +65,7 @@ struct profd_pev {
 #define PROFD_PEV_MAP_VDSO 1  /* [vdso] */
 #define PROFD_PEV_MAP_ANON 2  /* no file: JIT code, [uprobes] */
 #define PROFD_PEV_MAP_STAT 4  /* size, mtime and ctime are the inode's */
-#define PROFD_PEV_MAPS_OK 1     /* the list is complete: no overflow, no deleted file, the iterator ran */
+#define PROFD_PEV_MAPS_OK 1     /* the list is complete: no overflow, no deleted file, every VMA seen, the binary's listed */
 #define PROFD_PEV_MAPS_EXITED 2 /* sent at the exit, before the event was due: the list is all there is */
 #define PROFD_PEV_MAPS_NEW 4    /* lists a file user space has not said it knows (known_files), or knew as another */
 #define PROFD_PEV_MAPS_UMAPS 8  /* the hook wrote the walker's umaps entry from ufiles: no table load */
@@ -131,6 +131,8 @@ enum profd_pev_counter {
 	PROFD_PEV_CNT_PY_ADOPTED, /* CPython processes made known here, at exec or fork */
 	PROFD_PEV_CNT_UMAPS,      /* umaps entries written here at exec (from ufiles) */
 	PROFD_PEV_CNT_UMAPS_UNDONE, /* of them, taken back: user space unloaded a file meanwhile */
+	PROFD_PEV_CNT_MAPS_PUT_OFF, /* exec lists made again a poll later: a writer of the mappings hid some */
+	PROFD_PEV_CNT_MAPS_UNSETTLED, /* exec lists sent incomplete: such a writer and no look left, or the next image's */
 	PROFD_PEV_CNT_MAX,
 };
 

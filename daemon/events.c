@@ -669,6 +669,10 @@ void events__stats(const struct events *e, struct events_stats *out)
 		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_UMAPS], __ATOMIC_RELAXED);
 	out->umaps_undone =
 		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_UMAPS_UNDONE], __ATOMIC_RELAXED);
+	out->lists_put_off =
+		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_MAPS_PUT_OFF], __ATOMIC_RELAXED);
+	out->lists_unsettled =
+		__atomic_load_n(&e->skel->bss->counters[PROFD_PEV_CNT_MAPS_UNSETTLED], __ATOMIC_RELAXED);
 }
 
 int events__ufiles(struct events *e, uint64_t **seq)
@@ -702,6 +706,8 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_names_unstated\t%" PRIu64 "\n", s.names_unstated);
 	fprintf(f, "process_names_stale\t%" PRIu64 "\n", s.names_stale);
 	fprintf(f, "process_exec_lists_named_late\t%" PRIu64 "\n", s.lists_named_late);
+	fprintf(f, "process_exec_lists_put_off\t%" PRIu64 "\n", s.lists_put_off);
+	fprintf(f, "process_exec_lists_unsettled\t%" PRIu64 "\n", s.lists_unsettled);
 	fprintf(f, "process_recaptures_dropped\t%" PRIu64 "\n", s.pending_dropped);
 	fprintf(f, "process_tables_written_at_exec\t%" PRIu64 "\n", s.umaps_written - s.umaps_undone);
 	fprintf(f, "process_tables_written_undone\t%" PRIu64 "\n", s.umaps_undone);

@@ -40,6 +40,8 @@ struct events_stats {
 	uint64_t pending_dropped;      /* re-captures not queued: too many execs at once */
 	uint64_t umaps_written;        /* walker entries the exec hook wrote from known files' rows */
 	uint64_t umaps_undone;         /* of them, taken back: rows were taken from a file meanwhile */
+	uint64_t lists_put_off;        /* exec lists made again a poll later: a writer of the mappings hid some */
+	uint64_t lists_unsettled;      /* exec lists sent incomplete: such a writer, or the task exec'ing again */
 };
 
 /*
