@@ -19,29 +19,52 @@ if py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$py
 		export PATH="$(cd "$BUILD/test-bin" && pwd):$PATH"
 fi
 
+# report NAME RC SECS LOG: one line per test, and the counts.
+report() {
+	local name=$1 rc=$2 secs=$3 log=$4
+	if [ "$rc" -eq 0 ]; then
+		passed=$((passed + 1)); printf 'PASS %-50s %3ds\n' "$name" "$secs"
+	elif [ "$rc" -eq 77 ]; then
+		# exit 77 (automake's convention): the machine cannot run this test; never counted as passed.
+		skipped=$((skipped + 1)); printf 'SKIP %-50s %3ds: %s\n' "$name" "$secs" "$(tail -n 1 "$log")"
+	else
+		failed=$((failed + 1)); failed_names+=("$name")
+		printf 'FAIL %-50s %3ds (log: %s)\n' "$name" "$secs" "$log"
+		tail -n 25 "$log" | sed 's/^/    /'
+	fi
+}
+
 run_one() {
 	local name=$1; shift
 	local log=$BUILD/test-logs/$(basename "$name").log t0=$SECONDS
 	mkdir -p "$BUILD/test-logs"
 	"$@" >"$log" 2>&1
-	local rc=$?
-	if [ $rc -eq 0 ]; then
-		passed=$((passed + 1)); printf 'PASS %-50s %3ds\n' "$name" $((SECONDS - t0))
-	elif [ $rc -eq 77 ]; then
-		# exit 77 (automake's convention): the machine cannot run this test; never counted as passed.
-		skipped=$((skipped + 1)); printf 'SKIP %-50s %3ds: %s\n' "$name" $((SECONDS - t0)) "$(tail -n 1 "$log")"
-	else
-		failed=$((failed + 1)); failed_names+=("$name")
-		printf 'FAIL %-50s %3ds (log: %s)\n' "$name" $((SECONDS - t0)) "$log"
-		tail -n 25 "$log" | sed 's/^/    /'
-	fi
+	report "$name" $? $((SECONDS - t0)) "$log"
 }
 
+# Unit tests check no timing: they run UNIT_JOBS at a time (one per CPU,
+# at most 4), reported in name order once all are done.
 if [ "$tier" = all ] || [ "$tier" = unit ]; then
+	jobs_max=${UNIT_JOBS:-$(nproc 2>/dev/null || echo 1)}
+	[ "$jobs_max" -ge 1 ] 2>/dev/null || jobs_max=1
+	[ "$jobs_max" -gt 4 ] && jobs_max=4
+	mkdir -p "$BUILD/test-logs"
+	units=()
 	for t in "$BUILD"/tests/test_*; do
 		[ -x "$t" ] || continue
 		[ -n "$only" ] && [[ "$t" != *$only* ]] && continue
-		run_one "unit/$(basename "$t")" "$t"
+		units+=("$t")
+		log=$BUILD/test-logs/$(basename "$t").log
+		rm -f "$log.rc"
+		while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+		( t0=$SECONDS; "$t" >"$log" 2>&1; echo "$? $((SECONDS - t0))" >"$log.rc" ) &
+	done
+	wait
+	for t in "${units[@]}"; do
+		log=$BUILD/test-logs/$(basename "$t").log
+		read -r rc secs <"$log.rc" 2>/dev/null || { rc=1 secs=0; }
+		rm -f "$log.rc"
+		report "unit/$(basename "$t")" "$rc" "$secs" "$log"
 	done
 fi
 

@@ -48,14 +48,14 @@ seed_text() {
 	printf 'ffffffff81000000 T _stext\nffffffffc0a00000 t ext4_readpage\t[ext4]\n' >"$c/kallsyms"
 }
 
-run_one() { # target max_len
+run_one() { # target max_len: the verdict into $out/$t.verdict (runs side by side)
 	local t=$1 max_len=$2
 	local log=$out/$t.log
 	if "$out/$t" -max_total_time="$secs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix="$out/$t-" -print_final_stats=1 "$out/corpus-$t" >"$log" 2>&1; then
-		passed=$((passed + 1)); echo "PASS fuzz/$t ($secs s, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs)"
+		echo "PASS fuzz/$t ($secs s, $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs)" >"$out/$t.verdict"
 	else
-		failed=$((failed + 1)); echo "FAIL fuzz/$t (log: $log)"; tail -n 30 "$log" | sed 's/^/    /'
+		{ echo "FAIL fuzz/$t (log: $log)"; tail -n 30 "$log" | sed 's/^/    /'; } >"$out/$t.verdict"
 	fi
 }
 
@@ -75,7 +75,7 @@ seed_text
 seed_segment
 # Every tests/fuzz/fuzz_*.c is a target; the symbolizer's name their few sources,
 # any other links against the whole library. The targets are built side by
-# side (each is one clang process), then run one at a time.
+# side (each is one clang process), then run one per CPU.
 declare -A max_lens=() build_pids=()
 for src in tests/fuzz/fuzz_*.c; do
 	t=$(basename "$src" .c)
@@ -97,9 +97,27 @@ for t in "${!build_pids[@]}"; do
 	if wait "${build_pids[$t]}"; then built[$t]=1
 	else failed=$((failed + 1)); echo "FAIL fuzz/$t (build)"; sed 's/^/    /' "$out/$t.build.log"; fi
 done
+# One fuzzer per CPU at a time (at most 4): each still has a CPU to itself.
+jobs_max=$(nproc 2>/dev/null || echo 1)
+[ "$jobs_max" -gt 4 ] && jobs_max=4
+ran=()
 for src in tests/fuzz/fuzz_*.c; do
 	t=$(basename "$src" .c)
-	[ -n "${built[$t]:-}" ] && run_one "$t" "${max_lens[$t]}"
+	[ -n "${built[$t]:-}" ] || continue
+	ran+=("$t")
+	rm -f "$out/$t.verdict"
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+	run_one "$t" "${max_lens[$t]}" &
+done
+wait
+for t in "${ran[@]}"; do
+	if [ -s "$out/$t.verdict" ] && head -1 "$out/$t.verdict" | grep -q '^PASS'; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		[ -s "$out/$t.verdict" ] || echo "FAIL fuzz/$t (no verdict)" >"$out/$t.verdict"
+	fi
+	cat "$out/$t.verdict"
 done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
