@@ -318,46 +318,56 @@ int fold__text_put(const struct fold_text *t, uint32_t line, FILE *f)
 	return 0;
 }
 
-struct line {
-	uint32_t line;
-	uint64_t value;
-};
-
 static int line_cmp(const void *a, const void *b, void *arg)
 {
-	const struct line *x = a, *y = b;
+	const struct fold_line *x = a, *y = b;
 
 	if (x->value != y->value)
 		return x->value > y->value ? -1 : 1;
 	return fold__text_cmp(arg, x->line, y->line);
 }
 
-int fold__write(const struct query *q, const struct profile *c, FILE *f)
+int fold__text_lines(struct fold_text *t, const struct profile *c, struct fold_line **out, size_t *nout)
 {
 	size_t n = profile__nsamples(c), nl = 0;
-	struct line *lines = calloc(n ? n : 1, sizeof(*lines));
-	struct fold_text *t = NULL;
-	int err = -ENOMEM;
+	struct fold_line *lines = malloc((n ? n : 1) * sizeof(*lines));
+	int err = 0;
 
-	if (!lines || (err = fold__text_new(q, &t)))
-		goto out;
-	for (size_t i = 0; i < n; i++) {
+	if (!lines)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
 		const struct pf_sample *s = profile__sample(c, i);
-		uint64_t v = fold__printed_value(q, s->value);
+		uint64_t v = fold__printed_value(t->q, s->value);
 
 		if (!v)
 			continue;
-		if ((err = fold__text_line(t, c, s, &lines[nl].line)))
-			goto out;
+		err = fold__text_line(t, c, s, &lines[nl].line);
 		lines[nl++].value = v;
 	}
+	if (err) {
+		free(lines);
+		return err;
+	}
 	qsort_r(lines, nl, sizeof(*lines), line_cmp, t);
+	*out = lines;
+	*nout = nl;
+	return 0;
+}
+
+int fold__write(const struct query *q, const struct profile *c, FILE *f)
+{
+	struct fold_line *lines = NULL;
+	struct fold_text *t = NULL;
+	size_t nl = 0;
+	int err = fold__text_new(q, &t);
+
+	if (!err)
+		err = fold__text_lines(t, c, &lines, &nl);
 	for (size_t i = 0; i < nl && !err; i++)
 		if (!(err = fold__text_put(t, lines[i].line, f)) && fprintf(f, " %" PRIu64 "\n", lines[i].value) < 0)
 			err = -EIO;
 	if (!err)
 		err = ferror(f) ? -EIO : 0;
-out:
 	fold__text_free(t);
 	free(lines);
 	return err;

@@ -40,6 +40,16 @@ int fold__text_line(struct fold_text *t, const struct profile *c, const struct p
 int fold__text_cmp(const struct fold_text *t, uint32_t a, uint32_t b);
 /* Writes the line's text (no value, no newline). 0 or -EIO. */
 int fold__text_put(const struct fold_text *t, uint32_t line, FILE *f);
+/*
+ * The lines of collapsed profile c whose printed value is not 0, one per
+ * sample, in the order fold__write prints them (value descending, then
+ * text); *out is malloc'd.
+ */
+struct fold_line {
+	uint32_t line;
+	uint64_t value; /* printed units */
+};
+int fold__text_lines(struct fold_text *t, const struct profile *c, struct fold_line **out, size_t *n);
 
 /* Writes folded lines ("comm[;thread];root;...;leaf value"), sorted by value. */
 int fold__write(const struct query *q, const struct profile *collapsed, FILE *f);

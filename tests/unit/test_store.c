@@ -1469,7 +1469,12 @@ static int diff_line_of(const char *dir, int64_t a, int64_t b, int64_t c, const 
 		err = diff__new(&q, col[0], col[1], &d);
 	for (size_t i = 0; !err && i < diff__count(d); i++) {
 		const struct diff_line *l = diff__line(d, i);
-		if (!strcmp(l->stack, want)) {
+		const char *stack = diff__stack(d, i);
+		if (!stack) {
+			err = -ENOMEM;
+			break;
+		}
+		if (!strcmp(stack, want)) {
 			*before += l->raw_base;
 			*after += l->value;
 		}
