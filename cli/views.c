@@ -284,6 +284,9 @@ static int load_range(const struct global *g, struct store *st, struct query *q,
 	rq.until_ns = until;
 	if ((flags & PF_MERGE_BY_FUNCTION) && !q->npids)
 		m.flags |= PF_MERGE_BY_NAME;
+	/* Folded views print thread names only with --threads: without, a process's threads are one. */
+	if ((flags & PF_MERGE_BY_FUNCTION) && !q->threads)
+		m.flags |= PF_MERGE_NO_THREAD;
 	if (profile__new(&m.acc)) {
 		fprintf(stderr, "profctl: out of memory\n");
 		return EXIT_RUNTIME;

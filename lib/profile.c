@@ -673,9 +673,11 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 			goto out;
 		}
 		if ((err = map_str(dst, src, s->comm, &d.comm)) ||
-		    (err = map_str(dst, src, s->thread, &d.thread)) ||
+		    (!(flags & PF_MERGE_NO_THREAD) && (err = map_str(dst, src, s->thread, &d.thread))) ||
 		    (err = map_str(dst, src, s->cgroup, &d.cgroup)))
 			goto out;
+		if (flags & PF_MERGE_NO_THREAD)
+			d.thread = 0;
 		if (mc->kmap[s->stack] == UINT32_MAX && (err = map_stack(dst, src, s->stack, flags)))
 			goto out;
 		d.stack = mc->kmap[s->stack];

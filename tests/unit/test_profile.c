@@ -229,6 +229,17 @@ int main(void)
 		profile__reset(dst);
 		CHECK(profile__merge(dst, src, NULL, NULL) == 0);
 		CHECK_EQ_INT(profile__nsamples(dst), 4); /* without the flag every pc stays */
+		/* Without thread names a process's threads on one stack are one sample. */
+		profile__reset(src);
+		profile__reset(dst);
+		f1[0] = frame(src, "main", "/bin/app", 0x10, PF_FRAME_USER);
+		add(src, 1, "app", "app", "", f1, 1, PF_KIND_CPU, 2);
+		add(src, 2, "app", "worker", "", f1, 1, PF_KIND_CPU, 3);
+		add(src, 3, "app", "io", "/a", f1, 1, PF_KIND_CPU, 4);
+		CHECK(profile__merge_flags(dst, src, NULL, NULL, PF_MERGE_BY_NAME | PF_MERGE_NO_THREAD) == 0);
+		CHECK_EQ_INT(profile__nsamples(dst), 2); /* cgroups stay apart */
+		CHECK_EQ_INT(profile__sample(dst, 0)->value, 5);
+		CHECK_EQ_STR(profile__str(dst, profile__sample(dst, 0)->thread), "");
 		profile__free(src);
 		profile__free(dst);
 	}
