@@ -283,7 +283,10 @@ size_t profile__nframes(const struct profile *p)
 
 static uint64_t stack_hash(const uint32_t *f, uint32_t n)
 {
-	return hashbytes__hash(f, (size_t)n * sizeof(*f));
+	static const uint32_t none;
+
+	/* The empty stack comes as NULL, and no offset may be applied to NULL. */
+	return hashbytes__hash(n ? f : &none, (size_t)n * sizeof(*f));
 }
 
 static uint64_t stack_hash_at(const struct profile *p, uint32_t i)
