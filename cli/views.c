@@ -284,6 +284,9 @@ static int load_range(const struct global *g, struct store *st, struct query *q,
 	rq.until_ns = until;
 	if ((flags & PF_MERGE_BY_FUNCTION) && !q->npids)
 		m.flags |= PF_MERGE_BY_NAME;
+	/* Folded views print thread names only with --threads: without, a process's threads are one. */
+	if ((flags & PF_MERGE_BY_FUNCTION) && !q->threads)
+		m.flags |= PF_MERGE_NO_THREAD;
 	if (profile__new(&m.acc)) {
 		fprintf(stderr, "profctl: out of memory\n");
 		return EXIT_RUNTIME;
@@ -505,14 +508,16 @@ int cmd_diff(const struct global *g, int argc, char **argv)
 	ret = open_store(g, &st);
 	if (ret)
 		return ret;
-	ret = load_range(g, st, &v.q, v.base_since, v.base_until, " in the base window", PF_MERGE_BY_FUNCTION,
-			 &m[0]);
-	if (!ret)
-		ret = load_range(g, st, &v.q, v.q.since_ns, v.q.until_ns, "", PF_MERGE_BY_FUNCTION, &m[1]);
-	if (!ret)
-		ret = collapse(&v.q, m[0], &c[0]);
-	if (!ret)
-		ret = collapse(&v.q, m[1], &c[1]);
+	/* Each side folded before the next is read: one merged profile at a time. */
+	for (int i = 0; i < 2 && !ret; i++) {
+		ret = i ? load_range(g, st, &v.q, v.q.since_ns, v.q.until_ns, "", PF_MERGE_BY_FUNCTION, &m[i]) :
+			  load_range(g, st, &v.q, v.base_since, v.base_until, " in the base window",
+				     PF_MERGE_BY_FUNCTION, &m[i]);
+		if (!ret)
+			ret = collapse(&v.q, m[i], &c[i]);
+		profile__free(m[i]);
+		m[i] = NULL;
+	}
 	if (ret)
 		goto out;
 	f = open_output(v.out);
@@ -521,8 +526,9 @@ int cmd_diff(const struct global *g, int argc, char **argv)
 		goto out;
 	}
 	if (svg) {
-		describe(m[0], a, sizeof(a));
-		describe(m[1], b, sizeof(b));
+		/* A folded profile keeps the host and time range it was folded from. */
+		describe(c[0], a, sizeof(a));
+		describe(c[1], b, sizeof(b));
 		snprintf(desc, sizeof(desc), "before: %s; after: %s", a, b);
 		snprintf(title, sizeof(title), "Differential %s flame graph", kind_title(&v.q));
 		err = flamegraph__new(&fg);

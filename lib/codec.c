@@ -1031,6 +1031,8 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 			s[i].pid = s[i].tid = 0;
 		if (mi && mi->keep && !mi->keep(p, &s[i], mi->arg))
 			continue;
+		if (mi && (mi->pf_flags & PF_MERGE_NO_THREAD))
+			s[i].thread = 0;
 		TRY(profile__add(p, &s[i]));
 	}
 chain:

@@ -9,69 +9,69 @@
 #include "profile.h"
 
 struct diff {
-	struct profile *stacks; /* folded line text; line i is string id i + 1 */
+	struct fold_text *t; /* the lines' labels: a line is its text, without the text */
 	struct diff_line *l;
+	uint32_t *at;           /* fold_text line id -> index in l + 1; 0: not a line of the diff yet */
+	size_t nat;
 	unsigned __int128 *rem; /* scaling remainders, while building */
 	size_t n, cap;
 	uint64_t tbase, tcur;
+	char *text; /* diff__stack's */
+	size_t textlen;
 };
 
 /*
- * Reads the profile's folded lines back from fold__write, so a diff line is
- * byte for byte the line `dump` prints.
+ * One side's folded lines as fold__write prints them, in its order (which
+ * numbers the lines, and so breaks the scaling's ties), so that a diff
+ * line is byte for byte the line `dump` prints; lines that print the same
+ * add up.
  */
-static int add_side(struct diff *d, const struct query *q, const struct profile *c, int base)
+static int add_side(struct diff *d, const struct profile *c, int base)
 {
-	char *buf = NULL, *line, *next;
-	size_t len = 0;
-	FILE *mf = open_memstream(&buf, &len);
-	int err;
+	struct fold_line *fl = NULL;
+	size_t nl = 0;
+	int err = fold__text_lines(d->t, c, &fl, &nl);
 
-	if (!mf)
-		return -ENOMEM;
-	err = fold__write(q, c, mf);
-	if (fclose(mf) && !err)
-		err = -ENOMEM;
-	for (line = buf; !err && line && *line; line = next) {
-		char *sp;
-		uint64_t v;
-		uint32_t id;
+	for (size_t i = 0; !err && i < nl; i++) {
+		uint32_t id = fl[i].line;
+		uint64_t v = fl[i].value;
 
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		sp = strrchr(line, ' ');
-		if (!sp)
-			continue;
-		*sp = 0;
-		v = strtoull(sp + 1, NULL, 10); /* fold__write's own digits */
-		err = profile__intern_str(d->stacks, line, &id);
-		if (err)
-			break;
-		if (id > d->n) {
-			if (id > d->cap) {
+		if (id >= d->nat) {
+			size_t nn = (size_t)id * 2 + 64;
+			uint32_t *na = realloc(d->at, nn * sizeof(*na));
+
+			if (!na) {
+				err = -ENOMEM;
+				break;
+			}
+			memset(na + d->nat, 0, (nn - d->nat) * sizeof(*na));
+			d->at = na;
+			d->nat = nn;
+		}
+		if (!d->at[id]) {
+			if (d->n == d->cap) {
 				size_t nc = d->cap ? d->cap * 2 : 256;
-				struct diff_line *nl = realloc(d->l, nc * sizeof(*nl));
+				struct diff_line *nd = realloc(d->l, nc * sizeof(*nd));
 
-				if (!nl) {
+				if (!nd) {
 					err = -ENOMEM;
 					break;
 				}
-				d->l = nl;
+				d->l = nd;
 				d->cap = nc;
 			}
-			d->l[id - 1] = (struct diff_line){ 0 };
-			d->n = id;
+			d->l[d->n] = (struct diff_line){ .line = id };
+			d->at[id] = ++d->n;
 		}
 		if (base) {
-			d->l[id - 1].raw_base += v;
+			d->l[d->at[id] - 1].raw_base += v;
 			d->tbase += v;
 		} else {
-			d->l[id - 1].value += v;
+			d->l[d->at[id] - 1].value += v;
 			d->tcur += v;
 		}
 	}
-	free(buf);
+	free(fl);
 	return err;
 }
 
@@ -117,45 +117,48 @@ static int scale(struct diff *d)
 	return 0;
 }
 
+/* One side, folded by module first when either side has module frames. */
+static int add_folded(struct diff *d, const struct profile *c, int by_module, int base)
+{
+	struct profile *m = NULL;
+	int err = 0;
+
+	if (by_module && (profile__new(&m) || (err = modframes__fold(m, c)))) {
+		profile__free(m);
+		return err ? err : -ENOMEM;
+	}
+	err = add_side(d, m ? m : c, base);
+	profile__free(m);
+	return err;
+}
+
 int diff__new(const struct query *q, const struct profile *base, const struct profile *cur, struct diff **out)
 {
 	struct diff *d = calloc(1, sizeof(*d));
-	struct profile *fb = NULL, *fc = NULL;
-	int err = -ENOMEM;
-
-	if (!d || profile__new(&d->stacks))
-		goto fail;
 	/*
 	 * Named windows hold a module's frame ("[cc1]") where recent ones hold
 	 * its pcs: one side with such frames folds the other the same way, so
 	 * that the same code is the same line on both sides.
 	 */
-	if (modframes__has(base) || modframes__has(cur)) {
-		if (profile__new(&fb) || profile__new(&fc) || (err = modframes__fold(fb, base)) ||
-		    (err = modframes__fold(fc, cur)))
-			goto fail;
-		base = fb;
-		cur = fc;
-	}
-	err = add_side(d, q, base, 1);
+	int by_module = modframes__has(base) || modframes__has(cur);
+	int err = -ENOMEM;
+
+	if (!d || fold__text_new(q, &d->t))
+		goto fail;
+	err = add_folded(d, base, by_module, 1);
 	if (!err)
-		err = add_side(d, q, cur, 0);
-	profile__free(fb);
-	profile__free(fc);
-	fb = fc = NULL;
+		err = add_folded(d, cur, by_module, 0);
 	if (!err && (!d->tbase || !d->tcur))
 		err = -ENODATA;
 	if (!err)
 		err = scale(d);
 	if (err)
 		goto fail;
-	for (size_t i = 0; i < d->n; i++)
-		d->l[i].stack = profile__str(d->stacks, i + 1);
+	free(d->at);
+	d->at = NULL;
 	*out = d;
 	return 0;
 fail:
-	profile__free(fb);
-	profile__free(fc);
 	diff__free(d);
 	return err;
 }
@@ -164,8 +167,10 @@ void diff__free(struct diff *d)
 {
 	if (!d)
 		return;
-	profile__free(d->stacks);
+	fold__text_free(d->t);
 	free(d->l);
+	free(d->at);
+	free(d->text);
 	free(d->rem);
 	free(d);
 }
@@ -186,7 +191,27 @@ void diff__totals(const struct diff *d, uint64_t *base, uint64_t *cur)
 	*cur = d->tcur;
 }
 
-static int line_cmp(const void *a, const void *b)
+const char *diff__stack(struct diff *d, size_t i)
+{
+	FILE *f;
+	int err;
+
+	if (i >= d->n)
+		return NULL;
+	free(d->text);
+	d->text = NULL;
+	f = open_memstream(&d->text, &d->textlen);
+	if (!f)
+		return NULL;
+	err = fold__text_put(d->t, d->l[i].line, f);
+	if (fclose(f) || err) {
+		free(d->text);
+		d->text = NULL;
+	}
+	return d->text;
+}
+
+static int line_cmp(const void *a, const void *b, void *arg)
 {
 	const struct diff_line *x = *(const struct diff_line *const *)a, *y = *(const struct diff_line *const *)b;
 
@@ -194,20 +219,23 @@ static int line_cmp(const void *a, const void *b)
 		return x->value > y->value ? -1 : 1;
 	if (x->base != y->base)
 		return x->base > y->base ? -1 : 1;
-	return strcmp(x->stack, y->stack);
+	return fold__text_cmp(arg, x->line, y->line);
 }
 
 int diff__write(const struct diff *d, FILE *f)
 {
 	const struct diff_line **v = malloc((d->n + 1) * sizeof(*v));
+	int err = 0;
 
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->n; i++)
 		v[i] = &d->l[i];
-	qsort(v, d->n, sizeof(*v), line_cmp);
-	for (size_t i = 0; i < d->n; i++)
-		fprintf(f, "%s %" PRIu64 " %" PRIu64 "\n", v[i]->stack, v[i]->base, v[i]->value);
+	qsort_r(v, d->n, sizeof(*v), line_cmp, d->t);
+	for (size_t i = 0; i < d->n && !err; i++)
+		if (!(err = fold__text_put(d->t, v[i]->line, f)) &&
+		    fprintf(f, " %" PRIu64 " %" PRIu64 "\n", v[i]->base, v[i]->value) < 0)
+			err = -EIO;
 	free(v);
-	return ferror(f) ? -EIO : 0;
+	return err ? err : ferror(f) ? -EIO : 0;
 }

@@ -15,7 +15,7 @@ struct profile;
 struct query;
 
 struct diff_line {
-	const char *stack;
+	uint32_t line;  /* the folded line, for diff__stack */
 	uint64_t base;  /* before, scaled to the after total */
 	uint64_t value; /* after */
 	uint64_t raw_base;
@@ -30,6 +30,8 @@ int diff__new(const struct query *q, const struct profile *base, const struct pr
 void diff__free(struct diff *d);
 size_t diff__count(const struct diff *d);
 const struct diff_line *diff__line(const struct diff *d, size_t i);
+/* Line i's folded stack as dump prints it; valid until the next call; NULL: out of memory. */
+const char *diff__stack(struct diff *d, size_t i);
 void diff__totals(const struct diff *d, uint64_t *base, uint64_t *cur);
 /* Lines sorted by after value, then before value, then stack. */
 int diff__write(const struct diff *d, FILE *f);

@@ -126,81 +126,249 @@ uint64_t fold__printed_value(const struct query *q, uint64_t v)
 	return q->type == QUERY_CPU ? v : (v + 500) / 1000;
 }
 
-struct line {
-	char *text;
-	uint64_t value;
+/*
+ * Printed lines as sequences of labels: a label is interned once by its
+ * text (a string of p, and a frame of p named by it, so that label ids are
+ * frame ids), a line is a stack of p. Labels hold no ';' (the separator),
+ * so two lines print the same exactly when they are the same stack, and
+ * a day's lines cost their label ids, not their tens of megabytes of text.
+ */
+struct fold_text {
+	const struct query *q;
+	struct profile *p;
+	/* The collapsed profile whose frames and names are mapped below. */
+	const struct profile *src;
+	uint64_t src_gen;
+	uint32_t *fmap, *smap; /* its frame and string ids -> label ids; UINT32_MAX: not yet */
+	size_t nf, ns;
+	uint32_t *buf;
+	size_t bufcap;
 };
 
-static int line_cmp(const void *a, const void *b)
+int fold__text_new(const struct query *q, struct fold_text **out)
 {
-	const struct line *x = a, *y = b;
+	struct fold_text *t = calloc(1, sizeof(*t));
+
+	if (!t || profile__new(&t->p)) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->q = q;
+	*out = t;
+	return 0;
+}
+
+void fold__text_free(struct fold_text *t)
+{
+	if (!t)
+		return;
+	profile__free(t->p);
+	free(t->fmap);
+	free(t->smap);
+	free(t->buf);
+	free(t);
+}
+
+static int label_id(struct fold_text *t, char *label, uint32_t *id)
+{
+	struct pf_frame f = { 0 };
+	int err;
+
+	/* ';' and ' ' are the format's separators: keep them out of names. */
+	for (char *c = label; *c; c++)
+		if (*c == ';')
+			*c = ':';
+	err = profile__intern_str(t->p, label, &f.name);
+	return err ? err : profile__frame_add(t->p, &f, id);
+}
+
+static int grow_u32(uint32_t **v, size_t *cap, size_t n)
+{
+	uint32_t *m;
+
+	if (n <= *cap)
+		return 0;
+	m = realloc(*v, n * 2 * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	*v = m;
+	*cap = n * 2;
+	return 0;
+}
+
+static int fresh_map(uint32_t **map, size_t *n, size_t want)
+{
+	uint32_t *m = realloc(*map, (want ? want : 1) * sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	memset(m, 0xff, (want ? want : 1) * sizeof(*m));
+	*map = m;
+	*n = want;
+	return 0;
+}
+
+/* The maps of c: kept while the same profile, unchanged, is asked about. */
+static int use_src(struct fold_text *t, const struct profile *c)
+{
+	int err;
+
+	if (t->src == c && t->src_gen == profile__gen(c) && t->nf == profile__nframes(c) &&
+	    t->ns == profile__nstrs(c))
+		return 0;
+	t->src = NULL;
+	if ((err = fresh_map(&t->fmap, &t->nf, profile__nframes(c))) ||
+	    (err = fresh_map(&t->smap, &t->ns, profile__nstrs(c))))
+		return err;
+	t->src = c;
+	t->src_gen = profile__gen(c);
+	return 0;
+}
+
+static int root_label(struct fold_text *t, const struct profile *c, uint32_t str, uint32_t *id)
+{
+	char label[1024];
+	const char *r;
+	int err;
+
+	if (str < t->ns && t->smap[str] != UINT32_MAX) {
+		*id = t->smap[str];
+		return 0;
+	}
+	r = profile__str(c, str);
+	/* A process or thread with no name must not leave an empty field. */
+	snprintf(label, sizeof(label), "%s", *r ? r : "[unknown]");
+	escape(label, sizeof(label));
+	err = label_id(t, label, id);
+	if (!err && str < t->ns)
+		t->smap[str] = *id;
+	return err;
+}
+
+int fold__text_line(struct fold_text *t, const struct profile *c, const struct pf_sample *s, uint32_t *line)
+{
+	const uint32_t *fr;
+	uint32_t nfr, m = 0;
+	char label[1024];
+	int err;
+
+	if ((err = use_src(t, c)))
+		return err;
+	fr = profile__stack(c, s->stack, &nfr);
+	if ((err = grow_u32(&t->buf, &t->bufcap, (size_t)nfr + 2)))
+		return err;
+	/* Root labels (process, then thread) first, then frames. */
+	if ((err = root_label(t, c, s->comm, &t->buf[m++])))
+		return err;
+	if (t->q->threads && (err = root_label(t, c, s->thread, &t->buf[m++])))
+		return err;
+	for (uint32_t k = 0; k < nfr; k++) {
+		uint32_t f = fr[k];
+
+		if (f < t->nf && t->fmap[f] != UINT32_MAX) {
+			t->buf[m++] = t->fmap[f];
+			continue;
+		}
+		fold__frame_label(c, f, label, sizeof(label));
+		if ((err = label_id(t, label, &t->buf[m])))
+			return err;
+		if (f < t->nf)
+			t->fmap[f] = t->buf[m];
+		m++;
+	}
+	return profile__stack_add(t->p, t->buf, m, line);
+}
+
+/* The order strcmp gives the two lines' texts. */
+int fold__text_cmp(const struct fold_text *t, uint32_t a, uint32_t b)
+{
+	uint32_t na, nb;
+	const uint32_t *x = profile__stack(t->p, a, &na), *y = profile__stack(t->p, b, &nb);
+
+	for (uint32_t k = 0; k < na && k < nb; k++) {
+		const unsigned char *u, *v;
+		unsigned cu, cv;
+		size_t i = 0;
+
+		if (x[k] == y[k])
+			continue;
+		/* Labels interned by text: different ids differ in text, here or at one's end. */
+		u = (const unsigned char *)profile__str(t->p, profile__frame(t->p, x[k])->name);
+		v = (const unsigned char *)profile__str(t->p, profile__frame(t->p, y[k])->name);
+		while (u[i] && u[i] == v[i])
+			i++;
+		cu = u[i] ? u[i] : k + 1 < na ? ';' : 0;
+		cv = v[i] ? v[i] : k + 1 < nb ? ';' : 0;
+		return cu < cv ? -1 : cu > cv;
+	}
+	return na < nb ? -1 : na > nb;
+}
+
+int fold__text_put(const struct fold_text *t, uint32_t line, FILE *f)
+{
+	uint32_t n;
+	const uint32_t *x = profile__stack(t->p, line, &n);
+
+	for (uint32_t k = 0; k < n; k++) {
+		const char *l = profile__str(t->p, profile__frame(t->p, x[k])->name);
+
+		if ((k && putc(';', f) == EOF) || fputs(l, f) == EOF)
+			return -EIO;
+	}
+	return 0;
+}
+
+static int line_cmp(const void *a, const void *b, void *arg)
+{
+	const struct fold_line *x = a, *y = b;
 
 	if (x->value != y->value)
 		return x->value > y->value ? -1 : 1;
-	return strcmp(x->text, y->text);
+	return fold__text_cmp(arg, x->line, y->line);
+}
+
+int fold__text_lines(struct fold_text *t, const struct profile *c, struct fold_line **out, size_t *nout)
+{
+	size_t n = profile__nsamples(c), nl = 0;
+	struct fold_line *lines = malloc((n ? n : 1) * sizeof(*lines));
+	int err = 0;
+
+	if (!lines)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct pf_sample *s = profile__sample(c, i);
+		uint64_t v = fold__printed_value(t->q, s->value);
+
+		if (!v)
+			continue;
+		err = fold__text_line(t, c, s, &lines[nl].line);
+		lines[nl++].value = v;
+	}
+	if (err) {
+		free(lines);
+		return err;
+	}
+	qsort_r(lines, nl, sizeof(*lines), line_cmp, t);
+	*out = lines;
+	*nout = nl;
+	return 0;
 }
 
 int fold__write(const struct query *q, const struct profile *c, FILE *f)
 {
-	size_t n = profile__nsamples(c), nl = 0;
-	struct line *lines = calloc(n ? n : 1, sizeof(*lines));
-	char *text = NULL, label[1024];
-	size_t tlen = 0;
-	FILE *mf = NULL;
-	int err = -ENOMEM;
+	struct fold_line *lines = NULL;
+	struct fold_text *t = NULL;
+	size_t nl = 0;
+	int err = fold__text_new(q, &t);
 
-	if (!lines)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		const struct pf_sample *s = profile__sample(c, i);
-		uint64_t v = fold__printed_value(q, s->value);
-		const uint32_t *fr;
-		uint32_t nfr;
-
-		if (!v)
-			continue;
-		mf = open_memstream(&text, &tlen);
-		if (!mf)
-			goto out;
-		fr = profile__stack(c, s->stack, &nfr);
-		/* Root labels (process, thread) first, then frames; -1 and -2 stand for them. */
-		for (int64_t k = q->threads ? -2 : -1; k < (int64_t)nfr; k++) {
-			if (k < 0) {
-				const char *r = profile__str(c, k == -1 && q->threads ? s->thread : s->comm);
-
-				/* A process or thread with no name must not leave an empty field. */
-				snprintf(label, sizeof(label), "%s", *r ? r : "[unknown]");
-				escape(label, sizeof(label));
-			} else {
-				fold__frame_label(c, fr[k], label, sizeof(label));
-			}
-			/* ';' and ' ' are the format's separators: keep them out of names. */
-			for (char *p = label; *p; p++)
-				if (*p == ';')
-					*p = ':';
-			fprintf(mf, "%s%s", k == (q->threads ? -2 : -1) ? "" : ";", label);
-		}
-		{
-			int cerr = fclose(mf);
-
-			mf = NULL;
-			if (cerr)
-				goto out;
-		}
-		lines[nl].text = text;
-		lines[nl++].value = v;
-		text = NULL;
-	}
-	qsort(lines, nl, sizeof(*lines), line_cmp);
-	for (size_t i = 0; i < nl; i++)
-		fprintf(f, "%s %" PRIu64 "\n", lines[i].text, lines[i].value);
-	err = ferror(f) ? -EIO : 0;
-out:
-	if (mf)
-		fclose(mf);
-	free(text);
-	for (size_t i = 0; i < nl; i++)
-		free(lines[i].text);
+	if (!err)
+		err = fold__text_lines(t, c, &lines, &nl);
+	for (size_t i = 0; i < nl && !err; i++)
+		if (!(err = fold__text_put(t, lines[i].line, f)) && fprintf(f, " %" PRIu64 "\n", lines[i].value) < 0)
+			err = -EIO;
+	if (!err)
+		err = ferror(f) ? -EIO : 0;
+	fold__text_free(t);
 	free(lines);
 	return err;
 }

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,13 +71,6 @@ static uint64_t new_gen(void)
 	static uint64_t next;
 
 	return __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
-}
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-	h *= 0xff51afd7ed558ccdULL;
-	return h ^ (h >> 32);
 }
 
 static int grow(void **ptr, size_t *cap, size_t need, size_t elem)
@@ -212,9 +206,18 @@ size_t profile__nstrs(const struct profile *p)
 
 /* ---- frames ---- */
 
+/*
+ * The hashes of frames, stacks and samples run over their fields' bytes,
+ * eight a step: a day's query interns a million stacks of two dozen frames,
+ * where a multiply per frame, one after the other, was a tenth of its time.
+ */
+_Static_assert(offsetof(struct pf_frame, module) == 4 && offsetof(struct pf_frame, offset) == 8 &&
+	       offsetof(struct pf_frame, kind) == 16, "pf_frame fields hashed as 20 bytes");
+_Static_assert(offsetof(struct pf_sample, kind) == 24, "pf_sample labels hashed as 28 bytes");
+
 static uint64_t frame_hash(const struct pf_frame *f)
 {
-	return mix(mix(mix(f->name, f->module), f->offset), f->kind);
+	return hashbytes__hash(f, offsetof(struct pf_frame, kind) + sizeof(f->kind));
 }
 
 static uint64_t frame_hash_at(const struct profile *p, uint32_t i)
@@ -280,11 +283,10 @@ size_t profile__nframes(const struct profile *p)
 
 static uint64_t stack_hash(const uint32_t *f, uint32_t n)
 {
-	uint64_t h = n;
+	static const uint32_t none;
 
-	for (uint32_t i = 0; i < n; i++)
-		h = mix(h, f[i]);
-	return h;
+	/* The empty stack comes as NULL, and no offset may be applied to NULL. */
+	return hashbytes__hash(n ? f : &none, (size_t)n * sizeof(*f));
 }
 
 static uint64_t stack_hash_at(const struct profile *p, uint32_t i)
@@ -350,13 +352,7 @@ size_t profile__nstacks(const struct profile *p)
 
 static uint64_t sample_hash(const struct pf_sample *s)
 {
-	uint64_t h = mix(s->pid, s->tid);
-
-	h = mix(h, s->comm);
-	h = mix(h, s->thread);
-	h = mix(h, s->cgroup);
-	h = mix(h, s->stack);
-	return mix(h, s->kind);
+	return hashbytes__hash(s, offsetof(struct pf_sample, kind) + sizeof(s->kind));
 }
 
 static uint64_t sample_hash_at(const struct profile *p, uint32_t i)
@@ -673,9 +669,11 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 			goto out;
 		}
 		if ((err = map_str(dst, src, s->comm, &d.comm)) ||
-		    (err = map_str(dst, src, s->thread, &d.thread)) ||
+		    (!(flags & PF_MERGE_NO_THREAD) && (err = map_str(dst, src, s->thread, &d.thread))) ||
 		    (err = map_str(dst, src, s->cgroup, &d.cgroup)))
 			goto out;
+		if (flags & PF_MERGE_NO_THREAD)
+			d.thread = 0;
 		if (mc->kmap[s->stack] == UINT32_MAX && (err = map_stack(dst, src, s->stack, flags)))
 			goto out;
 		d.stack = mc->kmap[s->stack];

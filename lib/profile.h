@@ -136,6 +136,12 @@ int profile__merge(struct profile *dst, const struct profile *src, profile_keep_
  * processes (compilers) this keeps a merged profile the size of its answer.
  */
 #define PF_MERGE_BY_NAME (1u << 1)
+/*
+ * PF_MERGE_NO_THREAD: thread names become "" (after keep()), so the
+ * samples of a process's threads that share a stack become one: for views
+ * that print no thread name, whose answer does not depend on them.
+ */
+#define PF_MERGE_NO_THREAD (1u << 2)
 int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
 			 void *arg, unsigned flags);
 

@@ -3,7 +3,9 @@
 # profctl dump/top/diff with and without filters, wall and user time and
 # peak RSS, medians (min-max) of RUNS interleaved runs.
 # Usage: store_queries.sh [DAY_DIR]   (without it: store_bench -H 24 -c 4 -k
-# builds one, which takes minutes). RUNS=3 by default.
+# builds one, which takes minutes). RUNS=3 by default. BEFORE=PROFCTL: each
+# row is run by that binary too, just before this build's, in the same
+# seconds, and the table has both.
 set -eu
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -59,10 +61,10 @@ cc -O2 -std=gnu11 -D_GNU_SOURCE -Ilib "$W/days.c" "$BUILD/libprofd.a" -lzstd -lz
 "$W/days" "$W/week"
 # A private copy: a rebuild in the tree must not swap the binary between runs.
 cp "$BUILD/profctl" "$W/profctl"
-PC=$W/profctl
-# One row: label, store, then profctl arguments. Prints wall s, user s, RSS MB per run.
-one() { local d=$1; shift
-	/usr/bin/time -f '%e %U %M' "$PC" --state-dir "$d" "$@" --no-flush >/dev/null 2>"$W/err" || true
+[ -z "${BEFORE:-}" ] || cp "$BEFORE" "$W/profctl.before"
+# One run: binary, store, then profctl arguments. Prints wall s, user s, RSS KB.
+one() { local pc=$1 d=$2; shift 2
+	/usr/bin/time -f '%e %U %M' "$pc" --state-dir "$d" "$@" --no-flush >/dev/null 2>"$W/err" || true
 	tail -1 "$W/err"; }
 # The store's own last 10 minutes and hour (it may have been written a while ago).
 END=$(ls "$DAY" | sed -n 's/^seg-[0-9]\{19\}-\([0-9]\{19\}\)\.pfd$/\1/p' | sort | tail -1)
@@ -91,17 +93,27 @@ for r in $(seq 1 "$RUNS"); do
 		IFS='|' read -r which args <<<"${rows[$i]}"
 		d=$DAY; [ "$which" = week ] && d=$W/week
 		# shellcheck disable=SC2086
-		echo "$i $(one "$d" $args)" >>"$W/res"
+		[ -z "${BEFORE:-}" ] || echo "$i b $(one "$W/profctl.before" "$d" $args)" >>"$W/res"
+		# shellcheck disable=SC2086
+		echo "$i a $(one "$W/profctl" "$d" $args)" >>"$W/res"
 	done
 done
-echo "| store | command | wall s | user s | RSS MB |"
-echo "|---|---|---|---|---|"
+if [ -n "${BEFORE:-}" ]; then
+	echo "| store | command | before: wall s | user s | RSS MB | after: wall s | user s | RSS MB |"
+	echo "|---|---|---|---|---|---|---|---|"
+else
+	echo "| store | command | wall s | user s | RSS MB |"
+	echo "|---|---|---|---|---|"
+fi
 for i in "${!rows[@]}"; do
 	IFS='|' read -r which args <<<"${rows[$i]}"
 	awk -v i="$i" -v w="$which" -v a="$args" '
 		function med(v, n,   k, j, t) { for (k = 1; k <= n; k++) for (j = k + 1; j <= n; j++) if (v[j] < v[k]) { t = v[k]; v[k] = v[j]; v[j] = t }
 			return sprintf("%.2f (%.2f-%.2f)", v[int((n + 1) / 2)], v[1], v[n]) }
-		$1 == i { n++; wl[n] = $2; us[n] = $3; rs[n] = $4 / 1024 }
-		END { printf "| %s | `%s` | %s | %s | %s |\n", w, a, med(wl, n), med(us, n), med(rs, n) }' "$W/res"
+		$1 == i && $2 == "b" { nb++; bw[nb] = $3; bu[nb] = $4; br[nb] = $5 / 1024 }
+		$1 == i && $2 == "a" { na++; aw[na] = $3; au[na] = $4; ar[na] = $5 / 1024 }
+		END { printf "| %s | `%s` | ", w, a
+			if (nb) printf "%s | %s | %s | ", med(bw, nb), med(bu, nb), med(br, nb)
+			printf "%s | %s | %s |\n", med(aw, na), med(au, na), med(ar, na) }' "$W/res"
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

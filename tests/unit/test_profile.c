@@ -44,6 +44,64 @@ static char *folded(const struct query *q, const struct profile *p)
 	return buf;
 }
 
+/*
+ * Folded lines come out by value, then in strcmp order of their text,
+ * whatever the names: labels that begin others, separators and bytes
+ * escaped or above 0x7f, unnamed frames, with and without thread names.
+ */
+static void test_fold_order(int threads)
+{
+	static const char *const names[] = { "a", "ab", "a;b", "a b", "a:b", "\xc3\xa9", "\x01x", "z", "", "a_[k]" };
+	static const char *const comms[] = { "p", "p;q", "", "p\xc3\xa9", "pq" };
+	struct query q = { .threads = threads };
+	struct profile *p;
+	uint32_t fr[10], st[5];
+	uint64_t total = 0, seen = 0, rng = 12345;
+	char *out, *line, *prev = NULL, *next;
+	uint64_t pv = UINT64_MAX;
+	size_t nlines = 0;
+
+	CHECK(profile__new(&p) == 0);
+	for (int i = 0; i < 10; i++)
+		fr[i] = frame(p, names[i], i == 8 ? "/lib/libm.so" : "/bin/x", 0x10 * (uint64_t)i,
+			      i == 0 ? PF_FRAME_KERNEL : PF_FRAME_USER);
+	for (int i = 0; i < 400; i++) {
+		uint32_t n;
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		n = (uint32_t)(rng >> 60) % 5;
+		for (uint32_t k = 0; k < n; k++)
+			st[k] = fr[(rng >> (8 + 4 * k)) % 10];
+		add(p, 1 + (uint32_t)(rng >> 40) % 50, comms[(rng >> 33) % 5], comms[(rng >> 36) % 5], "", st, n,
+		    PF_KIND_CPU, 1 + (rng >> 50) % 2);
+		total += 1 + (rng >> 50) % 2;
+	}
+	out = folded(&q, p);
+	for (line = out; *line; line = next) {
+		char *sp;
+		uint64_t v;
+
+		next = strchr(line, '\n');
+		CHECK(next != NULL);
+		*next++ = 0;
+		sp = strrchr(line, ' ');
+		CHECK(sp != NULL);
+		*sp = 0;
+		v = strtoull(sp + 1, NULL, 10);
+		CHECK(v <= pv);
+		if (prev && v == pv)
+			CHECK(strcmp(prev, line) <= 0);
+		prev = line;
+		pv = v;
+		seen += v;
+		nlines++;
+	}
+	CHECK_EQ_INT(seen, total);
+	CHECK(nlines > 100);
+	free(out);
+	profile__free(p);
+}
+
 int main(void)
 {
 	struct profile *p, *m;
@@ -171,6 +229,17 @@ int main(void)
 		profile__reset(dst);
 		CHECK(profile__merge(dst, src, NULL, NULL) == 0);
 		CHECK_EQ_INT(profile__nsamples(dst), 4); /* without the flag every pc stays */
+		/* Without thread names a process's threads on one stack are one sample. */
+		profile__reset(src);
+		profile__reset(dst);
+		f1[0] = frame(src, "main", "/bin/app", 0x10, PF_FRAME_USER);
+		add(src, 1, "app", "app", "", f1, 1, PF_KIND_CPU, 2);
+		add(src, 2, "app", "worker", "", f1, 1, PF_KIND_CPU, 3);
+		add(src, 3, "app", "io", "/a", f1, 1, PF_KIND_CPU, 4);
+		CHECK(profile__merge_flags(dst, src, NULL, NULL, PF_MERGE_BY_NAME | PF_MERGE_NO_THREAD) == 0);
+		CHECK_EQ_INT(profile__nsamples(dst), 2); /* cgroups stay apart */
+		CHECK_EQ_INT(profile__sample(dst, 0)->value, 5);
+		CHECK_EQ_STR(profile__str(dst, profile__sample(dst, 0)->thread), "");
 		profile__free(src);
 		profile__free(dst);
 	}
@@ -243,5 +312,7 @@ int main(void)
 	}
 	profile__free(m);
 	profile__free(p);
+	test_fold_order(0);
+	test_fold_order(1);
 	T_DONE();
 }

@@ -1147,6 +1147,11 @@ static int merge_by_name(const struct store_window_info *w, const struct profile
 	return profile__merge_flags(arg, p, NULL, NULL, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME);
 }
 
+static int merge_no_thread(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	return profile__merge_flags(arg, p, NULL, NULL, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME | PF_MERGE_NO_THREAD);
+}
+
 static int cmp_strp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -1469,7 +1474,12 @@ static int diff_line_of(const char *dir, int64_t a, int64_t b, int64_t c, const 
 		err = diff__new(&q, col[0], col[1], &d);
 	for (size_t i = 0; !err && i < diff__count(d); i++) {
 		const struct diff_line *l = diff__line(d, i);
-		if (!strcmp(l->stack, want)) {
+		const char *stack = diff__stack(d, i);
+		if (!stack) {
+			err = -ENOMEM;
+			break;
+		}
+		if (!strcmp(stack, want)) {
 			*before += l->raw_base;
 			*after += l->value;
 		}
@@ -1580,7 +1590,8 @@ static int keep_cpu(const struct profile *p, const struct pf_sample *x, void *ar
 
 /*
  * [a, b) merged by function and name, through summaries or not, or by
- * store__merge (flags 2: all samples, 3: on-CPU only); records decoded in *decoded.
+ * store__merge (flags 2: all samples, 3: on-CPU only; 6 and 7: without thread
+ * names, merged while decoded or window by window); records decoded in *decoded.
  */
 static char *range_text(struct store *r, int64_t a, int64_t b, unsigned flags, uint64_t *decoded)
 {
@@ -1593,6 +1604,10 @@ static char *range_text(struct store *r, int64_t a, int64_t b, unsigned flags, u
 	store__stats(r, &s0);
 	if (flags == 4) /* pids kept (--pid) */
 		err = store__merge(r, a, b, PF_MERGE_BY_FUNCTION, NULL, NULL, p);
+	else if (flags == 6) /* no thread names: decoded straight into p */
+		err = store__merge(r, a, b, PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME | PF_MERGE_NO_THREAD, NULL, NULL, p);
+	else if (flags == 7) /* the same, window by window */
+		err = store__read(r, a, b, merge_no_thread, p);
 	else if (flags == 5)
 		err = store__read(r, a, b, merge_by_func, p);
 	else if (flags >= 2)
@@ -1623,7 +1638,8 @@ static int sum_mismatches(const char *dir, uint64_t *dec_sum, uint64_t *dec_raw)
 			char *y = range_text(r, since, until, STORE_READ_SUMMARIES, NULL);
 			char *z = range_text(r, since, until, 2, NULL);
 			char *u = range_text(r, since, until, 4, NULL), *v = range_text(r, since, until, 5, NULL);
-			if (strcmp(x, y) || strcmp(x, z) || strcmp(u, v) || !strcmp(x, "error")) {
+			char *n6 = range_text(r, since, until, 6, NULL), *n7 = range_text(r, since, until, 7, NULL);
+			if (strcmp(x, y) || strcmp(x, z) || strcmp(u, v) || strcmp(n6, n7) || !strcmp(x, "error")) {
 				if (bad++ < 3)
 					fprintf(stderr, "summaries: [%d, %d) differs\n", a, b);
 			}
@@ -1632,6 +1648,8 @@ static int sum_mismatches(const char *dir, uint64_t *dec_sum, uint64_t *dec_raw)
 			free(z);
 			free(u);
 			free(v);
+			free(n6);
+			free(n7);
 		}
 	}
 	free(range_text(r, INT64_MIN, INT64_MAX, STORE_READ_SUMMARIES, dec_sum));
