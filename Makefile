@@ -16,7 +16,7 @@ CPPFLAGS += -Ilib -Ibpf -I$(BUILD)
 # Each program links what it uses: profd no libunwind (only the test tools
 # check against it), profctl no libbpf (it reads the store, never the kernel).
 PROFD_LIBS   := -lbpf -lelf -lzstd -llzma -lz -lm
-PROFCTL_LIBS := -lzstd -lz -lm -lcurl
+PROFCTL_LIBS := -lzstd -lz -lm -ldl
 TEST_LIBS    := -lbpf -lelf -ldw -lunwind-generic -lunwind-ptrace -lunwind -lzstd -llzma -lz -lm
 
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -I$(BUILD) -Ibpf
