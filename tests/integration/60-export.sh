@@ -248,6 +248,42 @@ wrong http://127.0.0.1:1
 wrong "http://127.0.0.1:$P/not/pyroscope"
 wrong http://no-such-host.invalid:4040
 
+# ---- without a usable libcurl: one line, exit 1, nothing sent, the cursor kept ----
+# libcurl is loaded at run time: hide it (or put another library in its place)
+# in a private mount namespace, as on a host without libcurl4.
+CURL_SO=$(ldconfig -p | awk '/libcurl\.so\.4 .*x86-64/ { print $NF; exit }')
+LIBZ=$(ldconfig -p | awk '/libz\.so\.1 .*x86-64/ { print $NF; exit }')
+nolib() { # nolib FILE-PUT-IN-ITS-PLACE NAME
+	cp "$T/c400" "$T/c.$2"
+	n=$(wc -l <"$T/e2e.log")
+	unshare -m --propagation private bash -c 'mount --bind "$1" "$(readlink -f "$2")" && shift 2 && exec "$@"' _ \
+		"$1" "$CURL_SO" "$PROFCTL_BIN" --state-dir "$STATE" export --url "http://127.0.0.1:$P" --since 10s \
+		--cursor-file "$T/c.$2" >"$T/$2.out" 2>"$T/$2.err"
+	rc=$?
+}
+# sent_none NAME: the receiver got nothing new and the cursor file is as it was.
+sent_none() { [ "$(wc -l <"$T/e2e.log")" = "$n" ] && cmp -s "$T/c400" "$T/c.$1"; }
+# one_line NAME RE: exit 1 and one line of stderr that matches RE.
+one_line() { [ $rc -eq 1 ] && [ "$(wc -l <"$T/$1.err")" = 1 ] && grep -q "$2" "$T/$1.err"; }
+if [ -n "$CURL_SO" ] && [ -n "$LIBZ" ]; then
+	nolib /dev/null nocurl
+	check "no libcurl: exit 1, one line naming the package ($(cat "$T/nocurl.err"))" \
+		one_line nocurl 'cannot load libcurl.*install libcurl4'
+	check "no libcurl: nothing sent, the cursor file as it was" sent_none nocurl
+	nolib "$LIBZ" notcurl
+	check "another library as libcurl.so.4: exit 1, one line ($(cat "$T/notcurl.err"))" \
+		one_line notcurl 'has no curl_global_init: not a libcurl'
+	check "another library as libcurl.so.4: nothing sent, the cursor file as it was" sent_none notcurl
+	# The same command with libcurl in place sends: the checks above are about the library.
+	cp "$T/c400" "$T/c.withcurl"
+	profctl export --url "http://127.0.0.1:$P" --since 10s --cursor-file "$T/c.withcurl" 2>/dev/null
+	rc=$?
+	check "with libcurl the same export sends (exit $rc)" \
+		bash -c "[ $rc -eq 0 ] && [ \$(wc -l <'$T/e2e.log') -gt $n ]"
+else
+	fail "libcurl.so.4 or libz.so.1 not in ldconfig's cache: the no-libcurl checks cannot run"
+fi
+
 # ---- bad options: exit 2 ----
 badopt() {
 	profctl export "$@" >"$T/out" 2>"$T/err"
