@@ -911,12 +911,15 @@ void unwind_table__stats(const struct unwind_table *t, struct unwind_table_stats
 int unwind_table__lookup(const struct unwind_table *t, uint64_t vaddr, struct profd_urow *row)
 {
 	const struct profd_uindex *h = (const void *)t->rows;
-	const uint32_t *idx = (const void *)(t->rows + 1);
-	const struct profd_urow *rows = t->rows + t->skip;
+	const uint32_t *idx;
+	const struct profd_urow *rows;
 	size_t lo, hi, nb, b;
 
+	/* After drop_rows there is nothing to search, nor a block to point into. */
 	if (!t->rows || t->nrows <= t->skip || vaddr < h->base)
 		return -ENOENT;
+	idx = (const void *)(t->rows + 1);
+	rows = t->rows + t->skip;
 	/* What the walker does (bpf/unwind.h uw_find_row): the search runs within one bucket. */
 	nb = PROFD_UIDX_NB(h);
 	b = (vaddr - h->base) >> PROFD_UIDX_SHIFT(h);

@@ -70,9 +70,31 @@ seed_segment() {
 	{ printf '\003'; cat "$f"; } >"$c/v3-summary"
 }
 
+# Small ELF files for the walker's readers: .eh_frame, .debug_frame, and a
+# file with the symbols and relocation the CPython probe looks for.
+seed_unwind() {
+	local c=$out/corpus-fuzz_unwind
+	mkdir -p "$c"
+	[ -n "$(ls -A "$c")" ] && return
+	printf 'int f(int x){return x+1;} int main(void){return f(0);}\n' >"$out/seed.c"
+	cc -O1 -o "$c/pie" "$out/seed.c" 2>/dev/null
+	cc -O1 -g -fno-asynchronous-unwind-tables -o "$c/debug-frame" "$out/seed.c" 2>/dev/null
+	cat >"$out/seed-py.c" <<'C'
+struct { char pad[1024]; } _PyRuntime = { { 1 } };
+void code_dealloc(void *p) { (void)p; }
+struct ty { char pad[48]; void (*dealloc)(void *); char rest[400]; } PyCode_Type = { .dealloc = code_dealloc };
+const unsigned long Py_Version = 0x030b07f0;
+void _PyEval_EvalFrameDefault(void) {}
+int main(void) { return 0; }
+C
+	cc -O1 -fPIE -pie -o "$c/python" "$out/seed-py.c" 2>/dev/null
+	cp "$c/python" "$c/python-stripped" && strip -s "$c/python-stripped"
+}
+
 seed_elf
 seed_text
 seed_segment
+seed_unwind
 # Every tests/fuzz/fuzz_*.c is a target; the symbolizer's name their few sources,
 # any other links against the whole library. The targets are built side by
 # side (each is one clang process), then run one per CPU.
@@ -82,6 +104,7 @@ for src in tests/fuzz/fuzz_*.c; do
 	case $t in
 	fuzz_elf) srcs="lib/elfsym.c lib/strtab.c lib/demangle.c" max_len=65536 LIBS="-lelf -llzma -lz" ;;
 	fuzz_perfmap) srcs="lib/perfmap.c lib/procmaps.c lib/kallsyms.c lib/strtab.c lib/parse.c lib/safeopen.c" max_len=16384 LIBS="-lelf -llzma -lz" ;;
+	fuzz_unwind) srcs="lib/unwind_table.c lib/pyinterp.c lib/pyoffsets.c lib/filecache.c lib/procmaps.c lib/safeopen.c lib/parse.c lib/strtab.c" max_len=65536 LIBS="-lelf -lz" ;;
 	fuzz_segment) srcs="lib/store.c lib/modframes.c lib/codec.c lib/crc32c.c lib/profile.c lib/clock.c" max_len=65536 LIBS="-lzstd -lz -lm" ;;
 	*) srcs=$(ls lib/*.c) max_len=65536 LIBS="-lbpf -lelf -ldw -lunwind-generic -lunwind -lzstd -llzma -lz -lm" ;;
 	esac
