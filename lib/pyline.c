@@ -5,6 +5,7 @@
  * bytes: every loop is bounded by len, every varint by its bit count.
  */
 #include <errno.h>
+#include <stdint.h>
 
 #include "pyline.h"
 
@@ -93,6 +94,9 @@ int pyline__line(enum pyline_format fmt, const uint8_t *tab, size_t len, int32_t
 {
 	if (lasti < 0)
 		return line_of(firstlineno, line);
+	/* Past any table (a code object's instructions fit in an int): and lasti * 2 stays defined. */
+	if (lasti > INT32_MAX)
+		return -ENOENT;
 	if (fmt == PYLINE_310)
 		return line_310(tab, len, firstlineno, lasti * 2, line);
 	if (fmt == PYLINE_311)

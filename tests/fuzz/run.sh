@@ -105,6 +105,7 @@ for src in tests/fuzz/fuzz_*.c; do
 	fuzz_elf) srcs="lib/elfsym.c lib/strtab.c lib/demangle.c" max_len=65536 LIBS="-lelf -llzma -lz" ;;
 	fuzz_perfmap) srcs="lib/perfmap.c lib/procmaps.c lib/kallsyms.c lib/strtab.c lib/parse.c lib/safeopen.c" max_len=16384 LIBS="-lelf -llzma -lz" ;;
 	fuzz_unwind) srcs="lib/unwind_table.c lib/pyinterp.c lib/pyoffsets.c lib/filecache.c lib/procmaps.c lib/safeopen.c lib/parse.c lib/strtab.c" max_len=65536 LIBS="-lelf -lz" ;;
+	fuzz_pyline) srcs="lib/pyline.c lib/pystack.c" max_len=4096 LIBS="" ;;
 	fuzz_segment) srcs="lib/store.c lib/modframes.c lib/codec.c lib/crc32c.c lib/profile.c lib/clock.c" max_len=65536 LIBS="-lzstd -lz -lm" ;;
 	*) srcs=$(ls lib/*.c) max_len=65536 LIBS="-lbpf -lelf -ldw -lunwind-generic -lunwind -lzstd -llzma -lz -lm" ;;
 	esac

@@ -11,6 +11,7 @@
 #include "t.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,15 @@ int main(void)
 		versions++;
 	}
 
+	/* An instruction index past any code object: no line, in either format, and no overflow. */
+	{
+		static const uint8_t tab310[] = { 255, 1, 255, 1 }, tab311[] = { 0xff, 0xff };
+		uint32_t got = 7;
+
+		CHECK_EQ_INT(pyline__line(PYLINE_310, tab310, sizeof(tab310), 1, INT64_MAX / 2 + 1, &got), -ENOENT);
+		CHECK_EQ_INT(pyline__line(PYLINE_311, tab311, sizeof(tab311), 1, INT64_MAX, &got), -ENOENT);
+		CHECK_EQ_INT(got, 7);
+	}
 	/* Untrusted bytes: any table, any address, stays in bounds and answers. */
 	{
 		uint8_t junk[64];
