@@ -27,13 +27,24 @@ build() { # target sources...
 	"$CLANG" $FLAGS -o "$out/$t" "tests/fuzz/$t.c" "$@" $LIBS
 }
 
+# empty_corpus TARGET: makes its corpus directory; true when it has no input yet.
+empty_corpus() {
+	mkdir -p "$out/corpus-$1"
+	[ -z "$(ls -A "$out/corpus-$1")" ]
+}
+
+# seed_cc OUT CFLAGS...: a small program built into OUT.
+seed_cc() {
+	local o=$1; shift
+	printf 'int f(int x){return x+1;} int main(void){return f(0);}\n' >"$out/seed.c"
+	cc -O1 "$@" -o "$o" "$out/seed.c" 2>/dev/null
+}
+
 seed_elf() {
 	local c=$out/corpus-fuzz_elf
-	mkdir -p "$c"
-	[ -n "$(ls -A "$c")" ] && return
-	printf 'int f(int x){return x+1;} int main(void){return f(0);}\n' >"$out/seed.c"
-	cc -O1 -o "$c/pie" "$out/seed.c" 2>/dev/null
-	cc -O1 -no-pie -fno-pie -o "$c/nopie" "$out/seed.c" 2>/dev/null
+	empty_corpus fuzz_elf || return 0
+	seed_cc "$c/pie"
+	seed_cc "$c/nopie" -no-pie -fno-pie
 	cp "$c/pie" "$c/stripped" && strip -s "$c/stripped"
 	printf '_ZN7wlspace6MatrixIdE8multiplyEi' >"$c/cxx"
 	printf '_RNvXs_Cs1234_7mycrateNtB4_3FooNtNtCs5678_4core3fmt7Display3fmt' >"$c/rust"
@@ -74,11 +85,9 @@ seed_segment() {
 # file with the symbols and relocation the CPython probe looks for.
 seed_unwind() {
 	local c=$out/corpus-fuzz_unwind
-	mkdir -p "$c"
-	[ -n "$(ls -A "$c")" ] && return
-	printf 'int f(int x){return x+1;} int main(void){return f(0);}\n' >"$out/seed.c"
-	cc -O1 -o "$c/pie" "$out/seed.c" 2>/dev/null
-	cc -O1 -g -fno-asynchronous-unwind-tables -o "$c/debug-frame" "$out/seed.c" 2>/dev/null
+	empty_corpus fuzz_unwind || return 0
+	seed_cc "$c/pie"
+	seed_cc "$c/debug-frame" -g -fno-asynchronous-unwind-tables
 	cat >"$out/seed-py.c" <<'C'
 struct { char pad[1024]; } _PyRuntime = { { 1 } };
 void code_dealloc(void *p) { (void)p; }
