@@ -671,6 +671,24 @@ static int get_str(struct codec *c, struct rd *r, size_t n, uint32_t *id)
 	return 0;
 }
 
+/*
+ * Room in p for a record's tables, were they all new: a key decoded into
+ * an empty profile (a query's first) does not grow them step by step. A
+ * profile that holds as many already (a chain's records merged into one)
+ * is left as it is: most of what a record defines is there.
+ */
+static int reserve(struct profile *p, const struct pf_sizes *n)
+{
+	struct pf_sizes have;
+
+	profile__sizes(p, &have);
+	return profile__reserve(p, &(struct pf_sizes){
+		.strs = n->strs > have.strs ? n->strs : 0,
+		.frames = n->frames > have.frames ? n->frames : 0,
+		.stacks = n->stacks > have.stacks ? n->stacks : 0,
+		.samples = n->samples > have.samples ? n->samples : 0 });
+}
+
 #define TRY(x) do { if ((err = (x))) goto out; } while (0)
 #define BAD() do { err = -EBADMSG; goto out; } while (0)
 
@@ -888,6 +906,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	bk++;
 
 	TRY(get_count(&r, 1, &nstr));
+	TRY(reserve(p, &(struct pf_sizes){ .strs = nstr + 1 }));
 	nstr += bs; /* ids 0 ("", implicit) .. bs - 1 are the chain's */
 	TRY(grow((void **)&c->smap, &c->smap_cap, nstr, sizeof(uint32_t)));
 	c->smap[0] = 0;
@@ -940,6 +959,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	TRY(get_count(&r, 4, &nf));
 	if (nf > UINT32_MAX - bf)
 		BAD();
+	TRY(reserve(p, &(struct pf_sizes){ .frames = nf }));
 	TRY(grow((void **)&c->fmap, &c->fmap_cap, bf + nf, sizeof(uint32_t)));
 	/* Columns: hold kind, module and name in the samples scratch until offsets arrive. */
 	TRY(grow((void **)&c->samples, &c->samples_cap, nf, sizeof(*c->samples)));
@@ -973,6 +993,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	TRY(get_count(&r, 2, &nk));
 	if (nk > UINT32_MAX - bk)
 		BAD();
+	TRY(reserve(p, &(struct pf_sizes){ .stacks = nk + 1 }));
 	nk += bk; /* stack 0, the empty stack, is implicit; 1 .. bk - 1 are the chain's */
 	TRY(grow((void **)&c->kmap, &c->kmap_cap, nk, sizeof(uint32_t)));
 	c->kmap[0] = 0;
@@ -1026,6 +1047,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	struct pf_sample *s = c->samples;
 	if (r.p != r.end)
 		BAD();
+	TRY(reserve(p, &(struct pf_sizes){ .samples = ns }));
 	for (size_t i = 0; i < ns; i++) {
 		if (mi && (mi->pf_flags & PF_MERGE_BY_NAME))
 			s[i].pid = s[i].tid = 0;

@@ -47,6 +47,7 @@ int fold__collapse(const struct query *q, const struct profile *src, struct prof
 	const struct pf_meta *sm = profile__meta_const(src);
 	uint32_t *buf = NULL, *fmap = NULL;
 	size_t nf = profile__nframes(src);
+	struct pf_sizes z;
 	uint64_t period_ns = sm->frequency ? 1000000000ULL / sm->frequency : 10101010ULL;
 	int err = -ENOMEM;
 
@@ -55,6 +56,13 @@ int fold__collapse(const struct query *q, const struct profile *src, struct prof
 	if (!buf || !fmap)
 		goto out;
 	memset(fmap, 0xff, sizeof(*fmap) * (nf ? nf : 1));
+	/* A line per sample at most, each of its sample's frames at most: dst's tables never outgrow src's. */
+	profile__sizes(src, &z);
+	if (z.stacks > z.samples + 1)
+		z.stacks = z.samples + 1;
+	err = profile__reserve(dst, &z);
+	if (err)
+		goto out;
 	*profile__meta(dst) = (struct pf_meta){ .start_ns = sm->start_ns, .end_ns = sm->end_ns,
 						 .frequency = sm->frequency };
 	err = profile__intern_str(dst, profile__str(src, sm->host), &profile__meta(dst)->host);
