@@ -1011,7 +1011,11 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 			BAD();
 		TRY(grow((void **)&c->cur, &c->cur_cap, n ? n : 1, sizeof(uint32_t)));
 		TRY(grow((void **)&c->prev, &c->prev_cap, n ? n : 1, sizeof(uint32_t)));
-		memcpy(c->cur, c->prev, shared * sizeof(uint32_t));
+		/*
+		 * prev holds the stack before in payload ids, cur the same in
+		 * profile ids: the shared prefix is in place in both, and only
+		 * the frames after it are read (into prev) and mapped (into cur).
+		 */
 		for (size_t j = shared; j < n; j++) {
 			uint64_t f;
 			TRY(get_u(&r, &f));
@@ -1024,17 +1028,14 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 				int64_t d = unzigzag(f);
 				if (d < -(int64_t)nf || d > (int64_t)nf)
 					BAD();
-				f = (uint64_t)((int64_t)c->cur[j - 1] + d);
+				f = (uint64_t)((int64_t)c->prev[j - 1] + d);
 			}
 			if (f >= nf)
 				BAD();
-			c->cur[j] = (uint32_t)f;
+			c->prev[j] = (uint32_t)f;
+			c->cur[j] = c->fmap[f];
 		}
-		/* prev keeps payload ids (for the next prefix); cur becomes profile ids. */
-		memcpy(c->prev, c->cur, n * sizeof(uint32_t));
 		nprev = n;
-		for (size_t j = 0; j < n; j++)
-			c->cur[j] = c->fmap[c->cur[j]];
 		TRY(profile__stack_add(p, c->cur, (uint32_t)n, &c->kmap[i]));
 	}
 	if (flags & CODEC_TABLES_ONLY)
