@@ -151,6 +151,8 @@ struct fold_text {
 	size_t nf, ns;
 	uint32_t *buf;
 	size_t bufcap;
+	uint32_t *len; /* label id -> length of its text */
+	size_t lencap;
 };
 
 int fold__text_new(const struct query *q, struct fold_text **out)
@@ -174,20 +176,8 @@ void fold__text_free(struct fold_text *t)
 	free(t->fmap);
 	free(t->smap);
 	free(t->buf);
+	free(t->len);
 	free(t);
-}
-
-static int label_id(struct fold_text *t, char *label, uint32_t *id)
-{
-	struct pf_frame f = { 0 };
-	int err;
-
-	/* ';' and ' ' are the format's separators: keep them out of names. */
-	for (char *c = label; *c; c++)
-		if (*c == ';')
-			*c = ':';
-	err = profile__intern_str(t->p, label, &f.name);
-	return err ? err : profile__frame_add(t->p, &f, id);
 }
 
 static int grow_u32(uint32_t **v, size_t *cap, size_t n)
@@ -202,6 +192,26 @@ static int grow_u32(uint32_t **v, size_t *cap, size_t n)
 	*v = m;
 	*cap = n * 2;
 	return 0;
+}
+
+static int label_id(struct fold_text *t, char *label, uint32_t *id)
+{
+	struct pf_frame f = { 0 };
+	char *c = label;
+	int err;
+
+	/* ';' and ' ' are the format's separators: keep them out of names. */
+	for (; *c; c++)
+		if (*c == ';')
+			*c = ':';
+	err = profile__intern_str(t->p, label, &f.name);
+	if (!err)
+		err = profile__frame_add(t->p, &f, id);
+	if (!err)
+		err = grow_u32(&t->len, &t->lencap, (size_t)*id + 1);
+	if (!err)
+		t->len[*id] = (uint32_t)(c - label);
+	return err;
 }
 
 static int fresh_map(uint32_t **map, size_t *n, size_t want)
@@ -437,9 +447,27 @@ static int wline_labels(struct fold_text *t, const struct profile *c, const stru
 	return 0;
 }
 
+static int grow_chars(char **v, size_t *cap, size_t n)
+{
+	size_t ncap = *cap ? *cap : 256;
+	char *m;
+
+	if (n <= *cap)
+		return 0;
+	while (ncap < n)
+		ncap *= 2;
+	m = realloc(*v, ncap);
+	if (!m)
+		return -ENOMEM;
+	*v = m;
+	*cap = ncap;
+	return 0;
+}
+
 int fold__write(const struct query *q, const struct profile *c, FILE *f)
 {
-	size_t n = profile__nsamples(c), nl = 0;
+	size_t n = profile__nsamples(c), nl = 0, cap = 0;
+	char *text = NULL;
 	struct wline *lines = malloc((n ? n : 1) * sizeof(*lines));
 	struct fold_text *t = NULL;
 	int err = lines ? fold__text_new(q, &t) : -ENOMEM;
@@ -457,23 +485,33 @@ int fold__write(const struct query *q, const struct profile *c, FILE *f)
 	}
 	if (!err)
 		qsort_r(lines, nl, sizeof(*lines), wline_cmp, &(struct wctx){ t, c });
+	/* A line is put together first and written at once: a day prints millions of labels. */
 	for (size_t i = 0; i < nl && !err; i++) {
 		const uint32_t *fr;
 		uint32_t nfr, nroot = q->threads ? 2 : 1;
+		size_t at = 0;
 
 		fr = profile__stack(c, lines[i].s->stack, &nfr);
 		for (uint32_t k = 0; k < nfr + nroot && !err; k++) {
 			uint32_t l = wlabel(t, lines[i].s, fr, nroot, k);
 
-			if ((k && putc(';', f) == EOF) || fputs(profile__str(t->p, profile__frame(t->p, l)->name), f) == EOF)
-				err = -EIO;
+			/* Room for this label, its ';' and the value's " %llu\n" after the last. */
+			if (!(err = grow_chars(&text, &cap, at + t->len[l] + 24))) {
+				if (k)
+					text[at++] = ';';
+				memcpy(text + at, profile__str(t->p, profile__frame(t->p, l)->name), t->len[l]);
+				at += t->len[l];
+			}
 		}
-		if (!err && fprintf(f, " %" PRIu64 "\n", lines[i].value) < 0)
+		if (!err)
+			at += (size_t)snprintf(text + at, 24, " %" PRIu64 "\n", lines[i].value);
+		if (!err && fwrite(text, 1, at, f) != at)
 			err = -EIO;
 	}
 	if (!err)
 		err = ferror(f) ? -EIO : 0;
 	fold__text_free(t);
 	free(lines);
+	free(text);
 	return err;
 }
