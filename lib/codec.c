@@ -986,6 +986,11 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		poff = f.offset;
 		if (mi && (mi->pf_flags & PF_MERGE_BY_FUNCTION) && f.name)
 			f.offset = 0;
+		if (mi && (mi->pf_flags & PF_MERGE_BY_FUNCTION) && (mi->pf_flags & PF_MERGE_BY_LABEL) &&
+		    (f.name || !f.module)) {
+			f.module = 0;
+			f.offset = 0;
+		}
 		TRY(profile__frame_add(p, &f, &c->fmap[bf + i]));
 	}
 	nf += bf;
@@ -1056,6 +1061,8 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 			continue;
 		if (mi && (mi->pf_flags & PF_MERGE_NO_THREAD))
 			s[i].thread = 0;
+		if (mi && (mi->pf_flags & PF_MERGE_NO_CGROUP))
+			s[i].cgroup = 0;
 		TRY(profile__add(p, &s[i]));
 	}
 chain:

@@ -51,7 +51,7 @@ int fold__collapse(const struct query *q, const struct profile *src, struct prof
 	uint64_t period_ns = sm->frequency ? 1000000000ULL / sm->frequency : 10101010ULL;
 	int err = -ENOMEM;
 
-	buf = malloc(sizeof(*buf) * 256);
+	buf = malloc(sizeof(*buf) * FOLD_MAX_FRAMES);
 	fmap = malloc(sizeof(*fmap) * (nf ? nf : 1));
 	if (!buf || !fmap)
 		goto out;
@@ -78,8 +78,8 @@ int fold__collapse(const struct query *q, const struct profile *src, struct prof
 		if (!query__keep(src, s, (void *)q))
 			continue;
 		fr = profile__stack(src, s->stack, &n);
-		if (n > 256)
-			n = 256;
+		if (n > FOLD_MAX_FRAMES)
+			n = FOLD_MAX_FRAMES;
 		for (uint32_t k = 0; k < n; k++) {
 			const struct pf_frame *f = profile__frame(src, fr[k]);
 

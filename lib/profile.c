@@ -681,6 +681,10 @@ static int map_stack(struct profile *dst, const struct profile *src, uint32_t si
 			/* A Python frame keeps its function's first line, not the line being run. */
 			if ((flags & PF_MERGE_BY_FUNCTION) && nf.name)
 				nf.offset = nf.kind == PF_FRAME_PY ? PF_PY_FIRST(nf.offset) : 0;
+			if ((flags & PF_MERGE_BY_FUNCTION) && (flags & PF_MERGE_BY_LABEL) && (nf.name || !nf.module)) {
+				nf.module = 0;
+				nf.offset = 0;
+			}
 			err = profile__frame_add(dst, &nf, &mc->fmap[f]);
 			if (err)
 				return err;
@@ -716,10 +720,12 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 		}
 		if ((err = map_str(dst, src, s->comm, &d.comm)) ||
 		    (!(flags & PF_MERGE_NO_THREAD) && (err = map_str(dst, src, s->thread, &d.thread))) ||
-		    (err = map_str(dst, src, s->cgroup, &d.cgroup)))
+		    (!(flags & PF_MERGE_NO_CGROUP) && (err = map_str(dst, src, s->cgroup, &d.cgroup))))
 			goto out;
 		if (flags & PF_MERGE_NO_THREAD)
 			d.thread = 0;
+		if (flags & PF_MERGE_NO_CGROUP)
+			d.cgroup = 0;
 		if (mc->kmap[s->stack] == UINT32_MAX && (err = map_stack(dst, src, s->stack, flags)))
 			goto out;
 		d.stack = mc->kmap[s->stack];

@@ -156,6 +156,15 @@ int profile__merge(struct profile *dst, const struct profile *src, profile_keep_
  * that print no thread name, whose answer does not depend on them.
  */
 #define PF_MERGE_NO_THREAD (1u << 2)
+/*
+ * PF_MERGE_BY_LABEL (with PF_MERGE_BY_FUNCTION): frames keyed by what a
+ * folded line prints of them (fold.h): a named frame by its name and kind
+ * alone, an unnamed one of no known file by its kind. A folded view's
+ * merged profile is then already folded by frame.
+ */
+#define PF_MERGE_BY_LABEL (1u << 3)
+/* PF_MERGE_NO_CGROUP: cgroup paths become "" (after keep()), for views that print none. */
+#define PF_MERGE_NO_CGROUP (1u << 4)
 int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
 			 void *arg, unsigned flags);
 
