@@ -266,6 +266,18 @@ struct merge_ctx {
 };
 
 /*
+ * Whether a view's merge by function can key samples by what a folded
+ * line prints (PF_MERGE_BY_LABEL, no pid, no cgroup), so that the merged
+ * profile is the collapsed one (fold__collapse) as it is: not when
+ * collapsing drops frames (--no-kernel), converts values (wall) or
+ * kinds (run-queue, shown as off-CPU), or keeps pids apart (--pid).
+ */
+static int merge_folds(const struct query *q)
+{
+	return !q->no_kernel && !q->npids && (q->type == QUERY_CPU || q->type == QUERY_OFFCPU);
+}
+
+/*
  * Reads, filters and merges the windows of [since, until) into *out. Views
  * that print functions merge by function (PF_MERGE_BY_FUNCTION: small
  * tables over hours); pprof keeps each pc, so that its locations have real
@@ -287,6 +299,8 @@ static int load_range(const struct global *g, struct store *st, struct query *q,
 	/* Folded views print thread names only with --threads: without, a process's threads are one. */
 	if ((flags & PF_MERGE_BY_FUNCTION) && !q->threads)
 		m.flags |= PF_MERGE_NO_THREAD;
+	if ((flags & PF_MERGE_BY_FUNCTION) && merge_folds(q))
+		m.flags |= PF_MERGE_BY_LABEL | PF_MERGE_NO_CGROUP;
 	if (profile__new(&m.acc)) {
 		fprintf(stderr, "profctl: out of memory\n");
 		return EXIT_RUNTIME;
@@ -306,9 +320,32 @@ static int load_range(const struct global *g, struct store *st, struct query *q,
 	return 0;
 }
 
-static int collapse(const struct query *q, const struct profile *merged, struct profile **out)
+/*
+ * The collapsed profile of merged (load_range's, by function): merged
+ * itself (*out == merged) when its merge already keyed samples by their
+ * folded line, no stack runs past what a folded line keeps and the
+ * writer reads only the samples and what they refer to (as_is; not
+ * speedscope, which lists every frame of the profile in id order).
+ */
+static int collapse(const struct query *q, const struct profile *merged, int as_is, struct profile **out)
 {
-	if (profile__new(out) || fold__collapse(q, merged, *out)) {
+	struct query cq = *q;
+	int deep = 0;
+
+	for (size_t i = 0; as_is && merge_folds(q) && i < profile__nsamples(merged) && !deep; i++) {
+		uint32_t n;
+
+		profile__stack(merged, profile__sample(merged, i)->stack, &n);
+		deep = n > FOLD_MAX_FRAMES;
+	}
+	if (as_is && merge_folds(q) && !deep) {
+		*out = (struct profile *)merged;
+		return 0;
+	}
+	/* Merged samples passed the filters already; a cgroup the merge dropped would fail them now. */
+	if (merge_folds(q))
+		cq.cgroup = NULL;
+	if (profile__new(out) || fold__collapse(&cq, merged, *out)) {
 		fprintf(stderr, "profctl: out of memory folding the profile\n");
 		return EXIT_RUNTIME;
 	}
@@ -378,7 +415,7 @@ int cmd_dump(const struct global *g, int argc, char **argv)
 	if (ret)
 		goto out;
 	if (fmt != 1) {
-		ret = collapse(&v.q, merged, &folded);
+		ret = collapse(&v.q, merged, fmt != 2, &folded);
 		if (ret)
 			goto out;
 	}
@@ -418,7 +455,8 @@ int cmd_dump(const struct global *g, int argc, char **argv)
 out:
 	flamegraph__free(fg);
 	store__close(st);
-	profile__free(folded);
+	if (folded != merged)
+		profile__free(folded);
 	profile__free(merged);
 	return ret;
 }
@@ -448,7 +486,7 @@ int cmd_top(const struct global *g, int argc, char **argv)
 		return ret;
 	ret = load_range(g, st, &v.q, v.q.since_ns, v.q.until_ns, "", PF_MERGE_BY_FUNCTION, &merged);
 	if (!ret)
-		ret = collapse(&v.q, merged, &folded);
+		ret = collapse(&v.q, merged, 1, &folded);
 	if (ret)
 		goto out;
 	t = table__new(5, hdr, "rrrr");
@@ -481,7 +519,8 @@ out:
 	table__free(t);
 	top__free(top);
 	store__close(st);
-	profile__free(folded);
+	if (folded != merged)
+		profile__free(folded);
 	profile__free(merged);
 	return ret;
 }
@@ -514,8 +553,9 @@ int cmd_diff(const struct global *g, int argc, char **argv)
 			  load_range(g, st, &v.q, v.base_since, v.base_until, " in the base window",
 				     PF_MERGE_BY_FUNCTION, &m[i]);
 		if (!ret)
-			ret = collapse(&v.q, m[i], &c[i]);
-		profile__free(m[i]);
+			ret = collapse(&v.q, m[i], 1, &c[i]);
+		if (c[i] != m[i])
+			profile__free(m[i]);
 		m[i] = NULL;
 	}
 	if (ret)

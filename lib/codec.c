@@ -671,6 +671,24 @@ static int get_str(struct codec *c, struct rd *r, size_t n, uint32_t *id)
 	return 0;
 }
 
+/*
+ * Room in p for a record's tables, were they all new: a key decoded into
+ * an empty profile (a query's first) does not grow them step by step. A
+ * profile that holds as many already (a chain's records merged into one)
+ * is left as it is: most of what a record defines is there.
+ */
+static int reserve(struct profile *p, const struct pf_sizes *n)
+{
+	struct pf_sizes have;
+
+	profile__sizes(p, &have);
+	return profile__reserve(p, &(struct pf_sizes){
+		.strs = n->strs > have.strs ? n->strs : 0,
+		.frames = n->frames > have.frames ? n->frames : 0,
+		.stacks = n->stacks > have.stacks ? n->stacks : 0,
+		.samples = n->samples > have.samples ? n->samples : 0 });
+}
+
 #define TRY(x) do { if ((err = (x))) goto out; } while (0)
 #define BAD() do { err = -EBADMSG; goto out; } while (0)
 
@@ -888,6 +906,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	bk++;
 
 	TRY(get_count(&r, 1, &nstr));
+	TRY(reserve(p, &(struct pf_sizes){ .strs = nstr + 1 }));
 	nstr += bs; /* ids 0 ("", implicit) .. bs - 1 are the chain's */
 	TRY(grow((void **)&c->smap, &c->smap_cap, nstr, sizeof(uint32_t)));
 	c->smap[0] = 0;
@@ -940,6 +959,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	TRY(get_count(&r, 4, &nf));
 	if (nf > UINT32_MAX - bf)
 		BAD();
+	TRY(reserve(p, &(struct pf_sizes){ .frames = nf }));
 	TRY(grow((void **)&c->fmap, &c->fmap_cap, bf + nf, sizeof(uint32_t)));
 	/* Columns: hold kind, module and name in the samples scratch until offsets arrive. */
 	TRY(grow((void **)&c->samples, &c->samples_cap, nf, sizeof(*c->samples)));
@@ -966,6 +986,11 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 		poff = f.offset;
 		if (mi && (mi->pf_flags & PF_MERGE_BY_FUNCTION) && f.name)
 			f.offset = 0;
+		if (mi && (mi->pf_flags & PF_MERGE_BY_FUNCTION) && (mi->pf_flags & PF_MERGE_BY_LABEL) &&
+		    (f.name || !f.module)) {
+			f.module = 0;
+			f.offset = 0;
+		}
 		TRY(profile__frame_add(p, &f, &c->fmap[bf + i]));
 	}
 	nf += bf;
@@ -973,6 +998,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	TRY(get_count(&r, 2, &nk));
 	if (nk > UINT32_MAX - bk)
 		BAD();
+	TRY(reserve(p, &(struct pf_sizes){ .stacks = nk + 1 }));
 	nk += bk; /* stack 0, the empty stack, is implicit; 1 .. bk - 1 are the chain's */
 	TRY(grow((void **)&c->kmap, &c->kmap_cap, nk, sizeof(uint32_t)));
 	c->kmap[0] = 0;
@@ -990,7 +1016,11 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 			BAD();
 		TRY(grow((void **)&c->cur, &c->cur_cap, n ? n : 1, sizeof(uint32_t)));
 		TRY(grow((void **)&c->prev, &c->prev_cap, n ? n : 1, sizeof(uint32_t)));
-		memcpy(c->cur, c->prev, shared * sizeof(uint32_t));
+		/*
+		 * prev holds the stack before in payload ids, cur the same in
+		 * profile ids: the shared prefix is in place in both, and only
+		 * the frames after it are read (into prev) and mapped (into cur).
+		 */
 		for (size_t j = shared; j < n; j++) {
 			uint64_t f;
 			TRY(get_u(&r, &f));
@@ -1003,17 +1033,14 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 				int64_t d = unzigzag(f);
 				if (d < -(int64_t)nf || d > (int64_t)nf)
 					BAD();
-				f = (uint64_t)((int64_t)c->cur[j - 1] + d);
+				f = (uint64_t)((int64_t)c->prev[j - 1] + d);
 			}
 			if (f >= nf)
 				BAD();
-			c->cur[j] = (uint32_t)f;
+			c->prev[j] = (uint32_t)f;
+			c->cur[j] = c->fmap[f];
 		}
-		/* prev keeps payload ids (for the next prefix); cur becomes profile ids. */
-		memcpy(c->prev, c->cur, n * sizeof(uint32_t));
 		nprev = n;
-		for (size_t j = 0; j < n; j++)
-			c->cur[j] = c->fmap[c->cur[j]];
 		TRY(profile__stack_add(p, c->cur, (uint32_t)n, &c->kmap[i]));
 	}
 	if (flags & CODEC_TABLES_ONLY)
@@ -1026,6 +1053,7 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 	struct pf_sample *s = c->samples;
 	if (r.p != r.end)
 		BAD();
+	TRY(reserve(p, &(struct pf_sizes){ .samples = ns }));
 	for (size_t i = 0; i < ns; i++) {
 		if (mi && (mi->pf_flags & PF_MERGE_BY_NAME))
 			s[i].pid = s[i].tid = 0;
@@ -1033,6 +1061,8 @@ static int decode(struct codec *c, const uint8_t *buf, size_t len, uint64_t rec_
 			continue;
 		if (mi && (mi->pf_flags & PF_MERGE_NO_THREAD))
 			s[i].thread = 0;
+		if (mi && (mi->pf_flags & PF_MERGE_NO_CGROUP))
+			s[i].cgroup = 0;
 		TRY(profile__add(p, &s[i]));
 	}
 chain:

@@ -47,14 +47,22 @@ int fold__collapse(const struct query *q, const struct profile *src, struct prof
 	const struct pf_meta *sm = profile__meta_const(src);
 	uint32_t *buf = NULL, *fmap = NULL;
 	size_t nf = profile__nframes(src);
+	struct pf_sizes z;
 	uint64_t period_ns = sm->frequency ? 1000000000ULL / sm->frequency : 10101010ULL;
 	int err = -ENOMEM;
 
-	buf = malloc(sizeof(*buf) * 256);
+	buf = malloc(sizeof(*buf) * FOLD_MAX_FRAMES);
 	fmap = malloc(sizeof(*fmap) * (nf ? nf : 1));
 	if (!buf || !fmap)
 		goto out;
 	memset(fmap, 0xff, sizeof(*fmap) * (nf ? nf : 1));
+	/* A line per sample at most, each of its sample's frames at most: dst's tables never outgrow src's. */
+	profile__sizes(src, &z);
+	if (z.stacks > z.samples + 1)
+		z.stacks = z.samples + 1;
+	err = profile__reserve(dst, &z);
+	if (err)
+		goto out;
 	*profile__meta(dst) = (struct pf_meta){ .start_ns = sm->start_ns, .end_ns = sm->end_ns,
 						 .frequency = sm->frequency };
 	err = profile__intern_str(dst, profile__str(src, sm->host), &profile__meta(dst)->host);
@@ -70,8 +78,8 @@ int fold__collapse(const struct query *q, const struct profile *src, struct prof
 		if (!query__keep(src, s, (void *)q))
 			continue;
 		fr = profile__stack(src, s->stack, &n);
-		if (n > 256)
-			n = 256;
+		if (n > FOLD_MAX_FRAMES)
+			n = FOLD_MAX_FRAMES;
 		for (uint32_t k = 0; k < n; k++) {
 			const struct pf_frame *f = profile__frame(src, fr[k]);
 
@@ -143,6 +151,8 @@ struct fold_text {
 	size_t nf, ns;
 	uint32_t *buf;
 	size_t bufcap;
+	uint32_t *len; /* label id -> length of its text */
+	size_t lencap;
 };
 
 int fold__text_new(const struct query *q, struct fold_text **out)
@@ -166,20 +176,8 @@ void fold__text_free(struct fold_text *t)
 	free(t->fmap);
 	free(t->smap);
 	free(t->buf);
+	free(t->len);
 	free(t);
-}
-
-static int label_id(struct fold_text *t, char *label, uint32_t *id)
-{
-	struct pf_frame f = { 0 };
-	int err;
-
-	/* ';' and ' ' are the format's separators: keep them out of names. */
-	for (char *c = label; *c; c++)
-		if (*c == ';')
-			*c = ':';
-	err = profile__intern_str(t->p, label, &f.name);
-	return err ? err : profile__frame_add(t->p, &f, id);
 }
 
 static int grow_u32(uint32_t **v, size_t *cap, size_t n)
@@ -194,6 +192,26 @@ static int grow_u32(uint32_t **v, size_t *cap, size_t n)
 	*v = m;
 	*cap = n * 2;
 	return 0;
+}
+
+static int label_id(struct fold_text *t, char *label, uint32_t *id)
+{
+	struct pf_frame f = { 0 };
+	char *c = label;
+	int err;
+
+	/* ';' and ' ' are the format's separators: keep them out of names. */
+	for (; *c; c++)
+		if (*c == ';')
+			*c = ':';
+	err = profile__intern_str(t->p, label, &f.name);
+	if (!err)
+		err = profile__frame_add(t->p, &f, id);
+	if (!err)
+		err = grow_u32(&t->len, &t->lencap, (size_t)*id + 1);
+	if (!err)
+		t->len[*id] = (uint32_t)(c - label);
+	return err;
 }
 
 static int fresh_map(uint32_t **map, size_t *n, size_t want)
@@ -279,28 +297,34 @@ int fold__text_line(struct fold_text *t, const struct profile *c, const struct p
 	return profile__stack_add(t->p, t->buf, m, line);
 }
 
+/*
+ * The order strcmp gives two lines whose first difference is labels x and
+ * y (different ids: labels are interned by text, so their texts differ,
+ * here or at one's end, where a line that goes on has its ';').
+ */
+static int label_cmp(const struct fold_text *t, uint32_t x, uint32_t y, int x_more, int y_more)
+{
+	const unsigned char *u = (const unsigned char *)profile__str(t->p, profile__frame(t->p, x)->name);
+	const unsigned char *v = (const unsigned char *)profile__str(t->p, profile__frame(t->p, y)->name);
+	unsigned cu, cv;
+	size_t i = 0;
+
+	while (u[i] && u[i] == v[i])
+		i++;
+	cu = u[i] ? u[i] : x_more ? ';' : 0;
+	cv = v[i] ? v[i] : y_more ? ';' : 0;
+	return cu < cv ? -1 : cu > cv;
+}
+
 /* The order strcmp gives the two lines' texts. */
 int fold__text_cmp(const struct fold_text *t, uint32_t a, uint32_t b)
 {
 	uint32_t na, nb;
 	const uint32_t *x = profile__stack(t->p, a, &na), *y = profile__stack(t->p, b, &nb);
 
-	for (uint32_t k = 0; k < na && k < nb; k++) {
-		const unsigned char *u, *v;
-		unsigned cu, cv;
-		size_t i = 0;
-
-		if (x[k] == y[k])
-			continue;
-		/* Labels interned by text: different ids differ in text, here or at one's end. */
-		u = (const unsigned char *)profile__str(t->p, profile__frame(t->p, x[k])->name);
-		v = (const unsigned char *)profile__str(t->p, profile__frame(t->p, y[k])->name);
-		while (u[i] && u[i] == v[i])
-			i++;
-		cu = u[i] ? u[i] : k + 1 < na ? ';' : 0;
-		cv = v[i] ? v[i] : k + 1 < nb ? ';' : 0;
-		return cu < cv ? -1 : cu > cv;
-	}
+	for (uint32_t k = 0; k < na && k < nb; k++)
+		if (x[k] != y[k])
+			return label_cmp(t, x[k], y[k], k + 1 < na, k + 1 < nb);
 	return na < nb ? -1 : na > nb;
 }
 
@@ -354,21 +378,140 @@ int fold__text_lines(struct fold_text *t, const struct profile *c, struct fold_l
 	return 0;
 }
 
+/*
+ * fold__write's lines: a sample of the collapsed profile and its printed
+ * value. Its labels are those of c's frames and names (t's maps), so a
+ * line needs no stack of its own: the lines of a day are as many stacks
+ * as c holds, and a copy of them would be megabytes more memory touched.
+ */
+struct wline {
+	const struct pf_sample *s;
+	uint64_t value;
+};
+
+struct wctx {
+	const struct fold_text *t;
+	const struct profile *c;
+};
+
+/* The k-th label of sample s's line: its roots (process, then thread), then its frames fr. */
+static uint32_t wlabel(const struct fold_text *t, const struct pf_sample *s, const uint32_t *fr, uint32_t nroot,
+		       uint32_t k)
+{
+	if (k < nroot)
+		return t->smap[k ? s->thread : s->comm];
+	return t->fmap[fr[k - nroot]];
+}
+
+/* As line_cmp over fold__text_line's lines: value descending, then text. */
+static int wline_cmp(const void *a, const void *b, void *arg)
+{
+	const struct wline *x = a, *y = b;
+	const struct wctx *w = arg;
+	uint32_t nroot = w->t->q->threads ? 2 : 1, nx, ny;
+	const uint32_t *fx, *fy;
+
+	if (x->value != y->value)
+		return x->value > y->value ? -1 : 1;
+	fx = profile__stack(w->c, x->s->stack, &nx);
+	fy = profile__stack(w->c, y->s->stack, &ny);
+	nx += nroot;
+	ny += nroot;
+	for (uint32_t k = 0; k < nx && k < ny; k++) {
+		uint32_t lx = wlabel(w->t, x->s, fx, nroot, k), ly = wlabel(w->t, y->s, fy, nroot, k);
+
+		if (lx != ly)
+			return label_cmp(w->t, lx, ly, k + 1 < nx, k + 1 < ny);
+	}
+	return nx < ny ? -1 : nx > ny;
+}
+
+/* Maps the labels of sample s's line in t (fold__text_line without interning the line). */
+static int wline_labels(struct fold_text *t, const struct profile *c, const struct pf_sample *s)
+{
+	const uint32_t *fr;
+	uint32_t nfr, id;
+	char label[1024];
+	int err;
+
+	if ((err = root_label(t, c, s->comm, &id)) || (t->q->threads && (err = root_label(t, c, s->thread, &id))))
+		return err;
+	fr = profile__stack(c, s->stack, &nfr);
+	for (uint32_t k = 0; k < nfr; k++) {
+		if (t->fmap[fr[k]] != UINT32_MAX)
+			continue;
+		fold__frame_label(c, fr[k], label, sizeof(label));
+		if ((err = label_id(t, label, &t->fmap[fr[k]])))
+			return err;
+	}
+	return 0;
+}
+
+static int grow_chars(char **v, size_t *cap, size_t n)
+{
+	size_t ncap = *cap ? *cap : 256;
+	char *m;
+
+	if (n <= *cap)
+		return 0;
+	while (ncap < n)
+		ncap *= 2;
+	m = realloc(*v, ncap);
+	if (!m)
+		return -ENOMEM;
+	*v = m;
+	*cap = ncap;
+	return 0;
+}
+
 int fold__write(const struct query *q, const struct profile *c, FILE *f)
 {
-	struct fold_line *lines = NULL;
+	size_t n = profile__nsamples(c), nl = 0, cap = 0;
+	char *text = NULL;
+	struct wline *lines = malloc((n ? n : 1) * sizeof(*lines));
 	struct fold_text *t = NULL;
-	size_t nl = 0;
-	int err = fold__text_new(q, &t);
+	int err = lines ? fold__text_new(q, &t) : -ENOMEM;
 
 	if (!err)
-		err = fold__text_lines(t, c, &lines, &nl);
-	for (size_t i = 0; i < nl && !err; i++)
-		if (!(err = fold__text_put(t, lines[i].line, f)) && fprintf(f, " %" PRIu64 "\n", lines[i].value) < 0)
+		err = use_src(t, c);
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct pf_sample *s = profile__sample(c, i);
+		uint64_t v = fold__printed_value(q, s->value);
+
+		if (!v)
+			continue;
+		err = wline_labels(t, c, s);
+		lines[nl++] = (struct wline){ s, v };
+	}
+	if (!err)
+		qsort_r(lines, nl, sizeof(*lines), wline_cmp, &(struct wctx){ t, c });
+	/* A line is put together first and written at once: a day prints millions of labels. */
+	for (size_t i = 0; i < nl && !err; i++) {
+		const uint32_t *fr;
+		uint32_t nfr, nroot = q->threads ? 2 : 1;
+		size_t at = 0;
+
+		fr = profile__stack(c, lines[i].s->stack, &nfr);
+		for (uint32_t k = 0; k < nfr + nroot && !err; k++) {
+			uint32_t l = wlabel(t, lines[i].s, fr, nroot, k);
+
+			/* Room for this label, its ';' and the value's " %llu\n" after the last. */
+			if (!(err = grow_chars(&text, &cap, at + t->len[l] + 24))) {
+				if (k)
+					text[at++] = ';';
+				memcpy(text + at, profile__str(t->p, profile__frame(t->p, l)->name), t->len[l]);
+				at += t->len[l];
+			}
+		}
+		if (!err)
+			at += (size_t)snprintf(text + at, 24, " %" PRIu64 "\n", lines[i].value);
+		if (!err && fwrite(text, 1, at, f) != at)
 			err = -EIO;
+	}
 	if (!err)
 		err = ferror(f) ? -EIO : 0;
 	fold__text_free(t);
 	free(lines);
+	free(text);
 	return err;
 }

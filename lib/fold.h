@@ -17,6 +17,9 @@ struct query;
  */
 void fold__frame_label(const struct profile *p, uint32_t frame, char *buf, size_t len);
 
+/* Frames of a stack a folded line keeps, from the root: the rest are cut. */
+#define FOLD_MAX_FRAMES 256
+
 /*
  * dst (empty) gets one sample per distinct printed line: the process name as
  * root frame's owner (comm), the thread name when q->threads, pid/tid/cgroup

@@ -96,9 +96,8 @@ static int grow(void **ptr, size_t *cap, size_t need, size_t elem)
 
 typedef uint64_t (*hash_at_fn)(const struct profile *p, uint32_t i);
 
-static int index_rehash(struct index *ix, const struct profile *p, hash_at_fn h)
+static int index_rehash(struct index *ix, const struct profile *p, hash_at_fn h, size_t ncap)
 {
-	size_t ncap = ix->cap ? ix->cap * 2 : 64;
 	uint32_t *ns = calloc(ncap, sizeof(*ns));
 
 	if (!ns)
@@ -124,7 +123,19 @@ static int index_reserve(struct index *ix, const struct profile *p, hash_at_fn h
 {
 	if ((ix->used + 1) * 4 < ix->cap * 3)
 		return 0;
-	return index_rehash(ix, p, h);
+	return index_rehash(ix, p, h, ix->cap ? ix->cap * 2 : 64);
+}
+
+/* Room for n entries in all without a rehash. */
+static int index_presize(struct index *ix, const struct profile *p, hash_at_fn h, size_t n)
+{
+	size_t ncap = ix->cap ? ix->cap : 64;
+
+	if (n > SIZE_MAX / 8)
+		return -ENOMEM;
+	while ((n + 1) * 4 >= ncap * 3)
+		ncap *= 2;
+	return ncap > ix->cap ? index_rehash(ix, p, h, ncap) : 0;
 }
 
 static void index_clear(struct index *ix)
@@ -472,6 +483,41 @@ size_t profile__mem_bytes(const struct profile *p)
 		p->mc.scap + p->mc.fcap + p->mc.kcap + p->mc.bufcap) * sizeof(uint32_t);
 }
 
+void profile__sizes(const struct profile *p, struct pf_sizes *out)
+{
+	*out = (struct pf_sizes){ .strs = p->nstr, .str_bytes = p->arena_len, .frames = p->nframes,
+				  .stacks = p->nstacks, .stack_frames = p->stack_data_len,
+				  .samples = p->nsamples };
+}
+
+int profile__reserve(struct profile *p, const struct pf_sizes *n)
+{
+	int err = 0;
+
+	if (n->strs > p->nstr)
+		err = grow((void **)&p->str_off, &p->str_cap, n->strs, sizeof(*p->str_off));
+	if (!err && n->strs > p->nstr)
+		err = index_presize(&p->str_idx, p, str_hash_at, n->strs);
+	if (!err && n->str_bytes > p->arena_len)
+		err = grow((void **)&p->arena, &p->arena_cap, n->str_bytes, 1);
+	if (!err && n->frames > p->nframes)
+		err = grow((void **)&p->frames, &p->frames_cap, n->frames, sizeof(*p->frames));
+	if (!err && n->frames > p->nframes)
+		err = index_presize(&p->frame_idx, p, frame_hash_at, n->frames);
+	if (!err && n->stacks > p->nstacks)
+		err = grow((void **)&p->stack_off, &p->stacks_cap, n->stacks + 1, sizeof(*p->stack_off));
+	if (!err && n->stacks > p->nstacks)
+		err = index_presize(&p->stack_idx, p, stack_hash_at, n->stacks);
+	/* One more: stack_add asks for room for the empty stack's terminator too. */
+	if (!err && n->stack_frames > p->stack_data_len)
+		err = grow((void **)&p->stack_data, &p->stack_data_cap, n->stack_frames + 1, sizeof(*p->stack_data));
+	if (!err && n->samples > p->nsamples)
+		err = grow((void **)&p->samples, &p->samples_cap, n->samples, sizeof(*p->samples));
+	if (!err && n->samples > p->nsamples)
+		err = index_presize(&p->sample_idx, p, sample_hash_at, n->samples);
+	return err;
+}
+
 void profile__reset_samples(struct profile *p)
 {
 	p->nsamples = 0;
@@ -635,6 +681,10 @@ static int map_stack(struct profile *dst, const struct profile *src, uint32_t si
 			/* A Python frame keeps its function's first line, not the line being run. */
 			if ((flags & PF_MERGE_BY_FUNCTION) && nf.name)
 				nf.offset = nf.kind == PF_FRAME_PY ? PF_PY_FIRST(nf.offset) : 0;
+			if ((flags & PF_MERGE_BY_FUNCTION) && (flags & PF_MERGE_BY_LABEL) && (nf.name || !nf.module)) {
+				nf.module = 0;
+				nf.offset = 0;
+			}
 			err = profile__frame_add(dst, &nf, &mc->fmap[f]);
 			if (err)
 				return err;
@@ -670,10 +720,12 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 		}
 		if ((err = map_str(dst, src, s->comm, &d.comm)) ||
 		    (!(flags & PF_MERGE_NO_THREAD) && (err = map_str(dst, src, s->thread, &d.thread))) ||
-		    (err = map_str(dst, src, s->cgroup, &d.cgroup)))
+		    (!(flags & PF_MERGE_NO_CGROUP) && (err = map_str(dst, src, s->cgroup, &d.cgroup))))
 			goto out;
 		if (flags & PF_MERGE_NO_THREAD)
 			d.thread = 0;
+		if (flags & PF_MERGE_NO_CGROUP)
+			d.cgroup = 0;
 		if (mc->kmap[s->stack] == UINT32_MAX && (err = map_stack(dst, src, s->stack, flags)))
 			goto out;
 		d.stack = mc->kmap[s->stack];

@@ -63,6 +63,20 @@ struct pf_meta {
 
 int profile__new(struct profile **out);
 void profile__free(struct profile *p);
+/*
+ * Table sizes: strings (and the bytes of their text, each with its NUL),
+ * frames, stacks (and the frames they hold in all), samples.
+ */
+struct pf_sizes {
+	size_t strs, str_bytes, frames, stacks, stack_frames, samples;
+};
+void profile__sizes(const struct profile *p, struct pf_sizes *out);
+/*
+ * Makes room for tables of at least these sizes in all, so that a caller
+ * who knows what comes does not grow them (and rehash their indexes) step
+ * by step. Ids and contents do not change. 0 or -ENOMEM.
+ */
+int profile__reserve(struct profile *p, const struct pf_sizes *n);
 /* Drops samples, stacks, frames, strings and metadata; keeps allocations. */
 void profile__reset(struct profile *p);
 /* Drops samples, counters and metadata; strings, frames and stacks keep their ids. */
@@ -142,6 +156,15 @@ int profile__merge(struct profile *dst, const struct profile *src, profile_keep_
  * that print no thread name, whose answer does not depend on them.
  */
 #define PF_MERGE_NO_THREAD (1u << 2)
+/*
+ * PF_MERGE_BY_LABEL (with PF_MERGE_BY_FUNCTION): frames keyed by what a
+ * folded line prints of them (fold.h): a named frame by its name and kind
+ * alone, an unnamed one of no known file by its kind. A folded view's
+ * merged profile is then already folded by frame.
+ */
+#define PF_MERGE_BY_LABEL (1u << 3)
+/* PF_MERGE_NO_CGROUP: cgroup paths become "" (after keep()), for views that print none. */
+#define PF_MERGE_NO_CGROUP (1u << 4)
 int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
 			 void *arg, unsigned flags);
 

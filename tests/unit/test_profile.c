@@ -1,4 +1,5 @@
 /* The folding table: interning, aggregation, merge with filters, folded output. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "fold.h"
@@ -100,6 +101,61 @@ static void test_fold_order(int threads)
 	CHECK(nlines > 100);
 	free(out);
 	profile__free(p);
+}
+
+/*
+ * A profile given the sizes of another holds a copy of it without growing
+ * a table or an index, and what it held before keeps its ids.
+ */
+static void test_reserve(void)
+{
+	struct profile *a, *b;
+	struct pf_sizes z, zb;
+	uint32_t x, y, fr[8];
+	char name[32];
+	size_t mem;
+
+	CHECK(profile__new(&a) == 0 && profile__new(&b) == 0);
+	for (uint32_t i = 0; i < 3000; i++) {
+		snprintf(name, sizeof(name), "function_%u", i);
+		fr[i % 8] = frame(a, name, "/usr/lib/libx.so", 16 * i, PF_FRAME_USER);
+		add(a, i % 97, "proc", "thr", "/cg", fr, 1 + i % 8, PF_KIND_CPU, 1);
+	}
+	CHECK(profile__intern_str(b, "kept", &x) == 0);
+	profile__sizes(a, &z);
+	CHECK(z.strs > 3000 && z.frames == 3000 && z.stacks > 2000 && z.samples > 2000 && z.stack_frames > 8000);
+	CHECK(profile__reserve(b, &z) == 0);
+	mem = profile__mem_bytes(b);
+	CHECK_EQ_STR(profile__str(b, x), "kept");
+	for (uint32_t i = 1; i < profile__nstrs(a); i++)
+		CHECK(profile__intern_str(b, profile__str(a, i), &y) == 0 && y == i + (i >= x ? 1 : 0));
+	for (uint32_t i = 0; i < profile__nframes(a); i++) {
+		struct pf_frame f = *profile__frame(a, i);
+
+		f.name += f.name >= x;
+		f.module += f.module >= x;
+		CHECK(profile__frame_add(b, &f, &y) == 0 && y == i);
+	}
+	for (uint32_t i = 1; i < profile__nstacks(a); i++) {
+		uint32_t n;
+		const uint32_t *st = profile__stack(a, i, &n);
+
+		CHECK(profile__stack_add(b, st, n, &y) == 0 && y == i);
+	}
+	for (size_t i = 0; i < profile__nsamples(a); i++) {
+		struct pf_sample s = *profile__sample(a, i);
+
+		s.comm += s.comm >= x;
+		s.thread += s.thread >= x;
+		s.cgroup += s.cgroup >= x;
+		CHECK(profile__add(b, &s) == 0);
+	}
+	profile__sizes(b, &zb);
+	CHECK(zb.samples == z.samples && zb.stacks == z.stacks && zb.frames == z.frames && zb.strs == z.strs + 1);
+	CHECK(profile__mem_bytes(b) == mem);
+	CHECK_EQ_STR(profile__str(b, x), "kept");
+	profile__free(a);
+	profile__free(b);
 }
 
 int main(void)
@@ -314,5 +370,6 @@ int main(void)
 	profile__free(p);
 	test_fold_order(0);
 	test_fold_order(1);
+	test_reserve();
 	T_DONE();
 }

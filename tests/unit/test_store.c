@@ -1446,6 +1446,117 @@ static void test_named_tail(const char *base)
 		CHECK_EQ_INT(named.by_kind[k], raw.by_kind[k]);
 }
 
+/*
+ * Windows whose folded lines join what a merge by function keeps apart:
+ * one function in two files, unnamed pcs of no known file, two cgroups,
+ * pids; new pcs every window, so that deltas define frames and stacks.
+ */
+static void make_label_window(struct profile *p, int i, int64_t start, int64_t len)
+{
+	static const char *const mods[] = { "/usr/bin/app", "/usr/lib/libapp.so" };
+	static const char *const cgs[] = { "/a.slice/x.service", "/b.slice/y.service" };
+	static const char *const comms[] = { "app", "worker" };
+	uint32_t fr[5], st, id;
+
+	profile__reset(p);
+	for (int k = 0; k < 24; k++) {
+		struct pf_frame f[5] = {
+			{ .kind = PF_FRAME_USER, .offset = 0x100 },
+			{ .kind = PF_FRAME_USER, .offset = 0x2000 + 16 * (uint64_t)((i + k) % 7) },
+			{ .kind = PF_FRAME_USER, .offset = 0x7f0000 + 8 * (uint64_t)((i * 3 + k) % 11) },
+			{ .kind = PF_FRAME_USER, .offset = 0x500 + 4 * (uint64_t)(k % 5) },
+			{ .kind = PF_FRAME_KERNEL, .offset = 0x40 },
+		};
+		uint32_t n = 3 + (uint32_t)(k % 3);
+
+		profile__intern_str(p, "main", &f[0].name);
+		profile__intern_str(p, mods[k % 2], &f[0].module);
+		profile__intern_str(p, "work", &f[1].name);
+		profile__intern_str(p, mods[(k / 2) % 2], &f[1].module);
+		profile__intern_str(p, mods[1], &f[3].module);
+		profile__intern_str(p, "do_syscall_64", &f[4].name);
+		for (uint32_t j = 0; j < n; j++)
+			profile__frame_add(p, &f[j], &fr[j]);
+		profile__stack_add(p, fr, n, &st);
+		for (int c = 0; c < 2; c++) {
+			struct pf_sample x = { .pid = 100 + (uint32_t)(k % 4), .stack = st,
+					       .kind = (k + c) % 3 ? PF_KIND_CPU : PF_KIND_OFFCPU,
+					       .value = 1 + (uint64_t)((i + k + c) % 5) * 1000 };
+
+			x.tid = x.pid + (uint32_t)c;
+			profile__intern_str(p, comms[k % 2], &x.comm);
+			profile__intern_str(p, c ? "io" : comms[k % 2], &x.thread);
+			profile__intern_str(p, cgs[(k / 3 + c) % 2], &x.cgroup);
+			profile__add(p, &x);
+		}
+	}
+	profile__intern_str(p, "host", &id);
+	struct pf_meta *m = profile__meta(p);
+	m->start_ns = start;
+	m->end_ns = start + len;
+	m->frequency = 99;
+	m->host = id;
+}
+
+static char *written(const struct query *q, const struct profile *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CHECK(f && fold__write(q, c, f) == 0);
+	fclose(f);
+	return buf;
+}
+
+/*
+ * A merge by label (what profctl's folded views read) prints what the
+ * collapse of a merge by function prints, line for line, for a range
+ * that starts inside a chain or at a key, with the filters those views
+ * merge by label with; and it holds as many samples as that collapse,
+ * fewer samples and frames than the merge by function.
+ */
+static void test_merge_by_label(const char *base)
+{
+	char dir[256];
+	struct store *r;
+	const int64_t ranges[][2] = { { T0 + 35 * 10 * SEC, T0 + 65 * 10 * SEC },
+				      { T0 + 60 * 10 * SEC, T0 + 70 * 10 * SEC },
+				      { INT64_MIN, INT64_MAX } };
+	int joined = 0;
+
+	snprintf(dir, sizeof(dir), "%s/label", base);
+	write_made(dir, make_label_window);
+	CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+	for (size_t g = 0; g < sizeof(ranges) / sizeof(ranges[0]); g++)
+		for (int v = 0; v < 8; v++) {
+			struct query q = { .type = v & 1 ? QUERY_OFFCPU : QUERY_CPU, .threads = !!(v & 2),
+					   .cgroup = v & 4 ? "/a.slice" : NULL };
+			unsigned fl = PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME | (q.threads ? 0 : PF_MERGE_NO_THREAD);
+			struct profile *m, *c, *l;
+			char *want, *got;
+
+			CHECK(profile__new(&m) == 0 && profile__new(&c) == 0 && profile__new(&l) == 0);
+			CHECK_EQ_INT(store__merge(r, ranges[g][0], ranges[g][1], fl, query__keep, &q, m), 0);
+			CHECK_EQ_INT(fold__collapse(&q, m, c), 0);
+			CHECK_EQ_INT(store__merge(r, ranges[g][0], ranges[g][1],
+						  fl | PF_MERGE_BY_LABEL | PF_MERGE_NO_CGROUP, query__keep, &q, l), 0);
+			want = written(&q, c);
+			got = written(&q, l);
+			CHECK(profile__nsamples(c) > 1);
+			CHECK_EQ_STR(got, want);
+			CHECK_EQ_INT(profile__nsamples(l), profile__nsamples(c));
+			joined += profile__nsamples(l) < profile__nsamples(m) && profile__nframes(l) < profile__nframes(m);
+			free(want);
+			free(got);
+			profile__free(m);
+			profile__free(c);
+			profile__free(l);
+		}
+	CHECK_EQ_INT(joined, 3 * 8);
+	store__close(r);
+}
+
 /* The diff view between [a, b) and [b, c): raw before and after of one folded line. */
 static int diff_line_of(const char *dir, int64_t a, int64_t b, int64_t c, const char *want, uint64_t *before,
 			uint64_t *after)
@@ -3244,6 +3355,7 @@ int main(int argc, char **argv)
 	test_named_rollup(base);
 	test_named_modules(base);
 	test_named_tail(base);
+	test_merge_by_label(base);
 	test_calls_by_function(base);
 	test_summaries(base);
 	test_v3_compat(base);

@@ -984,9 +984,12 @@ static void test_write_memory(void)
 	f = watch_open(&w);
 	CHECK(f && fold__write(&q, ca, f) == 0);
 	fclose(f);
-	fprintf(stderr, "fold__write: %zu bytes written, %zu held while writing\n", w.written, w.peak - w.base);
+	fprintf(stderr, "fold__write: %zu bytes written, %zu held while writing, the profile holds %zu\n", w.written,
+		w.peak - w.base, profile__mem_bytes(ca));
 	CHECK(w.written > 4000000);
 	CHECK(w.peak - w.base < w.written / 2);
+	/* Its lines are the profile's samples and stacks, labelled: no copy of the stacks. */
+	CHECK(w.peak - w.base < profile__mem_bytes(ca) / 4);
 
 	before = heap_in_use();
 	CHECK(diff__new(&q, ca, cb, &d) == 0);
