@@ -66,13 +66,17 @@ cp "$BUILD/profctl" "$W/profctl"
 one() { local pc=$1 d=$2; shift 2
 	/usr/bin/time -f '%e %U %M' "$pc" --state-dir "$d" "$@" --no-flush >/dev/null 2>"$W/err" || true
 	tail -1 "$W/err"; }
-# The store's own last 10 minutes and hour (it may have been written a while ago).
+# The store's own last 10 minutes and hour (it may have been written a while ago);
+# 10 minutes 10 s earlier start on a chain's last record, so the reader first
+# decodes the tables of the chain's 29 records before it (a --since 10m at any
+# moment starts somewhere in a chain).
 END=$(ls "$DAY" | sed -n 's/^seg-[0-9]\{19\}-\([0-9]\{19\}\)\.pfd$/\1/p' | sort | tail -1)
 END=$((10#$END / 1000000000))
 ts() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 rows=(
 	"day|dump --since 25h"
 	"day|dump --since $(ts $((END - 600))) --until $(ts "$END")"
+	"day|dump --since $(ts $((END - 610))) --until $(ts $((END - 10)))"
 	"day|dump --since $(ts $((END - 3600))) --until $(ts "$END")"
 	"day|top --since 25h"
 	"day|diff --base-since 25h --base-until 12h --since 12h"
