@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1235,6 +1236,42 @@ static int steps_only(const char *dir)
 	return 0;
 }
 
+/* -r DIR: the rollups of -a alone (a kept store's segments), and the peak RSS. */
+static int an_span(const struct store_window_info *w, void *arg)
+{
+	double *v = arg; /* first start, last end, bytes */
+	if (v[0] == 0 || (double)w->start_ns < v[0])
+		v[0] = (double)w->start_ns;
+	if ((double)w->end_ns > v[1])
+		v[1] = (double)w->end_ns;
+	v[2] += (double)w->bytes;
+	return 0;
+}
+
+static int rollups_only(const char *dir)
+{
+	struct store *s;
+	struct store_opts o = { .dir = dir };
+	double v[3] = { 0 };
+	static const int64_t lens[] = { 60 * SEC, 600 * SEC };
+
+	if (store__open(&o, &s))
+		return 1;
+	store__list(s, INT64_MIN, INT64_MAX, an_span, v);
+	store__close(s);
+	if (v[1] <= v[0])
+		return 1;
+	double ph = 1 / ((v[1] - v[0]) / 3.6e12) / 1048576;
+	printf("rollups of %s as flushed (%.0f bytes, %.2f MB/hour):\n", dir, v[2], v[2] * ph);
+	for (int k = 0; k < 4; k++)
+		if (roll_copy(dir, lens[k % 2], k >= 2, ph, v[2]))
+			return 1;
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("peak RSS %.1f MB\n", ru.ru_maxrss / 1024.0);
+	return 0;
+}
+
 /* -Q DIR: the queries alone, over a store kept with -k, ending at its last window. */
 static int query_only(const char *dir)
 {
@@ -1255,10 +1292,11 @@ static int query_only(const char *dir)
 
 static void usage(const char *argv0)
 {
-	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x] [-R] [-C CHAIN] [-M MAX_MB] | -a DIR\n"
+	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x] [-R] [-C CHAIN] [-M MAX_MB] | -a DIR | -r DIR\n"
 		"  -R: no rollups; -C: records per chain (1: keys only); -a: where the bytes of a store go\n"
 		"  -L: encodings compared on a store's windows;"
-		" -W: named window bytes by the time they hold\n", argv0);
+		" -W: named window bytes by the time they hold;\n"
+		"  -r: -a's rollups alone (ROLL_LEVEL, FOLD_SHARE: what-ifs), with the peak RSS\n", argv0);
 	exit(2);
 }
 
@@ -1278,10 +1316,11 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, norollup = 0, chain = 0, max_mb = 0, c;
 
-	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:L:W:M:")) != -1) {
+	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:L:W:M:r:")) != -1) {
 		switch (c) {
 		case 'a': return analyse(optarg);
 		case 'Q': return query_only(optarg);
+		case 'r': return rollups_only(optarg);
 		case 'S': return steps_only(optarg);
 		case 'L': return levers(optarg);
 		case 'W': return widths(optarg);
