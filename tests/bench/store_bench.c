@@ -755,8 +755,9 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	snprintf(cmd, sizeof(cmd), "cp '%s'/seg-*.pfd '%s'/", dir, tmp);
 	if (system(cmd))
 		return 1;
-	/* ROLL_LEVEL and FOLD_SHARE: what-ifs for the writer's defaults. */
+	/* ROLL_LEVEL, FOLD_SHARE and ROLL_CHAIN (records per chain): what-ifs for the writer's defaults. */
 	struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, window_ns } },
+				 .chain_records = getenv("ROLL_CHAIN") ? (uint32_t)atoi(getenv("ROLL_CHAIN")) : 0,
 				 .named_age_ns = named ? 1 : -1,
 				 .rollup_zstd_level = getenv("ROLL_LEVEL") ? atoi(getenv("ROLL_LEVEL")) : 0,
 				 .fold_share = getenv("FOLD_SHARE") ? atoll(getenv("FOLD_SHARE")) : 0,
@@ -768,20 +769,20 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	for (int i = 0; i < 100000; i++) {
 		uint64_t before, after;
 		store__stats(s, &st);
-		before = st.rollups + st.summaries_built;
+		before = st.rollups + st.summaries_built + st.records_decoded;
 		double c0 = now(CLOCK_THREAD_CPUTIME_ID);
 		if (store__compact(s, INT64_MAX / 2))
 			break;
 		if (now(CLOCK_THREAD_CPUTIME_ID) - c0 > worst)
 			worst = now(CLOCK_THREAD_CPUTIME_ID) - c0;
 		store__stats(s, &st);
-		after = st.rollups + st.summaries_built;
+		after = st.rollups + st.summaries_built + st.records_decoded;
 		if (after == before && i > 50 && !(i % 50)) {
 			uint64_t again = after;
 			for (int j = 0; j < 50 && again == after; j++) {
 				store__compact(s, INT64_MAX / 2);
 				store__stats(s, &st);
-				again = st.rollups + st.summaries_built;
+				again = st.rollups + st.summaries_built + st.records_decoded;
 			}
 			if (again == after)
 				break;
@@ -1296,7 +1297,7 @@ static void usage(const char *argv0)
 		"  -R: no rollups; -C: records per chain (1: keys only); -a: where the bytes of a store go\n"
 		"  -L: encodings compared on a store's windows;"
 		" -W: named window bytes by the time they hold;\n"
-		"  -r: -a's rollups alone (ROLL_LEVEL, FOLD_SHARE: what-ifs), with the peak RSS\n", argv0);
+		"  -r: -a's rollups alone (ROLL_LEVEL, FOLD_SHARE, ROLL_CHAIN: what-ifs), with the peak RSS\n", argv0);
 	exit(2);
 }
 
