@@ -81,6 +81,7 @@
 #define MIN_SEG_BYTES    (64ull << 10)
 #define DEF_SEG_SPAN_NS  (3600ll * 1000000000ll)
 #define DEF_CHAIN        30          /* records per chain: 5 min of 10 s windows */
+#define DEF_ROLL_CHAIN   60          /* in rolled-up segments: an hour of 1-minute windows */
 
 #define NAME_MAX_LEN     64
 
@@ -152,6 +153,7 @@ struct store {
 	uint64_t seg_bytes;
 	int64_t seg_span;
 	uint32_t chain_max;
+	uint32_t roll_chain_max; /* records per chain in rolled-up segments */
 	/* the open segment (writer only); afd < 0 when none */
 	int afd;
 	char aname[NAME_MAX_LEN];
@@ -857,6 +859,7 @@ int store__open(const struct store_opts *o, struct store **out)
 		s->seg_bytes = o->max_bytes / 8 > MIN_SEG_BYTES ? o->max_bytes / 8 : MIN_SEG_BYTES;
 	s->seg_span = o->segment_span_ns > 0 ? o->segment_span_ns : DEF_SEG_SPAN_NS;
 	s->chain_max = o->chain_records ? o->chain_records : DEF_CHAIN;
+	s->roll_chain_max = o->rollup_chain_records ? o->rollup_chain_records : DEF_ROLL_CHAIN;
 	for (size_t i = 0; i < STORE_MAX_TIERS; i++)
 		s->rolled_upto[i] = INT64_MIN;
 	s->summed_upto = INT64_MIN;
@@ -1109,7 +1112,8 @@ static int stream_start(struct store *s, ZSTD_CCtx *z_ctx, size_t keylen)
 {
 	struct zsizing *zs = z_ctx == s->cctx ? &s->asz : z_ctx == s->rcctx ? &s->rsz : NULL;
 	uint64_t per = zs && zs->n ? zs->raw / zs->n : keylen / 2 + 1;
-	uint64_t want = 2 * per * (s->chain_max ? s->chain_max : 1);
+	uint32_t records = z_ctx == s->rcctx ? s->roll_chain_max : s->chain_max;
+	uint64_t want = 2 * per * (records ? records : 1);
 	int wlog = zs && zs->wlog ? zs->wlog : STREAM_WLOG_MIN;
 
 	while (wlog < STREAM_WLOG && (1ull << wlog) < want)
@@ -1162,7 +1166,7 @@ static int rec_begin(struct store *s, struct rec_out *w, ZSTD_CCtx *z_ctx, struc
 	w->h = (struct rec_hdr){ .flags = REC_FLAG_ZSTD | flags, .level = level, .windows = windows,
 				 .start_ns = m->start_ns, .end_ns = m->end_ns };
 	codec__totals(p, &w->h.samples, &w->h.lost);
-	w->delta = ch->len && ch->len < s->chain_max;
+	w->delta = ch->len && ch->len < (z_ctx == s->rcctx ? s->roll_chain_max : s->chain_max);
 	err = codec__encode_chain(c, p, w->delta ? ch->key_off + 1 : 0, &w->raw, &w->rawlen);
 	if (err)
 		return err;

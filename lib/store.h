@@ -61,6 +61,11 @@ struct store_opts {
 	 */
 	int64_t compact_cpu_ns;
 	/*
+	 * Records per chain in rolled-up segments (docs/FORMAT.md, "Chains");
+	 * 0: default (60, an hour of 1-minute windows).
+	 */
+	uint32_t rollup_chain_records;
+	/*
 	 * Named windows fold each entry under 1/fold_share of its kind's total
 	 * into its callers (docs/FORMAT.md, "Rollups"); 0: default (10000);
 	 * < 0: they fold nothing.

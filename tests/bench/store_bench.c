@@ -757,7 +757,7 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 		return 1;
 	/* ROLL_LEVEL, FOLD_SHARE and ROLL_CHAIN (records per chain): what-ifs for the writer's defaults. */
 	struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, window_ns } },
-				 .chain_records = getenv("ROLL_CHAIN") ? (uint32_t)atoi(getenv("ROLL_CHAIN")) : 0,
+				 .rollup_chain_records = getenv("ROLL_CHAIN") ? (uint32_t)atoi(getenv("ROLL_CHAIN")) : 0,
 				 .named_age_ns = named ? 1 : -1,
 				 .rollup_zstd_level = getenv("ROLL_LEVEL") ? atoi(getenv("ROLL_LEVEL")) : 0,
 				 .fold_share = getenv("FOLD_SHARE") ? atoll(getenv("FOLD_SHARE")) : 0,
