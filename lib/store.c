@@ -1131,9 +1131,9 @@ static int stream_start(struct store *s, ZSTD_CCtx *z_ctx, size_t keylen)
 /*
  * A record being compressed. Rollups' and days' records are compressed
  * in pieces of at most `chunk` raw bytes, each flushed as blocks of its
- * own, over as many store__compact calls as their CPU bound takes: a high
- * level compresses a few MB a second, and a 64-CPU host's merged window
- * is megabytes. The pieces depend on the payload alone, so the bytes do
+ * own, over as many store__compact calls as their CPU bound takes: level
+ * 19 compresses 1-2 MB a second, and a 64-CPU host's merged window is
+ * megabytes. The pieces depend on the payload alone, so the bytes do
  * not depend on where a call stopped.
  */
 struct rec_out {
