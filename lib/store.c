@@ -66,7 +66,7 @@
 #define DEF_NAMED_AGE    (3600ll * 1000000000ll)
 #define DEF_FOLD_SHARE   10000u
 #define DEF_PRESSURE_PCT 75          /* of max_bytes: rollups go ahead of their age past this */
-#define DEF_ROLL_LEVEL   9
+#define DEF_ROLL_LEVEL   19
 #define READ_PIDS        (1u << 16)  /* query flag: whole-segment summaries with pids, for --pid */
 #define SUM_BUCKET_NS    (600ll * 1000000000ll) /* a summary record per 10 min of wall clock */
 #define SUM_MERGE        (PF_MERGE_BY_FUNCTION | PF_MERGE_BY_NAME)
@@ -81,6 +81,7 @@
 #define MIN_SEG_BYTES    (64ull << 10)
 #define DEF_SEG_SPAN_NS  (3600ll * 1000000000ll)
 #define DEF_CHAIN        30          /* records per chain: 5 min of 10 s windows */
+#define DEF_ROLL_CHAIN   60          /* in rolled-up segments: an hour of 1-minute windows */
 
 #define NAME_MAX_LEN     64
 
@@ -152,6 +153,7 @@ struct store {
 	uint64_t seg_bytes;
 	int64_t seg_span;
 	uint32_t chain_max;
+	uint32_t roll_chain_max; /* records per chain in rolled-up segments */
 	/* the open segment (writer only); afd < 0 when none */
 	int afd;
 	char aname[NAME_MAX_LEN];
@@ -857,6 +859,7 @@ int store__open(const struct store_opts *o, struct store **out)
 		s->seg_bytes = o->max_bytes / 8 > MIN_SEG_BYTES ? o->max_bytes / 8 : MIN_SEG_BYTES;
 	s->seg_span = o->segment_span_ns > 0 ? o->segment_span_ns : DEF_SEG_SPAN_NS;
 	s->chain_max = o->chain_records ? o->chain_records : DEF_CHAIN;
+	s->roll_chain_max = o->rollup_chain_records ? o->rollup_chain_records : DEF_ROLL_CHAIN;
 	for (size_t i = 0; i < STORE_MAX_TIERS; i++)
 		s->rolled_upto[i] = INT64_MIN;
 	s->summed_upto = INT64_MIN;
@@ -1109,7 +1112,8 @@ static int stream_start(struct store *s, ZSTD_CCtx *z_ctx, size_t keylen)
 {
 	struct zsizing *zs = z_ctx == s->cctx ? &s->asz : z_ctx == s->rcctx ? &s->rsz : NULL;
 	uint64_t per = zs && zs->n ? zs->raw / zs->n : keylen / 2 + 1;
-	uint64_t want = 2 * per * (s->chain_max ? s->chain_max : 1);
+	uint32_t records = z_ctx == s->rcctx ? s->roll_chain_max : s->chain_max;
+	uint64_t want = 2 * per * (records ? records : 1);
 	int wlog = zs && zs->wlog ? zs->wlog : STREAM_WLOG_MIN;
 
 	while (wlog < STREAM_WLOG && (1ull << wlog) < want)
@@ -1125,92 +1129,168 @@ static int stream_start(struct store *s, ZSTD_CCtx *z_ctx, size_t keylen)
 }
 
 /*
- * Encodes, compresses and checksums p as the next record of chain ch: a
- * delta when the chain has records and room for one more, else a key.
- * The record is in hdr and s->zbuf; *delta says which it is.
+ * A record being compressed. Rollups' and days' records are compressed
+ * in pieces of at most `chunk` raw bytes, each flushed as blocks of its
+ * own, over as many store__compact calls as their CPU bound takes: level
+ * 19 compresses 1-2 MB a second, and a 64-CPU host's merged window is
+ * megabytes. The pieces depend on the payload alone, so the bytes do
+ * not depend on where a call stopped.
+ */
+struct rec_out {
+	ZSTD_CCtx *z;
+	const uint8_t *raw;    /* the codec's payload: kept until its next encode */
+	size_t rawlen, from;   /* raw bytes compressed so far */
+	const size_t *ends;    /* the payload's parts */
+	size_t np, part;       /* the next part to reach */
+	size_t chunk;          /* 0: a part (or the whole payload of a frame of its own) at once */
+	int own, ended;        /* a frame of its own (summaries, days), and its end written */
+	int delta;
+	uint8_t **buf;
+	size_t *cap;
+	ZSTD_outBuffer out;
+	struct rec_hdr h;
+};
+
+/*
+ * Encodes p as the next record of chain ch (a delta when the chain has
+ * records and room for one more, else a key) and readies its compression
+ * on z_ctx into *w->buf.
+ */
+static int rec_begin(struct store *s, struct rec_out *w, ZSTD_CCtx *z_ctx, struct codec *c,
+		     const struct profile *p, const struct chain *ch, uint8_t level, uint32_t windows,
+		     uint32_t flags, size_t chunk)
+{
+	const struct pf_meta *m = profile__meta_const(p);
+	int err;
+
+	w->h = (struct rec_hdr){ .flags = REC_FLAG_ZSTD | flags, .level = level, .windows = windows,
+				 .start_ns = m->start_ns, .end_ns = m->end_ns };
+	codec__totals(p, &w->h.samples, &w->h.lost);
+	w->delta = ch->len && ch->len < (z_ctx == s->rcctx ? s->roll_chain_max : s->chain_max);
+	err = codec__encode_chain(c, p, w->delta ? ch->key_off + 1 : 0, &w->raw, &w->rawlen);
+	if (err)
+		return err;
+	if (w->rawlen > REC_MAX_PAYLOAD)
+		return -EFBIG;
+	/* Room for a flushed block per part and per piece (header and a stored block's overhead). */
+	size_t bound = ZSTD_compressBound(w->rawlen) + 64 + 16 * CODEC_MAX_PARTS +
+		       (chunk ? 16 * (w->rawlen / chunk + 1) : 0);
+	if ((err = grow_buf(w->buf, w->cap, bound)))
+		return err;
+	w->out = (ZSTD_outBuffer){ *w->buf, bound, 0 };
+	w->z = z_ctx;
+	w->from = w->part = 0;
+	w->np = codec__parts(c, &w->ends);
+	w->chunk = chunk;
+	w->own = !!(flags & REC_FLAG_SUMMARY);
+	w->ended = 0;
+	/*
+	 * Segments: the chain's records are one frame, each record's blocks
+	 * flushed whole; a key starts it. A summary's or day's record is a
+	 * frame of its own: it is read without the ones before it.
+	 */
+	if (!w->own) {
+		if (!w->delta && (err = stream_start(s, z_ctx, w->rawlen)))
+			return err;
+		if (z_ctx == s->cctx || z_ctx == s->rcctx) {
+			struct zsizing *zs = z_ctx == s->cctx ? &s->asz : &s->rsz;
+			zs->raw += w->rawlen;
+			zs->n++;
+		}
+		w->h.flags |= REC_FLAG_STREAM;
+	} else if (z_ctx == s->rcctx &&
+		   /* A day file's record: the rollups' compressor at its largest, shrunk to the record by zstd. */
+		   (ZSTD_isError(ZSTD_CCtx_reset(z_ctx, ZSTD_reset_session_only)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_windowLog, STREAM_WLOG)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_hashLog, STREAM_WLOG - STREAM_TLOG_LESS)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_chainLog, STREAM_WLOG - STREAM_TLOG_LESS)) ||
+		    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(z_ctx, w->rawlen)))) {
+		return -EIO;
+	}
+	if (w->delta)
+		w->h.flags |= REC_FLAG_DELTA;
+	return 0;
+}
+
+/*
+ * Compresses the rest of w's payload; with a deadline (thread CPU time)
+ * stops before a piece that would take it past the deadline, judged by
+ * what the piece before cost. 0: done; 1: call again.
+ */
+static int rec_feed(struct rec_out *w, int64_t cpu_until)
+{
+	if (w->own && !w->chunk) {
+		size_t z = ZSTD_compress2(w->z, w->out.dst, w->out.size, w->raw, w->rawlen);
+		if (ZSTD_isError(z))
+			return -EIO;
+		w->out.pos = z;
+		w->from = w->rawlen;
+		return 0;
+	}
+	/*
+	 * A block (or more) per part of the payload, a part under
+	 * STREAM_PART_MIN going with the next: each block's entropy tables
+	 * then fit one kind of data (names, steps, values).
+	 */
+	while (w->part <= w->np && !w->ended) {
+		size_t to = w->part < w->np ? w->ends[w->part] : w->rawlen;
+		if (to > w->rawlen || to < w->from || (w->part < w->np && to - w->from < STREAM_PART_MIN)) {
+			w->part++;
+			continue;
+		}
+		if (w->chunk && to - w->from > w->chunk)
+			to = w->from + w->chunk;
+		else
+			w->part++;
+		int64_t t0 = cpu_until > 0 ? clock__ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+		ZSTD_EndDirective end = w->own && to == w->rawlen ? ZSTD_e_end : ZSTD_e_flush;
+		ZSTD_inBuffer in = { w->raw + w->from, to - w->from, 0 };
+		size_t left;
+		do
+			left = ZSTD_compressStream2(w->z, &w->out, &in, end);
+		while (!ZSTD_isError(left) && left && w->out.pos < w->out.size);
+		/* The frame is then unusable: the caller's next record is a key. */
+		if (ZSTD_isError(left) || left)
+			return -EIO;
+		w->from = to;
+		w->ended = end == ZSTD_e_end;
+		if (cpu_until > 0 && w->from < w->rawlen) {
+			int64_t t1 = clock__ns(CLOCK_THREAD_CPUTIME_ID);
+			if (t1 + (t1 - t0) >= cpu_until)
+				return 1;
+		}
+	}
+	return w->from == w->rawlen && (!w->own || w->ended) ? 0 : -EIO;
+}
+
+/* The record compressed: its header, checksums included, into hdr; its payload's length. */
+static size_t rec_finish(struct rec_out *w, uint8_t hdr[REC_HDR])
+{
+	w->h.comp_len = (uint32_t)w->out.pos;
+	w->h.raw_len = (uint32_t)w->rawlen;
+	w->h.payload_crc = crc32c(0, w->out.dst, w->out.pos);
+	hdr_pack(&w->h, hdr);
+	return w->out.pos;
+}
+
+/*
+ * Encodes, compresses and checksums p as the next record of chain ch, in
+ * one go. The record is in hdr and s->zbuf; *delta says which it is.
  */
 static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const struct profile *p,
 		       const struct chain *ch,
 		       uint8_t level, uint32_t windows, uint32_t flags, uint8_t hdr[REC_HDR], size_t *plen,
 		       int *delta)
 {
-	const struct pf_meta *m = profile__meta_const(p);
-	struct rec_hdr h = { .flags = REC_FLAG_ZSTD | flags, .level = level, .windows = windows };
-	const uint8_t *raw;
-	size_t rawlen;
-	int err;
+	struct rec_out w = { .buf = &s->zbuf, .cap = &s->zcap };
+	int err = rec_begin(s, &w, z_ctx, c, p, ch, level, windows, flags, 0);
 
-	*delta = ch->len && ch->len < s->chain_max;
-	err = codec__encode_chain(c, p, *delta ? ch->key_off + 1 : 0, &raw, &rawlen);
+	*delta = w.delta;
+	if (!err)
+		err = rec_feed(&w, 0);
 	if (err)
 		return err;
-	if (rawlen > REC_MAX_PAYLOAD)
-		return -EFBIG;
-	/* Room for a flushed block per part (header and a stored block's overhead). */
-	size_t bound = ZSTD_compressBound(rawlen) + 64 + 16 * CODEC_MAX_PARTS, z;
-	if ((err = grow_buf(&s->zbuf, &s->zcap, bound)))
-		return err;
-	/*
-	 * Segments: the chain's records are one frame, each record's blocks
-	 * flushed whole; a key starts it. A summary's or day's record is a
-	 * frame of its own: it is read without the ones before it.
-	 */
-	if (!(flags & REC_FLAG_SUMMARY)) {
-		if (!*delta && (err = stream_start(s, z_ctx, rawlen)))
-			return err;
-		if (z_ctx == s->cctx || z_ctx == s->rcctx) {
-			struct zsizing *zs = z_ctx == s->cctx ? &s->asz : &s->rsz;
-			zs->raw += rawlen;
-			zs->n++;
-		}
-		ZSTD_outBuffer out = { s->zbuf, bound, 0 };
-		size_t left = 0, from = 0, np;
-		const size_t *ends;
-		/*
-		 * A block (or more) per part of the payload, a part under
-		 * STREAM_PART_MIN going with the next: each block's entropy
-		 * tables then fit one kind of data (names, steps, values).
-		 */
-		np = codec__parts(c, &ends);
-		for (size_t k = 0; k <= np && !ZSTD_isError(left); k++) {
-			size_t to = k < np ? ends[k] : rawlen;
-			if (to > rawlen || to < from || (k < np && to - from < STREAM_PART_MIN))
-				continue;
-			ZSTD_inBuffer in = { raw + from, to - from, 0 };
-			do
-				left = ZSTD_compressStream2(z_ctx, &out, &in, ZSTD_e_flush);
-			while (!ZSTD_isError(left) && left && out.pos < out.size);
-			if (ZSTD_isError(left) || left)
-				break;
-			from = to;
-		}
-		/* The frame is then unusable: the caller's next record is a key. */
-		if (ZSTD_isError(left) || left || from != rawlen)
-			return -EIO;
-		z = out.pos;
-		h.flags |= REC_FLAG_STREAM;
-	} else {
-		/* A day file's record: the rollups' compressor at its largest, shrunk to the record by zstd. */
-		if (z_ctx == s->rcctx &&
-		    (ZSTD_isError(ZSTD_CCtx_reset(z_ctx, ZSTD_reset_session_only)) ||
-		     ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_windowLog, STREAM_WLOG)) ||
-		     ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_hashLog, STREAM_WLOG - STREAM_TLOG_LESS)) ||
-		     ZSTD_isError(ZSTD_CCtx_setParameter(z_ctx, ZSTD_c_chainLog, STREAM_WLOG - STREAM_TLOG_LESS))))
-			return -EIO;
-		z = ZSTD_compress2(z_ctx, s->zbuf, bound, raw, rawlen);
-		if (ZSTD_isError(z))
-			return -EIO;
-	}
-	if (*delta)
-		h.flags |= REC_FLAG_DELTA;
-	h.comp_len = (uint32_t)z;
-	h.raw_len = (uint32_t)rawlen;
-	h.payload_crc = crc32c(0, s->zbuf, z);
-	h.start_ns = m->start_ns;
-	h.end_ns = m->end_ns;
-	codec__totals(p, &h.samples, &h.lost);
-	hdr_pack(&h, hdr);
-	*plen = z;
+	*plen = rec_finish(&w, hdr);
 	return 0;
 }
 
@@ -2283,6 +2363,20 @@ void store__stats(const struct store *s, struct store_stats *out)
 #define ROLL_BUDGET      20
 #define SUM_BUDGET       20
 #define COMPACT_CPU_NS   (50ll * 1000000)
+/*
+ * Raw bytes of a rollup's or day's record compressed at a time, flushed as
+ * blocks of their own: at level 19 about 10 ms of CPU on a 2-CPU VM, so
+ * that a call stops near its bound whatever the record's size.
+ */
+#define ROLL_CHUNK       (32u << 10)
+
+/* The thread CPU time one store__compact call stops at (about); 0: none. */
+static int64_t compact_until(const struct store *s)
+{
+	if (s->o.compact_cpu_ns > 0)
+		return clock__ns(CLOCK_THREAD_CPUTIME_ID) + s->o.compact_cpu_ns;
+	return s->o.compact_windows ? 0 : clock__ns(CLOCK_THREAD_CPUTIME_ID) + COMPACT_CPU_NS;
+}
 
 static const struct store_rollup def_tiers[2] = {
 	{ 3600ll * 1000000000ll, 60ll * 1000000000ll },
@@ -2313,6 +2407,11 @@ struct roll {
 	int64_t first_bucket, last_bucket; /* summary: the 10-minute buckets the segment's records start in */
 	uint64_t nin, nout;
 	int err;
+	int64_t cpu_until;       /* this call's CPU bound (thread CPU time); 0: none */
+	struct rec_out w;        /* the record being compressed, when wbusy */
+	int wbusy;
+	uint8_t *zbuf;           /* its compressed bytes: appends between calls use s->zbuf */
+	size_t zcap;
 };
 
 /*
@@ -2329,25 +2428,41 @@ static void crash_point(struct store *s, int step)
 		s->o.crash_point(s->o.crash_arg, step);
 }
 
-/* Appends p to the new file as the next record of its chain. */
+/*
+ * Appends p to the new file as the next record of its chain. 1: it is
+ * compressed in part, up to this call's CPU bound; the caller calls again
+ * with the same p, in a later call.
+ */
 static int roll_write(struct store *s, struct roll *r, const struct profile *p, uint8_t level, uint32_t windows,
 		      uint32_t flags)
 {
 	uint8_t hdr[REC_HDR];
 	size_t z;
-	int err, delta;
+	int err;
 
 	/*
 	 * A summary's whole-segment records are the largest a step encodes, of
-	 * windows as flushed: at level 3 they stay within a step's bound.
+	 * windows as flushed: at level 3 they stay within a step's bound, in
+	 * one go. Rollups' and days' records, at a high level, go in pieces.
 	 */
-	err = make_record(s, r->sum ? s->scctx : s->rcctx, s->rcodec, p, &r->ch, level, windows, flags, hdr,
-			  &z, &delta);
-	if (!err)
-		err = write_at(r->out, r->out_size, hdr, s->zbuf, z);
+	if (!r->wbusy) {
+		r->w = (struct rec_out){ .buf = &r->zbuf, .cap = &r->zcap };
+		err = rec_begin(s, &r->w, r->sum ? s->scctx : s->rcctx, s->rcodec, p, &r->ch, level, windows, flags,
+				r->sum ? 0 : ROLL_CHUNK);
+		if (err)
+			return err;
+		r->wbusy = 1;
+	}
+	err = rec_feed(&r->w, r->cpu_until);
+	if (err == 1)
+		return 1;
+	r->wbusy = 0;
 	if (err)
 		return err;
-	chain_added(s, &r->ch, r->out_size, delta);
+	z = rec_finish(&r->w, hdr);
+	if ((err = write_at(r->out, r->out_size, hdr, r->zbuf, z)))
+		return err;
+	chain_added(s, &r->ch, r->out_size, r->w.delta);
 	r->out_size += REC_HDR + z;
 	if (++r->nout == 1)
 		crash_point(s, STORE_CRASH_ROLL_WRITING);
@@ -2395,6 +2510,8 @@ static int roll_flush(struct store *s, struct roll *r)
 			return err;
 		err = roll_write(s, r, s->fprof, (uint8_t)(r->tier + 1), r->windows,
 				 REC_FLAG_NAMED);
+		if (err)
+			return err;
 		profile__reset(s->fprof);
 		r->folded = 0;
 	} else {
@@ -2425,8 +2542,15 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 		r->wwindows += w->windows ? w->windows : 1;
 		return 0;
 	}
-	if (r->windows && id != r->bucket_id && (err = roll_flush(s, r)))
-		return r->err = err;
+	if (r->windows && id != r->bucket_id) {
+		/* Not reached for rollups (roll_stop_before): a write inside a read goes in one go. */
+		int64_t until = r->cpu_until;
+		r->cpu_until = 0;
+		err = roll_flush(s, r);
+		r->cpu_until = until;
+		if (err)
+			return r->err = err;
+	}
 	r->bucket_id = id;
 	/*
 	 * A rollup keeps every pc, thread and pid, only time is coarser, unless
@@ -2512,6 +2636,7 @@ static void roll_end(struct store *s)
 	(void)unlinkat(s->dfd, r->tmp, 0);
 	free(r->q.pend);
 	free(r->parts.v);
+	free(r->zbuf);
 	free(r);
 	s->roll = NULL;
 	/* A segment's worth of samples by pid is megabytes: not kept between summaries. */
@@ -2608,8 +2733,7 @@ static int roll_continue(struct store *s)
 		.arg = &r->q, .start_off = r->in_off, .stop_before = roll_stop_before,
 		.budget = s->o.compact_windows ? s->o.compact_windows : r->sum ? SUM_BUDGET : ROLL_BUDGET,
 		/* A loaded host makes each window slower: the CPU spent bounds the step too. */
-		.cpu_until = s->o.compact_windows ?
-				     0 : clock__ns(CLOCK_THREAD_CPUTIME_ID) + COMPACT_CPU_NS,
+		.cpu_until = r->cpu_until = compact_until(s),
 	};
 	uint64_t nin = r->nin;
 	int err = 0;
@@ -2617,8 +2741,11 @@ static int roll_continue(struct store *s)
 	if (r->flush_due) {
 		if (!r->sum && r->named && !r->folded)
 			return roll_fold(s, r);
+		/* A merged window's record may take more calls than this one. */
+		if ((err = roll_flush(s, r)) == 1)
+			return 0;
 		r->flush_due = 0;
-		return roll_flush(s, r);
+		return err;
 	}
 	if (!r->sum || r->phase == SUM_READ_WHOLE || r->phase == SUM_READ_BUCKETS) {
 		err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
@@ -2637,10 +2764,11 @@ static int roll_continue(struct store *s)
 	}
 	if (r->sum && r->phase == SUM_READ_WHOLE && !r->wwindows) /* nothing readable: no summary */
 		return 1;
+	/* Summaries' records are written in one go (roll_write): sum_step's 1 is a file complete. */
 	if (r->sum && (err = sum_step(s, r)) != 1)
 		return err;
 	if (!r->sum && (err = roll_flush(s, r)))
-		return err;
+		return err < 0 ? err : 0;
 	if (!r->nout) /* nothing readable: leave the segment as it is */
 		return 1;
 	/* The new file whole on disk before its name can replace the old one. */
@@ -2789,15 +2917,13 @@ static int day_pick(struct store *s, const struct seg_list *l, int64_t now_ns)
 static int day_continue(struct store *s)
 {
 	struct roll *r = s->roll;
-	uint8_t hdr[REC_HDR];
-	struct chain none = { 0 };
 	struct rec_ref wr;
 	const uint8_t *raw;
 	const char *why = NULL;
 	uint64_t size;
-	size_t z;
-	int err, delta, fd;
+	int err, fd;
 
+	r->cpu_until = compact_until(s);
 	if (r->nparts < r->parts.n) {
 		const struct seg *sg = &r->parts.v[r->nparts++];
 		if ((err = sum_whole_hdr(s, sg, &wr)))
@@ -2815,13 +2941,10 @@ static int day_continue(struct store *s)
 			r->wwindows += wr.h.windows;
 		return err;
 	}
-	err = make_record(s, s->rcctx, s->rcodec, s->wprof, &none, 0, r->wwindows, REC_FLAG_SUMMARY | REC_FLAG_WHOLE, hdr,
-			  &z, &delta);
-	if (!err)
-		err = write_at(r->out, 0, hdr, s->zbuf, z);
+	/* The day's one record, at the rollups' level: maybe over several calls (1: not yet written). */
+	err = roll_write(s, r, s->wprof, 0, r->wwindows, REC_FLAG_SUMMARY | REC_FLAG_WHOLE);
 	if (err)
-		return err;
-	crash_point(s, STORE_CRASH_ROLL_WRITING);
+		return err < 0 ? err : 0;
 	if (fdatasync(r->out) < 0)
 		return -errno;
 	crash_point(s, STORE_CRASH_ROLL_WRITTEN);

@@ -29,7 +29,7 @@ struct store_opts {
 	int group_read;
 	unsigned group_gid;
 	int zstd_level;           /* 0: default */
-	int rollup_zstd_level;    /* rolled-up segments and day files; 0: default (9) */
+	int rollup_zstd_level;    /* rolled-up segments and day files; 0: default (19) */
 	int64_t max_age_ns;       /* retention by age; 0: none */
 	uint64_t max_bytes;       /* retention by total size; 0: none */
 	uint64_t segment_bytes;   /* start a new segment past this size; 0: default */
@@ -54,6 +54,17 @@ struct store_opts {
 	 */
 	int rollup_pressure_pct;
 	uint32_t compact_windows; /* flushed windows one store__compact call reads; 0: default (20 or 30) */
+	/*
+	 * Thread CPU time one store__compact call stops at, about (a step stops
+	 * before a record or a piece of a record's compression that would take
+	 * it past this); 0: default (50 ms; none with compact_windows).
+	 */
+	int64_t compact_cpu_ns;
+	/*
+	 * Records per chain in rolled-up segments (docs/FORMAT.md, "Chains");
+	 * 0: default (60, an hour of 1-minute windows).
+	 */
+	uint32_t rollup_chain_records;
 	/*
 	 * Named windows fold each entry under 1/fold_share of its kind's total
 	 * into its callers (docs/FORMAT.md, "Rollups"); 0: default (10000);

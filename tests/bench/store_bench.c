@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -754,8 +755,9 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	snprintf(cmd, sizeof(cmd), "cp '%s'/seg-*.pfd '%s'/", dir, tmp);
 	if (system(cmd))
 		return 1;
-	/* ROLL_LEVEL and FOLD_SHARE: what-ifs for the writer's defaults. */
+	/* ROLL_LEVEL, FOLD_SHARE and ROLL_CHAIN (records per chain): what-ifs for the writer's defaults. */
 	struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, window_ns } },
+				 .rollup_chain_records = getenv("ROLL_CHAIN") ? (uint32_t)atoi(getenv("ROLL_CHAIN")) : 0,
 				 .named_age_ns = named ? 1 : -1,
 				 .rollup_zstd_level = getenv("ROLL_LEVEL") ? atoi(getenv("ROLL_LEVEL")) : 0,
 				 .fold_share = getenv("FOLD_SHARE") ? atoll(getenv("FOLD_SHARE")) : 0,
@@ -767,20 +769,20 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	for (int i = 0; i < 100000; i++) {
 		uint64_t before, after;
 		store__stats(s, &st);
-		before = st.rollups + st.summaries_built;
+		before = st.rollups + st.summaries_built + st.records_decoded;
 		double c0 = now(CLOCK_THREAD_CPUTIME_ID);
 		if (store__compact(s, INT64_MAX / 2))
 			break;
 		if (now(CLOCK_THREAD_CPUTIME_ID) - c0 > worst)
 			worst = now(CLOCK_THREAD_CPUTIME_ID) - c0;
 		store__stats(s, &st);
-		after = st.rollups + st.summaries_built;
+		after = st.rollups + st.summaries_built + st.records_decoded;
 		if (after == before && i > 50 && !(i % 50)) {
 			uint64_t again = after;
 			for (int j = 0; j < 50 && again == after; j++) {
 				store__compact(s, INT64_MAX / 2);
 				store__stats(s, &st);
-				again = st.rollups + st.summaries_built;
+				again = st.rollups + st.summaries_built + st.records_decoded;
 			}
 			if (again == after)
 				break;
@@ -1235,6 +1237,42 @@ static int steps_only(const char *dir)
 	return 0;
 }
 
+/* -r DIR: the rollups of -a alone (a kept store's segments), and the peak RSS. */
+static int an_span(const struct store_window_info *w, void *arg)
+{
+	double *v = arg; /* first start, last end, bytes */
+	if (v[0] == 0 || (double)w->start_ns < v[0])
+		v[0] = (double)w->start_ns;
+	if ((double)w->end_ns > v[1])
+		v[1] = (double)w->end_ns;
+	v[2] += (double)w->bytes;
+	return 0;
+}
+
+static int rollups_only(const char *dir)
+{
+	struct store *s;
+	struct store_opts o = { .dir = dir };
+	double v[3] = { 0 };
+	static const int64_t lens[] = { 60 * SEC, 600 * SEC };
+
+	if (store__open(&o, &s))
+		return 1;
+	store__list(s, INT64_MIN, INT64_MAX, an_span, v);
+	store__close(s);
+	if (v[1] <= v[0])
+		return 1;
+	double ph = 1 / ((v[1] - v[0]) / 3.6e12) / 1048576;
+	printf("rollups of %s as flushed (%.0f bytes, %.2f MB/hour):\n", dir, v[2], v[2] * ph);
+	for (int k = 0; k < 4; k++)
+		if (roll_copy(dir, lens[k % 2], k >= 2, ph, v[2]))
+			return 1;
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("peak RSS %.1f MB\n", ru.ru_maxrss / 1024.0);
+	return 0;
+}
+
 /* -Q DIR: the queries alone, over a store kept with -k, ending at its last window. */
 static int query_only(const char *dir)
 {
@@ -1255,10 +1293,11 @@ static int query_only(const char *dir)
 
 static void usage(const char *argv0)
 {
-	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x] [-R] [-C CHAIN] [-M MAX_MB] | -a DIR\n"
+	fprintf(stderr, "usage: %s [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-k] [-x] [-R] [-C CHAIN] [-M MAX_MB] | -a DIR | -r DIR\n"
 		"  -R: no rollups; -C: records per chain (1: keys only); -a: where the bytes of a store go\n"
 		"  -L: encodings compared on a store's windows;"
-		" -W: named window bytes by the time they hold\n", argv0);
+		" -W: named window bytes by the time they hold;\n"
+		"  -r: -a's rollups alone (ROLL_LEVEL, FOLD_SHARE, ROLL_CHAIN: what-ifs), with the peak RSS\n", argv0);
 	exit(2);
 }
 
@@ -1278,10 +1317,11 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	int hours = 24, cpus = 4, level = 0, keep = 0, exper = 0, norollup = 0, chain = 0, max_mb = 0, c;
 
-	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:L:W:M:")) != -1) {
+	while ((c = getopt(argc, argv, "a:d:H:c:l:kxRC:Q:S:L:W:M:r:")) != -1) {
 		switch (c) {
 		case 'a': return analyse(optarg);
 		case 'Q': return query_only(optarg);
+		case 'r': return rollups_only(optarg);
 		case 'S': return steps_only(optarg);
 		case 'L': return levers(optarg);
 		case 'W': return widths(optarg);

@@ -905,6 +905,7 @@ static void test_rollup(const char *base)
 }
 
 
+
 static char *range_text(struct store *r, int64_t a, int64_t b, unsigned flags, uint64_t *decoded);
 
 static uint64_t dir_bytes(const char *dir, const char *prefix)
@@ -924,6 +925,150 @@ static uint64_t dir_bytes(const char *dir, const char *prefix)
 	if (d)
 		closedir(d);
 	return n;
+}
+
+static uint64_t mix64(uint64_t x);
+
+/*
+ * A window whose payload is larger than a piece of a rollup record's
+ * compression (32 KiB): 1,500 functions with long names, new every
+ * minute, under one process per window.
+ */
+static void make_wide_window(struct profile *p, int i, int64_t start, int64_t len)
+{
+	uint32_t s_main, s_mod, s_comm, f[2], st;
+	char name[96];
+
+	profile__reset(p);
+	profile__intern_str(p, "main", &s_main);
+	profile__intern_str(p, "/usr/bin/wide", &s_mod);
+	profile__intern_str(p, "wide", &s_comm);
+	for (int k = 0; k < 1500; k++) {
+		snprintf(name, sizeof(name), "wide::pass_%016llx::run(tree_node*, int)",
+			 (unsigned long long)mix64((uint64_t)(k + 1500 * (i / 6))));
+		uint32_t s_f;
+		profile__intern_str(p, name, &s_f);
+		struct pf_frame fr[2] = {
+			{ .name = s_main, .module = s_mod, .offset = 0x1000, .kind = PF_FRAME_USER },
+			{ .name = s_f, .module = s_mod, .offset = 0x10000 + 0x40 * (uint64_t)k, .kind = PF_FRAME_USER },
+		};
+		profile__frame_add(p, &fr[0], &f[0]);
+		profile__frame_add(p, &fr[1], &f[1]);
+		profile__stack_add(p, f, 2, &st);
+		struct pf_sample x = { .pid = 100 + (uint32_t)i, .tid = 100 + (uint32_t)i, .comm = s_comm,
+				       .thread = s_comm, .stack = st, .kind = PF_KIND_CPU,
+				       .value = 1 + mix64((uint64_t)(i * 1500 + k)) % 5 };
+		profile__add(p, &x);
+	}
+	struct pf_meta *m = profile__meta(p);
+	m->start_ns = start;
+	m->end_ns = start + len;
+	m->frequency = 99;
+}
+
+/* Calls until rollups segments are rolled up (at most max): the calls made. */
+static int compact_until_rolled(struct store *s, int64_t now, uint64_t rollups, int max)
+{
+	struct store_stats st;
+	int calls = 0;
+
+	do {
+		if (store__compact(s, now))
+			return -1;
+		store__stats(s, &st);
+	} while (++calls < max && st.rollups < rollups);
+	return st.rollups == rollups ? calls : -1;
+}
+
+/* The bytes of dir's first file (by name) whose name starts with prefix, malloc'd. */
+static uint8_t *file_bytes(const char *dir, const char *prefix, size_t *len)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[512], first[256] = "";
+	uint8_t *b = NULL;
+	struct stat st;
+
+	*len = 0;
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix)) && (!first[0] || strcmp(de->d_name, first) < 0))
+			snprintf(first, sizeof(first), "%s", de->d_name);
+	if (d)
+		closedir(d);
+	if (!first[0])
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%s", dir, first);
+	FILE *f = fopen(path, "rb");
+	if (f && !fstat(fileno(f), &st) && (b = malloc((size_t)st.st_size + 1)))
+		*len = fread(b, 1, (size_t)st.st_size, f);
+	if (f)
+		fclose(f);
+	return b;
+}
+
+/*
+ * A rolled-up window's record is compressed in pieces over as many calls
+ * as the CPU bound takes: the segment written is the same, byte for byte,
+ * whether each call compresses one piece or every piece, and reads back
+ * the windows that went in.
+ */
+static void test_rollup_pieces(const char *base)
+{
+	char one[256], many[256];
+	struct store *s;
+	struct store_opts o = roll_opts;
+	const int64_t now = T0 + RW * 10 * SEC;
+
+	snprintf(one, sizeof(one), "%s/pieces-one", base);
+	snprintf(many, sizeof(many), "%s/pieces-many", base);
+	write_made(one, make_wide_window);
+	write_made(many, make_wide_window);
+	CHECK_EQ_INT(open_store(one, 0, &s, NULL), 0);
+	char *before = range_text(s, INT64_MIN, INT64_MAX, 2, NULL);
+	store__close(s);
+	CHECK(strcmp(before, "") != 0 && strcmp(before, "error") != 0);
+
+	o.rollup[1].window_ns = 0; /* one tier: 1-minute windows after 10 minutes */
+	o.writer = 1;
+	o.warn = on_warn;
+	nwarn = 0;
+	/* No CPU bound: a record is compressed whole in the call that writes it. */
+	o.dir = one;
+	o.compact_windows = 60;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	int calls_one = compact_until_rolled(s, now, 3, 1000);
+	store__close(s);
+	/* A bound of 1 ns: each call compresses one piece and stops. */
+	o.dir = many;
+	o.compact_cpu_ns = 1;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	int calls_many = compact_until_rolled(s, now, 3, 20000);
+	store__close(s);
+	CHECK_EQ_INT(nwarn, 0);
+	CHECK(calls_one > 0);
+	/* 30 merged windows of 1,500 new names (about 60 KB of strings each): two pieces or more each. */
+	CHECK(calls_many > calls_one + 30);
+	CHECK_EQ_INT(count_files(many, "roll-"), 0);
+
+	size_t n_one, n_many;
+	uint8_t *b_one = file_bytes(one, "seg-", &n_one), *b_many = file_bytes(many, "seg-", &n_many);
+	CHECK(b_one && b_many);
+	CHECK_EQ_INT(n_one, n_many);
+	CHECK(b_one && b_many && n_one == n_many && !memcmp(b_one, b_many, n_one));
+	CHECK_EQ_INT(dir_bytes(one, "seg-"), dir_bytes(many, "seg-"));
+	free(b_one);
+	free(b_many);
+
+	struct lvl_count c = { 0 };
+	CHECK_EQ_INT(open_store(many, 0, &s, NULL), 0);
+	CHECK_EQ_INT(store__list(s, INT64_MIN, INT64_MAX, on_level, &c), 0);
+	char *after = range_text(s, INT64_MIN, INT64_MAX, 2, NULL);
+	store__close(s);
+	CHECK_EQ_INT(c.n[1], 30);
+	CHECK_EQ_INT(c.windows, RW);
+	CHECK(strcmp(before, after) == 0);
+	free(before);
+	free(after);
 }
 
 /* Answers by function and name over the store and ranges on rolled-up window edges. */
@@ -3353,6 +3498,7 @@ int main(int argc, char **argv)
 	test_v2_compat();
 	test_rollup(base);
 	test_named_rollup(base);
+	test_rollup_pieces(base);
 	test_named_modules(base);
 	test_named_tail(base);
 	test_merge_by_label(base);
