@@ -180,13 +180,16 @@ void fold__text_free(struct fold_text *t)
 	free(t);
 }
 
-static int grow_u32(uint32_t **v, size_t *cap, size_t n)
+/* Room for n elements of elem bytes in *v (twice that, so that growing one at a time stays cheap). */
+static int grow(void **v, size_t *cap, size_t n, size_t elem)
 {
-	uint32_t *m;
+	void *m;
 
 	if (n <= *cap)
 		return 0;
-	m = realloc(*v, n * 2 * sizeof(*m));
+	if (n > SIZE_MAX / 2 / elem)
+		return -ENOMEM;
+	m = realloc(*v, n * 2 * elem);
 	if (!m)
 		return -ENOMEM;
 	*v = m;
@@ -208,7 +211,7 @@ static int label_id(struct fold_text *t, char *label, uint32_t *id)
 	if (!err)
 		err = profile__frame_add(t->p, &f, id);
 	if (!err)
-		err = grow_u32(&t->len, &t->lencap, (size_t)*id + 1);
+		err = grow((void **)&t->len, &t->lencap, (size_t)*id + 1, sizeof(*t->len));
 	if (!err)
 		t->len[*id] = (uint32_t)(c - label);
 	return err;
@@ -273,7 +276,7 @@ int fold__text_line(struct fold_text *t, const struct profile *c, const struct p
 	if ((err = use_src(t, c)))
 		return err;
 	fr = profile__stack(c, s->stack, &nfr);
-	if ((err = grow_u32(&t->buf, &t->bufcap, (size_t)nfr + 2)))
+	if ((err = grow((void **)&t->buf, &t->bufcap, (size_t)nfr + 2, sizeof(*t->buf))))
 		return err;
 	/* Root labels (process, then thread) first, then frames. */
 	if ((err = root_label(t, c, s->comm, &t->buf[m++])))
@@ -447,23 +450,6 @@ static int wline_labels(struct fold_text *t, const struct profile *c, const stru
 	return 0;
 }
 
-static int grow_chars(char **v, size_t *cap, size_t n)
-{
-	size_t ncap = *cap ? *cap : 256;
-	char *m;
-
-	if (n <= *cap)
-		return 0;
-	while (ncap < n)
-		ncap *= 2;
-	m = realloc(*v, ncap);
-	if (!m)
-		return -ENOMEM;
-	*v = m;
-	*cap = ncap;
-	return 0;
-}
-
 int fold__write(const struct query *q, const struct profile *c, FILE *f)
 {
 	size_t n = profile__nsamples(c), nl = 0, cap = 0;
@@ -496,7 +482,7 @@ int fold__write(const struct query *q, const struct profile *c, FILE *f)
 			uint32_t l = wlabel(t, lines[i].s, fr, nroot, k);
 
 			/* Room for this label, its ';' and the value's " %llu\n" after the last. */
-			if (!(err = grow_chars(&text, &cap, at + t->len[l] + 24))) {
+			if (!(err = grow((void **)&text, &cap, at + t->len[l] + 24, 1))) {
 				if (k)
 					text[at++] = ';';
 				memcpy(text + at, profile__str(t->p, profile__frame(t->p, l)->name), t->len[l]);
