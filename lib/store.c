@@ -76,7 +76,6 @@
 #define REC_MAX_PAYLOAD  (256u << 20) /* either length; a 10 s window is a few MB at most */
 
 #define DEF_ZSTD_LEVEL   9
-#define SUM_ZSTD_LEVEL   3           /* summaries: the largest records a step encodes */
 #define DEF_SEG_BYTES    (8ull << 20)
 #define MIN_SEG_BYTES    (64ull << 10)
 #define DEF_SEG_SPAN_NS  (3600ll * 1000000000ll)
@@ -137,7 +136,6 @@ struct store {
 	ZSTD_CCtx *cctx;
 	ZSTD_CCtx *rcctx;      /* rollups and days: written once in the background, a higher level */
 	struct zsizing { uint64_t raw; uint32_t n; int wlog; } asz, rsz; /* cctx's, rcctx's chain so far */
-	ZSTD_CCtx *scctx;      /* summaries: SUM_ZSTD_LEVEL, or zstd_level when lower */
 	ZSTD_DCtx *dctx;
 	ZSTD_DCtx *sdctx;      /* a chain's frame, record after record (flag bit 7) */
 	struct profile *prof;
@@ -905,15 +903,8 @@ int store__open(const struct store_opts *o, struct store **out)
 			goto fail;
 		}
 		s->rcctx = ZSTD_createCCtx();
-		s->scctx = ZSTD_createCCtx();
-		if (!s->rcctx || !s->scctx) {
+		if (!s->rcctx) {
 			err = -ENOMEM;
-			goto fail;
-		}
-		if (ZSTD_isError(ZSTD_CCtx_setParameter(s->scctx, ZSTD_c_compressionLevel,
-							 s->o.zstd_level < SUM_ZSTD_LEVEL ? s->o.zstd_level :
-											    SUM_ZSTD_LEVEL))) {
-			err = -EINVAL;
 			goto fail;
 		}
 		if (ZSTD_isError(ZSTD_CCtx_setParameter(s->rcctx, ZSTD_c_compressionLevel,
@@ -992,7 +983,6 @@ void store__close(struct store *s)
 		close(s->dfd);
 	ZSTD_freeCCtx(s->cctx);
 	ZSTD_freeCCtx(s->rcctx);
-	ZSTD_freeCCtx(s->scctx);
 	ZSTD_freeDCtx(s->dctx);
 	ZSTD_freeDCtx(s->sdctx);
 	codec__free(s->codec);
@@ -2441,17 +2431,23 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 	int err;
 
 	/*
-	 * A summary's whole-segment records are the largest a step encodes, of
-	 * windows as flushed: at level 3 they stay within a step's bound, in
-	 * one go. Rollups' and days' records, at a high level, go in pieces.
+	 * Rollups', summaries' and days' records alike: written once and kept
+	 * longest, so at the rollups' level, in pieces over as many calls as
+	 * that takes (a summary's whole-segment records of windows as flushed
+	 * are the largest records a step encodes).
 	 */
 	if (!r->wbusy) {
 		r->w = (struct rec_out){ .buf = &r->zbuf, .cap = &r->zcap };
-		err = rec_begin(s, &r->w, r->sum ? s->scctx : s->rcctx, s->rcodec, p, &r->ch, level, windows, flags,
-				r->sum ? 0 : ROLL_CHUNK);
+		err = rec_begin(s, &r->w, s->rcctx, s->rcodec, p, &r->ch, level, windows, flags, ROLL_CHUNK);
 		if (err)
 			return err;
 		r->wbusy = 1;
+		/*
+		 * Encoding a megabyte profile (a summary's whole segment) can take
+		 * the call's CPU bound alone: its first piece then goes in the next.
+		 */
+		if (r->cpu_until > 0 && clock__ns(CLOCK_THREAD_CPUTIME_ID) >= r->cpu_until)
+			return 1;
 	}
 	err = rec_feed(&r->w, r->cpu_until);
 	if (err == 1)
@@ -2688,7 +2684,11 @@ static int sum_whole(struct store *s, struct roll *r, int pids)
 			  REC_FLAG_SUMMARY | REC_FLAG_WHOLE | (pids ? REC_FLAG_PIDS : 0));
 }
 
-/* A summary's next step after a read of its segment, or its next write. 1: the file is complete. */
+/*
+ * A summary's next step after a read of its segment, or its next write
+ * (or the next pieces of one: a write that returned 1 is resumed by the
+ * next call, in the same phase). 1: the file is complete.
+ */
 static int sum_step(struct store *s, struct roll *r)
 {
 	int err;
@@ -2699,7 +2699,7 @@ static int sum_step(struct store *s, struct roll *r)
 		return 0;
 	case SUM_WRITE_WHOLE:
 		if ((err = sum_whole(s, r, 0)))
-			return err;
+			return err == 1 ? 0 : err;
 		profile__reset(s->wprof);
 		/*
 		 * A named segment's records are merged by function and name already:
@@ -2716,11 +2716,11 @@ static int sum_step(struct store *s, struct roll *r)
 		return 0;
 	case SUM_READ_BUCKETS:
 		if ((err = roll_flush(s, r)))
-			return err;
+			return err == 1 ? 0 : err;
 		r->phase = SUM_WRITE_PIDS;
 		return 0;
 	default:
-		return (err = sum_whole(s, r, 1)) ? err : 1;
+		return (err = sum_whole(s, r, 1)) ? (err == 1 ? 0 : err) : 1;
 	}
 }
 
@@ -2747,7 +2747,8 @@ static int roll_continue(struct store *s)
 		r->flush_due = 0;
 		return err;
 	}
-	if (!r->sum || r->phase == SUM_READ_WHOLE || r->phase == SUM_READ_BUCKETS) {
+	/* A record compressed in part is finished before anything more is read. */
+	if (!r->wbusy && (!r->sum || r->phase == SUM_READ_WHOLE || r->phase == SUM_READ_BUCKETS)) {
 		err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
 		if (!err)
 			err = r->err;
@@ -2764,7 +2765,7 @@ static int roll_continue(struct store *s)
 	}
 	if (r->sum && r->phase == SUM_READ_WHOLE && !r->wwindows) /* nothing readable: no summary */
 		return 1;
-	/* Summaries' records are written in one go (roll_write): sum_step's 1 is a file complete. */
+	/* sum_step's 1 is a file complete; a record compressed in part is 0, as a step done. */
 	if (r->sum && (err = sum_step(s, r)) != 1)
 		return err;
 	if (!r->sum && (err = roll_flush(s, r)))

@@ -23,6 +23,7 @@
 #include "profile.h"
 #include "store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <getopt.h>
@@ -746,6 +747,26 @@ static uint64_t value_unit(void)
  */
 static double roll_seg_bytes; /* segment bytes of the last roll_copy */
 
+/* Bytes of dir's files whose names start with prefix. */
+static double prefix_bytes(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[4096];
+	struct stat st;
+	double n = 0;
+
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, prefix, strlen(prefix))) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			if (!stat(path, &st))
+				n += (double)st.st_size;
+		}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, double flushed)
 {
 	char tmp[] = "/var/tmp/profd-roll.XXXXXX", cmd[1024];
@@ -756,7 +777,8 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	if (system(cmd))
 		return 1;
 	/* ROLL_LEVEL, FOLD_SHARE and ROLL_CHAIN (records per chain): what-ifs for the writer's defaults. */
-	struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, window_ns } },
+	/* window_ns 0: no rollup, the summaries of the windows as flushed alone. */
+	struct store_opts wo = { .dir = tmp, .writer = 1, .rollup = { { 1, window_ns } }, .no_rollup = !window_ns,
 				 .rollup_chain_records = getenv("ROLL_CHAIN") ? (uint32_t)atoi(getenv("ROLL_CHAIN")) : 0,
 				 .named_age_ns = named ? 1 : -1,
 				 .rollup_zstd_level = getenv("ROLL_LEVEL") ? atoi(getenv("ROLL_LEVEL")) : 0,
@@ -791,12 +813,25 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	store__stats(s, &st);
 	double seg = (double)(st.bytes_on_disk - st.summary_bytes);
 	roll_seg_bytes = seg;
-	printf("  rolled up into %lld s windows, %s: segments %.2f MB/hour (%.1f%% of as flushed, %llu bytes), "
-	       "summaries %.2f MB/hour (%llu segments); on-CPU samples folded %.2f%%; longest call %.1f ms\n",
-	       (long long)(window_ns / SEC), named ? "named" : "lossless", seg * ph,
-	       flushed > 0 ? 100 * seg / flushed : 0, (unsigned long long)seg, (double)st.summary_bytes * ph,
-	       (unsigned long long)st.rollups, st.cpu_named ? 100.0 * st.cpu_folded / st.cpu_named : 0,
-	       worst * 1e3);
+	if (window_ns)
+		printf("  rolled up into %lld s windows, %s: ", (long long)(window_ns / SEC), named ? "named" : "lossless");
+	else
+		printf("  as flushed, summaries built: ");
+	/* Day files are summaries too (bytes_on_disk, summary_bytes): a store shorter than a day has one for its part. */
+	double day = prefix_bytes(tmp, "day-"), sum = (double)st.summary_bytes - day;
+	printf("segments %.2f MB/hour (%.1f%% of as flushed, %llu bytes), "
+	       "summaries %.2f MB/hour (%.0f bytes, %llu built) + day files %.2f MB/hour (%.0f bytes); "
+	       "%llu segments rolled up; on-CPU samples folded %.2f%%; longest call %.1f ms\n",
+	       seg * ph, flushed > 0 ? 100 * seg / flushed : 0, (unsigned long long)seg, sum * ph, sum,
+	       (unsigned long long)st.summaries_built, day * ph, day, (unsigned long long)st.rollups,
+	       st.cpu_named ? 100.0 * st.cpu_folded / st.cpu_named : 0, worst * 1e3);
+	/* PERF_Z: perf record -z's bytes per hour on the same load (MiB here are 2^20 bytes, as "MB/hour"). */
+	if (getenv("PERF_Z") && atof(getenv("PERF_Z")) > 0) {
+		double pz = atof(getenv("PERF_Z")) / 1048576;
+		printf("    x perf -z (%.1f MiB/hour): segments %.1fx, + summaries %.1fx (%.2f MiB/hour), "
+		       "+ day files %.1fx (%.2f MiB/hour)\n", pz, pz / (seg * ph), pz / ((seg + sum) * ph),
+		       (seg + sum) * ph, pz / ((double)st.bytes_on_disk * ph), (double)st.bytes_on_disk * ph);
+	}
 	store__close(s);
 	if (getenv("KEEP_ROLL"))
 		printf("  kept in %s\n", tmp);
@@ -1264,6 +1299,8 @@ static int rollups_only(const char *dir)
 		return 1;
 	double ph = 1 / ((v[1] - v[0]) / 3.6e12) / 1048576;
 	printf("rollups of %s as flushed (%.0f bytes, %.2f MB/hour):\n", dir, v[2], v[2] * ph);
+	if (roll_copy(dir, 0, 0, ph, v[2]))
+		return 1;
 	for (int k = 0; k < 4; k++)
 		if (roll_copy(dir, lens[k % 2], k >= 2, ph, v[2]))
 			return 1;

@@ -1071,6 +1071,91 @@ static void test_rollup_pieces(const char *base)
 	free(after);
 }
 
+/* Calls until every sealed segment has a summary file (at most max): the calls made. */
+static int compact_until_summarised(struct store *s, uint64_t built, int max)
+{
+	struct store_stats st;
+	int calls = 0;
+
+	do {
+		if (store__compact(s, T0 + RW * 10 * SEC))
+			return -1;
+		store__stats(s, &st);
+	} while (++calls < max && st.summaries_built < built);
+	return st.summaries_built == built ? calls : -1;
+}
+
+/*
+ * A summary's records are compressed in pieces, as rolled-up windows':
+ * the summary files are the same, byte for byte, whether each call
+ * compresses one piece or a whole record, and queries that read them
+ * answer as the segments do.
+ */
+static void test_summary_pieces(const char *base)
+{
+	char one[256], many[256];
+	struct store *s;
+	struct store_opts o = roll_opts;
+
+	snprintf(one, sizeof(one), "%s/sumpieces-one", base);
+	snprintf(many, sizeof(many), "%s/sumpieces-many", base);
+	write_made(one, make_wide_window);
+	write_made(many, make_wide_window);
+	o.no_rollup = 1; /* summaries alone */
+	o.writer = 1;
+	o.warn = on_warn;
+	nwarn = 0;
+	/* No CPU bound: each record compressed whole in the call that writes it. */
+	o.dir = one;
+	o.compact_windows = 60;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	int calls_one = compact_until_summarised(s, RW / 60, 1000);
+	store__close(s);
+	/* A bound of 1 ns: each call reads one record, or compresses one piece, and stops. */
+	o.dir = many;
+	o.compact_windows = 0;
+	o.compact_cpu_ns = 1;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	int calls_many = compact_until_summarised(s, RW / 60, 20000);
+	store__close(s);
+	CHECK_EQ_INT(nwarn, 0);
+	CHECK(calls_one > 0);
+	/*
+	 * Each segment (one 10-minute bucket: read once) is read a record a
+	 * call (60 calls), and its two whole-segment records (10 minutes of
+	 * 1,500 new names a minute, hundreds of KB raw each) take several
+	 * pieces each: in one go they would be two calls.
+	 */
+	fprintf(stderr, "summary pieces: %d calls in one go, %d one piece a call\n", calls_one, calls_many);
+	CHECK(calls_many > RW / 60 * (60 + 2 * 8));
+	CHECK_EQ_INT(count_files(many, "roll-"), 0);
+	CHECK_EQ_INT(count_files(many, "sum-"), RW / 60);
+	CHECK_EQ_INT(dir_bytes(one, "sum-"), dir_bytes(many, "sum-"));
+	size_t n_one, n_many;
+	uint8_t *b_one = file_bytes(one, "sum-", &n_one), *b_many = file_bytes(many, "sum-", &n_many);
+	CHECK(b_one && b_many && n_one == n_many && n_one > 0 && !memcmp(b_one, b_many, n_one));
+	free(b_one);
+	free(b_many);
+
+	/* Whole segments: one summary record each, the answer the windows give. */
+	uint64_t dec_sum = 0, dec_raw = 0;
+	CHECK_EQ_INT(open_store(many, 0, &s, NULL), 0);
+	char *x = range_text(s, INT64_MIN, INT64_MAX, 0, &dec_raw);
+	char *y = range_text(s, INT64_MIN, INT64_MAX, STORE_READ_SUMMARIES, &dec_sum);
+	char *u = range_text(s, T0 + 5 * 60 * SEC, T0 + 25 * 60 * SEC, 4, NULL);
+	char *v = range_text(s, T0 + 5 * 60 * SEC, T0 + 25 * 60 * SEC, 5, NULL);
+	store__close(s);
+	CHECK(strcmp(x, "") != 0 && strcmp(x, "error") != 0);
+	CHECK(strcmp(x, y) == 0);
+	CHECK(strcmp(u, v) == 0);
+	CHECK_EQ_INT(dec_raw, RW);
+	CHECK_EQ_INT(dec_sum, RW / 60);
+	free(x);
+	free(y);
+	free(u);
+	free(v);
+}
+
 /* Answers by function and name over the store and ranges on rolled-up window edges. */
 static char *named_answers(const char *dir)
 {
@@ -2996,8 +3081,13 @@ static void test_pressure(const char *base)
 		CHECK_EQ_INT(c.n[1], 0);
 	}
 
-	/* A limit between the two: by age alone, retention removes the oldest segments... */
-	uint64_t limit = coarse + (by_age - coarse) / 2;
+	/*
+	 * A limit between the two: by age alone, retention removes the oldest
+	 * segments... Two thirds of the way: the last windows as flushed come
+	 * on top of the coarse store while the last rollups by pressure run,
+	 * about 1,100 bytes here (halfway left 4 bytes of room).
+	 */
+	uint64_t limit = coarse + (by_age - coarse) * 2 / 3;
 	press_run(dir, limit, -1, &st, &c);
 	CHECK(st.segments_removed > 0);
 	CHECK(oldest_start(dir) > T0);
@@ -3499,6 +3589,7 @@ int main(int argc, char **argv)
 	test_rollup(base);
 	test_named_rollup(base);
 	test_rollup_pieces(base);
+	test_summary_pieces(base);
 	test_named_modules(base);
 	test_named_tail(base);
 	test_merge_by_label(base);
