@@ -149,6 +149,20 @@ static int copy_rest(struct fold_map *m, const struct profile *src, struct profi
 	return map_str(m, sm->event, &dm->event);
 }
 
+/* src's samples folded into dst, whose samples (not tables) were reset: m maps all of src's ids. */
+static int fold_samples(struct fold_map *m, const struct profile *src, struct profile *dst)
+{
+	int err;
+
+	for (size_t i = 0; i < profile__nsamples(src); i++) {
+		struct pf_sample d = *profile__sample(src, i);
+
+		if ((err = map_stack(m, d.stack, &d.stack)) || (err = add_mapped(m, dst, &d)))
+			return err;
+	}
+	return copy_rest(m, src, dst);
+}
+
 int modframes__fold(struct profile *dst, const struct profile *src)
 {
 	struct fold_map m = { .src = src, .dst = dst, .nstr = profile__nstrs(src),
@@ -162,13 +176,7 @@ int modframes__fold(struct profile *dst, const struct profile *src)
 	m.folded = calloc(m.nframes + 1, sizeof(*m.folded));
 	if (!m.str || !m.frame || !m.stack || !m.folded)
 		goto out;
-	for (size_t i = 0; i < profile__nsamples(src); i++) {
-		struct pf_sample d = *profile__sample(src, i);
-
-		if ((err = map_stack(&m, d.stack, &d.stack)) || (err = add_mapped(&m, dst, &d)))
-			goto out;
-	}
-	err = copy_rest(&m, src, dst);
+	err = fold_samples(&m, src, dst);
 out:
 	free(m.str);
 	free(m.frame);
@@ -176,6 +184,96 @@ out:
 	free(m.folded);
 	free(m.buf);
 	return err;
+}
+
+/*
+ * The maps and the folded profile of the last source, kept while its ids
+ * mean the same (its generation): a chain's records decoded in turn into
+ * one profile only add to its tables, so each stack is folded once a
+ * chain, not once a window (most of a 64-CPU window's read step).
+ */
+struct modfold {
+	struct fold_map m;
+	uint64_t gen;         /* of m.src; 0: nothing mapped */
+	size_t strcap, framecap, foldedcap, stackcap;
+};
+
+int modframes__fold_new(struct modfold **out)
+{
+	struct modfold *f = calloc(1, sizeof(*f));
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	if ((err = profile__new(&f->m.dst))) {
+		free(f);
+		return err;
+	}
+	*out = f;
+	return 0;
+}
+
+void modframes__fold_free(struct modfold *f)
+{
+	if (!f)
+		return;
+	profile__free(f->m.dst);
+	free(f->m.str);
+	free(f->m.frame);
+	free(f->m.stack);
+	free(f->m.folded);
+	free(f->m.buf);
+	free(f);
+}
+
+/* *a (elements of sz bytes, used of them set) holds n, the ones past used zeroed. */
+static int grow_zeroed(void *a, size_t *cap, size_t used, size_t n, size_t sz)
+{
+	void **pa = a;
+
+	if (n > *cap) {
+		size_t ncap = *cap ? *cap : 1024;
+		void *na;
+
+		while (ncap < n)
+			ncap *= 2;
+		if (!(na = realloc(*pa, ncap * sz)))
+			return -ENOMEM;
+		*pa = na;
+		*cap = ncap;
+	}
+	if (n > used)
+		memset((char *)*pa + used * sz, 0, (n - used) * sz);
+	return 0;
+}
+
+int modframes__fold_next(struct modfold *f, const struct profile *src, const struct profile **out)
+{
+	struct fold_map *m = &f->m;
+	size_t ns = profile__nstrs(src), nf = profile__nframes(src), nk = profile__nstacks(src);
+	int err;
+
+	if (f->gen != profile__gen(src) || m->src != src || ns < m->nstr || nf < m->nframes || nk < m->nstacks) {
+		profile__reset(m->dst);
+		m->src = src;
+		m->nstr = m->nframes = m->nstacks = 0;
+	} else {
+		profile__reset_samples(m->dst);
+	}
+	f->gen = 0; /* until the maps and dst agree again */
+	if ((err = grow_zeroed(&m->str, &f->strcap, m->nstr, ns + 1, sizeof(*m->str))) ||
+	    (err = grow_zeroed(&m->frame, &f->framecap, m->nframes, nf + 1, sizeof(*m->frame))) ||
+	    (err = grow_zeroed(&m->folded, &f->foldedcap, m->nframes, nf + 1, sizeof(*m->folded))) ||
+	    (err = grow_zeroed(&m->stack, &f->stackcap, m->nstacks, nk + 1, sizeof(*m->stack))))
+		return err;
+	m->nstr = ns;
+	m->nframes = nf;
+	m->nstacks = nk;
+	if ((err = fold_samples(m, src, m->dst)))
+		return err;
+	f->gen = profile__gen(src);
+	*out = m->dst;
+	return 0;
 }
 
 /* A frame modframes__fold() made: a bracketed name at offset 0. */

@@ -171,7 +171,8 @@ struct store {
 	struct roll *roll;     /* the rollup (or summary) in progress, if any */
 	struct profile *wprof; /* a summary's whole segment so far, by name */
 	struct profile *pprof; /* the same by function only: pids kept */
-	struct profile *fprof; /* a named rollup's window, unnamed frames folded into modules */
+	struct profile *fprof; /* a named rollup's merged window, its small entries folded */
+	struct modfold *mfold; /* a named rollup's window read, unnamed frames folded into modules */
 	struct modcalls *calls; /* o.calls_by_function, o.runq_entry_frame: functions met, the window as written */
 	int64_t summed_upto;   /* every sealed segment starting at or before this has its summary or failed */
 	int64_t dayed_upto;    /* every day starting at or before this has its day summary */
@@ -1002,6 +1003,7 @@ void store__close(struct store *s)
 	profile__free(s->wprof);
 	profile__free(s->pprof);
 	profile__free(s->fprof);
+	modframes__fold_free(s->mfold);
 	modframes__calls_free(s->calls);
 	free(s->zbuf);
 	free(s->rbuf);
@@ -2558,9 +2560,8 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 	 */
 	if (!r->sum && r->named) {
 		/* Module frames window by window: no read or fold step holds a whole merged window. */
-		if ((!s->fprof && (err = profile__new(&s->fprof))) || (err = modframes__fold(s->fprof, p)))
+		if ((!s->mfold && (err = modframes__fold_new(&s->mfold))) || (err = modframes__fold_next(s->mfold, p, &p)))
 			return r->err = err;
-		p = s->fprof;
 	}
 	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum || r->named ? SUM_MERGE : 0)))
 		return r->err = err;
@@ -2643,6 +2644,9 @@ static void roll_end(struct store *s)
 	profile__free(s->wprof);
 	profile__free(s->pprof);
 	s->wprof = s->pprof = NULL;
+	/* It holds a chain's tables: freed with the rollup, as the profiles above. */
+	modframes__fold_free(s->mfold);
+	s->mfold = NULL;
 }
 
 static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum, int named)
