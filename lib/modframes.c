@@ -254,9 +254,15 @@ int modframes__fold_next(struct modfold *f, const struct profile *src, const str
 	int err;
 
 	if (f->gen != profile__gen(src) || m->src != src || ns < m->nstr || nf < m->nframes || nk < m->nstacks) {
+		struct pf_sizes sz;
+
 		profile__reset(m->dst);
 		m->src = src;
 		m->nstr = m->nframes = m->nstacks = 0;
+		/* A chain's key record: all its tables at once, not grown and rehashed step by step. */
+		profile__sizes(src, &sz);
+		if ((err = profile__reserve(m->dst, &sz)))
+			return err;
 	} else {
 		profile__reset_samples(m->dst);
 	}
@@ -295,38 +301,36 @@ int modframes__has(const struct profile *p)
 
 /* What modframes__fold_tail() sorts and walks: one entry of src. */
 struct tail_ent {
+	/*
+	 * Its group's fields, packed in cmp_group()'s order: the sort (most of
+	 * a 10-minute window's fold, 48,000 entries on a 64-CPU host) compares
+	 * them without a look at the sample.
+	 */
+	uint64_t key[3];
 	const struct pf_sample *s;
 	const uint32_t *fr;
 	uint32_t n;
 	uint32_t node; /* its stack's node in the call tree of its group */
 };
 
-static int cmp_group(const struct pf_sample *a, const struct pf_sample *b)
+static void tail_key(struct tail_ent *e)
 {
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	if (a->comm != b->comm)
-		return a->comm < b->comm ? -1 : 1;
-	if (a->thread != b->thread)
-		return a->thread < b->thread ? -1 : 1;
-	if (a->cgroup != b->cgroup)
-		return a->cgroup < b->cgroup ? -1 : 1;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	return 0;
+	const struct pf_sample *s = e->s;
+
+	e->key[0] = (uint64_t)s->kind << 32 | s->comm;
+	e->key[1] = (uint64_t)s->thread << 32 | s->cgroup;
+	e->key[2] = (uint64_t)s->pid << 32 | s->tid;
 }
 
 /* Group, then stack root first: the entries under one call path are next to each other. */
 static int cmp_tail(const void *pa, const void *pb)
 {
 	const struct tail_ent *a = pa, *b = pb;
-	int c = cmp_group(a->s, b->s);
 	uint32_t k;
 
-	if (c)
-		return c;
+	for (k = 0; k < 3; k++)
+		if (a->key[k] != b->key[k])
+			return a->key[k] < b->key[k] ? -1 : 1;
 	for (k = 0; k < a->n && k < b->n; k++)
 		if (a->fr[k] != b->fr[k])
 			return a->fr[k] < b->fr[k] ? -1 : 1;
@@ -374,7 +378,7 @@ static int tail_tree_build(struct tail_tree *t, struct tail_ent *e, size_t n, ui
 	if (!path)
 		return err;
 	for (size_t i = 0; i < n; i++) {
-		if (!i || cmp_group(e[i - 1].s, e[i].s)) {
+		if (!i || memcmp(e[i - 1].key, e[i].key, sizeof(e[i].key))) {
 			if ((err = tree_node(t, UINT32_MAX, 0, &path[0])))
 				goto out;
 			l = 0;
@@ -422,6 +426,7 @@ int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_
 	for (size_t i = 0; i < n; i++) {
 		e[i].s = profile__sample(src, i);
 		e[i].fr = profile__stack(src, e[i].s->stack, &e[i].n);
+		tail_key(&e[i]);
 		if (e[i].s->kind >= PF_KIND_MAX) {
 			err = -EINVAL;
 			goto out;

@@ -12,10 +12,32 @@
  * frames costs a few allocations, not one per name.
  */
 struct index {
-	uint32_t *slots;
+	/*
+	 * Low half: array position + 1 (0: empty); high half: the low half of
+	 * the entry's hash. A rehash then reads no entry (it did: a chain's
+	 * 200,000 stacks hashed again took 50-80 ms of one rollup step), and a
+	 * probe compares an entry only when the hashes agree.
+	 */
+	uint64_t *slots;
 	size_t cap; /* power of two */
 	size_t used;
 };
+
+static uint64_t slot_of(uint32_t i, uint64_t h)
+{
+	return (h << 32) | ((uint64_t)i + 1);
+}
+
+/* Whether slot v holds an entry, and that its hash may be h. */
+static int slot_may_be(uint64_t v, uint64_t h)
+{
+	return (uint32_t)(v >> 32) == (uint32_t)h;
+}
+
+static uint32_t slot_pos(uint64_t v)
+{
+	return (uint32_t)v - 1;
+}
 
 /*
  * Maps from one source profile's ids to this profile's, kept between merges:
@@ -98,17 +120,18 @@ typedef uint64_t (*hash_at_fn)(const struct profile *p, uint32_t i);
 
 static int index_rehash(struct index *ix, const struct profile *p, hash_at_fn h, size_t ncap)
 {
-	uint32_t *ns = calloc(ncap, sizeof(*ns));
+	uint64_t *ns = calloc(ncap, sizeof(*ns));
 
 	if (!ns)
 		return -ENOMEM;
 	for (size_t i = 0; i < ix->cap; i++) {
-		uint32_t v = ix->slots[i];
+		uint64_t v = ix->slots[i];
 		size_t j;
 
-		if (!v)
+		if (!(uint32_t)v)
 			continue;
-		j = h(p, v - 1) & (ncap - 1);
+		/* The slot's half of the hash places it while the table has 2^32 slots or fewer. */
+		j = (ncap - 1 <= UINT32_MAX ? v >> 32 : h(p, slot_pos(v))) & (ncap - 1);
 		while (ns[j])
 			j = (j + 1) & (ncap - 1);
 		ns[j] = v;
@@ -172,7 +195,10 @@ int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id)
 		return err;
 	h = hashbytes__hash(s, len);
 	for (j = h & (p->str_idx.cap - 1); p->str_idx.slots[j]; j = (j + 1) & (p->str_idx.cap - 1)) {
-		uint32_t i = p->str_idx.slots[j] - 1;
+		uint32_t i = slot_pos(p->str_idx.slots[j]);
+
+		if (!slot_may_be(p->str_idx.slots[j], h))
+			continue;
 		const char *t = p->arena + p->str_off[i];
 
 		if (!strncmp(t, s ? s : "", len) && t[len] == 0) {
@@ -192,7 +218,7 @@ int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id)
 	p->arena[p->arena_len + len] = 0;
 	p->str_off[p->nstr] = p->arena_len;
 	p->arena_len += len + 1;
-	p->str_idx.slots[j] = p->nstr + 1;
+	p->str_idx.slots[j] = slot_of((uint32_t)p->nstr, h);
 	p->str_idx.used++;
 	*id = p->nstr++;
 	return 0;
@@ -238,6 +264,7 @@ static uint64_t frame_hash_at(const struct profile *p, uint32_t i)
 
 int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id)
 {
+	uint64_t h;
 	size_t j;
 	int err;
 
@@ -246,13 +273,13 @@ int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id
 	err = index_reserve(&p->frame_idx, p, frame_hash_at);
 	if (err)
 		return err;
-	for (j = frame_hash(f) & (p->frame_idx.cap - 1); p->frame_idx.slots[j];
-	     j = (j + 1) & (p->frame_idx.cap - 1)) {
-		const struct pf_frame *g = &p->frames[p->frame_idx.slots[j] - 1];
+	h = frame_hash(f);
+	for (j = h & (p->frame_idx.cap - 1); p->frame_idx.slots[j]; j = (j + 1) & (p->frame_idx.cap - 1)) {
+		const struct pf_frame *g = &p->frames[slot_pos(p->frame_idx.slots[j])];
 
-		if (g->name == f->name && g->module == f->module && g->offset == f->offset &&
-		    g->kind == f->kind) {
-			*id = p->frame_idx.slots[j] - 1;
+		if (slot_may_be(p->frame_idx.slots[j], h) && g->name == f->name && g->module == f->module &&
+		    g->offset == f->offset && g->kind == f->kind) {
+			*id = slot_pos(p->frame_idx.slots[j]);
 			return 0;
 		}
 	}
@@ -262,7 +289,7 @@ int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id
 	if (err)
 		return err;
 	p->frames[p->nframes] = *f;
-	p->frame_idx.slots[j] = p->nframes + 1;
+	p->frame_idx.slots[j] = slot_of((uint32_t)p->nframes, h);
 	p->frame_idx.used++;
 	*id = p->nframes++;
 	return 0;
@@ -270,13 +297,21 @@ int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id
 
 int profile__frame_rename(struct profile *p, uint32_t id, uint32_t name)
 {
+	size_t j;
+
 	if (id >= p->nframes || name >= p->nstr)
 		return -EINVAL;
 	/*
-	 * Its index slot stays where the old name hashed: a lookup of either
-	 * compares the frame and goes on past it; a rehash puts it by the new.
+	 * Its index slot stays where the old name hashed, with the new hash: a
+	 * lookup of either goes on past it; a rehash puts it by the new.
 	 */
+	for (j = frame_hash(&p->frames[id]) & (p->frame_idx.cap - 1); p->frame_idx.slots[j];
+	     j = (j + 1) & (p->frame_idx.cap - 1))
+		if (slot_pos(p->frame_idx.slots[j]) == id)
+			break;
 	p->frames[id].name = name;
+	if (p->frame_idx.slots[j])
+		p->frame_idx.slots[j] = slot_of(id, frame_hash(&p->frames[id]));
 	return 0;
 }
 
@@ -307,6 +342,7 @@ static uint64_t stack_hash_at(const struct profile *p, uint32_t i)
 
 int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, uint32_t *id)
 {
+	uint64_t h;
 	size_t j;
 	int err;
 
@@ -316,9 +352,12 @@ int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, ui
 	err = index_reserve(&p->stack_idx, p, stack_hash_at);
 	if (err)
 		return err;
-	for (j = stack_hash(frames, n) & (p->stack_idx.cap - 1); p->stack_idx.slots[j];
-	     j = (j + 1) & (p->stack_idx.cap - 1)) {
-		uint32_t i = p->stack_idx.slots[j] - 1;
+	h = stack_hash(frames, n);
+	for (j = h & (p->stack_idx.cap - 1); p->stack_idx.slots[j]; j = (j + 1) & (p->stack_idx.cap - 1)) {
+		uint32_t i = slot_pos(p->stack_idx.slots[j]);
+
+		if (!slot_may_be(p->stack_idx.slots[j], h))
+			continue;
 		uint32_t m = p->stack_off[i + 1] - p->stack_off[i];
 
 		if (m == n && !memcmp(p->stack_data + p->stack_off[i], frames, n * sizeof(*frames))) {
@@ -338,7 +377,7 @@ int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, ui
 		memcpy(p->stack_data + p->stack_data_len, frames, n * sizeof(*frames));
 	p->stack_data_len += n;
 	p->stack_off[p->nstacks + 1] = p->stack_data_len;
-	p->stack_idx.slots[j] = p->nstacks + 1;
+	p->stack_idx.slots[j] = slot_of((uint32_t)p->nstacks, h);
 	p->stack_idx.used++;
 	*id = p->nstacks++;
 	return 0;
@@ -380,6 +419,7 @@ static int same_labels(const struct pf_sample *a, const struct pf_sample *b)
 
 int profile__add(struct profile *p, const struct pf_sample *s)
 {
+	uint64_t h;
 	size_t j;
 	int err;
 
@@ -389,11 +429,11 @@ int profile__add(struct profile *p, const struct pf_sample *s)
 	err = index_reserve(&p->sample_idx, p, sample_hash_at);
 	if (err)
 		return err;
-	for (j = sample_hash(s) & (p->sample_idx.cap - 1); p->sample_idx.slots[j];
-	     j = (j + 1) & (p->sample_idx.cap - 1)) {
-		struct pf_sample *t = &p->samples[p->sample_idx.slots[j] - 1];
+	h = sample_hash(s);
+	for (j = h & (p->sample_idx.cap - 1); p->sample_idx.slots[j]; j = (j + 1) & (p->sample_idx.cap - 1)) {
+		struct pf_sample *t = &p->samples[slot_pos(p->sample_idx.slots[j])];
 
-		if (same_labels(t, s)) {
+		if (slot_may_be(p->sample_idx.slots[j], h) && same_labels(t, s)) {
 			t->value += s->value;
 			return 0;
 		}
@@ -404,7 +444,7 @@ int profile__add(struct profile *p, const struct pf_sample *s)
 	if (err)
 		return err;
 	p->samples[p->nsamples] = *s;
-	p->sample_idx.slots[j] = p->nsamples + 1;
+	p->sample_idx.slots[j] = slot_of((uint32_t)p->nsamples, h);
 	p->sample_idx.used++;
 	p->nsamples++;
 	return 0;
@@ -479,8 +519,8 @@ size_t profile__mem_bytes(const struct profile *p)
 	       p->frames_cap * sizeof(*p->frames) + p->stack_data_cap * sizeof(*p->stack_data) +
 	       p->stacks_cap * sizeof(*p->stack_off) + p->samples_cap * sizeof(*p->samples) +
 	       p->counters_cap * sizeof(*p->counters) +
-	       (p->str_idx.cap + p->frame_idx.cap + p->stack_idx.cap + p->sample_idx.cap +
-		p->mc.scap + p->mc.fcap + p->mc.kcap + p->mc.bufcap) * sizeof(uint32_t);
+	       (p->str_idx.cap + p->frame_idx.cap + p->stack_idx.cap + p->sample_idx.cap) * sizeof(uint64_t) +
+	       (p->mc.scap + p->mc.fcap + p->mc.kcap + p->mc.bufcap) * sizeof(uint32_t);
 }
 
 void profile__sizes(const struct profile *p, struct pf_sizes *out)
