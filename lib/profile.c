@@ -12,32 +12,10 @@
  * frames costs a few allocations, not one per name.
  */
 struct index {
-	/*
-	 * Low half: array position + 1 (0: empty); high half: the low half of
-	 * the entry's hash. A rehash then reads no entry (it did: a chain's
-	 * 200,000 stacks hashed again took 50-80 ms of one rollup step), and a
-	 * probe compares an entry only when the hashes agree.
-	 */
-	uint64_t *slots;
+	uint32_t *slots;
 	size_t cap; /* power of two */
 	size_t used;
 };
-
-static uint64_t slot_of(uint32_t i, uint64_t h)
-{
-	return (h << 32) | ((uint64_t)i + 1);
-}
-
-/* Whether slot v holds an entry, and that its hash may be h. */
-static int slot_may_be(uint64_t v, uint64_t h)
-{
-	return (uint32_t)(v >> 32) == (uint32_t)h;
-}
-
-static uint32_t slot_pos(uint64_t v)
-{
-	return (uint32_t)v - 1;
-}
 
 /*
  * Maps from one source profile's ids to this profile's, kept between merges:
@@ -74,6 +52,13 @@ struct profile {
 	size_t stack_data_len, stack_data_cap;
 	uint32_t *stack_off;  /* nstacks + 1 entries */
 	size_t nstacks, stacks_cap;
+	/*
+	 * Each stack's hash (its low half, all a table of 2^32 slots or fewer
+	 * uses): a rehash reads these, not every stack's frames (a chain's
+	 * 200,000 stacks hashed again took 50-80 ms of one rollup step).
+	 */
+	uint32_t *stack_hashes;
+	size_t stack_hashes_cap;
 	struct index stack_idx;
 
 	struct pf_sample *samples;
@@ -120,18 +105,17 @@ typedef uint64_t (*hash_at_fn)(const struct profile *p, uint32_t i);
 
 static int index_rehash(struct index *ix, const struct profile *p, hash_at_fn h, size_t ncap)
 {
-	uint64_t *ns = calloc(ncap, sizeof(*ns));
+	uint32_t *ns = calloc(ncap, sizeof(*ns));
 
 	if (!ns)
 		return -ENOMEM;
 	for (size_t i = 0; i < ix->cap; i++) {
-		uint64_t v = ix->slots[i];
+		uint32_t v = ix->slots[i];
 		size_t j;
 
-		if (!(uint32_t)v)
+		if (!v)
 			continue;
-		/* The slot's half of the hash places it while the table has 2^32 slots or fewer. */
-		j = (ncap - 1 <= UINT32_MAX ? v >> 32 : h(p, slot_pos(v))) & (ncap - 1);
+		j = h(p, v - 1) & (ncap - 1);
 		while (ns[j])
 			j = (j + 1) & (ncap - 1);
 		ns[j] = v;
@@ -195,10 +179,7 @@ int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id)
 		return err;
 	h = hashbytes__hash(s, len);
 	for (j = h & (p->str_idx.cap - 1); p->str_idx.slots[j]; j = (j + 1) & (p->str_idx.cap - 1)) {
-		uint32_t i = slot_pos(p->str_idx.slots[j]);
-
-		if (!slot_may_be(p->str_idx.slots[j], h))
-			continue;
+		uint32_t i = p->str_idx.slots[j] - 1;
 		const char *t = p->arena + p->str_off[i];
 
 		if (!strncmp(t, s ? s : "", len) && t[len] == 0) {
@@ -218,7 +199,7 @@ int profile__intern(struct profile *p, const char *s, size_t len, uint32_t *id)
 	p->arena[p->arena_len + len] = 0;
 	p->str_off[p->nstr] = p->arena_len;
 	p->arena_len += len + 1;
-	p->str_idx.slots[j] = slot_of((uint32_t)p->nstr, h);
+	p->str_idx.slots[j] = p->nstr + 1;
 	p->str_idx.used++;
 	*id = p->nstr++;
 	return 0;
@@ -264,7 +245,6 @@ static uint64_t frame_hash_at(const struct profile *p, uint32_t i)
 
 int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id)
 {
-	uint64_t h;
 	size_t j;
 	int err;
 
@@ -273,13 +253,13 @@ int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id
 	err = index_reserve(&p->frame_idx, p, frame_hash_at);
 	if (err)
 		return err;
-	h = frame_hash(f);
-	for (j = h & (p->frame_idx.cap - 1); p->frame_idx.slots[j]; j = (j + 1) & (p->frame_idx.cap - 1)) {
-		const struct pf_frame *g = &p->frames[slot_pos(p->frame_idx.slots[j])];
+	for (j = frame_hash(f) & (p->frame_idx.cap - 1); p->frame_idx.slots[j];
+	     j = (j + 1) & (p->frame_idx.cap - 1)) {
+		const struct pf_frame *g = &p->frames[p->frame_idx.slots[j] - 1];
 
-		if (slot_may_be(p->frame_idx.slots[j], h) && g->name == f->name && g->module == f->module &&
-		    g->offset == f->offset && g->kind == f->kind) {
-			*id = slot_pos(p->frame_idx.slots[j]);
+		if (g->name == f->name && g->module == f->module && g->offset == f->offset &&
+		    g->kind == f->kind) {
+			*id = p->frame_idx.slots[j] - 1;
 			return 0;
 		}
 	}
@@ -289,7 +269,7 @@ int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id
 	if (err)
 		return err;
 	p->frames[p->nframes] = *f;
-	p->frame_idx.slots[j] = slot_of((uint32_t)p->nframes, h);
+	p->frame_idx.slots[j] = p->nframes + 1;
 	p->frame_idx.used++;
 	*id = p->nframes++;
 	return 0;
@@ -297,21 +277,13 @@ int profile__frame_add(struct profile *p, const struct pf_frame *f, uint32_t *id
 
 int profile__frame_rename(struct profile *p, uint32_t id, uint32_t name)
 {
-	size_t j;
-
 	if (id >= p->nframes || name >= p->nstr)
 		return -EINVAL;
 	/*
-	 * Its index slot stays where the old name hashed, with the new hash: a
-	 * lookup of either goes on past it; a rehash puts it by the new.
+	 * Its index slot stays where the old name hashed: a lookup of either
+	 * compares the frame and goes on past it; a rehash puts it by the new.
 	 */
-	for (j = frame_hash(&p->frames[id]) & (p->frame_idx.cap - 1); p->frame_idx.slots[j];
-	     j = (j + 1) & (p->frame_idx.cap - 1))
-		if (slot_pos(p->frame_idx.slots[j]) == id)
-			break;
 	p->frames[id].name = name;
-	if (p->frame_idx.slots[j])
-		p->frame_idx.slots[j] = slot_of(id, frame_hash(&p->frames[id]));
 	return 0;
 }
 
@@ -335,9 +307,10 @@ static uint64_t stack_hash(const uint32_t *f, uint32_t n)
 	return hashbytes__hash(n ? f : &none, (size_t)n * sizeof(*f));
 }
 
+/* Its slot's place in a table of 2^32 slots or fewer: 3 billion stacks would not fit in memory. */
 static uint64_t stack_hash_at(const struct profile *p, uint32_t i)
 {
-	return stack_hash(p->stack_data + p->stack_off[i], p->stack_off[i + 1] - p->stack_off[i]);
+	return p->stack_hashes[i];
 }
 
 int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, uint32_t *id)
@@ -353,11 +326,9 @@ int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, ui
 	if (err)
 		return err;
 	h = stack_hash(frames, n);
-	for (j = h & (p->stack_idx.cap - 1); p->stack_idx.slots[j]; j = (j + 1) & (p->stack_idx.cap - 1)) {
-		uint32_t i = slot_pos(p->stack_idx.slots[j]);
-
-		if (!slot_may_be(p->stack_idx.slots[j], h))
-			continue;
+	for (j = h & (p->stack_idx.cap - 1); p->stack_idx.slots[j];
+	     j = (j + 1) & (p->stack_idx.cap - 1)) {
+		uint32_t i = p->stack_idx.slots[j] - 1;
 		uint32_t m = p->stack_off[i + 1] - p->stack_off[i];
 
 		if (m == n && !memcmp(p->stack_data + p->stack_off[i], frames, n * sizeof(*frames))) {
@@ -371,13 +342,16 @@ int profile__stack_add(struct profile *p, const uint32_t *frames, uint32_t n, ui
 		   sizeof(*p->stack_data));
 	if (!err)
 		err = grow((void **)&p->stack_off, &p->stacks_cap, p->nstacks + 2, sizeof(*p->stack_off));
+	if (!err)
+		err = grow((void **)&p->stack_hashes, &p->stack_hashes_cap, p->nstacks + 1, sizeof(*p->stack_hashes));
 	if (err)
 		return err;
+	p->stack_hashes[p->nstacks] = (uint32_t)h;
 	if (n)
 		memcpy(p->stack_data + p->stack_data_len, frames, n * sizeof(*frames));
 	p->stack_data_len += n;
 	p->stack_off[p->nstacks + 1] = p->stack_data_len;
-	p->stack_idx.slots[j] = slot_of((uint32_t)p->nstacks, h);
+	p->stack_idx.slots[j] = p->nstacks + 1;
 	p->stack_idx.used++;
 	*id = p->nstacks++;
 	return 0;
@@ -419,7 +393,6 @@ static int same_labels(const struct pf_sample *a, const struct pf_sample *b)
 
 int profile__add(struct profile *p, const struct pf_sample *s)
 {
-	uint64_t h;
 	size_t j;
 	int err;
 
@@ -429,11 +402,11 @@ int profile__add(struct profile *p, const struct pf_sample *s)
 	err = index_reserve(&p->sample_idx, p, sample_hash_at);
 	if (err)
 		return err;
-	h = sample_hash(s);
-	for (j = h & (p->sample_idx.cap - 1); p->sample_idx.slots[j]; j = (j + 1) & (p->sample_idx.cap - 1)) {
-		struct pf_sample *t = &p->samples[slot_pos(p->sample_idx.slots[j])];
+	for (j = sample_hash(s) & (p->sample_idx.cap - 1); p->sample_idx.slots[j];
+	     j = (j + 1) & (p->sample_idx.cap - 1)) {
+		struct pf_sample *t = &p->samples[p->sample_idx.slots[j] - 1];
 
-		if (slot_may_be(p->sample_idx.slots[j], h) && same_labels(t, s)) {
+		if (same_labels(t, s)) {
 			t->value += s->value;
 			return 0;
 		}
@@ -444,7 +417,7 @@ int profile__add(struct profile *p, const struct pf_sample *s)
 	if (err)
 		return err;
 	p->samples[p->nsamples] = *s;
-	p->sample_idx.slots[j] = slot_of((uint32_t)p->nsamples, h);
+	p->sample_idx.slots[j] = p->nsamples + 1;
 	p->sample_idx.used++;
 	p->nsamples++;
 	return 0;
@@ -517,10 +490,11 @@ size_t profile__mem_bytes(const struct profile *p)
 {
 	return sizeof(*p) + p->arena_cap + p->str_cap * sizeof(*p->str_off) +
 	       p->frames_cap * sizeof(*p->frames) + p->stack_data_cap * sizeof(*p->stack_data) +
-	       p->stacks_cap * sizeof(*p->stack_off) + p->samples_cap * sizeof(*p->samples) +
+	       p->stacks_cap * sizeof(*p->stack_off) + p->stack_hashes_cap * sizeof(*p->stack_hashes) +
+	       p->samples_cap * sizeof(*p->samples) +
 	       p->counters_cap * sizeof(*p->counters) +
-	       (p->str_idx.cap + p->frame_idx.cap + p->stack_idx.cap + p->sample_idx.cap) * sizeof(uint64_t) +
-	       (p->mc.scap + p->mc.fcap + p->mc.kcap + p->mc.bufcap) * sizeof(uint32_t);
+	       (p->str_idx.cap + p->frame_idx.cap + p->stack_idx.cap + p->sample_idx.cap +
+		p->mc.scap + p->mc.fcap + p->mc.kcap + p->mc.bufcap) * sizeof(uint32_t);
 }
 
 void profile__sizes(const struct profile *p, struct pf_sizes *out)
@@ -546,6 +520,8 @@ int profile__reserve(struct profile *p, const struct pf_sizes *n)
 		err = index_presize(&p->frame_idx, p, frame_hash_at, n->frames);
 	if (!err && n->stacks > p->nstacks)
 		err = grow((void **)&p->stack_off, &p->stacks_cap, n->stacks + 1, sizeof(*p->stack_off));
+	if (!err && n->stacks > p->nstacks)
+		err = grow((void **)&p->stack_hashes, &p->stack_hashes_cap, n->stacks, sizeof(*p->stack_hashes));
 	if (!err && n->stacks > p->nstacks)
 		err = index_presize(&p->stack_idx, p, stack_hash_at, n->stacks);
 	/* One more: stack_add asks for room for the empty stack's terminator too. */
@@ -631,6 +607,7 @@ void profile__free(struct profile *p)
 	free(p->frame_idx.slots);
 	free(p->stack_data);
 	free(p->stack_off);
+	free(p->stack_hashes);
 	free(p->stack_idx.slots);
 	free(p->samples);
 	free(p->sample_idx.slots);
