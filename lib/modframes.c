@@ -404,39 +404,98 @@ static int small(uint64_t v, uint64_t total, uint32_t div)
 	return (unsigned __int128)v * div < total;
 }
 
-int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_t div, uint64_t *moved)
+/* modframes__fold_tail() in two steps: the sort and the tree, then the folded profile. */
+struct modtail {
+	const struct profile *src;
+	uint32_t div;
+	struct tail_ent *e;
+	size_t n;
+	struct tail_tree t;
+	uint64_t total[PF_KIND_MAX];
+};
+
+int modframes__tail_new(struct modtail **out)
+{
+	struct modtail *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	*out = t;
+	return 0;
+}
+
+static void tail_clear(struct modtail *t)
+{
+	free(t->e);
+	free(t->t.sum);
+	free(t->t.parent);
+	free(t->t.depth);
+	*t = (struct modtail){ 0 };
+}
+
+void modframes__tail_free(struct modtail *t)
+{
+	if (!t)
+		return;
+	tail_clear(t);
+	free(t);
+}
+
+int modframes__tail_plan(struct modtail *t, const struct profile *src, uint32_t div)
 {
 	size_t n = profile__nsamples(src);
-	struct fold_map m = { .src = src, .dst = dst, .nstr = profile__nstrs(src),
-			      .nframes = profile__nframes(src), .nstacks = profile__nstacks(src) };
-	struct tail_ent *e = calloc(n + 1, sizeof(*e));
-	struct tail_tree t = { 0 };
-	uint64_t total[PF_KIND_MAX] = { 0 };
-	uint32_t maxn = 0, marker = 0, f;
+	uint32_t maxn = 0;
+	struct tail_ent *e;
+	int err;
+
+	tail_clear(t);
+	if (!(e = t->e = calloc(n + 1, sizeof(*e))))
+		return -ENOMEM;
+	t->src = src;
+	t->div = div;
+	t->n = n;
+	for (size_t i = 0; i < n; i++) {
+		e[i].s = profile__sample(src, i);
+		e[i].fr = profile__stack(src, e[i].s->stack, &e[i].n);
+		tail_key(&e[i]);
+		if (e[i].s->kind >= PF_KIND_MAX) {
+			tail_clear(t);
+			return -EINVAL;
+		}
+		t->total[e[i].s->kind] += e[i].s->value;
+		if (e[i].n > maxn)
+			maxn = e[i].n;
+	}
+	qsort(e, n, sizeof(*e), cmp_tail);
+	if ((err = tail_tree_build(&t->t, e, n, maxn)))
+		tail_clear(t);
+	return err;
+}
+
+int modframes__tail_apply(struct modtail *mt, struct profile *dst, uint64_t *moved)
+{
+	const struct profile *src = mt->src;
+	size_t n = mt->n;
+	uint32_t div = mt->div;
+	struct fold_map m = { .src = src, .dst = dst };
+	struct tail_ent *e = mt->e;
+	struct tail_tree t = mt->t;
+	uint64_t *total = mt->total;
+	uint32_t marker = 0, f;
 	int err = -ENOMEM, have_marker = 0;
 
+	if (!src)
+		return -EINVAL;
+	m.nstr = profile__nstrs(src);
+	m.nframes = profile__nframes(src);
+	m.nstacks = profile__nstacks(src);
 	memset(moved, 0, PF_KIND_MAX * sizeof(*moved));
 	profile__reset(dst);
 	m.str = calloc(m.nstr + 1, sizeof(*m.str));
 	m.frame = calloc(m.nframes + 1, sizeof(*m.frame));
 	m.stack = calloc(m.nstacks + 1, sizeof(*m.stack));
 	m.folded = calloc(m.nframes + 1, sizeof(*m.folded));
-	if (!e || !m.str || !m.frame || !m.stack || !m.folded)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		e[i].s = profile__sample(src, i);
-		e[i].fr = profile__stack(src, e[i].s->stack, &e[i].n);
-		tail_key(&e[i]);
-		if (e[i].s->kind >= PF_KIND_MAX) {
-			err = -EINVAL;
-			goto out;
-		}
-		total[e[i].s->kind] += e[i].s->value;
-		if (e[i].n > maxn)
-			maxn = e[i].n;
-	}
-	qsort(e, n, sizeof(*e), cmp_tail);
-	if ((err = tail_tree_build(&t, e, n, maxn)))
+	if (!m.str || !m.frame || !m.stack || !m.folded)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct pf_sample d = *e[i].s;
@@ -493,15 +552,23 @@ int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_
 	}
 	err = copy_rest(&m, src, dst);
 out:
-	free(e);
-	free(t.sum);
-	free(t.parent);
-	free(t.depth);
+	tail_clear(mt);
 	free(m.str);
 	free(m.frame);
 	free(m.stack);
 	free(m.folded);
 	free(m.buf);
+	return err;
+}
+
+int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_t div, uint64_t *moved)
+{
+	struct modtail t = { 0 };
+	int err = modframes__tail_plan(&t, src, div);
+
+	if (!err)
+		err = modframes__tail_apply(&t, dst, moved);
+	tail_clear(&t);
 	return err;
 }
 

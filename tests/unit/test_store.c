@@ -690,11 +690,15 @@ static int open_roller(const char *dir, struct store **s, void (*cp)(void *, int
 	return store__open(&o, s);
 }
 
-/* Compacts until nothing is due (a call does part of one segment at most); returns the rollups done. */
+/*
+ * Compacts until nothing is due (a call does part of one segment at most:
+ * a named window takes a read, two fold and a write step); returns the
+ * rollups done.
+ */
 static int compact_all(struct store *s, int64_t now)
 {
 	struct store_stats st;
-	for (int i = 0; i < 60; i++)
+	for (int i = 0; i < 200; i++)
 		if (store__compact(s, now))
 			return -1;
 	store__stats(s, &st);
