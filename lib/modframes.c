@@ -149,6 +149,20 @@ static int copy_rest(struct fold_map *m, const struct profile *src, struct profi
 	return map_str(m, sm->event, &dm->event);
 }
 
+/* src's samples folded into dst, whose samples (not tables) were reset: m maps all of src's ids. */
+static int fold_samples(struct fold_map *m, const struct profile *src, struct profile *dst)
+{
+	int err;
+
+	for (size_t i = 0; i < profile__nsamples(src); i++) {
+		struct pf_sample d = *profile__sample(src, i);
+
+		if ((err = map_stack(m, d.stack, &d.stack)) || (err = add_mapped(m, dst, &d)))
+			return err;
+	}
+	return copy_rest(m, src, dst);
+}
+
 int modframes__fold(struct profile *dst, const struct profile *src)
 {
 	struct fold_map m = { .src = src, .dst = dst, .nstr = profile__nstrs(src),
@@ -162,13 +176,7 @@ int modframes__fold(struct profile *dst, const struct profile *src)
 	m.folded = calloc(m.nframes + 1, sizeof(*m.folded));
 	if (!m.str || !m.frame || !m.stack || !m.folded)
 		goto out;
-	for (size_t i = 0; i < profile__nsamples(src); i++) {
-		struct pf_sample d = *profile__sample(src, i);
-
-		if ((err = map_stack(&m, d.stack, &d.stack)) || (err = add_mapped(&m, dst, &d)))
-			goto out;
-	}
-	err = copy_rest(&m, src, dst);
+	err = fold_samples(&m, src, dst);
 out:
 	free(m.str);
 	free(m.frame);
@@ -176,6 +184,102 @@ out:
 	free(m.folded);
 	free(m.buf);
 	return err;
+}
+
+/*
+ * The maps and the folded profile of the last source, kept while its ids
+ * mean the same (its generation): a chain's records decoded in turn into
+ * one profile only add to its tables, so each stack is folded once a
+ * chain, not once a window (most of a 64-CPU window's read step).
+ */
+struct modfold {
+	struct fold_map m;
+	uint64_t gen;         /* of m.src; 0: nothing mapped */
+	size_t strcap, framecap, foldedcap, stackcap;
+};
+
+int modframes__fold_new(struct modfold **out)
+{
+	struct modfold *f = calloc(1, sizeof(*f));
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	if ((err = profile__new(&f->m.dst))) {
+		free(f);
+		return err;
+	}
+	*out = f;
+	return 0;
+}
+
+void modframes__fold_free(struct modfold *f)
+{
+	if (!f)
+		return;
+	profile__free(f->m.dst);
+	free(f->m.str);
+	free(f->m.frame);
+	free(f->m.stack);
+	free(f->m.folded);
+	free(f->m.buf);
+	free(f);
+}
+
+/* *a (elements of sz bytes, used of them set) holds n, the ones past used zeroed. */
+static int grow_zeroed(void *a, size_t *cap, size_t used, size_t n, size_t sz)
+{
+	void **pa = a;
+
+	if (n > *cap) {
+		size_t ncap = *cap ? *cap : 1024;
+		void *na;
+
+		while (ncap < n)
+			ncap *= 2;
+		if (!(na = realloc(*pa, ncap * sz)))
+			return -ENOMEM;
+		*pa = na;
+		*cap = ncap;
+	}
+	if (n > used)
+		memset((char *)*pa + used * sz, 0, (n - used) * sz);
+	return 0;
+}
+
+int modframes__fold_next(struct modfold *f, const struct profile *src, const struct profile **out)
+{
+	struct fold_map *m = &f->m;
+	size_t ns = profile__nstrs(src), nf = profile__nframes(src), nk = profile__nstacks(src);
+	int err;
+
+	if (f->gen != profile__gen(src) || m->src != src || ns < m->nstr || nf < m->nframes || nk < m->nstacks) {
+		struct pf_sizes sz;
+
+		profile__reset(m->dst);
+		m->src = src;
+		m->nstr = m->nframes = m->nstacks = 0;
+		/* A chain's key record: all its tables at once, not grown and rehashed step by step. */
+		profile__sizes(src, &sz);
+		if ((err = profile__reserve(m->dst, &sz)))
+			return err;
+	} else {
+		profile__reset_samples(m->dst);
+	}
+	f->gen = 0; /* until the maps and dst agree again */
+	if ((err = grow_zeroed(&m->str, &f->strcap, m->nstr, ns + 1, sizeof(*m->str))) ||
+	    (err = grow_zeroed(&m->frame, &f->framecap, m->nframes, nf + 1, sizeof(*m->frame))) ||
+	    (err = grow_zeroed(&m->folded, &f->foldedcap, m->nframes, nf + 1, sizeof(*m->folded))) ||
+	    (err = grow_zeroed(&m->stack, &f->stackcap, m->nstacks, nk + 1, sizeof(*m->stack))))
+		return err;
+	m->nstr = ns;
+	m->nframes = nf;
+	m->nstacks = nk;
+	if ((err = fold_samples(m, src, m->dst)))
+		return err;
+	f->gen = profile__gen(src);
+	*out = m->dst;
+	return 0;
 }
 
 /* A frame modframes__fold() made: a bracketed name at offset 0. */
@@ -197,38 +301,41 @@ int modframes__has(const struct profile *p)
 
 /* What modframes__fold_tail() sorts and walks: one entry of src. */
 struct tail_ent {
+	/*
+	 * Its group's fields (kind, comm, thread, cgroup, pid, tid), then its
+	 * stack's first four frames (0 past its end), packed in the order
+	 * they sort: the sort (most of a 10-minute window's fold, 48,000
+	 * entries on a 64-CPU host) compares them without a look at the sample
+	 * or the stack, and most entries differ by then.
+	 */
+	uint64_t key[5];
 	const struct pf_sample *s;
 	const uint32_t *fr;
 	uint32_t n;
 	uint32_t node; /* its stack's node in the call tree of its group */
 };
 
-static int cmp_group(const struct pf_sample *a, const struct pf_sample *b)
+static void tail_key(struct tail_ent *e)
 {
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	if (a->comm != b->comm)
-		return a->comm < b->comm ? -1 : 1;
-	if (a->thread != b->thread)
-		return a->thread < b->thread ? -1 : 1;
-	if (a->cgroup != b->cgroup)
-		return a->cgroup < b->cgroup ? -1 : 1;
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	if (a->tid != b->tid)
-		return a->tid < b->tid ? -1 : 1;
-	return 0;
+	const struct pf_sample *s = e->s;
+
+	e->key[0] = (uint64_t)s->kind << 32 | s->comm;
+	e->key[1] = (uint64_t)s->thread << 32 | s->cgroup;
+	e->key[2] = (uint64_t)s->pid << 32 | s->tid;
+	/* A stack that ends first has a 0 where the other has a frame: not after it. */
+	for (uint32_t k = 0; k < 4; k += 2)
+		e->key[3 + k / 2] = (uint64_t)(k < e->n ? e->fr[k] : 0) << 32 | (k + 1 < e->n ? e->fr[k + 1] : 0);
 }
 
 /* Group, then stack root first: the entries under one call path are next to each other. */
 static int cmp_tail(const void *pa, const void *pb)
 {
 	const struct tail_ent *a = pa, *b = pb;
-	int c = cmp_group(a->s, b->s);
 	uint32_t k;
 
-	if (c)
-		return c;
+	for (k = 0; k < 5; k++)
+		if (a->key[k] != b->key[k])
+			return a->key[k] < b->key[k] ? -1 : 1;
 	for (k = 0; k < a->n && k < b->n; k++)
 		if (a->fr[k] != b->fr[k])
 			return a->fr[k] < b->fr[k] ? -1 : 1;
@@ -276,7 +383,7 @@ static int tail_tree_build(struct tail_tree *t, struct tail_ent *e, size_t n, ui
 	if (!path)
 		return err;
 	for (size_t i = 0; i < n; i++) {
-		if (!i || cmp_group(e[i - 1].s, e[i].s)) {
+		if (!i || memcmp(e[i - 1].key, e[i].key, 3 * sizeof(e[i].key[0]))) {
 			if ((err = tree_node(t, UINT32_MAX, 0, &path[0])))
 				goto out;
 			l = 0;
@@ -302,38 +409,98 @@ static int small(uint64_t v, uint64_t total, uint32_t div)
 	return (unsigned __int128)v * div < total;
 }
 
-int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_t div, uint64_t *moved)
+/* modframes__fold_tail() in two steps: the sort and the tree, then the folded profile. */
+struct modtail {
+	const struct profile *src;
+	uint32_t div;
+	struct tail_ent *e;
+	size_t n;
+	struct tail_tree t;
+	uint64_t total[PF_KIND_MAX];
+};
+
+int modframes__tail_new(struct modtail **out)
+{
+	struct modtail *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	*out = t;
+	return 0;
+}
+
+static void tail_clear(struct modtail *t)
+{
+	free(t->e);
+	free(t->t.sum);
+	free(t->t.parent);
+	free(t->t.depth);
+	*t = (struct modtail){ 0 };
+}
+
+void modframes__tail_free(struct modtail *t)
+{
+	if (!t)
+		return;
+	tail_clear(t);
+	free(t);
+}
+
+int modframes__tail_plan(struct modtail *t, const struct profile *src, uint32_t div)
 {
 	size_t n = profile__nsamples(src);
-	struct fold_map m = { .src = src, .dst = dst, .nstr = profile__nstrs(src),
-			      .nframes = profile__nframes(src), .nstacks = profile__nstacks(src) };
-	struct tail_ent *e = calloc(n + 1, sizeof(*e));
-	struct tail_tree t = { 0 };
-	uint64_t total[PF_KIND_MAX] = { 0 };
-	uint32_t maxn = 0, marker = 0, f;
+	uint32_t maxn = 0;
+	struct tail_ent *e;
+	int err;
+
+	tail_clear(t);
+	if (!(e = t->e = calloc(n + 1, sizeof(*e))))
+		return -ENOMEM;
+	t->src = src;
+	t->div = div;
+	t->n = n;
+	for (size_t i = 0; i < n; i++) {
+		e[i].s = profile__sample(src, i);
+		e[i].fr = profile__stack(src, e[i].s->stack, &e[i].n);
+		tail_key(&e[i]);
+		if (e[i].s->kind >= PF_KIND_MAX) {
+			tail_clear(t);
+			return -EINVAL;
+		}
+		t->total[e[i].s->kind] += e[i].s->value;
+		if (e[i].n > maxn)
+			maxn = e[i].n;
+	}
+	qsort(e, n, sizeof(*e), cmp_tail);
+	if ((err = tail_tree_build(&t->t, e, n, maxn)))
+		tail_clear(t);
+	return err;
+}
+
+int modframes__tail_apply(struct modtail *mt, struct profile *dst, uint64_t *moved)
+{
+	const struct profile *src = mt->src;
+	size_t n = mt->n;
+	uint32_t div = mt->div;
+	struct fold_map m = { .src = src, .dst = dst };
+	struct tail_ent *e = mt->e;
+	struct tail_tree t = mt->t;
+	uint64_t *total = mt->total;
+	uint32_t marker = 0, f;
 	int err = -ENOMEM, have_marker = 0;
 
+	if (!src)
+		return -EINVAL;
+	m.nstr = profile__nstrs(src);
+	m.nframes = profile__nframes(src);
+	m.nstacks = profile__nstacks(src);
 	memset(moved, 0, PF_KIND_MAX * sizeof(*moved));
 	profile__reset(dst);
 	m.str = calloc(m.nstr + 1, sizeof(*m.str));
 	m.frame = calloc(m.nframes + 1, sizeof(*m.frame));
 	m.stack = calloc(m.nstacks + 1, sizeof(*m.stack));
 	m.folded = calloc(m.nframes + 1, sizeof(*m.folded));
-	if (!e || !m.str || !m.frame || !m.stack || !m.folded)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		e[i].s = profile__sample(src, i);
-		e[i].fr = profile__stack(src, e[i].s->stack, &e[i].n);
-		if (e[i].s->kind >= PF_KIND_MAX) {
-			err = -EINVAL;
-			goto out;
-		}
-		total[e[i].s->kind] += e[i].s->value;
-		if (e[i].n > maxn)
-			maxn = e[i].n;
-	}
-	qsort(e, n, sizeof(*e), cmp_tail);
-	if ((err = tail_tree_build(&t, e, n, maxn)))
+	if (!m.str || !m.frame || !m.stack || !m.folded)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct pf_sample d = *e[i].s;
@@ -390,15 +557,23 @@ int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_
 	}
 	err = copy_rest(&m, src, dst);
 out:
-	free(e);
-	free(t.sum);
-	free(t.parent);
-	free(t.depth);
+	tail_clear(mt);
 	free(m.str);
 	free(m.frame);
 	free(m.stack);
 	free(m.folded);
 	free(m.buf);
+	return err;
+}
+
+int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_t div, uint64_t *moved)
+{
+	struct modtail t = { 0 };
+	int err = modframes__tail_plan(&t, src, div);
+
+	if (!err)
+		err = modframes__tail_apply(&t, dst, moved);
+	tail_clear(&t);
 	return err;
 }
 

@@ -15,6 +15,17 @@ struct profile;
  * module still says where the time went. Folding twice changes nothing.
  */
 int modframes__fold(struct profile *dst, const struct profile *src);
+/*
+ * modframes__fold() window after window: *out is src folded, owned by f
+ * until its next call. While src is the same profile with the same ids
+ * (only grown: the records of a chain decoded in turn), what was folded
+ * before is not folded again, and *out keeps its ids, so that a merge
+ * from it maps only what is new (profile__merge_flags()).
+ */
+struct modfold;
+int modframes__fold_new(struct modfold **out);
+void modframes__fold_free(struct modfold *f);
+int modframes__fold_next(struct modfold *f, const struct profile *src, const struct profile **out);
 /* The frame that stands for the folded calls of modframes__fold_tail(). */
 #define MODFRAMES_FOLDED "[folded]"
 /*
@@ -29,6 +40,17 @@ int modframes__fold(struct profile *dst, const struct profile *src);
  * (modframes__fold() first): an unnamed one becomes its module's.
  */
 int modframes__fold_tail(struct profile *dst, const struct profile *src, uint32_t div, uint64_t *moved);
+/*
+ * The same in two steps, each about half the work (a 10-minute window of
+ * a 64-CPU host is 60-75 ms in one): tail_plan() sorts src's entries and
+ * builds their call tree, tail_apply() writes dst from them; src must not
+ * change in between.
+ */
+struct modtail;
+int modframes__tail_new(struct modtail **out);
+void modframes__tail_free(struct modtail *t);
+int modframes__tail_plan(struct modtail *t, const struct profile *src, uint32_t div);
+int modframes__tail_apply(struct modtail *t, struct profile *dst, uint64_t *moved);
 /* Whether p holds a frame modframes__fold() made. */
 int modframes__has(const struct profile *p);
 

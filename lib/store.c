@@ -169,7 +169,11 @@ struct store {
 	struct roll *roll;     /* the rollup (or summary) in progress, if any */
 	struct profile *wprof; /* a summary's whole segment so far, by name */
 	struct profile *pprof; /* the same by function only: pids kept */
-	struct profile *fprof; /* a named rollup's window, unnamed frames folded into modules */
+	struct profile *fprof; /* a named rollup's merged window, its small entries folded */
+	struct modfold *mfold; /* a named rollup's window read, unnamed frames folded into modules */
+	struct modtail *mtail; /* a named rollup's merged window, its fold half done */
+	/* What a rollup's or summary's record cost per raw byte, read in all and merged (rollups). */
+	double read_rate[2], merge_rate;
 	struct modcalls *calls; /* o.calls_by_function, o.runq_entry_frame: functions met, the window as written */
 	int64_t summed_upto;   /* every sealed segment starting at or before this has its summary or failed */
 	int64_t dayed_upto;    /* every day starting at or before this has its day summary */
@@ -507,13 +511,23 @@ struct scan {
 	int (*stop_before)(struct store *s, const struct rec_hdr *h, void *arg);
 	uint64_t start_off; /* where to start (a record boundary) */
 	int64_t budget;     /* > 0: pause once this many flushed windows were handed to fn */
-	int64_t cpu_until;  /* > 0: or once the thread's CPU clock passes this */
+	/*
+	 * > 0: or before a record (not the first) that would take the thread's
+	 * CPU clock past this, at *ns_per_byte of its raw length: what the
+	 * records before cost, the highest lately (updated here).
+	 */
+	int64_t cpu_until;
+	double *ns_per_byte;
 	int paused;         /* out: stopped for the budget; next_off is where to go on */
 	uint64_t next_off;  /* out */
 	uint64_t good_end;  /* out: end of the last good record */
 	int64_t max_end;    /* out: largest effective end of a good record */
 	uint64_t nrecords;  /* out */
+	uint64_t nfn;       /* out: records handed to fn */
 };
+
+/* Records shorter than this cost more per byte than the scan's rate tells: they do not set it. */
+#define RATE_MIN_RAW 4096
 
 /*
  * After damage at off: finds the next offset holding a valid record header,
@@ -570,6 +584,7 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 	sc->good_end = 0;
 	sc->max_end = INT64_MIN;
 	sc->nrecords = 0;
+	sc->nfn = 0;
 	while (off < size) {
 		uint8_t b[REC_HDR];
 		struct rec_hdr h;
@@ -634,22 +649,32 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 			sc->paused = 1;
 			break;
 		}
-		int64_t t0 = sc->cpu_until > 0 ? clock__ns(CLOCK_THREAD_CPUTIME_ID) : 0, t1 = 0;
-		if (sc->fn && overlaps(h.start_ns, h.end_ns, sc->since, sc->until))
+		/*
+		 * A record's cost is about proportional to its raw length (a chain's
+		 * key record, all its tables, costs five of the records after it):
+		 * known before it is started, unlike the time the one before took.
+		 */
+		int64_t t0 = sc->cpu_until > 0 ? clock__ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+		if (sc->cpu_until > 0 && sc->nfn && t0 + (double)h.raw_len * *sc->ns_per_byte >= (double)sc->cpu_until) {
+			sc->paused = 1;
+			break;
+		}
+		int called = sc->fn && overlaps(h.start_ns, h.end_ns, sc->since, sc->until);
+		if (called) {
 			err = sc->fn(s, g, fd, off, &h, sc->arg);
-		else if (sc->skip)
+			sc->nfn++;
+		} else if (sc->skip) {
 			err = sc->skip(s, &h, off, sc->arg);
+		}
 		if (err)
 			goto out;
 		off = end;
-		/*
-		 * The next record costs about what this one did: stop before it would
-		 * take the step past its CPU budget (a 64-CPU window takes 20 ms).
-		 */
-		if (sc->cpu_until > 0)
-			t1 = clock__ns(CLOCK_THREAD_CPUTIME_ID);
-		if ((sc->budget > 0 && (sc->budget -= h.windows) <= 0) ||
-		    (sc->cpu_until > 0 && t1 + (t1 - t0) >= sc->cpu_until)) {
+		if (called && sc->cpu_until > 0 && h.raw_len >= RATE_MIN_RAW) {
+			double r = (double)(clock__ns(CLOCK_THREAD_CPUTIME_ID) - t0) / h.raw_len;
+			/* Up at once, down slowly: one cheap record does not let a costly one in. */
+			*sc->ns_per_byte = r > *sc->ns_per_byte ? r : (3 * *sc->ns_per_byte + r) / 4;
+		}
+		if (sc->budget > 0 && (sc->budget -= h.windows) <= 0) {
 			sc->paused = off < size;
 			break;
 		}
@@ -992,6 +1017,8 @@ void store__close(struct store *s)
 	profile__free(s->wprof);
 	profile__free(s->pprof);
 	profile__free(s->fprof);
+	modframes__fold_free(s->mfold);
+	modframes__tail_free(s->mtail);
 	modframes__calls_free(s->calls);
 	free(s->zbuf);
 	free(s->rbuf);
@@ -1436,6 +1463,7 @@ struct query {
 	struct rec_ref *pend;
 	size_t npend, pend_cap;
 	int broken; /* a record of the current chain could not be decoded */
+	struct rec_ref cur; /* the record handed to window */
 };
 
 static void fill_info(const struct seg *g, uint64_t off, const struct rec_hdr *h, struct store_window_info *w)
@@ -1625,6 +1653,7 @@ static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
 	if (err || q->into)
 		return err;
 	fill_info(g, off, h, &w);
+	q->cur = cur;
 	return q->stop = q->window(&w, s->prof, q->arg);
 bad:
 	warnf(s, "%s/%s: offset %llu: %s, record skipped", s->dir, g->name, (unsigned long long)off, why);
@@ -2354,6 +2383,12 @@ void store__stats(const struct store *s, struct store_stats *out)
 #define SUM_BUDGET       20
 #define COMPACT_CPU_NS   (50ll * 1000000)
 /*
+ * A rollup's merge of a record, ns per raw byte, until one was timed: a
+ * 64-CPU window's key record took 75, a 1-minute named one 130 on a 2-CPU
+ * VM (docs/BENCHMARKS.md, "Storage"). Too high costs a call, not a stall.
+ */
+#define DEF_MERGE_RATE   100.0
+/*
  * Raw bytes of a rollup's or day's record compressed at a time, flushed as
  * blocks of their own: at level 19 about 10 ms of CPU on a 2-CPU VM, so
  * that a call stops near its bound whatever the record's size.
@@ -2382,6 +2417,7 @@ struct roll {
 	int flush_due;           /* the next record starts another window: write this one first */
 	int pressure;            /* rollup: ahead of its age, the store past its pressure threshold */
 	int folded;              /* named: the window to write is folded into fprof already */
+	int planned;             /* named: its fold's first step is done (s->mtail) */
 	size_t tier;
 	char tmp[NAME_MAX_LEN];
 	int in, out;
@@ -2402,6 +2438,16 @@ struct roll {
 	int wbusy;
 	uint8_t *zbuf;           /* its compressed bytes: appends between calls use s->zbuf */
 	size_t zcap;
+	/*
+	 * Rollup: the record read last is decoded in s->prof, to be merged in
+	 * the next call (its generation and sizes tell whether s->prof still
+	 * holds it), or merged now, not left for the next call.
+	 */
+	int merge_due, merge_now;
+	struct rec_ref mref;
+	uint32_t mwindows;
+	uint64_t mgen;
+	size_t mstacks, msamples;
 };
 
 /*
@@ -2467,8 +2513,10 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 
 /*
  * A named window's small entries folded into their callers: a sort and a
- * walk of its call tree, about what encoding costs, so a step of its own.
- * Its module frames were made as each window was read.
+ * walk of its call tree, about what encoding costs, so two steps of their
+ * own (the sort and the tree, then the walk; a 10-minute window of a
+ * 64-CPU host is 60-75 ms in one). Its module frames were made as each
+ * window was merged.
  */
 static int roll_fold(struct store *s, struct roll *r)
 {
@@ -2480,10 +2528,16 @@ static int roll_fold(struct store *s, struct roll *r)
 	if (s->o.fold_share < 0) {
 		profile__reset(s->fprof);
 		err = profile__merge(s->fprof, s->rprof, NULL, NULL);
+	} else if (!r->planned) {
+		if ((!s->mtail && (err = modframes__tail_new(&s->mtail))) ||
+		    (err = modframes__tail_plan(s->mtail, s->rprof,
+						s->o.fold_share ? (uint32_t)s->o.fold_share : DEF_FOLD_SHARE)))
+			return err;
+		r->planned = 1;
+		return 0;
 	} else {
-		err = modframes__fold_tail(s->fprof, s->rprof,
-					   s->o.fold_share ? (uint32_t)s->o.fold_share : DEF_FOLD_SHARE,
-					   moved);
+		r->planned = 0;
+		err = modframes__tail_apply(s->mtail, s->fprof, moved);
 	}
 	if (err)
 		return err;
@@ -2502,8 +2556,9 @@ static int roll_flush(struct store *s, struct roll *r)
 	if (!r->windows)
 		return 0;
 	if (!r->sum && r->named) {
-		if (!r->folded && (err = roll_fold(s, r)))
-			return err;
+		while (!r->folded) /* its two steps in one call, where a caller did not give them theirs */
+			if ((err = roll_fold(s, r)))
+				return err;
 		err = roll_write(s, r, s->fprof, (uint8_t)(r->tier + 1), r->windows,
 				 REC_FLAG_NAMED);
 		if (err)
@@ -2518,6 +2573,33 @@ static int roll_flush(struct store *s, struct roll *r)
 		return err;
 	r->windows = 0;
 	profile__reset(s->rprof);
+	return 0;
+}
+
+/* A record decoded into p merged into the rollup's window: the part of a read step after decoding. */
+static int roll_merge(struct store *s, struct roll *r, const struct profile *p, uint32_t windows, uint32_t raw_len)
+{
+	int64_t t0 = clock__ns(CLOCK_THREAD_CPUTIME_ID);
+	int err;
+
+	/*
+	 * A rollup keeps every pc, thread and pid, only time is coarser, unless
+	 * its tier is old enough to keep what summaries keep.
+	 */
+	if (!r->sum && r->named) {
+		/* Module frames window by window: no read or fold step holds a whole merged window. */
+		if ((!s->mfold && (err = modframes__fold_new(&s->mfold))) || (err = modframes__fold_next(s->mfold, p, &p)))
+			return r->err = err;
+	}
+	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum || r->named ? SUM_MERGE : 0)))
+		return r->err = err;
+	r->windows += windows;
+	r->nin++;
+	if (!r->sum && raw_len >= RATE_MIN_RAW) {
+		double rate = (double)(clock__ns(CLOCK_THREAD_CPUTIME_ID) - t0) / raw_len;
+
+		s->merge_rate = rate > s->merge_rate ? rate : (3 * s->merge_rate + rate) / 4;
+	}
 	return 0;
 }
 
@@ -2549,20 +2631,20 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 	}
 	r->bucket_id = id;
 	/*
-	 * A rollup keeps every pc, thread and pid, only time is coarser, unless
-	 * its tier is old enough to keep what summaries keep.
+	 * A 64-CPU window's merge costs as much as its read, or twice: when
+	 * it would take this call past its bound, it is the next call's step.
 	 */
-	if (!r->sum && r->named) {
-		/* Module frames window by window: no read or fold step holds a whole merged window. */
-		if ((!s->fprof && (err = profile__new(&s->fprof))) || (err = modframes__fold(s->fprof, p)))
-			return r->err = err;
-		p = s->fprof;
+	if (!r->sum && !r->merge_now && r->cpu_until > 0 &&
+	    clock__ns(CLOCK_THREAD_CPUTIME_ID) + (double)r->q.cur.h.raw_len * s->merge_rate >= (double)r->cpu_until) {
+		r->merge_due = 1;
+		r->mref = r->q.cur;
+		r->mwindows = w->windows ? w->windows : 1;
+		r->mgen = profile__gen(p);
+		r->mstacks = profile__nstacks(p);
+		r->msamples = profile__nsamples(p);
+		return 0;
 	}
-	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum || r->named ? SUM_MERGE : 0)))
-		return r->err = err;
-	r->windows += w->windows ? w->windows : 1;
-	r->nin++;
-	return 0;
+	return roll_merge(s, r, p, w->windows ? w->windows : 1, r->q.cur.h.raw_len);
 }
 
 /*
@@ -2573,6 +2655,8 @@ static int roll_stop_before(struct store *s, const struct rec_hdr *h, void *arg)
 {
 	struct roll *r = s->roll;
 
+	if (r->merge_due)
+		return 1;
 	if (r->day || (r->sum && r->phase != SUM_READ_BUCKETS) || !r->windows ||
 	    floor_div(h->start_ns, r->sum ? SUM_BUCKET_NS : s->tiers[r->tier].window_ns) == r->bucket_id)
 		return 0;
@@ -2639,6 +2723,10 @@ static void roll_end(struct store *s)
 	profile__free(s->wprof);
 	profile__free(s->pprof);
 	s->wprof = s->pprof = NULL;
+	/*
+	 * s->mfold is kept, as s->prof is: its tables' room grown again in the
+	 * next rollup was a 20 ms step on a 4-CPU day (fresh pages' faults).
+	 */
 }
 
 static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum, int named)
@@ -2664,6 +2752,8 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 	r->q.window = roll_window;
 	r->q.arg = s;
 	profile__reset(s->rprof);
+	if (!s->merge_rate)
+		s->merge_rate = DEF_MERGE_RATE;
 	snprintf(r->tmp, sizeof(r->tmp), ROLL_TMP_PREFIX "%019lld%s.tmp", (long long)g->start, sum ? "-sum" : "");
 	(void)unlinkat(s->dfd, r->tmp, 0);
 	r->in = open_seg(s, g->name, O_RDONLY, &r->in_size);
@@ -2734,10 +2824,23 @@ static int roll_continue(struct store *s)
 		.budget = s->o.compact_windows ? s->o.compact_windows : r->sum ? SUM_BUDGET : ROLL_BUDGET,
 		/* A loaded host makes each window slower: the CPU spent bounds the step too. */
 		.cpu_until = r->cpu_until = compact_until(s),
+		.ns_per_byte = &s->read_rate[!!r->sum],
 	};
 	uint64_t nin = r->nin;
 	int err = 0;
 
+	if (r->merge_due) {
+		r->merge_due = 0;
+		if (profile__gen(s->prof) == r->mgen && profile__nstacks(s->prof) == r->mstacks &&
+		    profile__nsamples(s->prof) == r->msamples)
+			return roll_merge(s, r, s->prof, r->mwindows, r->mref.h.raw_len);
+		/* s->prof was decoded into since (a query): the record is read again, its chain noted once. */
+		r->q.npend--;
+		r->merge_now = 1;
+		err = on_window(s, &r->g, r->in, r->mref.off, &r->mref.h, &r->q);
+		r->merge_now = 0;
+		return err ? err : r->err;
+	}
 	if (r->flush_due) {
 		if (!r->sum && r->named && !r->folded)
 			return roll_fold(s, r);
@@ -2755,11 +2858,11 @@ static int roll_continue(struct store *s)
 		if (err)
 			return err;
 		r->in_off = sc.next_off;
-		if (sc.paused)
+		if (sc.paused || r->merge_due)
 			return 0;
 	}
-	/* The segment's last merged window too is written in a call of its own. */
-	if (!r->sum && r->windows && r->nin != nin) {
+	/* The segment's last merged window too is written in a call of its own, and folded in one. */
+	if (!r->sum && r->windows && (r->nin != nin || (r->named && !r->folded))) {
 		r->flush_due = 1;
 		return 0;
 	}

@@ -1243,9 +1243,11 @@ static int steps_only(const char *dir)
 	struct store_opts o = { .dir = dir, .writer = 1 };
 	struct store_stats a, b;
 	double worst[4] = { 0 }, total[4] = { 0 };
-	unsigned long calls[4] = { 0 };
+	unsigned long calls[4] = { 0 }, over[3] = { 0 };
 	static const char *const kind[4] = { "rollup", "summary", "day", "no file finished" };
-	int idle = 0;
+	static const double limit[3] = { 50e-3, 70e-3, 100e-3 };
+	/* STEPS_TRACE set: each call's CPU on stderr, to line up with an instrumented build's. */
+	int idle = 0, trace = getenv("STEPS_TRACE") != NULL;
 
 	if (store__open(&o, &s))
 		return 1;
@@ -1255,6 +1257,10 @@ static int steps_only(const char *dir)
 		if (store__compact(s, INT64_MAX / 4))
 			return 1;
 		double c = now(CLOCK_THREAD_CPUTIME_ID) - c0;
+		if (trace)
+			fprintf(stderr, "CALL %.2f ms\n", c * 1e3);
+		for (int l = 0; l < 3; l++)
+			over[l] += c > limit[l];
 		store__stats(s, &b);
 		int k = b.rollups > a.rollups ? 0 : b.summaries_built > a.summaries_built ? 1 :
 			b.days_built > a.days_built ? 2 : 3;
@@ -1268,6 +1274,7 @@ static int steps_only(const char *dir)
 	for (int k = 0; k < 4; k++)
 		printf("%-19s %6lu calls, %8.1f ms CPU in all, longest call %6.1f ms\n", kind[k], calls[k],
 		       total[k] * 1e3, worst[k] * 1e3);
+	printf("calls over 50 / 70 / 100 ms CPU: %lu / %lu / %lu\n", over[0], over[1], over[2]);
 	store__close(s);
 	return 0;
 }

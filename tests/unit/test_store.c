@@ -690,11 +690,15 @@ static int open_roller(const char *dir, struct store **s, void (*cp)(void *, int
 	return store__open(&o, s);
 }
 
-/* Compacts until nothing is due (a call does part of one segment at most); returns the rollups done. */
+/*
+ * Compacts until nothing is due (a call does part of one segment at most:
+ * a named window takes a read, two fold and a write step); returns the
+ * rollups done.
+ */
 static int compact_all(struct store *s, int64_t now)
 {
 	struct store_stats st;
-	for (int i = 0; i < 60; i++)
+	for (int i = 0; i < 200; i++)
 		if (store__compact(s, now))
 			return -1;
 	store__stats(s, &st);
@@ -1006,23 +1010,35 @@ static uint8_t *file_bytes(const char *dir, const char *prefix, size_t *len)
 	return b;
 }
 
+/* A query's window, counted: what it decodes matters, not what it holds. */
+static int count_read(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
 /*
  * A rolled-up window's record is compressed in pieces over as many calls
- * as the CPU bound takes: the segment written is the same, byte for byte,
- * whether each call compresses one piece or every piece, and reads back
- * the windows that went in.
+ * as the CPU bound takes, and a record read is merged in the call after
+ * the one that decoded it when the bound comes first: the segment written
+ * is the same, byte for byte, whether each call does one such step or all
+ * of them, also with a query on the same store between calls (it decodes
+ * into the profile a merge left for the next call was to use), and reads
+ * back the windows that went in.
  */
 static void test_rollup_pieces(const char *base)
 {
-	char one[256], many[256];
+	char one[256], many[256], again[256];
 	struct store *s;
 	struct store_opts o = roll_opts;
 	const int64_t now = T0 + RW * 10 * SEC;
 
 	snprintf(one, sizeof(one), "%s/pieces-one", base);
 	snprintf(many, sizeof(many), "%s/pieces-many", base);
+	snprintf(again, sizeof(again), "%s/pieces-again", base);
 	write_made(one, make_wide_window);
 	write_made(many, make_wide_window);
+	write_made(again, make_wide_window);
 	CHECK_EQ_INT(open_store(one, 0, &s, NULL), 0);
 	char *before = range_text(s, INT64_MIN, INT64_MAX, 2, NULL);
 	store__close(s);
@@ -1044,6 +1060,19 @@ static void test_rollup_pieces(const char *base)
 	CHECK_EQ_INT(store__open(&o, &s), 0);
 	int calls_many = compact_until_rolled(s, now, 3, 20000);
 	store__close(s);
+	/* A bound of 1 ns and the store's first window read after every call. */
+	o.dir = again;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	struct store_stats st;
+	int calls_again = 0, nread = 0;
+	do {
+		CHECK_EQ_INT(store__compact(s, now), 0);
+		CHECK_EQ_INT(store__read(s, T0, T0 + 10 * SEC, count_read, &nread), 0);
+		store__stats(s, &st);
+	} while (++calls_again < 20000 && st.rollups < 3);
+	store__close(s);
+	CHECK_EQ_INT(st.rollups, 3);
+	CHECK_EQ_INT(nread, calls_again);
 	CHECK_EQ_INT(nwarn, 0);
 	CHECK(calls_one > 0);
 	/* 30 merged windows of 1,500 new names (about 60 KB of strings each): two pieces or more each. */
@@ -1056,8 +1085,13 @@ static void test_rollup_pieces(const char *base)
 	CHECK_EQ_INT(n_one, n_many);
 	CHECK(b_one && b_many && n_one == n_many && !memcmp(b_one, b_many, n_one));
 	CHECK_EQ_INT(dir_bytes(one, "seg-"), dir_bytes(many, "seg-"));
+	size_t n_again;
+	uint8_t *b_again = file_bytes(again, "seg-", &n_again);
+	CHECK(b_one && b_again && n_one == n_again && !memcmp(b_one, b_again, n_one));
+	CHECK_EQ_INT(dir_bytes(one, "seg-"), dir_bytes(again, "seg-"));
 	free(b_one);
 	free(b_many);
+	free(b_again);
 
 	struct lvl_count c = { 0 };
 	CHECK_EQ_INT(open_store(many, 0, &s, NULL), 0);
