@@ -125,7 +125,11 @@ cat "$BENCH_OUT/overhead.md"
 if [ "$QUICK" = 1 ]; then
 	check_q "every condition timed" test "$(wc -l <"$W/times")" -eq "${#CONDS[@]}"
 	check_q "profd slowdown ${profd_slowdown} % below 25 % (a smoke bound, not the goal)" fcmp "$profd_slowdown" '<' 25
-	check_q "profd recorded the job: $samples samples, expected about $expect" \
-		fcmp "$samples" '>=' "$(awk -v e="$expect" 'BEGIN { print e * 0.5 }')"
+	# From the job's CPU time in profd's rounds, not the wall time: on a
+	# loaded host the job runs less than its wall time on every CPU.
+	read -r pcpu _ < <(awk '$1 == "profd" { print $4 / 1e9 }' "$W/times" | stats)
+	expect_cpu=$(awk -v c="$pcpu" 'BEGIN { printf "%.0f", c * 99 }')
+	check_q "profd recorded the job: $samples samples, expected about $expect_cpu from its CPU time" \
+		fcmp "$samples" '>=' "$(awk -v e="$expect_cpu" 'BEGIN { print e * 0.7 }')"
 fi
 bench_done
