@@ -89,6 +89,7 @@
 static const struct store_rollup def_tiers[2];
 static void remove_roll_tmps(struct store *s);
 static void roll_end(struct store *s);
+static void roll_drop(struct store *s);
 static int roll_reads(const struct store *s, const char *name);
 static int remove_stale_days(struct store *s);
 
@@ -1415,7 +1416,7 @@ int store__retain(struct store *s, int64_t now_ns)
 			continue;
 		/* Removing what a rollup reads: its result must not bring the segment back. */
 		if (roll_reads(s, g->name))
-			roll_end(s);
+			roll_drop(s);
 		if (unlinkat(s->dfd, g->name, 0) < 0) {
 			if (!first_err && errno != ENOENT)
 				first_err = -errno;
@@ -2436,6 +2437,7 @@ struct roll {
 	 * s->rcodec and the profile meanwhile, and sets edone when through.
 	 */
 	int encoding;
+	int dropped;             /* ended once the encoding is through (it is not waited for) */
 	pthread_t eth;
 	int edone;               /* atomic */
 	int eerr;
@@ -2745,6 +2747,15 @@ static void roll_end(struct store *s)
 	profile__free(s->wprof);
 	profile__free(s->pprof);
 	s->wprof = s->pprof = NULL;
+}
+
+/* The rollup in progress ended without a result: at once, or by a later call when it is encoding. */
+static void roll_drop(struct store *s)
+{
+	if (s->roll && s->roll->encoding)
+		s->roll->dropped = 1;
+	else
+		roll_end(s);
 }
 
 static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum, int named)
@@ -3144,6 +3155,11 @@ int store__compact(struct store *s, int64_t now_ns)
 
 	if (!s->o.writer)
 		return -EPERM;
+	if (s->roll && s->roll->dropped) {
+		if (!__atomic_load_n(&s->roll->edone, __ATOMIC_ACQUIRE))
+			return 0;
+		roll_end(s);
+	}
 	if (s->roll_backoff) {
 		s->roll_backoff--;
 		return 0;

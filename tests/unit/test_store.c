@@ -1344,6 +1344,36 @@ static void test_encode_thread(const char *base)
 	free(b_in);
 	free(b_cut);
 
+	/*
+	 * Retention removing the segment mid-encoding: the call returns at once,
+	 * and the summary is dropped once the thread is through (no file left).
+	 */
+	write_deep(cut);
+	o.max_age_ns = 60 * SEC;
+	st.encoding = 0;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	for (int i = 0; i < 1000 && !st.encoding; i++) {
+		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
+		store__stats(s, &st);
+	}
+	CHECK_EQ_INT(st.encoding, 1);
+	struct timespec ra, rb;
+	clock_gettime(CLOCK_MONOTONIC, &ra);
+	CHECK_EQ_INT(store__retain(s, T0 + 3600 * SEC), 0);
+	clock_gettime(CLOCK_MONOTONIC, &rb);
+	/* Not waiting for the thread: the rest of its encoding is 400 ms or more. */
+	CHECK((rb.tv_sec - ra.tv_sec) * SEC + (rb.tv_nsec - ra.tv_nsec) < 250 * 1000000ll);
+	CHECK_EQ_INT(count_files(cut, "seg-"), 0);
+	for (int i = 0; i < 100000 && st.encoding; i++) {
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
+		store__stats(s, &st);
+	}
+	CHECK_EQ_INT(st.encoding, 0);
+	CHECK_EQ_INT(count_files(cut, "roll-"), 0);
+	store__close(s);
+	CHECK_EQ_INT(count_files(cut, "sum-"), 0);
+
 	/* The summary answers as the windows do: the same samples from one record, not 60. */
 	uint64_t raw[3] = { 0 }, sum[3] = { 0 };
 	CHECK_EQ_INT(open_store(off, 0, &s, NULL), 0);
