@@ -784,7 +784,7 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 				 .rollup_zstd_level = getenv("ROLL_LEVEL") ? atoi(getenv("ROLL_LEVEL")) : 0,
 				 .fold_share = getenv("FOLD_SHARE") ? atoll(getenv("FOLD_SHARE")) : 0,
 				 .value_unit_ns = value_unit() };
-	double worst = 0, worst_wall = 0;
+	double worst = 0, worst_wall = 0, worst_nodec = 0;
 	struct store_stats st;
 	if (store__open(&wo, &s))
 		return 1;
@@ -795,11 +795,16 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 		double c0 = now(CLOCK_THREAD_CPUTIME_ID), w0 = now(CLOCK_MONOTONIC);
 		if (store__compact(s, INT64_MAX / 2))
 			break;
-		if (now(CLOCK_THREAD_CPUTIME_ID) - c0 > worst)
-			worst = now(CLOCK_THREAD_CPUTIME_ID) - c0;
-		if (now(CLOCK_MONOTONIC) - w0 > worst_wall)
-			worst_wall = now(CLOCK_MONOTONIC) - w0;
+		double c1 = now(CLOCK_THREAD_CPUTIME_ID) - c0, w1 = now(CLOCK_MONOTONIC) - w0;
+		if (c1 > worst)
+			worst = c1;
+		if (w1 > worst_wall)
+			worst_wall = w1;
+		uint64_t decoded = st.records_decoded;
 		store__stats(s, &st);
+		/* Calls that decoded no record: writes, and a day file's merges of summaries. */
+		if (st.records_decoded == decoded && c1 > worst_nodec)
+			worst_nodec = c1;
 		/* A record encoded on the store's thread: called again a millisecond later, as a loop would. */
 		if (st.encoding) {
 			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
@@ -834,10 +839,10 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	printf("segments %.2f MB/hour (%.1f%% of as flushed, %llu bytes), "
 	       "summaries %.2f MB/hour (%.0f bytes, %llu built) + day files %.2f MB/hour (%.0f bytes); "
 	       "%llu segments rolled up; on-CPU samples folded %.2f%%; longest call %.1f ms CPU, %.1f ms wall; "
-	       "%llu records encoded off the calling thread\n",
+	       "decoding no record %.1f ms CPU; %llu records encoded off the calling thread\n",
 	       seg * ph, flushed > 0 ? 100 * seg / flushed : 0, (unsigned long long)seg, sum * ph, sum,
 	       (unsigned long long)st.summaries_built, day * ph, day, (unsigned long long)st.rollups,
-	       st.cpu_named ? 100.0 * st.cpu_folded / st.cpu_named : 0, worst * 1e3, worst_wall * 1e3,
+	       st.cpu_named ? 100.0 * st.cpu_folded / st.cpu_named : 0, worst * 1e3, worst_wall * 1e3, worst_nodec * 1e3,
 	       (unsigned long long)st.records_threaded);
 	/* PERF_Z: perf record -z's bytes per hour on the same load (MiB here are 2^20 bytes, as "MB/hour"). */
 	if (getenv("PERF_Z") && atof(getenv("PERF_Z")) > 0) {
