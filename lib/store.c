@@ -27,6 +27,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +89,7 @@
 static const struct store_rollup def_tiers[2];
 static void remove_roll_tmps(struct store *s);
 static void roll_end(struct store *s);
+static void roll_drop(struct store *s);
 static int roll_reads(const struct store *s, const char *name);
 static int remove_stale_days(struct store *s);
 
@@ -1168,25 +1171,30 @@ struct rec_out {
 	struct rec_hdr h;
 };
 
-/*
- * Encodes p as the next record of chain ch (a delta when the chain has
- * records and room for one more, else a key) and readies its compression
- * on z_ctx into *w->buf.
- */
-static int rec_begin(struct store *s, struct rec_out *w, ZSTD_CCtx *z_ctx, struct codec *c,
-		     const struct profile *p, const struct chain *ch, uint8_t level, uint32_t windows,
-		     uint32_t flags, size_t chunk)
+/* p's record header so far, and whether it is a delta in chain ch (it has records and room for one more). */
+static void rec_head(struct store *s, struct rec_out *w, ZSTD_CCtx *z_ctx, const struct profile *p,
+		     const struct chain *ch, uint8_t level, uint32_t windows, uint32_t flags)
 {
 	const struct pf_meta *m = profile__meta_const(p);
-	int err;
 
 	w->h = (struct rec_hdr){ .flags = REC_FLAG_ZSTD | flags, .level = level, .windows = windows,
 				 .start_ns = m->start_ns, .end_ns = m->end_ns };
 	codec__totals(p, &w->h.samples, &w->h.lost);
 	w->delta = ch->len && ch->len < (z_ctx == s->rcctx ? s->roll_chain_max : s->chain_max);
-	err = codec__encode_chain(c, p, w->delta ? ch->key_off + 1 : 0, &w->raw, &w->rawlen);
-	if (err)
-		return err;
+}
+
+/* p encoded by c into w->raw: the one step of a record that is not done in pieces. */
+static int rec_encode(struct rec_out *w, struct codec *c, const struct profile *p, const struct chain *ch)
+{
+	return codec__encode_chain(c, p, w->delta ? ch->key_off + 1 : 0, &w->raw, &w->rawlen);
+}
+
+/* Readies the compression of w's payload, encoded by c, on z_ctx into *w->buf. */
+static int rec_ready(struct store *s, struct rec_out *w, ZSTD_CCtx *z_ctx, struct codec *c, uint32_t flags,
+		     size_t chunk)
+{
+	int err;
+
 	if (w->rawlen > REC_MAX_PAYLOAD)
 		return -EFBIG;
 	/* Room for a flushed block per part and per piece (header and a stored block's overhead). */
@@ -1227,6 +1235,23 @@ static int rec_begin(struct store *s, struct rec_out *w, ZSTD_CCtx *z_ctx, struc
 	if (w->delta)
 		w->h.flags |= REC_FLAG_DELTA;
 	return 0;
+}
+
+/*
+ * Encodes p as the next record of chain ch (a delta when the chain has
+ * records and room for one more, else a key) and readies its compression
+ * on z_ctx into *w->buf.
+ */
+static int rec_begin(struct store *s, struct rec_out *w, ZSTD_CCtx *z_ctx, struct codec *c,
+		     const struct profile *p, const struct chain *ch, uint8_t level, uint32_t windows,
+		     uint32_t flags, size_t chunk)
+{
+	int err;
+
+	rec_head(s, w, z_ctx, p, ch, level, windows, flags);
+	if ((err = rec_encode(w, c, p, ch)))
+		return err;
+	return rec_ready(s, w, z_ctx, c, flags, chunk);
 }
 
 /*
@@ -1418,7 +1443,7 @@ int store__retain(struct store *s, int64_t now_ns)
 			continue;
 		/* Removing what a rollup reads: its result must not bring the segment back. */
 		if (roll_reads(s, g->name))
-			roll_end(s);
+			roll_drop(s);
 		if (unlinkat(s->dfd, g->name, 0) < 0) {
 			if (!first_err && errno != ENOENT)
 				first_err = -errno;
@@ -2389,6 +2414,13 @@ void store__stats(const struct store *s, struct store_stats *out)
  */
 #define DEF_MERGE_RATE   100.0
 /*
+ * A profile's encoding costs about a microsecond per stack and a quarter
+ * of one per sample (the sorts of both): from samples + 4 x stacks of
+ * 131072, some 30-40 ms on this VM and up to 0.5 s for an hour of a busy
+ * 4-CPU host's windows as flushed, it runs on a thread of its own.
+ */
+#define ENCODE_THREAD_MIN (1ll << 17)
+/*
  * Raw bytes of a rollup's or day's record compressed at a time, flushed as
  * blocks of their own: at level 19 about 10 ms of CPU on a 2-CPU VM, so
  * that a call stops near its bound whatever the record's size.
@@ -2434,8 +2466,20 @@ struct roll {
 	uint64_t nin, nout;
 	int err;
 	int64_t cpu_until;       /* this call's CPU bound (thread CPU time); 0: none */
-	struct rec_out w;        /* the record being compressed, when wbusy */
+	struct rec_out w;        /* the record being encoded or compressed, when wbusy */
 	int wbusy;
+	/*
+	 * Encoding w on thread eth (started, not joined): it alone touches
+	 * s->rcodec and the profile meanwhile, and sets edone when through.
+	 */
+	int encoding;
+	int dropped;             /* ended once the encoding is through (it is not waited for) */
+	pthread_t eth;
+	int edone;               /* atomic */
+	int eerr;
+	const struct profile *ep;
+	struct codec *ecodec;
+	struct chain ech;        /* ch as it was when the encoding started */
 	uint8_t *zbuf;           /* its compressed bytes: appends between calls use s->zbuf */
 	size_t zcap;
 	/*
@@ -2464,17 +2508,60 @@ static void crash_point(struct store *s, int step)
 		s->o.crash_point(s->o.crash_arg, step);
 }
 
+static void *encode_main(void *arg)
+{
+	struct roll *r = arg;
+
+	r->eerr = rec_encode(&r->w, r->ecodec, r->ep, &r->ech);
+	__atomic_store_n(&r->edone, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Encodes p on a thread of its own: 0 when it started. It takes no signal: they are the loop's. */
+static int encode_start(struct store *s, struct roll *r, const struct profile *p)
+{
+	sigset_t all, old;
+	int err;
+
+	r->ep = p;
+	r->ecodec = s->rcodec;
+	r->ech = r->ch;
+	r->edone = 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&r->eth, NULL, encode_main, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	r->encoding = 1;
+	s->st.records_threaded++;
+	s->st.encoding = 1;
+	return 0;
+}
+
+/* The encoding thread's end, waited for: at once when it set edone. */
+static int encode_join(struct store *s, struct roll *r)
+{
+	if (!r->encoding)
+		return 0;
+	pthread_join(r->eth, NULL);
+	r->encoding = 0;
+	s->st.encoding = 0;
+	return r->eerr;
+}
+
 /*
  * Appends p to the new file as the next record of its chain. 1: it is
- * compressed in part, up to this call's CPU bound; the caller calls again
- * with the same p, in a later call.
+ * encoded or compressed in part, up to this call's CPU bound; the caller
+ * calls again with the same p, unchanged, in a later call.
  */
 static int roll_write(struct store *s, struct roll *r, const struct profile *p, uint8_t level, uint32_t windows,
 		      uint32_t flags)
 {
+	int64_t min = s->o.encode_thread_min ? s->o.encode_thread_min : ENCODE_THREAD_MIN;
 	uint8_t hdr[REC_HDR];
 	size_t z;
-	int err;
+	int err = 0;
 
 	/*
 	 * Rollups', summaries' and days' records alike: written once and kept
@@ -2484,16 +2571,35 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 	 */
 	if (!r->wbusy) {
 		r->w = (struct rec_out){ .buf = &r->zbuf, .cap = &r->zcap };
-		err = rec_begin(s, &r->w, s->rcctx, s->rcodec, p, &r->ch, level, windows, flags, ROLL_CHUNK);
-		if (err)
-			return err;
+		rec_head(s, &r->w, s->rcctx, p, &r->ch, level, windows, flags);
 		r->wbusy = 1;
 		/*
-		 * Encoding a megabyte profile (a summary's whole segment) can take
-		 * the call's CPU bound alone: its first piece then goes in the next.
+		 * A big profile's encoding (a summary's whole segment: up to 0.5 s,
+		 * 16 s on a 64-CPU host) is one step that cannot be cut: off the
+		 * calling thread, picked up by a later call. A thread that cannot
+		 * start leaves it to this one.
 		 */
+		if (min > 0 && (int64_t)(profile__nsamples(p) + 4 * profile__nstacks(p)) >= min &&
+		    !encode_start(s, r, p))
+			return 1;
+		if (!(err = rec_encode(&r->w, s->rcodec, p, &r->ch)))
+			err = rec_ready(s, &r->w, s->rcctx, s->rcodec, flags, ROLL_CHUNK);
+		if (err) {
+			r->wbusy = 0;
+			return err;
+		}
+		/* Encoding a profile can take the call's CPU bound alone: its first piece then goes in the next. */
 		if (r->cpu_until > 0 && clock__ns(CLOCK_THREAD_CPUTIME_ID) >= r->cpu_until)
 			return 1;
+	} else if (r->encoding) {
+		if (!__atomic_load_n(&r->edone, __ATOMIC_ACQUIRE))
+			return 1;
+		if (!(err = encode_join(s, r)))
+			err = rec_ready(s, &r->w, s->rcctx, s->rcodec, flags, ROLL_CHUNK);
+		if (err) {
+			r->wbusy = 0;
+			return err;
+		}
 	}
 	err = rec_feed(&r->w, r->cpu_until);
 	if (err == 1)
@@ -2709,6 +2815,8 @@ static void roll_end(struct store *s)
 
 	if (!r)
 		return;
+	/* The profiles and s->rcodec are the encoding thread's until it ends. */
+	(void)encode_join(s, r);
 	if (r->in >= 0)
 		close(r->in);
 	if (r->out >= 0)
@@ -2727,6 +2835,15 @@ static void roll_end(struct store *s)
 	 * s->mfold is kept, as s->prof is: its tables' room grown again in the
 	 * next rollup was a 20 ms step on a 4-CPU day (fresh pages' faults).
 	 */
+}
+
+/* The rollup in progress ended without a result: at once, or by a later call when it is encoding. */
+static void roll_drop(struct store *s)
+{
+	if (s->roll && s->roll->encoding)
+		s->roll->dropped = 1;
+	else
+		roll_end(s);
 }
 
 static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum, int named)
@@ -3141,6 +3258,11 @@ int store__compact(struct store *s, int64_t now_ns)
 
 	if (!s->o.writer)
 		return -EPERM;
+	if (s->roll && s->roll->dropped) {
+		if (!__atomic_load_n(&s->roll->edone, __ATOMIC_ACQUIRE))
+			return 0;
+		roll_end(s);
+	}
 	if (s->roll_backoff) {
 		s->roll_backoff--;
 		return 0;

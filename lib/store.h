@@ -61,6 +61,14 @@ struct store_opts {
 	 */
 	int64_t compact_cpu_ns;
 	/*
+	 * Rollups', summaries' and days' records of a profile at least this big
+	 * (samples + 4 x stacks, about what encoding it costs) are encoded on a
+	 * thread of their own while store__compact calls return, and written
+	 * by a later call; 0: default (131072, some 30 ms of encoding); < 0:
+	 * always in the calling thread. The files are the same either way.
+	 */
+	int64_t encode_thread_min;
+	/*
 	 * Records per chain in rolled-up segments (docs/FORMAT.md, "Chains");
 	 * 0: default (60, an hour of 1-minute windows).
 	 */
@@ -127,6 +135,8 @@ struct store_stats {
 	uint64_t days, days_built;         /* day summary files on disk, written by this writer */
 	uint64_t records_decoded;          /* records this store decoded (queries, rollups, summaries) */
 	uint64_t cpu_folded, cpu_named;    /* named windows written: on-CPU samples under "[folded]", all */
+	/* Records encoded on a thread of their own (store_opts.encode_thread_min); 1 while one is. */
+	uint64_t records_threaded, encoding;
 };
 
 int store__open(const struct store_opts *o, struct store **out);

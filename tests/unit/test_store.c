@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SEC 1000000000ll
@@ -1105,14 +1106,30 @@ static void test_rollup_pieces(const char *base)
 	free(after);
 }
 
-/* Calls until every sealed segment has a summary file (at most max): the calls made. */
+/* While a record is encoded on the store's thread: a call a millisecond, as a loop's would be. */
+static int compact_waiting(struct store *s, int64_t now)
+{
+	struct store_stats st;
+	int err = store__compact(s, now);
+
+	for (store__stats(s, &st); !err && st.encoding; store__stats(s, &st)) {
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		err = store__compact(s, now);
+	}
+	return err;
+}
+
+/*
+ * Calls until every sealed segment has a summary file (at most max): the
+ * calls made, not counting those that found a record still being encoded.
+ */
 static int compact_until_summarised(struct store *s, uint64_t built, int max)
 {
 	struct store_stats st;
 	int calls = 0;
 
 	do {
-		if (store__compact(s, T0 + RW * 10 * SEC))
+		if (compact_waiting(s, T0 + RW * 10 * SEC))
 			return -1;
 		store__stats(s, &st);
 	} while (++calls < max && st.summaries_built < built);
@@ -1188,6 +1205,220 @@ static void test_summary_pieces(const char *base)
 	free(y);
 	free(u);
 	free(v);
+}
+
+/*
+ * A window of 6,000 stacks 8 deep, each a walk through 20,000 functions:
+ * an hour's summary of 60 of them has 360,000 stacks, whose encoding takes
+ * about as long as a busy 4-CPU host's hour as flushed (half a second).
+ */
+#define DEEP_STACKS 6000
+static void make_deep_window(struct profile *p, int i, int64_t start, int64_t len)
+{
+	uint32_t s_mod, s_comm, f[8], st;
+	char name[64];
+
+	profile__reset(p);
+	profile__intern_str(p, "/usr/bin/deep", &s_mod);
+	profile__intern_str(p, "deep", &s_comm);
+	for (int k = 0; k < DEEP_STACKS; k++) {
+		for (int d = 0; d < 8; d++) {
+			uint32_t fn = (uint32_t)(mix64(((uint64_t)(i * DEEP_STACKS + k) << 3) + (uint64_t)d) % 20000), s_f;
+			snprintf(name, sizeof(name), "deep::step_%05u(node*)", fn);
+			profile__intern_str(p, name, &s_f);
+			struct pf_frame fr = { .name = s_f, .module = s_mod, .offset = 0x10000 + 0x40 * (uint64_t)fn,
+					       .kind = PF_FRAME_USER };
+			profile__frame_add(p, &fr, &f[d]);
+		}
+		profile__stack_add(p, f, 8, &st);
+		struct pf_sample x = { .pid = 1000 + (uint32_t)(k % 16), .tid = 1000 + (uint32_t)(k % 16),
+				       .comm = s_comm, .thread = s_comm, .stack = st, .kind = PF_KIND_CPU,
+				       .value = 1 + (uint64_t)(k % 3) };
+		profile__add(p, &x);
+	}
+	struct pf_meta *m = profile__meta(p);
+	m->start_ns = start;
+	m->end_ns = start + len;
+	m->frequency = 99;
+}
+
+/* One segment of 60 deep windows, sealed, at dir. */
+static void write_deep(const char *dir)
+{
+	struct store *w;
+	struct profile *p;
+
+	rm_rf(dir);
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, (struct store_opts *)&roll_opts), 0);
+	for (int i = 0; i < 60; i++) {
+		make_deep_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+}
+
+/* Records read, on-CPU value, and each frame's function number times its sample's value. */
+static int deep_totals(const struct store_window_info *w, const struct profile *p, void *arg)
+{
+	uint64_t *t = arg;
+
+	t[0]++;
+	for (size_t i = 0; i < profile__nsamples(p); i++) {
+		const struct pf_sample *x = profile__sample(p, i);
+		uint32_t n;
+		const uint32_t *fr = profile__stack(p, x->stack, &n);
+		t[1] += x->value;
+		for (uint32_t d = 0; d < n; d++)
+			t[2] += x->value * (uint64_t)atoi(profile__str(p, profile__frame(p, fr[d])->name) + 11);
+	}
+	return 0;
+}
+
+/*
+ * Builds dir's summary with threshold thread_min: the thread CPU (ns) of
+ * the longest call that decoded no record (a write step), or -1. Read
+ * steps merge windows into the segment's profile, bounded on their own.
+ */
+static int64_t summarise_timed(const char *dir, int64_t thread_min, uint64_t *threaded)
+{
+	struct store_opts o = roll_opts;
+	struct store_stats st;
+	struct store *s;
+	int64_t worst = 0;
+
+	o.dir = dir;
+	o.writer = 1;
+	o.no_rollup = 1;
+	o.warn = on_warn;
+	o.rollup_zstd_level = 1; /* the encoding is what is timed, not zstd's level 19 */
+	o.encode_thread_min = thread_min;
+	if (store__open(&o, &s))
+		return -1;
+	store__stats(s, &st);
+	for (int i = 0; i < 100000; i++) {
+		struct timespec a, b;
+		uint64_t decoded = st.records_decoded;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+		int err = store__compact(s, T0 + 3600 * SEC);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+		int64_t ns = (b.tv_sec - a.tv_sec) * SEC + (b.tv_nsec - a.tv_nsec);
+		store__stats(s, &st);
+		if (st.records_decoded == decoded && ns > worst)
+			worst = ns;
+		if (err || st.summaries_built)
+			break;
+		if (st.encoding)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	*threaded = st.records_threaded;
+	store__close(s);
+	return st.summaries_built == 1 ? worst : -1;
+}
+
+/*
+ * A summary's whole-segment records of a big segment are encoded on the
+ * store's thread: no store__compact call that writes takes 100 ms of its
+ * caller's CPU where encoding in the call takes more than that (half a
+ * second on a 2-CPU VM), and the file is the same, byte for byte. A writer closed
+ * while a record is being encoded leaves no temporary file, and the next
+ * one writes the same summary.
+ */
+static void test_encode_thread(const char *base)
+{
+	char in[256], off[256], cut[256];
+	uint64_t n_in = 0, n_off = 0;
+
+	snprintf(in, sizeof(in), "%s/enc-in", base);
+	snprintf(off, sizeof(off), "%s/enc-off", base);
+	snprintf(cut, sizeof(cut), "%s/enc-cut", base);
+	write_deep(in);
+	write_deep(off);
+	write_deep(cut);
+	nwarn = 0;
+	int64_t worst_in = summarise_timed(in, -1, &n_in);
+	int64_t worst_off = summarise_timed(off, 0, &n_off);
+	fprintf(stderr, "encoding off the loop: longest write step %.1f ms CPU encoding in the call, %.1f ms with %llu "
+		"records encoded on the thread\n", worst_in / 1e6, worst_off / 1e6, (unsigned long long)n_off);
+	CHECK_EQ_INT(nwarn, 0);
+	CHECK_EQ_INT(n_in, 0);
+	CHECK_EQ_INT(n_off, 2); /* the record by name and the one with pids */
+	/* The test can fail: in the call, encoding alone takes longer than the bound. */
+	CHECK(worst_in > 100 * 1000000ll);
+	CHECK(worst_off >= 0 && worst_off < 100 * 1000000ll);
+	size_t len_in, len_off;
+	uint8_t *b_in = file_bytes(in, "sum-", &len_in), *b_off = file_bytes(off, "sum-", &len_off);
+	CHECK(b_in && b_off && len_in == len_off && len_in > 0 && !memcmp(b_in, b_off, len_in));
+	free(b_off);
+
+	/* Closed mid-encoding: nothing of the summary on disk; the next writer writes it whole. */
+	struct store_opts o = roll_opts;
+	struct store_stats st = { 0 };
+	struct store *s;
+	o.dir = cut;
+	o.writer = 1;
+	o.no_rollup = 1;
+	o.warn = on_warn;
+	o.rollup_zstd_level = 1;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	for (int i = 0; i < 1000 && !st.encoding; i++) {
+		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
+		store__stats(s, &st);
+	}
+	CHECK_EQ_INT(st.encoding, 1);
+	store__close(s);
+	CHECK_EQ_INT(count_files(cut, "roll-"), 0);
+	CHECK_EQ_INT(count_files(cut, "sum-"), 0);
+	uint64_t n_cut = 0;
+	CHECK(summarise_timed(cut, 0, &n_cut) >= 0);
+	size_t len_cut;
+	uint8_t *b_cut = file_bytes(cut, "sum-", &len_cut);
+	CHECK(b_in && b_cut && len_cut == len_in && !memcmp(b_in, b_cut, len_in));
+	free(b_in);
+	free(b_cut);
+
+	/*
+	 * Retention removing the segment mid-encoding: the call returns at once,
+	 * and the summary is dropped once the thread is through (no file left).
+	 */
+	write_deep(cut);
+	o.max_age_ns = 60 * SEC;
+	st.encoding = 0;
+	CHECK_EQ_INT(store__open(&o, &s), 0);
+	for (int i = 0; i < 1000 && !st.encoding; i++) {
+		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
+		store__stats(s, &st);
+	}
+	CHECK_EQ_INT(st.encoding, 1);
+	struct timespec ra, rb;
+	clock_gettime(CLOCK_MONOTONIC, &ra);
+	CHECK_EQ_INT(store__retain(s, T0 + 3600 * SEC), 0);
+	clock_gettime(CLOCK_MONOTONIC, &rb);
+	/* Not waiting for the thread: the rest of its encoding is 400 ms or more. */
+	CHECK((rb.tv_sec - ra.tv_sec) * SEC + (rb.tv_nsec - ra.tv_nsec) < 250 * 1000000ll);
+	CHECK_EQ_INT(count_files(cut, "seg-"), 0);
+	for (int i = 0; i < 100000 && st.encoding; i++) {
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
+		store__stats(s, &st);
+	}
+	CHECK_EQ_INT(st.encoding, 0);
+	CHECK_EQ_INT(count_files(cut, "roll-"), 0);
+	store__close(s);
+	CHECK_EQ_INT(count_files(cut, "sum-"), 0);
+
+	/* The summary answers as the windows do: the same samples from one record, not 60. */
+	uint64_t raw[3] = { 0 }, sum[3] = { 0 };
+	CHECK_EQ_INT(open_store(off, 0, &s, NULL), 0);
+	CHECK_EQ_INT(store__read_flags(s, INT64_MIN, INT64_MAX, 0, deep_totals, raw), 0);
+	CHECK_EQ_INT(store__read_flags(s, INT64_MIN, INT64_MAX, STORE_READ_SUMMARIES, deep_totals, sum), 0);
+	store__close(s);
+	CHECK_EQ_INT(raw[0], 60);
+	CHECK_EQ_INT(sum[0], 1);
+	CHECK(raw[1] > 0 && raw[1] == sum[1]);
+	CHECK(raw[2] > 0 && raw[2] == sum[2]);
+	CHECK_EQ_INT(nwarn, 0);
 }
 
 /* Answers by function and name over the store and ranges on rolled-up window edges. */
@@ -3624,6 +3855,7 @@ int main(int argc, char **argv)
 	test_named_rollup(base);
 	test_rollup_pieces(base);
 	test_summary_pieces(base);
+	test_encode_thread(base);
 	test_named_modules(base);
 	test_named_tail(base);
 	test_merge_by_label(base);
