@@ -1676,8 +1676,11 @@ static char *profile_text(const struct profile *p)
 	}
 	qsort(lines, n, sizeof(*lines), cmp_strp);
 	out = calloc(1, len);
-	for (size_t i = 0; i < n; i++) {
-		strcat(out, lines[i]);
+	/* Appended at a running end: strcat from the start is quadratic in a wide profile's lines. */
+	for (size_t i = 0, at = 0; i < n; i++) {
+		size_t l = strlen(lines[i]);
+		memcpy(out + at, lines[i], l);
+		at += l;
 		free(lines[i]);
 	}
 	free(lines);
