@@ -66,6 +66,8 @@ struct store_opts {
 	 * thread of their own while store__compact calls return, and written
 	 * by a later call; 0: default (131072, some 30 ms of encoding); < 0:
 	 * always in the calling thread. The files are the same either way.
+	 * A day file's merge of a segment's summary record of at least this
+	 * many raw bytes runs on such a thread too.
 	 */
 	int64_t encode_thread_min;
 	/*
@@ -135,7 +137,7 @@ struct store_stats {
 	uint64_t days, days_built;         /* day summary files on disk, written by this writer */
 	uint64_t records_decoded;          /* records this store decoded (queries, rollups, summaries) */
 	uint64_t cpu_folded, cpu_named;    /* named windows written: on-CPU samples under "[folded]", all */
-	/* Records encoded on a thread of their own (store_opts.encode_thread_min); 1 while one is. */
+	/* Records encoded, and day merges, on a thread of their own (store_opts.encode_thread_min); 1 while one is. */
 	uint64_t records_threaded, encoding;
 };
 

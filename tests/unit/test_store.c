@@ -2313,10 +2313,41 @@ static void write_sw(const char *dir)
 }
 
 /* Calls store__compact at time now until it has no more to do; summaries built (day summaries in *days). */
+/* Records in dir's files named prefix*, from their headers. */
+static int records_in_files(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[600];
+	int n = 0;
+
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, prefix, strlen(prefix)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		FILE *f = fopen(path, "rb");
+		uint8_t *b = malloc(64 << 20);
+		size_t len = f && b ? fread(b, 1, 64 << 20, f) : 0;
+		size_t offs[4096];
+		n += record_offsets(b, len, offs, 4096);
+		free(b);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* summarise_at()'s store_opts.encode_thread_min; its records on a thread are counted in sum_threaded. */
+static int64_t sum_thread_min;
+static uint64_t sum_threaded;
+
 static int summarise_at(const char *dir, const struct store_rollup *tier, void (*cp)(void *, int), int64_t now,
 			int *days)
 {
-	struct store_opts o = { .dir = dir, .writer = 1, .warn = on_warn, .crash_point = cp };
+	struct store_opts o = { .dir = dir, .writer = 1, .warn = on_warn, .crash_point = cp,
+				.encode_thread_min = sum_thread_min };
 	struct store_stats st;
 	struct store *w;
 
@@ -2327,9 +2358,10 @@ static int summarise_at(const char *dir, const struct store_rollup *tier, void (
 	if (store__open(&o, &w))
 		return -1;
 	for (int i = 0; i < 400; i++)
-		if (store__compact(w, now))
+		if (compact_waiting(w, now))
 			break;
 	store__stats(w, &st);
+	sum_threaded += st.records_threaded;
 	store__close(w);
 	if (days)
 		*days = (int)st.days_built;
@@ -2614,6 +2646,44 @@ static void test_days(const char *base)
 	snprintf(dir, sizeof(dir), "%s/days", base);
 	write_windows(dir, DW, 1800 * SEC, 7200 * SEC);
 	nwarn = 0;
+	/*
+	 * Every record's encoding and every day's merge of a summary on a
+	 * thread of its own (a big one's, by default): the same files.
+	 */
+	{
+		char thr[300];
+		snprintf(thr, sizeof(thr), "%s/days-threaded", base);
+		write_windows(thr, DW, 1800 * SEC, 7200 * SEC);
+		sum_thread_min = 1;
+		sum_threaded = 0;
+		CHECK_EQ_INT(summarise_at(thr, NULL, NULL, later, &days), 36);
+		CHECK_EQ_INT(days, 4);
+		sum_thread_min = 0;
+		/* Each record written, and each day's merge of a segment's summary (36 segments, none across midnight). */
+		CHECK_EQ_INT(sum_threaded, (uint64_t)(records_in_files(thr, "sum-") + records_in_files(thr, "day-") + 36));
+		CHECK_EQ_INT(summarise_at(dir, NULL, NULL, later, &days), 36);
+		CHECK_EQ_INT(days, 4);
+		CHECK_EQ_INT(dir_bytes(dir, "day-"), dir_bytes(thr, "day-"));
+		CHECK_EQ_INT(dir_bytes(dir, "sum-"), dir_bytes(thr, "sum-"));
+		size_t na, nb;
+		uint8_t *a = file_bytes(dir, "day-", &na), *b = file_bytes(thr, "day-", &nb);
+		CHECK(a && b && na == nb && na > 0 && !memcmp(a, b, na));
+		free(a);
+		free(b);
+		CHECK_EQ_INT(day_mismatches(thr), 0);
+		/* The rest of this test builds them step by step again. */
+		for (int k = 0; k < 2; k++) {
+			DIR *d = opendir(dir);
+			struct dirent *de;
+			while (d && (de = readdir(d)))
+				if (!strncmp(de->d_name, k ? "sum-" : "day-", 4)) {
+					snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+					unlink(path);
+				}
+			if (d)
+				closedir(d);
+		}
+	}
 	/* The last day is not over yet: three days. */
 	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, T0 + 73 * 3600 * SEC, &days), 36);
 	CHECK_EQ_INT(days, 3);
