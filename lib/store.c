@@ -2525,19 +2525,21 @@ static void *encode_main(void *arg)
 	return NULL;
 }
 
-/* Encodes p on a thread of its own: 0 when it started. It takes no signal: they are the loop's. */
-static int encode_start(struct store *s, struct roll *r, const struct profile *p)
+/*
+ * fn(r) on the roll's thread, p and s->rcodec its own until it ends: 0
+ * when it started. It takes no signal: they are the loop's.
+ */
+static int roll_thread_start(struct store *s, struct roll *r, const struct profile *p, void *(*fn)(void *))
 {
 	sigset_t all, old;
 	int err;
 
 	r->ep = p;
 	r->ecodec = s->rcodec;
-	r->ech = r->ch;
 	r->edone = 0;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&r->eth, NULL, encode_main, r);
+	err = pthread_create(&r->eth, NULL, fn, r);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
 		return -err;
@@ -2545,6 +2547,13 @@ static int encode_start(struct store *s, struct roll *r, const struct profile *p
 	s->st.records_threaded++;
 	s->st.encoding = 1;
 	return 0;
+}
+
+/* Encodes p on the roll's thread: 0 when it started. */
+static int encode_start(struct store *s, struct roll *r, const struct profile *p)
+{
+	r->ech = r->ch;
+	return roll_thread_start(s, r, p, encode_main);
 }
 
 static void *day_merge_main(void *arg)
@@ -2566,7 +2575,6 @@ static void *day_merge_main(void *arg)
  */
 static int day_merge_start(struct store *s, struct roll *r, const uint8_t *raw, uint32_t len, uint32_t windows)
 {
-	sigset_t all, old;
 	int err;
 
 	if ((err = grow_buf(&r->mraw, &r->mrawcap, len ? len : 1)))
@@ -2574,19 +2582,10 @@ static int day_merge_start(struct store *s, struct roll *r, const uint8_t *raw, 
 	memcpy(r->mraw, raw, len);
 	r->mrawlen = len;
 	r->mrwin = windows;
-	r->ep = s->wprof;
-	r->ecodec = s->rcodec;
-	r->edone = 0;
 	codec__chain_forget(s->rcodec);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&r->eth, NULL, day_merge_main, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
-		return -err;
-	r->encoding = r->dmerge = 1;
-	s->st.records_threaded++;
-	s->st.encoding = 1;
+	if ((err = roll_thread_start(s, r, s->wprof, day_merge_main)))
+		return err;
+	r->dmerge = 1;
 	return 0;
 }
 
