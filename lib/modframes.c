@@ -163,26 +163,36 @@ static int fold_samples(struct fold_map *m, const struct profile *src, struct pr
 	return copy_rest(m, src, dst);
 }
 
+/* m's maps for all of src's ids, none mapped yet; reset dst. */
+static int fold_map_init(struct fold_map *m, const struct profile *src, struct profile *dst)
+{
+	*m = (struct fold_map){ .src = src, .dst = dst, .nstr = profile__nstrs(src),
+				.nframes = profile__nframes(src), .nstacks = profile__nstacks(src) };
+	profile__reset(dst);
+	m->str = calloc(m->nstr + 1, sizeof(*m->str));
+	m->frame = calloc(m->nframes + 1, sizeof(*m->frame));
+	m->stack = calloc(m->nstacks + 1, sizeof(*m->stack));
+	m->folded = calloc(m->nframes + 1, sizeof(*m->folded));
+	return m->str && m->frame && m->stack && m->folded ? 0 : -ENOMEM;
+}
+
+static void fold_map_free(struct fold_map *m)
+{
+	free(m->str);
+	free(m->frame);
+	free(m->stack);
+	free(m->folded);
+	free(m->buf);
+}
+
 int modframes__fold(struct profile *dst, const struct profile *src)
 {
-	struct fold_map m = { .src = src, .dst = dst, .nstr = profile__nstrs(src),
-			      .nframes = profile__nframes(src), .nstacks = profile__nstacks(src) };
-	int err = -ENOMEM;
+	struct fold_map m;
+	int err = fold_map_init(&m, src, dst);
 
-	profile__reset(dst);
-	m.str = calloc(m.nstr + 1, sizeof(*m.str));
-	m.frame = calloc(m.nframes + 1, sizeof(*m.frame));
-	m.stack = calloc(m.nstacks + 1, sizeof(*m.stack));
-	m.folded = calloc(m.nframes + 1, sizeof(*m.folded));
-	if (!m.str || !m.frame || !m.stack || !m.folded)
-		goto out;
-	err = fold_samples(&m, src, dst);
-out:
-	free(m.str);
-	free(m.frame);
-	free(m.stack);
-	free(m.folded);
-	free(m.buf);
+	if (!err)
+		err = fold_samples(&m, src, dst);
+	fold_map_free(&m);
 	return err;
 }
 
@@ -218,11 +228,7 @@ void modframes__fold_free(struct modfold *f)
 	if (!f)
 		return;
 	profile__free(f->m.dst);
-	free(f->m.str);
-	free(f->m.frame);
-	free(f->m.stack);
-	free(f->m.folded);
-	free(f->m.buf);
+	fold_map_free(&f->m);
 	free(f);
 }
 
@@ -482,25 +488,17 @@ int modframes__tail_apply(struct modtail *mt, struct profile *dst, uint64_t *mov
 	const struct profile *src = mt->src;
 	size_t n = mt->n;
 	uint32_t div = mt->div;
-	struct fold_map m = { .src = src, .dst = dst };
+	struct fold_map m = { 0 };
 	struct tail_ent *e = mt->e;
 	struct tail_tree t = mt->t;
 	uint64_t *total = mt->total;
 	uint32_t marker = 0, f;
-	int err = -ENOMEM, have_marker = 0;
+	int err, have_marker = 0;
 
 	if (!src)
 		return -EINVAL;
-	m.nstr = profile__nstrs(src);
-	m.nframes = profile__nframes(src);
-	m.nstacks = profile__nstacks(src);
 	memset(moved, 0, PF_KIND_MAX * sizeof(*moved));
-	profile__reset(dst);
-	m.str = calloc(m.nstr + 1, sizeof(*m.str));
-	m.frame = calloc(m.nframes + 1, sizeof(*m.frame));
-	m.stack = calloc(m.nstacks + 1, sizeof(*m.stack));
-	m.folded = calloc(m.nframes + 1, sizeof(*m.folded));
-	if (!m.str || !m.frame || !m.stack || !m.folded)
+	if ((err = fold_map_init(&m, src, dst)))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct pf_sample d = *e[i].s;
@@ -558,11 +556,7 @@ int modframes__tail_apply(struct modtail *mt, struct profile *dst, uint64_t *mov
 	err = copy_rest(&m, src, dst);
 out:
 	tail_clear(mt);
-	free(m.str);
-	free(m.frame);
-	free(m.stack);
-	free(m.folded);
-	free(m.buf);
+	fold_map_free(&m);
 	return err;
 }
 
