@@ -10,7 +10,7 @@
 
 /*
  * "[base name of mod]", mod itself when bracketed already ("[vdso]"),
- * "[unknown]" for "": *len bytes at *out, which is buf or inside mod.
+ * "[unknown]" for "": *len bytes at *out (buf, inside mod, or static).
  */
 static void module_text(const char *mod, char buf[LABEL_MAX], const char **out, size_t *len)
 {
