@@ -6,25 +6,46 @@
 #include "modframes.h"
 #include "profile.h"
 
-/* "[base name of mod]", mod itself when bracketed already ("[vdso]"), "[unknown]" for "". */
-static int module_label(struct profile *dst, const char *mod, uint32_t *name)
+#define LABEL_MAX 256
+
+/*
+ * "[base name of mod]", mod itself when bracketed already ("[vdso]"),
+ * "[unknown]" for "": *len bytes at *out (buf, inside mod, or static).
+ */
+static void module_text(const char *mod, char buf[LABEL_MAX], const char **out, size_t *len)
 {
 	const char *base = strrchr(mod, '/');
-	char buf[256];
 	size_t n;
 
 	base = base ? base + 1 : mod;
 	n = strlen(base);
-	if (!n)
-		return profile__intern_str(dst, "[unknown]", name);
-	if (base[0] == '[' && base[n - 1] == ']')
-		return profile__intern(dst, base, n, name);
-	if (n > sizeof(buf) - 3)
-		n = sizeof(buf) - 3;
+	if (!n) {
+		*out = "[unknown]";
+		*len = strlen(*out);
+		return;
+	}
+	if (base[0] == '[' && base[n - 1] == ']') {
+		*out = base;
+		*len = n;
+		return;
+	}
+	if (n > LABEL_MAX - 3)
+		n = LABEL_MAX - 3;
 	buf[0] = '[';
 	memcpy(buf + 1, base, n);
 	buf[n + 1] = ']';
-	return profile__intern(dst, buf, n + 2, name);
+	*out = buf;
+	*len = n + 2;
+}
+
+static int module_label(struct profile *dst, const char *mod, uint32_t *name)
+{
+	char buf[LABEL_MAX];
+	const char *text;
+	size_t n;
+
+	module_text(mod, buf, &text, &n);
+	return profile__intern(dst, text, n, name);
 }
 
 /* What modframes__fold() maps lazily: only what src's samples use is copied. */
@@ -196,96 +217,24 @@ int modframes__fold(struct profile *dst, const struct profile *src)
 	return err;
 }
 
-/*
- * The maps and the folded profile of the last source, kept while its ids
- * mean the same (its generation): a chain's records decoded in turn into
- * one profile only add to its tables, so each stack is folded once a
- * chain, not once a window (most of a 64-CPU window's read step).
- */
-struct modfold {
-	struct fold_map m;
-	uint64_t gen;         /* of m.src; 0: nothing mapped */
-	size_t strcap, framecap, foldedcap, stackcap;
-};
-
-int modframes__fold_new(struct modfold **out)
+/* An unnamed frame of src is merged as its module's frame (profile__merge_renamed()). */
+static int rename_unnamed(const struct profile *src, uint32_t id, const char **name, size_t *len, void *arg)
 {
-	struct modfold *f = calloc(1, sizeof(*f));
-	int err;
+	const struct pf_frame *f = profile__frame(src, id);
 
 	if (!f)
-		return -ENOMEM;
-	if ((err = profile__new(&f->m.dst))) {
-		free(f);
-		return err;
-	}
-	*out = f;
-	return 0;
+		return -EINVAL;
+	if (profile__str(src, f->name)[0])
+		return 0;
+	module_text(profile__str(src, f->module), arg, name, len);
+	return 1;
 }
 
-void modframes__fold_free(struct modfold *f)
+int modframes__fold_merge(struct profile *dst, const struct profile *src, unsigned flags)
 {
-	if (!f)
-		return;
-	profile__free(f->m.dst);
-	fold_map_free(&f->m);
-	free(f);
-}
+	char buf[LABEL_MAX];
 
-/* *a (elements of sz bytes, used of them set) holds n, the ones past used zeroed. */
-static int grow_zeroed(void *a, size_t *cap, size_t used, size_t n, size_t sz)
-{
-	void **pa = a;
-
-	if (n > *cap) {
-		size_t ncap = *cap ? *cap : 1024;
-		void *na;
-
-		while (ncap < n)
-			ncap *= 2;
-		if (!(na = realloc(*pa, ncap * sz)))
-			return -ENOMEM;
-		*pa = na;
-		*cap = ncap;
-	}
-	if (n > used)
-		memset((char *)*pa + used * sz, 0, (n - used) * sz);
-	return 0;
-}
-
-int modframes__fold_next(struct modfold *f, const struct profile *src, const struct profile **out)
-{
-	struct fold_map *m = &f->m;
-	size_t ns = profile__nstrs(src), nf = profile__nframes(src), nk = profile__nstacks(src);
-	int err;
-
-	if (f->gen != profile__gen(src) || m->src != src || ns < m->nstr || nf < m->nframes || nk < m->nstacks) {
-		struct pf_sizes sz;
-
-		profile__reset(m->dst);
-		m->src = src;
-		m->nstr = m->nframes = m->nstacks = 0;
-		/* A chain's key record: all its tables at once, not grown and rehashed step by step. */
-		profile__sizes(src, &sz);
-		if ((err = profile__reserve(m->dst, &sz)))
-			return err;
-	} else {
-		profile__reset_samples(m->dst);
-	}
-	f->gen = 0; /* until the maps and dst agree again */
-	if ((err = grow_zeroed(&m->str, &f->strcap, m->nstr, ns + 1, sizeof(*m->str))) ||
-	    (err = grow_zeroed(&m->frame, &f->framecap, m->nframes, nf + 1, sizeof(*m->frame))) ||
-	    (err = grow_zeroed(&m->folded, &f->foldedcap, m->nframes, nf + 1, sizeof(*m->folded))) ||
-	    (err = grow_zeroed(&m->stack, &f->stackcap, m->nstacks, nk + 1, sizeof(*m->stack))))
-		return err;
-	m->nstr = ns;
-	m->nframes = nf;
-	m->nstacks = nk;
-	if ((err = fold_samples(m, src, m->dst)))
-		return err;
-	f->gen = profile__gen(src);
-	*out = m->dst;
-	return 0;
+	return profile__merge_renamed(dst, src, flags, rename_unnamed, buf);
 }
 
 /* A frame modframes__fold() made: a bracketed name at offset 0. */

@@ -16,16 +16,13 @@ struct profile;
  */
 int modframes__fold(struct profile *dst, const struct profile *src);
 /*
- * modframes__fold() window after window: *out is src folded, owned by f
- * until its next call. While src is the same profile with the same ids
- * (only grown: the records of a chain decoded in turn), what was folded
- * before is not folded again, and *out keeps its ids, so that a merge
- * from it maps only what is new (profile__merge_flags()).
+ * profile__merge_flags(dst, src folded as by modframes__fold(), NULL,
+ * NULL, flags) in one pass, with no folded profile between them: dst is
+ * the same, id for id. A named rollup merges a chain's windows so; what
+ * dst remembers of src's ids (profile__merge()) spares each window what
+ * the windows before it mapped.
  */
-struct modfold;
-int modframes__fold_new(struct modfold **out);
-void modframes__fold_free(struct modfold *f);
-int modframes__fold_next(struct modfold *f, const struct profile *src, const struct profile **out);
+int modframes__fold_merge(struct profile *dst, const struct profile *src, unsigned flags);
 /* The frame that stands for the folded calls of modframes__fold_tail(). */
 #define MODFRAMES_FOLDED "[folded]"
 /*

@@ -27,9 +27,11 @@ struct index {
 struct merge_cache {
 	uint64_t src_gen, dst_gen;
 	unsigned flags;
+	profile_rename_fn as;          /* what renames src's frames; NULL: none does */
 	uint32_t *smap, *fmap, *kmap; /* UINT32_MAX: not mapped yet */
-	size_t ns, nf, nk;             /* entries initialised */
-	size_t scap, fcap, kcap;
+	uint8_t *renamed;              /* by src frame, with as: as() renamed it */
+	size_t ns, nf, nk, nr;         /* entries initialised */
+	size_t scap, fcap, kcap, rcap;
 	uint32_t *buf;
 	size_t bufcap;
 };
@@ -494,7 +496,7 @@ size_t profile__mem_bytes(const struct profile *p)
 	       p->samples_cap * sizeof(*p->samples) +
 	       p->counters_cap * sizeof(*p->counters) +
 	       (p->str_idx.cap + p->frame_idx.cap + p->stack_idx.cap + p->sample_idx.cap +
-		p->mc.scap + p->mc.fcap + p->mc.kcap + p->mc.bufcap) * sizeof(uint32_t);
+		p->mc.scap + p->mc.fcap + p->mc.kcap + p->mc.bufcap) * sizeof(uint32_t) + p->mc.rcap;
 }
 
 void profile__sizes(const struct profile *p, struct pf_sizes *out)
@@ -615,6 +617,7 @@ void profile__free(struct profile *p)
 	free(p->mc.smap);
 	free(p->mc.fmap);
 	free(p->mc.kmap);
+	free(p->mc.renamed);
 	free(p->mc.buf);
 	free(p);
 }
@@ -641,22 +644,29 @@ static int map_extend(uint32_t **map, size_t *cap, size_t *used, size_t n)
 	return 0;
 }
 
-static int merge_cache_prepare(struct profile *dst, const struct profile *src, unsigned flags)
+static int merge_cache_prepare(struct profile *dst, const struct profile *src, unsigned flags,
+			       profile_rename_fn as)
 {
 	struct merge_cache *mc = &dst->mc;
 	int err;
 
-	if (mc->src_gen != src->gen || mc->dst_gen != dst->gen || mc->flags != flags) {
+	if (mc->src_gen != src->gen || mc->dst_gen != dst->gen || mc->flags != flags || mc->as != as) {
 		mc->src_gen = src->gen;
 		mc->dst_gen = dst->gen;
 		mc->flags = flags;
-		mc->ns = mc->nf = mc->nk = 0;
+		mc->as = as;
+		mc->ns = mc->nf = mc->nk = mc->nr = 0;
 	}
 	err = map_extend(&mc->smap, &mc->scap, &mc->ns, src->nstr);
 	if (!err)
 		err = map_extend(&mc->fmap, &mc->fcap, &mc->nf, src->nframes);
 	if (!err)
 		err = map_extend(&mc->kmap, &mc->kcap, &mc->nk, src->nstacks);
+	if (!err && as && src->nframes > mc->nr &&
+	    !(err = grow((void **)&mc->renamed, &mc->rcap, src->nframes, sizeof(*mc->renamed)))) {
+		memset(mc->renamed + mc->nr, 0, src->nframes - mc->nr);
+		mc->nr = src->nframes;
+	}
 	if (err)
 		mc->src_gen = 0; /* half-extended: start over next time */
 	return err;
@@ -676,10 +686,54 @@ static int map_str(struct profile *dst, const struct profile *src, uint32_t id, 
 	return 0;
 }
 
-static int map_stack(struct profile *dst, const struct profile *src, uint32_t sid, unsigned flags)
+/* Frame f of src in dst, renamed first when mc->as says so. */
+static int map_frame(struct profile *dst, const struct profile *src, uint32_t f, unsigned flags, void *as_arg)
 {
 	struct merge_cache *mc = &dst->mc;
-	uint32_t n;
+	struct pf_frame nf = src->frames[f];
+	const char *name;
+	size_t len;
+	int err, renamed = 0;
+
+	if (mc->as && (renamed = mc->as(src, f, &name, &len, as_arg)) < 0)
+		return renamed;
+	if (renamed) {
+		mc->renamed[f] = 1;
+		nf.offset = 0;
+		err = profile__intern(dst, name, len, &nf.name);
+	} else {
+		err = map_str(dst, src, src->frames[f].name, &nf.name);
+	}
+	if (err || (err = map_str(dst, src, src->frames[f].module, &nf.module)))
+		return err;
+	/* A Python frame keeps its function's first line, not the line being run. */
+	if ((flags & PF_MERGE_BY_FUNCTION) && nf.name)
+		nf.offset = nf.kind == PF_FRAME_PY ? PF_PY_FIRST(nf.offset) : 0;
+	if ((flags & PF_MERGE_BY_FUNCTION) && (flags & PF_MERGE_BY_LABEL) && (nf.name || !nf.module)) {
+		nf.module = 0;
+		nf.offset = 0;
+	}
+	return profile__frame_add(dst, &nf, &mc->fmap[f]);
+}
+
+/*
+ * Whether src's frame a reads as its renamed frame b: the same name,
+ * module and kind at offset 0, compared before the flags (which may make
+ * two frames one in dst that read differently).
+ */
+static int same_renamed(const struct profile *dst, const struct profile *src, uint32_t a, uint32_t b)
+{
+	const struct merge_cache *mc = &dst->mc;
+	const struct pf_frame *x = &src->frames[a], *y = &src->frames[b];
+
+	return x->module == y->module && x->kind == y->kind && (mc->renamed[a] || x->offset == 0) &&
+	       dst->frames[mc->fmap[a]].name == dst->frames[mc->fmap[b]].name;
+}
+
+static int map_stack(struct profile *dst, const struct profile *src, uint32_t sid, unsigned flags, void *as_arg)
+{
+	struct merge_cache *mc = &dst->mc;
+	uint32_t n, m = 0;
 	const uint32_t *fr = profile__stack(src, sid, &n);
 	int err;
 
@@ -689,30 +743,18 @@ static int map_stack(struct profile *dst, const struct profile *src, uint32_t si
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t f = fr[k];
 
-		if (mc->fmap[f] == UINT32_MAX) {
-			struct pf_frame nf = src->frames[f];
-
-			if ((err = map_str(dst, src, src->frames[f].name, &nf.name)) ||
-			    (err = map_str(dst, src, src->frames[f].module, &nf.module)))
-				return err;
-			/* A Python frame keeps its function's first line, not the line being run. */
-			if ((flags & PF_MERGE_BY_FUNCTION) && nf.name)
-				nf.offset = nf.kind == PF_FRAME_PY ? PF_PY_FIRST(nf.offset) : 0;
-			if ((flags & PF_MERGE_BY_FUNCTION) && (flags & PF_MERGE_BY_LABEL) && (nf.name || !nf.module)) {
-				nf.module = 0;
-				nf.offset = 0;
-			}
-			err = profile__frame_add(dst, &nf, &mc->fmap[f]);
-			if (err)
-				return err;
-		}
-		mc->buf[k] = mc->fmap[f];
+		if (mc->fmap[f] == UINT32_MAX && (err = map_frame(dst, src, f, flags, as_arg)))
+			return err;
+		/* The frame before reads as this one (it was renamed alike, or so named): one run. */
+		if (k && mc->as && mc->renamed[f] && same_renamed(dst, src, fr[k - 1], f))
+			continue;
+		mc->buf[m++] = mc->fmap[f];
 	}
-	return profile__stack_add(dst, mc->buf, n, &mc->kmap[sid]);
+	return profile__stack_add(dst, mc->buf, m, &mc->kmap[sid]);
 }
 
-int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
-			 void *arg, unsigned flags)
+static int merge(struct profile *dst, const struct profile *src, profile_keep_fn keep, void *arg,
+		 unsigned flags, profile_rename_fn as, void *as_arg)
 {
 	const struct pf_meta *sm = &src->meta;
 	struct pf_meta *dm = &dst->meta;
@@ -721,7 +763,7 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 
 	if (dst == src)
 		return -EINVAL;
-	err = merge_cache_prepare(dst, src, flags);
+	err = merge_cache_prepare(dst, src, flags, as);
 	if (err)
 		return err;
 	for (size_t i = 0; i < src->nsamples; i++) {
@@ -743,7 +785,7 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 			d.thread = 0;
 		if (flags & PF_MERGE_NO_CGROUP)
 			d.cgroup = 0;
-		if (mc->kmap[s->stack] == UINT32_MAX && (err = map_stack(dst, src, s->stack, flags)))
+		if (mc->kmap[s->stack] == UINT32_MAX && (err = map_stack(dst, src, s->stack, flags, as_arg)))
 			goto out;
 		d.stack = mc->kmap[s->stack];
 		if (flags & PF_MERGE_BY_NAME)
@@ -774,4 +816,16 @@ int profile__merge_flags(struct profile *dst, const struct profile *src, profile
 		err = map_str(dst, src, sm->event, &dm->event);
 out:
 	return err;
+}
+
+int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
+			 void *arg, unsigned flags)
+{
+	return merge(dst, src, keep, arg, flags, NULL, NULL);
+}
+
+int profile__merge_renamed(struct profile *dst, const struct profile *src, unsigned flags,
+			   profile_rename_fn as, void *arg)
+{
+	return merge(dst, src, NULL, NULL, flags, as, arg);
 }

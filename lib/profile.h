@@ -168,4 +168,19 @@ int profile__merge(struct profile *dst, const struct profile *src, profile_keep_
 int profile__merge_flags(struct profile *dst, const struct profile *src, profile_keep_fn keep,
 			 void *arg, unsigned flags);
 
+/*
+ * profile__merge_flags() (no keep()) with some of src's frames renamed:
+ * as(src, id, &name, &len, arg) returns 1 for a frame merged as (name, len
+ * bytes, valid until as() is called again; its module; offset 0; its kind),
+ * the flags applying then as to any frame, 0 for a frame merged as it is,
+ * or -errno, which the merge returns. In a stack, a renamed frame right
+ * after a frame that reads the same (name, module, kind, offset 0) is left
+ * out: a run of them is one frame. Answers are kept with the merge's other
+ * maps, so as() must answer alike for a frame while src's ids stay.
+ */
+typedef int (*profile_rename_fn)(const struct profile *src, uint32_t frame, const char **name,
+				 size_t *len, void *arg);
+int profile__merge_renamed(struct profile *dst, const struct profile *src, unsigned flags,
+			   profile_rename_fn as, void *arg);
+
 #endif

@@ -173,7 +173,6 @@ struct store {
 	struct profile *wprof; /* a summary's whole segment so far, by name */
 	struct profile *pprof; /* the same by function only: pids kept */
 	struct profile *fprof; /* a named rollup's merged window, its small entries folded */
-	struct modfold *mfold; /* a named rollup's window read, unnamed frames folded into modules */
 	struct modtail *mtail; /* a named rollup's merged window, its fold half done */
 	/* What a rollup's or summary's record cost per raw byte, read in all and merged (rollups). */
 	double read_rate[2], merge_rate;
@@ -1020,7 +1019,6 @@ void store__close(struct store *s)
 	profile__free(s->wprof);
 	profile__free(s->pprof);
 	profile__free(s->fprof);
-	modframes__fold_free(s->mfold);
 	modframes__tail_free(s->mtail);
 	modframes__calls_free(s->calls);
 	free(s->zbuf);
@@ -2742,12 +2740,15 @@ static int roll_merge(struct store *s, struct roll *r, const struct profile *p, 
 	 * A rollup keeps every pc, thread and pid, only time is coarser, unless
 	 * its tier is old enough to keep what summaries keep.
 	 */
-	if (!r->sum && r->named) {
-		/* Module frames window by window: no read or fold step holds a whole merged window. */
-		if ((!s->mfold && (err = modframes__fold_new(&s->mfold))) || (err = modframes__fold_next(s->mfold, p, &p)))
-			return r->err = err;
-	}
-	if ((err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum || r->named ? SUM_MERGE : 0)))
+	if (!r->sum && r->named)
+		/*
+		 * Module frames folded in the merge itself: a folded copy of the
+		 * chain between the two would hold tables as big as s->prof's.
+		 */
+		err = modframes__fold_merge(s->rprof, p, SUM_MERGE);
+	else
+		err = profile__merge_flags(s->rprof, p, NULL, NULL, r->sum ? SUM_MERGE : 0);
+	if (err)
 		return r->err = err;
 	r->windows += windows;
 	r->nin++;
@@ -2882,10 +2883,6 @@ static void roll_end(struct store *s)
 	profile__free(s->wprof);
 	profile__free(s->pprof);
 	s->wprof = s->pprof = NULL;
-	/*
-	 * s->mfold is kept, as s->prof is: its tables' room grown again in the
-	 * next rollup was a 20 ms step on a 4-CPU day (fresh pages' faults).
-	 */
 }
 
 /* The rollup in progress ended without a result: at once, or by a later call when it is encoding. */

@@ -1254,7 +1254,7 @@ static int last_end(const struct store_window_info *w, void *arg)
 /*
  * -S DIR: the background work of a writer over DIR (a copy: it is rolled
  * up, summarised and its days built), every store__compact call timed in
- * CPU, by what it finished: the longest call of each kind.
+ * CPU, by what it finished: the longest call of each kind; the peak RSS.
  */
 static int steps_only(const char *dir)
 {
@@ -1295,6 +1295,9 @@ static int steps_only(const char *dir)
 		       total[k] * 1e3, worst[k] * 1e3);
 	printf("calls over 50 / 70 / 100 ms CPU: %lu / %lu / %lu\n", over[0], over[1], over[2]);
 	store__close(s);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("peak RSS %ld KB\n", ru.ru_maxrss);
 	return 0;
 }
 
