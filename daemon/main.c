@@ -464,6 +464,13 @@ static int status_reply(struct profd *d, char **out)
 	ADD("segments_removed\t%" PRIu64, st.segments_removed);
 	ADD("segments_rolled_up\t%" PRIu64, st.rollups);
 	ADD("windows_rolled_up\t%" PRIu64, st.windows_rolled);
+	ADD("summaries_built\t%" PRIu64, st.summaries_built);
+	ADD("summaries_without_pids\t%" PRIu64, st.summaries_no_pids);
+	ADD("summaries_over_memory\t%" PRIu64, st.summaries_over_mem);
+	ADD("days_built\t%" PRIu64, st.days_built);
+	ADD("days_over_memory\t%" PRIu64, st.days_over_mem);
+	ADD("summary_memory_peak_bytes\t%" PRIu64, st.summary_mem_peak);
+	ADD("summary_pids_memory_peak_bytes\t%" PRIu64, st.summary_pids_mem_peak);
 	ADD("offcpu\t%s", sampler__offcpu(d->sampler) > 0 ? "on" :
 			  sampler__offcpu(d->sampler) ? "unavailable" : "off");
 	ADD("kernel_map_bytes\t%" PRIu64, sampler__map_bytes(d->sampler));
@@ -727,6 +734,7 @@ static struct store_opts store_opts(const struct profd_opts *o)
 		.max_age_ns = o->retention_ns, .max_bytes = o->max_disk, .no_rollup = !o->rollup,
 		.named_age_ns = o->rollup_by_name_ns ? o->rollup_by_name_ns : -1,
 		.rollup_pressure_pct = o->rollup_pressure ? (int)o->rollup_pressure : -1,
+		.summary_mem_max = o->summary_memory,
 		.value_unit_ns = 1000, /* off-CPU and run-queue times in microseconds */
 		.calls_by_function = !o->call_pcs,
 		.leaf_by_function = !o->call_pcs && !o->leaf_pcs,

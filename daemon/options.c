@@ -99,6 +99,10 @@ static const struct opt_def defs[] = {
 	{ "rollup-pressure", K_UINT, F(rollup_pressure), 0, 100, LIVE, "PCT",
 	  "past this share of max-disk (percent), windows older than 1 h move to the next rollup tier "
 	  "ahead of their age, oldest first, before retention removes any (0: by age only)" },
+	{ "summary-memory", K_SIZE, F(summary_memory), 1 << 20, 1ULL << 40, 0, "SIZE",
+	  "memory for merging an hour's summary or a day file: past it an hour's summary drops its copy "
+	  "with pids, then is not built, and a day file is not built (queries read the windows or the "
+	  "hours instead)" },
 	{ "rollup-by-name", K_DUR, F(rollup_by_name_ns), 0, 3650 * 86400 * SEC, 0, "DUR",
 	  "rollups of windows older than this keep process names and functions, not pids and pcs "
 	  "(0: keep them at every age)" },
@@ -146,6 +150,7 @@ void options_defaults(struct profd_opts *o)
 		.symbol_cache = 24 << 20,
 		.max_pids = 1024,
 		.cache_memory = 64 << 20,
+		.summary_memory = 64 << 20,
 		.zstd_level = 9,
 		.runqueue_stack = RUNQ_STACK_ENTRY,
 		.rollup = 1,

@@ -49,6 +49,7 @@ struct profd_opts {
 	int zstd_level;
 	int rollup;
 	unsigned rollup_pressure;   /* percent of max_disk past which rollups go ahead of age; 0: never */
+	uint64_t summary_memory;    /* what a summary's or a day's merged profiles may take */
 	int call_pcs;               /* flushed windows keep every caller's pc */
 	int leaf_pcs;               /* flushed windows keep a named leaf's pc */
 	int python_free_hook;       /* a uprobe on a long-lived CPython's code_dealloc (bpf/pyfree.bpf.c) */

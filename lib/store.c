@@ -2419,6 +2419,12 @@ void store__stats(const struct store *s, struct store_stats *out)
  */
 #define ENCODE_THREAD_MIN (1ll << 17)
 /*
+ * What a summary's or a day's merged profiles may take by default. The
+ * unit gives profd MemoryHigh=128M; an hour as flushed of compiles on 2
+ * CPUs merged into 28 MB by name and 72 MB with pids (profile__mem_bytes).
+ */
+#define DEF_SUMMARY_MEM (64ull << 20)
+/*
  * Raw bytes of a rollup's or day's record compressed at a time, flushed as
  * blocks of their own: at level 19 about 10 ms of CPU on a 2-CPU VM, so
  * that a call stops near its bound whatever the record's size.
@@ -2446,6 +2452,8 @@ struct roll {
 	int named;               /* rollup: by function and name; summary: of such a segment */
 	int flush_due;           /* the next record starts another window: write this one first */
 	int pressure;            /* rollup: ahead of its age, the store past its pressure threshold */
+	int no_pids;             /* summary: its record with pids dropped (summary_mem_max) */
+	int over;                /* summary: its record by name alone passed summary_mem_max */
 	int folded;              /* named: the window to write is folded into fprof already */
 	int planned;             /* named: its fold's first step is done (s->mtail) */
 	size_t tier;
@@ -2760,6 +2768,38 @@ static int roll_merge(struct store *s, struct roll *r, const struct profile *p, 
 	return 0;
 }
 
+static uint64_t sum_mem_max(const struct store *s)
+{
+	return s->o.summary_mem_max ? s->o.summary_mem_max : DEF_SUMMARY_MEM;
+}
+
+/*
+ * A summary's profiles grow with what its segment held, not with its
+ * windows: a 64-CPU host's hour of short-lived processes would take
+ * gigabytes. Past the budget the record with pids goes first (a query with
+ * pids reads the segment, as it does once the hour is rolled up by name),
+ * when it alone takes half or both pass it; a summary whose record by name
+ * alone passes it is not built (queries read the segment).
+ */
+static void sum_mem_check(struct store *s, struct roll *r)
+{
+	uint64_t max = sum_mem_max(s), w = profile__mem_bytes(s->wprof);
+	uint64_t p = r->named || r->no_pids ? 0 : profile__mem_bytes(s->pprof);
+
+	if (w > s->st.summary_mem_peak)
+		s->st.summary_mem_peak = w;
+	if (p > s->st.summary_pids_mem_peak)
+		s->st.summary_pids_mem_peak = p;
+	if (p && (p > max / 2 || w + p > max)) {
+		profile__free(s->pprof);
+		s->pprof = NULL;
+		r->no_pids = 1;
+		s->st.summaries_no_pids++;
+	}
+	if (w > max)
+		r->over = 1;
+}
+
 static int roll_window(const struct store_window_info *w, const struct profile *p, void *arg)
 {
 	struct store *s = arg;
@@ -2772,9 +2812,11 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 			r->first_bucket = id;
 		r->last_bucket = id;
 		if ((err = profile__merge_flags(s->wprof, p, NULL, NULL, SUM_MERGE)) ||
-		    (!r->named && (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION))))
+		    (!r->named && !r->no_pids &&
+		     (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION))))
 			return r->err = err;
 		r->wwindows += w->windows ? w->windows : 1;
+		sum_mem_check(s, r);
 		return 0;
 	}
 	if (r->windows && id != r->bucket_id) {
@@ -2812,7 +2854,7 @@ static int roll_stop_before(struct store *s, const struct rec_hdr *h, void *arg)
 {
 	struct roll *r = s->roll;
 
-	if (r->merge_due)
+	if (r->merge_due || r->over)
 		return 1;
 	if (r->day || (r->sum && r->phase != SUM_READ_BUCKETS) || !r->windows ||
 	    floor_div(h->start_ns, r->sum ? SUM_BUCKET_NS : s->tiers[r->tier].window_ns) == r->bucket_id)
@@ -2963,6 +3005,8 @@ static int sum_step(struct store *s, struct roll *r)
 		if (r->named)
 			return 1;
 		/* One 10-minute bucket is the whole segment: its record would repeat the whole one. */
+		if (r->first_bucket == r->last_bucket && r->no_pids)
+			return 1;
 		r->phase = r->first_bucket == r->last_bucket ? SUM_WRITE_PIDS : SUM_READ_BUCKETS;
 		r->in_off = 0;
 		r->q.npend = 0;
@@ -2972,6 +3016,8 @@ static int sum_step(struct store *s, struct roll *r)
 	case SUM_READ_BUCKETS:
 		if ((err = roll_flush(s, r)))
 			return err == 1 ? 0 : err;
+		if (r->no_pids)
+			return 1;
 		r->phase = SUM_WRITE_PIDS;
 		return 0;
 	default:
@@ -3023,6 +3069,14 @@ static int roll_continue(struct store *s)
 		if (err)
 			return err;
 		r->in_off = sc.next_off;
+		if (r->over) {
+			/* 1 with no file: summed_upto passes it, this writer does not try again. */
+			s->st.summaries_over_mem++;
+			warnf(s, "%s/%s: its summary would take over %llu MiB of memory: not built, "
+			      "queries read the segment (raise summary-memory to build it)", s->dir, r->g.name,
+			      (unsigned long long)(sum_mem_max(s) >> 20));
+			return 1;
+		}
 		if (sc.paused || r->merge_due)
 			return 0;
 	}
@@ -3182,6 +3236,22 @@ static int day_pick(struct store *s, const struct seg_list *l, int64_t now_ns)
 	return err;
 }
 
+/* After a merge into a day: 1 (no file, not tried again by this writer) when it passed the budget. */
+static int day_mem_check(struct store *s, struct roll *r)
+{
+	uint64_t w = profile__mem_bytes(s->wprof);
+
+	if (w > s->st.summary_mem_peak)
+		s->st.summary_mem_peak = w;
+	if (w <= sum_mem_max(s))
+		return 0;
+	s->st.days_over_mem++;
+	warnf(s, "%s/%s: it would take over %llu MiB of memory: not built, queries read the day's "
+	      "summaries (raise summary-memory to build it)", s->dir, r->g.name,
+	      (unsigned long long)(sum_mem_max(s) >> 20));
+	return 1;
+}
+
 /* Merges the next segment's whole summary into the day; at the end writes and swaps it in. 1: done. */
 static int day_continue(struct store *s)
 {
@@ -3200,7 +3270,7 @@ static int day_continue(struct store *s)
 		if ((err = encode_join(s, r)))
 			return err;
 		r->wwindows += r->mrwin;
-		return 0;
+		return day_mem_check(s, r);
 	}
 	if (r->nparts < r->parts.n) {
 		const struct seg *sg = &r->parts.v[r->nparts++];
@@ -3228,7 +3298,7 @@ static int day_continue(struct store *s)
 		codec__chain_forget(s->codec);
 		if (!err)
 			r->wwindows += wr.h.windows;
-		return err;
+		return err ? err : day_mem_check(s, r);
 	}
 	/* The day's one record, at the rollups' level: maybe over several calls (1: not yet written). */
 	err = roll_write(s, r, s->wprof, 0, r->wwindows, REC_FLAG_SUMMARY | REC_FLAG_WHOLE);

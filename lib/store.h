@@ -71,6 +71,13 @@ struct store_opts {
 	 */
 	int64_t encode_thread_min;
 	/*
+	 * Memory a summary's or a day's merged profiles may take (bytes, as
+	 * profile__mem_bytes counts): past it a summary drops its record with
+	 * pids, then is not built, and a day file is not built (queries read
+	 * what they stand for); 0: default (64 MiB).
+	 */
+	uint64_t summary_mem_max;
+	/*
 	 * Records per chain in rolled-up segments (docs/FORMAT.md, "Chains");
 	 * 0: default (60, an hour of 1-minute windows).
 	 */
@@ -139,6 +146,10 @@ struct store_stats {
 	uint64_t cpu_folded, cpu_named;    /* named windows written: on-CPU samples under "[folded]", all */
 	/* Records encoded, and day merges, on a thread of their own (store_opts.encode_thread_min); 1 while one is. */
 	uint64_t records_threaded, encoding;
+	/* store_opts.summary_mem_max: summaries written without pids, summaries and days not built. */
+	uint64_t summaries_no_pids, summaries_over_mem, days_over_mem;
+	/* The largest merged profiles by name (summaries and days) and with pids, bytes. */
+	uint64_t summary_mem_peak, summary_pids_mem_peak;
 };
 
 int store__open(const struct store_opts *o, struct store **out);

@@ -1294,6 +1294,8 @@ static int64_t summarise_timed(const char *dir, int64_t thread_min, uint64_t *th
 	o.warn = on_warn;
 	o.rollup_zstd_level = 1; /* the encoding is what is timed, not zstd's level 19 */
 	o.encode_thread_min = thread_min;
+	/* Its summary with pids passes half the default budget: kept, the encoding is what is tested. */
+	o.summary_mem_max = 1ull << 40;
 	if (store__open(&o, &s))
 		return -1;
 	store__stats(s, &st);
@@ -2341,13 +2343,15 @@ static int records_in_files(const char *dir, const char *prefix)
 
 /* summarise_at()'s store_opts.encode_thread_min; its records on a thread are counted in sum_threaded. */
 static int64_t sum_thread_min;
+static uint64_t sum_mem_budget;     /* store_opts.summary_mem_max of summarise_at's writer */
+static struct store_stats sum_last; /* its stats when it closed */
 static uint64_t sum_threaded;
 
 static int summarise_at(const char *dir, const struct store_rollup *tier, void (*cp)(void *, int), int64_t now,
 			int *days)
 {
 	struct store_opts o = { .dir = dir, .writer = 1, .warn = on_warn, .crash_point = cp,
-				.encode_thread_min = sum_thread_min };
+				.encode_thread_min = sum_thread_min, .summary_mem_max = sum_mem_budget };
 	struct store_stats st;
 	struct store *w;
 
@@ -2361,6 +2365,7 @@ static int summarise_at(const char *dir, const struct store_rollup *tier, void (
 		if (compact_waiting(w, now))
 			break;
 	store__stats(w, &st);
+	sum_last = st;
 	sum_threaded += st.records_threaded;
 	store__close(w);
 	if (days)
@@ -2635,6 +2640,89 @@ static uint64_t decodes(const char *dir, int64_t a, int64_t b)
 	free(range_text(s, a, b, 2, &d));
 	store__close(s);
 	return d;
+}
+
+/*
+ * A summary's or a day's merged profiles past summary_mem_max: the record
+ * with pids goes first, then the summary; a day is not built. Every answer
+ * stays the same (the segment, or the day's summaries, are read instead),
+ * nothing is left behind, and the writer does not start again what it gave up.
+ */
+static void test_summary_memory(const char *base)
+{
+	char dir[256];
+	uint64_t wpeak, ppeak, dec_sum, d;
+	struct store *r;
+	int days = -1, recs;
+
+	snprintf(dir, sizeof(dir), "%s/summem", base);
+	write_sw(dir);
+	nwarn = 0;
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+	recs = records_in_files(dir, "sum-");
+	wpeak = sum_last.summary_mem_peak;
+	ppeak = sum_last.summary_pids_mem_peak;
+	/* With pids kept, a segment's merged profile is the larger one. */
+	CHECK(wpeak > 0 && ppeak > wpeak / 2);
+	CHECK_EQ_INT(sum_last.summaries_no_pids + sum_last.summaries_over_mem, 0);
+
+	/* Room for every record by name, not for one with its pids beside it. */
+	write_sw(dir);
+	sum_mem_budget = wpeak + 1;
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+	CHECK_EQ_INT(sum_last.summaries_no_pids, 6);
+	CHECK_EQ_INT(sum_last.summaries_over_mem, 0);
+	CHECK(sum_last.summary_mem_peak <= sum_mem_budget);
+	CHECK_EQ_INT(records_in_files(dir, "sum-"), recs - 6); /* one with pids less in each */
+	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, NULL), 0);
+	CHECK_EQ_INT(dec_sum, 6);
+	CHECK_EQ_INT(nwarn, 0);
+	/* A query with pids reads the segments' windows, where it read two records a segment. */
+	CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
+	free(range_text(r, T0, T0 + SW * 60 * SEC, 4, &d));
+	store__close(r);
+	CHECK_EQ_INT(d, SW);
+
+	/* No room for a record by name: no summary, and the writer does not try again. */
+	write_sw(dir);
+	sum_mem_budget = wpeak / 4;
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 0);
+	CHECK_EQ_INT(sum_last.summaries_over_mem, 6);
+	CHECK(sum_last.summary_mem_peak > sum_mem_budget);
+	CHECK_EQ_INT(count_files(dir, "sum-"), 0);
+	CHECK_EQ_INT(count_files(dir, "roll-"), 0);
+	CHECK(nwarn >= 6);
+	nwarn = 0;
+	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, NULL), 0);
+	CHECK_EQ_INT(dec_sum, SW);
+	CHECK_EQ_INT(nwarn, 0);
+	/* The next writer (a restart) tries each once again; with the default budget it builds them. */
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 0);
+	CHECK_EQ_INT(sum_last.summaries_over_mem, 6);
+	sum_mem_budget = 0;
+	CHECK_EQ_INT(summarise_all(dir, NULL, NULL), 6);
+
+	/* Days: the segments' summaries fit, a day does not (its first merge passes one byte). */
+	snprintf(dir, sizeof(dir), "%s/summem-days", base);
+	write_windows(dir, DW, 1800 * SEC, 7200 * SEC);
+	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, T0 + 4 * 3600 * SEC, &days), 36);
+	CHECK_EQ_INT(days, 0);
+	sum_mem_budget = 1;
+	nwarn = 0;
+	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, T0 + 100 * 3600 * SEC, &days), 0);
+	CHECK_EQ_INT(days, 0);
+	CHECK_EQ_INT(sum_last.days_over_mem, 4);
+	CHECK_EQ_INT(count_files(dir, "day-"), 0);
+	CHECK_EQ_INT(count_files(dir, "roll-"), 0);
+	CHECK(nwarn >= 4);
+	nwarn = 0;
+	CHECK_EQ_INT(day_mismatches(dir), 0);
+	CHECK_EQ_INT(nwarn, 0);
+	/* Each day is read from its segments' summaries: 12 records a day. */
+	CHECK_EQ_INT(decodes(dir, DAY0 + DAY, DAY0 + 2 * DAY), 12);
+	sum_mem_budget = 0;
+	CHECK_EQ_INT(summarise_at(dir, NULL, NULL, T0 + 100 * 3600 * SEC, &days), 0);
+	CHECK_EQ_INT(days, 4);
 }
 
 static void test_days(const char *base)
@@ -3941,6 +4029,7 @@ int main(int argc, char **argv)
 	test_rich_compat(base, "v6");
 	test_runq_entry(base);
 	test_days(base);
+	test_summary_memory(base);
 	test_group_files(base);
 	test_retention(base);
 	test_pressure(base);
