@@ -67,7 +67,8 @@ struct store_opts {
 	 * by a later call; 0: default (131072, some 30 ms of encoding); < 0:
 	 * always in the calling thread. The files are the same either way.
 	 * A day file's merge of a segment's summary record of at least this
-	 * many raw bytes runs on such a thread too.
+	 * many raw bytes runs on such a thread too, and so does a summary's
+	 * read (decode and merge) of a segment's record of that many.
 	 */
 	int64_t encode_thread_min;
 	/*
@@ -139,6 +140,8 @@ struct store_stats {
 	uint64_t cpu_folded, cpu_named;    /* named windows written: on-CPU samples under "[folded]", all */
 	/* Records encoded, and day merges, on a thread of their own (store_opts.encode_thread_min); 1 while one is. */
 	uint64_t records_threaded, encoding;
+	/* A summary's reads of its segment's records on that thread (encoding is 1 meanwhile too). */
+	uint64_t reads_threaded;
 };
 
 int store__open(const struct store_opts *o, struct store **out);
