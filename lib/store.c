@@ -2531,17 +2531,15 @@ struct roll {
 	/*
 	 * Summary: its read of the whole segment decodes with rd (s->rcodec
 	 * into s->rprof, both idle until its writes), never with the store's
-	 * reader, which appends and queries use between calls. A record of
-	 * encode_thread_min raw bytes or more is decoded and merged into
-	 * s->wprof and s->pprof on thread eth (encoding set too, reading set
-	 * while it is not picked up): tref, its chain noted in q already.
+	 * reader, which appends and queries use between calls. Each call's
+	 * records (items, found by the call's scan) are noted in q, decoded
+	 * and merged into s->wprof and s->pprof on thread eth (encoding set
+	 * too, reading set while they are not picked up).
 	 */
 	struct reader rd;
-	int read_due, reading, tdecoded;
-	struct rec_hdr dueh;
-	struct rec_ref tref;
-	uint64_t tdec;
-	const char *twhy;
+	int reading;
+	struct rd_item { struct rec_ref ref; int err, decoded; uint64_t ndec; const char *why; } *items;
+	size_t nitems, items_cap, items_done;
 	struct profile *twprof, *tpprof;
 	/*
 	 * Rollup: the record read last is decoded in s->rd.prof, to be merged in
@@ -2668,42 +2666,51 @@ static void sum_whole_note(struct roll *r, int64_t start_ns, uint32_t windows)
 	r->wwindows += windows ? windows : 1;
 }
 
+/*
+ * The call's records of the segment, in order, as on_window would read
+ * them: noted in their chain, decoded with the roll's reader, merged. It
+ * stops at a merge's failure (items_done: those through).
+ */
 static void *read_main(void *arg)
 {
 	struct roll *r = arg;
 
-	r->eerr = decode_chained(&r->rd, 0, r->in, &r->q, &r->tref, &r->tdec, &r->twhy);
-	r->tdecoded = !r->eerr;
-	if (!r->eerr)
-		r->eerr = sum_whole_merge(r->twprof, r->tpprof, r->named, r->rd.prof);
+	r->eerr = 0;
+	for (r->items_done = 0; r->items_done < r->nitems && !r->eerr; r->items_done++) {
+		struct rd_item *it = &r->items[r->items_done];
+
+		if ((r->eerr = chain_note(&r->q, it->ref.off, &it->ref.h)))
+			break;
+		it->ndec = 0;
+		it->why = NULL;
+		it->err = decode_chained(&r->rd, 0, r->in, &r->q, &it->ref, &it->ndec, &it->why);
+		it->decoded = !it->err;
+		if (it->err == -ESTALE)
+			r->q.broken = 1;
+		if (it->decoded)
+			r->eerr = sum_whole_merge(r->twprof, r->tpprof, r->named, r->rd.prof);
+		else if (it->err != -EBADMSG && it->err != -ESTALE)
+			r->eerr = it->err;
+	}
 	__atomic_store_n(&r->edone, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
-/*
- * The record at off of the segment, decoded and merged on the roll's
- * thread: 0 when it started. A big key record (all its chain's tables:
- * 74-133 ms for an hour of a 2-CPU VM's mixed load) is one step that
- * cannot be cut. The thread has the roll's reader and the two profiles
- * to itself; the record is noted in its chain first, as the scan would.
- */
-static int read_start(struct store *s, struct roll *r, uint64_t off, const struct rec_hdr *h)
+/* A record found by the call's scan, for the thread. */
+static int read_collect(struct store *s, const struct seg *g, int fd, uint64_t off, const struct rec_hdr *h,
+			void *arg)
 {
-	int err;
+	struct roll *r = arg;
 
-	r->tref = (struct rec_ref){ .off = off, .h = *h };
-	r->tdec = 0;
-	r->twhy = NULL;
-	r->twprof = s->wprof;
-	r->tpprof = s->pprof;
-	if ((err = chain_note(&r->q, off, h)))
-		return err;
-	if ((err = roll_thread_start(s, r, NULL, read_main))) {
-		r->q.npend--;
-		return err;
+	if (r->nitems == r->items_cap) {
+		size_t ncap = r->items_cap ? r->items_cap * 2 : 32;
+		struct rd_item *n = realloc(r->items, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->items = n;
+		r->items_cap = ncap;
 	}
-	s->st.reads_threaded++;
-	r->reading = 1;
+	r->items[r->nitems++] = (struct rd_item){ .ref = { .off = off, .h = *h } };
 	return 0;
 }
 
@@ -2927,21 +2934,6 @@ static int roll_stop_before(struct store *s, const struct rec_hdr *h, void *arg)
 
 	if (r->merge_due)
 		return 1;
-	if (r->sum && r->phase == SUM_READ_WHOLE) {
-		int64_t min = s->o.encode_thread_min ? s->o.encode_thread_min : ENCODE_THREAD_MIN;
-
-		/*
-		 * A chain's key record (all its tables) costs about five of the
-		 * records after it: 700-1000 ns a raw byte decoded and merged twice
-		 * (74-109 ms for the 98-111 KB keys of an hour of a 2-CPU VM's mixed
-		 * load), so from a quarter of the threshold.
-		 */
-		if (min > 0 && (h->raw_len >= min || (!(h->flags & REC_FLAG_DELTA) && h->raw_len >= min / 4))) {
-			r->read_due = 1;
-			r->dueh = *h;
-			return 1;
-		}
-	}
 	if (r->day || (r->sum && r->phase != SUM_READ_BUCKETS) || !r->windows ||
 	    floor_div(h->start_ns, r->sum ? SUM_BUCKET_NS : s->tiers[r->tier].window_ns) == r->bucket_id)
 		return 0;
@@ -3005,6 +2997,7 @@ static void roll_end(struct store *s)
 	free(r->parts.v);
 	free(r->zbuf);
 	free(r->mraw);
+	free(r->items);
 	reader_release(&r->rd);
 	free(r);
 	s->roll = NULL;
@@ -3125,38 +3118,77 @@ static int sum_step(struct store *s, struct roll *r)
 	}
 }
 
-/* The record the roll's thread read, picked up: as on_window would have ended with it. */
+static int read_threads(const struct store *s)
+{
+	return s->o.encode_thread_min >= 0;
+}
+
+/* The records the roll's thread read, picked up: as on_window would have ended with each. */
 static int read_done(struct store *s, struct roll *r)
 {
 	int err = encode_join(s, r);
 
+	if (!err)
+		err = r->eerr; /* also when read_main ran here */
 	r->reading = 0;
-	s->st.records_decoded += r->tdec;
-	if (!r->tdecoded) {
-		if ((err = decode_failed(s, &r->q, &r->g, r->tref.off, err, r->twhy)))
-			return err;
-	} else if (err) {
-		return err;
-	} else {
-		sum_whole_note(r, r->tref.h.start_ns, r->tref.h.windows);
+	for (size_t i = 0; i < r->items_done; i++) {
+		struct rd_item *it = &r->items[i];
+
+		s->st.records_decoded += it->ndec;
+		if (it->err == -EBADMSG || it->err == -ESTALE) /* q->broken is set already */
+			(void)decode_failed(s, &r->q, &r->g, it->ref.off, it->err, it->why);
+		else if (it->decoded)
+			sum_whole_note(r, it->ref.h.start_ns, it->ref.h.windows);
 	}
-	r->in_off = r->tref.off + REC_HDR + r->tref.h.comp_len;
-	return 0;
+	r->nitems = 0;
+	return err;
 }
 
-/* The scan stopped before a big record (roll_stop_before): it goes to the thread, or is read here when none starts. */
-static int read_begin(struct store *s, struct roll *r)
+/*
+ * A summary's read of the whole segment, off the loop: the pickup of what
+ * the thread read, then the next records found (their headers checked
+ * here) handed to it. 1: the read is through.
+ */
+static int read_step(struct store *s, struct roll *r)
 {
+	struct scan sc = {
+		.since = INT64_MIN, .until = INT64_MAX, .fn = read_collect, .arg = r, .start_off = r->in_off,
+		.budget = s->o.compact_windows ? s->o.compact_windows : SUM_BUDGET,
+	};
+	int64_t min = s->o.encode_thread_min ? s->o.encode_thread_min : ENCODE_THREAD_MIN;
+	uint64_t raw = 0;
 	int err;
 
-	r->read_due = 0;
-	if (!read_start(s, r, r->in_off, &r->dueh))
+	if (r->reading) {
+		if (!__atomic_load_n(&r->edone, __ATOMIC_ACQUIRE))
+			return 0;
+		if ((err = read_done(s, r)))
+			return err;
+	}
+	r->nitems = 0;
+	if ((err = scan_segment(s, &r->g, r->in, r->in_size, &sc)))
+		return err;
+	r->in_off = sc.next_off;
+	if (!r->nitems)
+		return 1;
+	for (size_t i = 0; i < r->nitems; i++)
+		raw += r->items[i].ref.h.raw_len;
+	r->twprof = s->wprof;
+	r->tpprof = s->pprof;
+	/*
+	 * Decoded and merged twice, a raw byte costs 300-1000 ns (a key's
+	 * tables most, a profile's growth in spikes): from a quarter of the
+	 * encoding's threshold in bytes, some 10-30 ms, on the thread.
+	 */
+	if (raw >= (uint64_t)min / 4 && !roll_thread_start(s, r, NULL, read_main)) {
+		s->st.reads_threaded += r->nitems;
+		r->reading = 1;
 		return 0;
-	err = on_window(s, &r->g, r->in, r->in_off, &r->dueh, &r->q);
-	if (!err)
-		err = r->err;
-	r->in_off += REC_HDR + r->dueh.comp_len;
-	return err;
+	}
+	/* Few bytes, or no thread: the same, here; at the segment's end the next step goes on in this call. */
+	read_main(r);
+	err = read_done(s, r);
+	return err ? err : !sc.paused;
 }
 
 /* Reads the next records of the segment; at its end swaps the new file in. 1: finished. */
@@ -3174,13 +3206,13 @@ static int roll_continue(struct store *s)
 	uint64_t nin = r->nin;
 	int err = 0;
 
-	if (r->reading) {
-		if (!__atomic_load_n(&r->edone, __ATOMIC_ACQUIRE))
-			return 0;
-		if ((err = read_done(s, r)))
-			return err;
-		sc.start_off = r->in_off;
-	}
+	/*
+	 * A summary's first read decodes and merges with the roll's reader:
+	 * on its thread, so that no call holds a key record's decode (all its
+	 * chain's tables) or a profile's growth; in the call without threads.
+	 */
+	if (r->sum && r->phase == SUM_READ_WHOLE && read_threads(s) && (err = read_step(s, r)) != 1)
+		return err;
 	if (r->merge_due) {
 		r->merge_due = 0;
 		if (profile__gen(s->rd.prof) == r->mgen && profile__nstacks(s->rd.prof) == r->mstacks &&
@@ -3203,15 +3235,14 @@ static int roll_continue(struct store *s)
 		return err;
 	}
 	/* A record compressed in part is finished before anything more is read. */
-	if (!r->wbusy && (!r->sum || r->phase == SUM_READ_WHOLE || r->phase == SUM_READ_BUCKETS)) {
+	if (!r->wbusy && (!r->sum || (r->phase == SUM_READ_WHOLE && !read_threads(s)) ||
+			  r->phase == SUM_READ_BUCKETS)) {
 		err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
 		if (!err)
 			err = r->err;
 		if (err)
 			return err;
 		r->in_off = sc.next_off;
-		if (r->read_due)
-			return read_begin(s, r);
 		if (sc.paused || r->merge_due)
 			return 0;
 	}

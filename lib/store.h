@@ -68,7 +68,8 @@ struct store_opts {
 	 * always in the calling thread. The files are the same either way.
 	 * A day file's merge of a segment's summary record of at least this
 	 * many raw bytes runs on such a thread too, and so does a summary's
-	 * read (decode and merge) of a segment's record of that many.
+	 * first read of its segment (decode and merge), a call's records at a
+	 * time, when their raw bytes add up to a quarter of this or more.
 	 */
 	int64_t encode_thread_min;
 	/*

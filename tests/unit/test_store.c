@@ -1183,10 +1183,14 @@ static void test_summary_pieces(const char *base)
 	CHECK_EQ_INT(store__open(&o, &s), 0);
 	int calls_one = compact_until_summarised(s, RW / 60, 1000);
 	store__close(s);
-	/* A bound of 1 ns: each call reads one record, or compresses one piece, and stops. */
+	/*
+	 * A bound of 1 ns: each call reads one record, or compresses one piece,
+	 * and stops; every step in the call (no thread), so that each is counted.
+	 */
 	o.dir = many;
 	o.compact_windows = 0;
 	o.compact_cpu_ns = 1;
+	o.encode_thread_min = -1;
 	CHECK_EQ_INT(store__open(&o, &s), 0);
 	int calls_many = compact_until_summarised(s, RW / 60, 20000);
 	store__close(s);
@@ -1445,7 +1449,7 @@ static void test_encode_thread(const char *base)
  * hundred KB raw, and each delta after it samples alone, some tens of KB.
  */
 #define KEYED_STACKS 3000
-#define KEYED_THREAD_MIN 65536 /* raw bytes: every key passes it, no delta does */
+#define KEYED_THREAD_MIN 65536 /* the whole records' encodings stay in the call */
 static void make_keyed_window(struct profile *p, int i, int64_t start, int64_t len)
 {
 	uint32_t s_mod, s_comm, f[8], st;
@@ -1527,11 +1531,10 @@ static uint64_t summarise_keyed(const char *dir, int64_t thread_min, uint64_t *e
 }
 
 /*
- * A summary's read of a big record of its segment (a chain's key: every
- * table) is decoded and merged on the store's thread, the deltas after it
- * in the call, with the summary's own codec: exactly the 3 keys of the
- * segment's 3 chains go to the thread, and the summary file is the one
- * built with every read in the call, byte for byte. Meanwhile a query
+ * A summary's first read of its segment (each chain's key holds every
+ * table) is decoded and merged on the store's thread with the summary's
+ * own codec: each of the segment's 60 records once, and the summary file
+ * is the one built with every read in the call, byte for byte. Meanwhile a query
  * and an append through the same store answer and write as ever, close
  * waits for the read, and retention that removes the segment drops the
  * summary once the read is through.
@@ -1553,7 +1556,7 @@ static void test_read_thread(const char *base)
 	write_keyed(cut);
 	nwarn = 0;
 	CHECK_EQ_INT(summarise_keyed(in, -1, &enc_in), 0);
-	CHECK_EQ_INT(summarise_keyed(th, KEYED_THREAD_MIN, &enc_th), 3);
+	CHECK_EQ_INT(summarise_keyed(th, KEYED_THREAD_MIN, &enc_th), 60);
 	CHECK_EQ_INT(enc_in, 0);
 	CHECK_EQ_INT(enc_th, 0); /* its whole records are small: the reads alone were threaded */
 	size_t len_in, len_th;
@@ -1586,7 +1589,7 @@ static void test_read_thread(const char *base)
 		store__stats(s, &st);
 	}
 	CHECK_EQ_INT(st.summaries_built, 1);
-	CHECK_EQ_INT(st.reads_threaded, 3);
+	CHECK_EQ_INT(st.reads_threaded, 60);
 	got = range_text(s, INT64_MIN, T0 + 600 * SEC, STORE_READ_SUMMARIES, NULL);
 	CHECK(strcmp(want, got) == 0);
 	free(got);
