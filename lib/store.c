@@ -129,28 +129,37 @@ struct rec_ref {
 	struct rec_hdr h;
 };
 
-struct store {
-	struct store_opts o;
-	char *dir;
-	int dfd, lockfd;
+/*
+ * What records are read, decompressed and decoded with: the store's for
+ * queries (its zbuf is the appends' too), and a summary's own while it
+ * reads its segment, which the summary's thread may use meanwhile.
+ */
+struct reader {
 	struct codec *codec;
-	dev_t chain_dev;  /* the file whose chain the codec holds (reads); 0: none */
-	ino_t chain_ino;
-	ZSTD_CCtx *cctx;
-	ZSTD_CCtx *rcctx;      /* rollups and days: written once in the background, a higher level */
-	struct zsizing { uint64_t raw; uint32_t n; int wlog; } asz, rsz; /* cctx's, rcctx's chain so far */
+	struct profile *prof;  /* decoded into */
 	ZSTD_DCtx *dctx;
 	ZSTD_DCtx *sdctx;      /* a chain's frame, record after record (flag bit 7) */
-	struct profile *prof;
 	uint8_t *zbuf, *rbuf;
 	size_t zcap, rcap;
-	/* The raw payload a reader decompressed last, the prefix of the record after it. */
+	/* The raw payload decompressed last, the prefix of the record after it. */
 	uint8_t *pbuf;
 	size_t pcap, plen;
 	dev_t pdev;
 	ino_t pino;
 	uint64_t pnext;        /* the offset right after that record; 0: none held */
 	int slive;             /* that record was of a chain's frame, which sdctx has decoded up to it */
+};
+
+struct store {
+	struct store_opts o;
+	char *dir;
+	int dfd, lockfd;
+	struct reader rd;
+	dev_t chain_dev;  /* the file whose chain rd.codec holds (reads); 0: none */
+	ino_t chain_ino;
+	ZSTD_CCtx *cctx;
+	ZSTD_CCtx *rcctx;      /* rollups and days: written once in the background, a higher level */
+	struct zsizing { uint64_t raw; uint32_t n; int wlog; } asz, rsz; /* cctx's, rcctx's chain so far */
 	uint64_t seg_bytes;
 	int64_t seg_span;
 	uint32_t chain_max;
@@ -558,19 +567,42 @@ static uint64_t resync(int fd, uint64_t off, uint64_t size)
 	return size;
 }
 
-static int check_payload(struct store *s, int fd, uint64_t off, const struct rec_hdr *h, const char **why)
+/* A reader's decompression contexts: 0, or -ENOMEM, -EINVAL (reader_release() either way). */
+static int reader_init(struct reader *x)
 {
-	int err = grow_buf(&s->zbuf, &s->zcap, h->comp_len ? h->comp_len : 1);
+	x->dctx = ZSTD_createDCtx();
+	x->sdctx = ZSTD_createDCtx();
+	if (!x->dctx || !x->sdctx)
+		return -ENOMEM;
+	if (ZSTD_isError(ZSTD_DCtx_setParameter(x->sdctx, ZSTD_d_windowLogMax, STREAM_WLOG_MAX)))
+		return -EINVAL;
+	return 0;
+}
+
+/* Its contexts and buffers; its codec and profile are their owner's. */
+static void reader_release(struct reader *x)
+{
+	ZSTD_freeDCtx(x->dctx);
+	ZSTD_freeDCtx(x->sdctx);
+	free(x->zbuf);
+	free(x->rbuf);
+	free(x->pbuf);
+	*x = (struct reader){ .codec = x->codec, .prof = x->prof };
+}
+
+static int check_payload(struct reader *x, int fd, uint64_t off, const struct rec_hdr *h, const char **why)
+{
+	int err = grow_buf(&x->zbuf, &x->zcap, h->comp_len ? h->comp_len : 1);
 	if (err)
 		return err;
-	ssize_t r = pread_full(fd, s->zbuf, h->comp_len, off + REC_HDR);
+	ssize_t r = pread_full(fd, x->zbuf, h->comp_len, off + REC_HDR);
 	if (r < 0)
 		return (int)r;
 	if ((size_t)r != h->comp_len) {
 		*why = "payload cut short";
 		return -EBADMSG;
 	}
-	if (crc32c(0, s->zbuf, h->comp_len) != h->payload_crc) {
+	if (crc32c(0, x->zbuf, h->comp_len) != h->payload_crc) {
 		*why = "payload checksum mismatch";
 		return -EBADMSG;
 	}
@@ -629,7 +661,7 @@ static int scan_segment(struct store *s, const struct seg *g, int fd, uint64_t s
 			break;
 		}
 		if (sc->flags & SCAN_VERIFY) {
-			err = check_payload(s, fd, off, &h, &why);
+			err = check_payload(&s->rd, fd, off, &h, &why);
 			if (err == -EBADMSG) {
 				warnf(s, "%s/%s: offset %llu: %s, record skipped",
 				      s->dir, g->name, (unsigned long long)off, why);
@@ -903,20 +935,10 @@ int store__open(const struct store_opts *o, struct store **out)
 		}
 	}
 
-	if ((err = codec__new(&s->codec)) || (err = profile__new(&s->prof)) ||
-	    (err = codec__set_value_unit(s->codec, s->o.value_unit_ns)))
+	if ((err = codec__new(&s->rd.codec)) || (err = profile__new(&s->rd.prof)) ||
+	    (err = codec__set_value_unit(s->rd.codec, s->o.value_unit_ns)))
 		goto fail;
-	s->dctx = ZSTD_createDCtx();
-	s->sdctx = ZSTD_createDCtx();
-	if (!s->dctx || !s->sdctx) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	if (ZSTD_isError(ZSTD_DCtx_setParameter(s->sdctx, ZSTD_d_windowLogMax, STREAM_WLOG_MAX))) {
-		err = -EINVAL;
-		goto fail;
-	}
-	if ((err = open_dir(s)))
+	if ((err = reader_init(&s->rd)) || (err = open_dir(s)))
 		goto fail;
 
 	if (s->o.writer) {
@@ -1010,10 +1032,9 @@ void store__close(struct store *s)
 		close(s->dfd);
 	ZSTD_freeCCtx(s->cctx);
 	ZSTD_freeCCtx(s->rcctx);
-	ZSTD_freeDCtx(s->dctx);
-	ZSTD_freeDCtx(s->sdctx);
-	codec__free(s->codec);
-	profile__free(s->prof);
+	reader_release(&s->rd);
+	codec__free(s->rd.codec);
+	profile__free(s->rd.prof);
 	codec__free(s->rcodec);
 	profile__free(s->rprof);
 	profile__free(s->wprof);
@@ -1021,9 +1042,6 @@ void store__close(struct store *s)
 	profile__free(s->fprof);
 	modframes__tail_free(s->mtail);
 	modframes__calls_free(s->calls);
-	free(s->zbuf);
-	free(s->rbuf);
-	free(s->pbuf);
 	free(s->dir);
 	free(s);
 }
@@ -1315,14 +1333,14 @@ static size_t rec_finish(struct rec_out *w, uint8_t hdr[REC_HDR])
 
 /*
  * Encodes, compresses and checksums p as the next record of chain ch, in
- * one go. The record is in hdr and s->zbuf; *delta says which it is.
+ * one go. The record is in hdr and s->rd.zbuf; *delta says which it is.
  */
 static int make_record(struct store *s, ZSTD_CCtx *z_ctx, struct codec *c, const struct profile *p,
 		       const struct chain *ch,
 		       uint8_t level, uint32_t windows, uint32_t flags, uint8_t hdr[REC_HDR], size_t *plen,
 		       int *delta)
 {
-	struct rec_out w = { .buf = &s->zbuf, .cap = &s->zcap };
+	struct rec_out w = { .buf = &s->rd.zbuf, .cap = &s->rd.zcap };
 	int err = rec_begin(s, &w, z_ctx, c, p, ch, level, windows, flags, 0);
 
 	*delta = w.delta;
@@ -1366,21 +1384,21 @@ int store__append(struct store *s, const struct profile *window)
 	    (m->start_ns < s->alast_start ||                       /* clock stepped back */
 	     __builtin_sub_overflow(m->start_ns, s->astart, &span) || span >= s->seg_span))
 		close_active(s, 1);
-	err = make_record(s, s->cctx, s->codec, window, &s->achain, 0, 1, 0, hdr, &z, &delta);
+	err = make_record(s, s->cctx, s->rd.codec, window, &s->achain, 0, 1, 0, hdr, &z, &delta);
 	if (err)
 		goto drop;
 	uint64_t rec = REC_HDR + z;
 	if (s->afd >= 0 && s->asize && s->asize + rec > s->seg_bytes) {
 		close_active(s, 1);
 		/* Records never refer to another file: the first one of a segment is a key. */
-		if (delta && (err = make_record(s, s->cctx, s->codec, window, &s->achain, 0, 1, 0, hdr, &z, &delta)))
+		if (delta && (err = make_record(s, s->cctx, s->rd.codec, window, &s->achain, 0, 1, 0, hdr, &z, &delta)))
 			goto drop;
 		rec = REC_HDR + z;
 	}
 	if (s->afd < 0 && (err = open_new_segment(s, m->start_ns)))
 		goto fail;
 
-	err = write_record(s, hdr, s->zbuf, z);
+	err = write_record(s, hdr, s->rd.zbuf, z);
 	if (err) {
 		/*
 		 * Cut what part of the record reached the file so the segment ends on
@@ -1481,6 +1499,7 @@ struct query {
 	int (*want)(const struct query *q, const struct rec_hdr *h);
 	const struct sum_plan *plan;
 	const struct merge_ctx *into; /* store__merge: summaries decode straight into its profile */
+	struct reader *rd; /* what records are decoded with; NULL: the store's */
 	int stop; /* the callback's non-zero return */
 	/* the records of the current chain so far, key first (reads only) */
 	struct rec_ref *pend;
@@ -1514,12 +1533,12 @@ static int on_info(struct store *s, const struct seg *g, int fd, uint64_t off,
 }
 
 /* Reads, checks and decompresses a record's payload into *raw. */
-static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_hdr *h,
+static int load_payload(struct reader *x, int in_sum, int fd, uint64_t off, const struct rec_hdr *h,
 			const uint8_t **raw, const char **why)
 {
 	/* Summary flags are right in summary files only, where every record has them. */
 	uint32_t sflags = h->flags & (REC_FLAG_SUMMARY | REC_FLAG_WHOLE | REC_FLAG_PIDS);
-	int err = check_payload(s, fd, off, h, why);
+	int err = check_payload(x, fd, off, h, why);
 	if (err)
 		return err;
 	uint32_t known = REC_FLAG_ZSTD | REC_FLAG_DELTA | REC_FLAG_SUMMARY | REC_FLAG_WHOLE |
@@ -1532,75 +1551,60 @@ static int load_payload(struct store *s, int fd, uint64_t off, const struct rec_
 		      ((h->flags & REC_FLAG_STREAM) && (!(h->flags & REC_FLAG_ZSTD) || (h->flags & REC_FLAG_PREFIX)));
 	int cont = (h->flags & REC_FLAG_STREAM) && (h->flags & REC_FLAG_DELTA);
 
-	if ((h->flags & ~known) || bad_pre || (s->in_sum ? bad_sum : sflags != 0)) {
+	if ((h->flags & ~known) || bad_pre || (in_sum ? bad_sum : sflags != 0)) {
 		*why = "unknown record flags";
 		return -EBADMSG;
 	}
 	struct stat st = { 0 };
-	int have = s->pnext && !fstat(fd, &st) && st.st_dev == s->pdev && st.st_ino == s->pino;
-	if (((h->flags & REC_FLAG_PREFIX) || cont) && (!have || s->pnext != off || (cont && !s->slive)))
+	int have = x->pnext && !fstat(fd, &st) && st.st_dev == x->pdev && st.st_ino == x->pino;
+	if (((h->flags & REC_FLAG_PREFIX) || cont) && (!have || x->pnext != off || (cont && !x->slive)))
 		return -ESTALE; /* the records before it first: its chain is decoded from the key */
-	*raw = s->zbuf;
+	*raw = x->zbuf;
 	if (h->flags & REC_FLAG_ZSTD) {
 		/* One byte more: a record whose blocks hold more than raw_len bytes fills it. */
-		if ((err = grow_buf(&s->rbuf, &s->rcap, (size_t)h->raw_len + 1)))
+		if ((err = grow_buf(&x->rbuf, &x->rcap, (size_t)h->raw_len + 1)))
 			return err;
 		size_t r;
 		if (h->flags & REC_FLAG_STREAM) {
-			if (!cont && ZSTD_isError(ZSTD_DCtx_reset(s->sdctx, ZSTD_reset_session_only)))
+			if (!cont && ZSTD_isError(ZSTD_DCtx_reset(x->sdctx, ZSTD_reset_session_only)))
 				return -ENOMEM;
-			ZSTD_inBuffer in = { s->zbuf, h->comp_len, 0 };
-			ZSTD_outBuffer out = { s->rbuf, (size_t)h->raw_len + 1, 0 };
+			ZSTD_inBuffer in = { x->zbuf, h->comp_len, 0 };
+			ZSTD_outBuffer out = { x->rbuf, (size_t)h->raw_len + 1, 0 };
 			size_t ip, op;
 			/* Each call consumes or produces, or the loop ends: bounded by the bytes. */
 			do {
 				ip = in.pos;
 				op = out.pos;
-				r = ZSTD_decompressStream(s->sdctx, &out, &in);
+				r = ZSTD_decompressStream(x->sdctx, &out, &in);
 			} while (!ZSTD_isError(r) && (in.pos != ip || out.pos != op) && out.pos < out.size);
 			r = ZSTD_isError(r) || in.pos != in.size ? (size_t)-1 : out.pos;
 		} else {
 			if ((h->flags & REC_FLAG_PREFIX) &&
-			    ZSTD_isError(ZSTD_DCtx_refPrefix(s->dctx, s->pbuf, s->plen)))
+			    ZSTD_isError(ZSTD_DCtx_refPrefix(x->dctx, x->pbuf, x->plen)))
 				return -ENOMEM;
-			r = ZSTD_decompressDCtx(s->dctx, s->rbuf, h->raw_len, s->zbuf, h->comp_len);
+			r = ZSTD_decompressDCtx(x->dctx, x->rbuf, h->raw_len, x->zbuf, h->comp_len);
 		}
 		if (ZSTD_isError(r) || r != h->raw_len) {
-			s->pnext = 0;
-			s->slive = 0;
+			x->pnext = 0;
+			x->slive = 0;
 			*why = "payload does not decompress";
 			return -EBADMSG;
 		}
-		s->slive = !!(h->flags & REC_FLAG_STREAM);
+		x->slive = !!(h->flags & REC_FLAG_STREAM);
 		/* Kept as the next record's prefix: the two buffers change places. */
-		swap_buf(&s->pbuf, &s->pcap, &s->rbuf, &s->rcap);
-		s->plen = h->raw_len;
+		swap_buf(&x->pbuf, &x->pcap, &x->rbuf, &x->rcap);
+		x->plen = h->raw_len;
 		if (!have && fstat(fd, &st) < 0)
 			st.st_ino = 0;
-		s->pdev = st.st_dev;
-		s->pino = st.st_ino;
-		s->pnext = st.st_ino ? off + REC_HDR + h->comp_len : 0;
-		*raw = s->pbuf;
-	} else if (s->pnext = 0, s->slive = 0, h->raw_len != h->comp_len) {
+		x->pdev = st.st_dev;
+		x->pino = st.st_ino;
+		x->pnext = st.st_ino ? off + REC_HDR + h->comp_len : 0;
+		*raw = x->pbuf;
+	} else if (x->pnext = 0, x->slive = 0, h->raw_len != h->comp_len) {
 		*why = "raw and stored lengths differ";
 		return -EBADMSG;
 	}
 	return 0;
-}
-
-/* Decodes a record into s->prof; -ESTALE: a delta whose chain s->prof does not hold. */
-static int decode_rec(struct store *s, int fd, const struct rec_ref *r, unsigned flags, const char **why)
-{
-	const uint8_t *raw;
-	int err = load_payload(s, fd, r->off, &r->h, &raw, why);
-
-	if (err)
-		return err;
-	err = codec__decode_chain(s->codec, raw, r->h.raw_len, r->off + 1, flags, s->prof);
-	s->st.records_decoded++;
-	if (err == -EBADMSG)
-		*why = "payload does not decode";
-	return err;
 }
 
 /* Remembers the records of the current chain: a delta may need them all. */
@@ -1627,24 +1631,99 @@ static int on_skip(struct store *s, const struct rec_hdr *h, uint64_t off, void 
 	return chain_note(arg, off, h);
 }
 
-struct merge_ctx;
-static int decode_into(struct store *s, int fd, const struct rec_ref *r, unsigned flags,
-		       const struct merge_ctx *m, const char **why);
+struct merge_ctx {
+	struct profile *dst;
+	unsigned flags; /* PF_MERGE_* */
+	profile_keep_fn keep;
+	void *arg;
+};
+
+/*
+ * Decodes a record with x: into x->prof, or merged straight into into's
+ * profile (each name interned once, not twice). -ESTALE: a delta whose
+ * chain x does not hold. *ndec counts the records decoded. It touches no
+ * store state: a summary's thread decodes with it too.
+ */
+static int rd_decode(struct reader *x, int in_sum, int fd, const struct merge_ctx *into, const struct rec_ref *r,
+		     unsigned flags, uint64_t *ndec, const char **why)
+{
+	const uint8_t *raw;
+	int err = load_payload(x, in_sum, fd, r->off, &r->h, &raw, why);
+
+	if (err)
+		return err;
+	if (into)
+		err = codec__decode_merge(x->codec, raw, r->h.raw_len, r->off + 1, flags, into->flags, into->keep,
+					  into->arg, into->dst);
+	else
+		err = codec__decode_chain(x->codec, raw, r->h.raw_len, r->off + 1, flags, x->prof);
+	(*ndec)++;
+	if (err == -EBADMSG)
+		*why = "payload does not decode";
+	return err;
+}
+
+static struct reader *q_reader(struct store *s, const struct query *q)
+{
+	return q->rd ? q->rd : &s->rd;
+}
 
 /* A record for q: into store__merge's profile straight away, or decoded for its callback. */
 static int decode_for(struct store *s, int fd, const struct query *q, const struct rec_ref *r, unsigned flags,
 		      const char **why)
 {
-	return q->into ? decode_into(s, fd, r, flags, q->into, why) : decode_rec(s, fd, r, flags, why);
+	uint64_t n = 0;
+	int err = rd_decode(q_reader(s, q), s->in_sum, fd, q->into, r, flags, &n, why);
+
+	s->st.records_decoded += n;
+	return err;
+}
+
+/*
+ * cur, the last record q noted, decoded with x; first the records of its
+ * chain before it, when x does not hold them (not decoded yet, before the
+ * range, or into a profile reused since). Touches no store state.
+ */
+static int decode_chained(struct reader *x, int in_sum, int fd, const struct query *q, const struct rec_ref *cur,
+			  uint64_t *ndec, const char **why)
+{
+	int err = rd_decode(x, in_sum, fd, q->into, cur, 0, ndec, why);
+
+	if (err == -ESTALE && !q->broken && q->npend > 1 && !(q->pend[0].h.flags & REC_FLAG_DELTA)) {
+		for (size_t i = 0; i + 1 < q->npend && (err == -ESTALE || !err); i++) {
+			err = rd_decode(x, in_sum, fd, q->into, &q->pend[i], CODEC_TABLES_ONLY, ndec, why);
+			if (err && err != -EBADMSG && err != -ESTALE)
+				return err;
+		}
+		err = err ? -ESTALE : rd_decode(x, in_sum, fd, q->into, cur, 0, ndec, why);
+	}
+	return err;
+}
+
+/* A record decode_chained() could not decode is skipped, counted and told of: 0, or err if another error. */
+static int decode_failed(struct store *s, struct query *q, const struct seg *g, uint64_t off, int err,
+			 const char *why)
+{
+	if (err == -ESTALE) {
+		q->broken = 1;
+		why = "an earlier record of its chain is damaged";
+	} else if (err != -EBADMSG) {
+		return err;
+	}
+	warnf(s, "%s/%s: offset %llu: %s, record skipped", s->dir, g->name, (unsigned long long)off, why);
+	s->st.corrupt_records++;
+	return 0;
 }
 
 static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
 		     const struct rec_hdr *h, void *arg)
 {
 	struct query *q = arg;
+	struct reader *x = q_reader(s, q);
 	struct store_window_info w;
 	struct rec_ref cur = { .off = off, .h = *h };
 	const char *why = NULL;
+	uint64_t n = 0;
 	int err;
 
 	if ((err = chain_note(q, off, h)))
@@ -1654,34 +1733,17 @@ static int on_window(struct store *s, const struct seg *g, int fd, uint64_t off,
 	/*
 	 * Merged straight into store__merge's profile, a chain's tables are
 	 * interned there as that merge keeps them (by function: far fewer
-	 * stacks than by pc), not kept whole in s->prof beside it.
+	 * stacks than by pc), not kept whole in x->prof beside it.
 	 */
-	err = decode_for(s, fd, q, &cur, 0, &why);
-	if (err == -ESTALE && !q->broken && q->npend > 1 && !(q->pend[0].h.flags & REC_FLAG_DELTA)) {
-		/* Not decoded yet (before the range) or decoded into a profile reused since: replay. */
-		for (size_t i = 0; i + 1 < q->npend && (err == -ESTALE || !err); i++) {
-			err = decode_for(s, fd, q, &q->pend[i], CODEC_TABLES_ONLY, &why);
-			if (err && err != -EBADMSG && err != -ESTALE)
-				return err;
-		}
-		err = err ? -ESTALE : decode_for(s, fd, q, &cur, 0, &why);
-	}
-	if (err == -ESTALE) {
-		q->broken = 1;
-		why = "an earlier record of its chain is damaged";
-		goto bad;
-	}
-	if (err == -EBADMSG)
-		goto bad;
+	err = decode_chained(x, s->in_sum, fd, q, &cur, &n, &why);
+	s->st.records_decoded += n;
+	if (err == -ESTALE || err == -EBADMSG)
+		return decode_failed(s, q, g, off, err, why);
 	if (err || q->into)
 		return err;
 	fill_info(g, off, h, &w);
 	q->cur = cur;
-	return q->stop = q->window(&w, s->prof, q->arg);
-bad:
-	warnf(s, "%s/%s: offset %llu: %s, record skipped", s->dir, g->name, (unsigned long long)off, why);
-	s->st.corrupt_records++;
-	return 0;
+	return q->stop = q->window(&w, x->prof, q->arg);
 }
 
 /*
@@ -1751,7 +1813,7 @@ static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t u
 	q->npend = 0;
 	q->broken = 0;
 	if (chain_file(s, fd))
-		codec__chain_forget(s->codec);
+		codec__chain_forget(s->rd.codec);
 	struct scan sc = {
 		.since = since, .until = until,
 		.flags = g->sealed ? 0 : SCAN_QUIET_TAIL,
@@ -1765,30 +1827,6 @@ static int read_segment(struct store *s, struct seg *g, int64_t since, int64_t u
 }
 
 /* ---- reading through summaries (docs/FORMAT.md, "Summaries") ---- */
-
-struct merge_ctx {
-	struct profile *dst;
-	unsigned flags; /* PF_MERGE_* */
-	profile_keep_fn keep;
-	void *arg;
-};
-
-/* A summary record merged straight into the caller's profile: each name interned once, not twice. */
-static int decode_into(struct store *s, int fd, const struct rec_ref *r, unsigned flags,
-		       const struct merge_ctx *m, const char **why)
-{
-	const uint8_t *raw;
-	int err = load_payload(s, fd, r->off, &r->h, &raw, why);
-
-	if (err)
-		return err;
-	err = codec__decode_merge(s->codec, raw, r->h.raw_len, r->off + 1, flags, m->flags, m->keep, m->arg,
-				  m->dst);
-	s->st.records_decoded++;
-	if (err == -EBADMSG)
-		*why = "payload does not decode";
-	return err;
-}
 
 static int merge_window(const struct store_window_info *w, const struct profile *p, void *arg)
 {
@@ -1918,7 +1956,7 @@ static int sum_check(struct store *s, const struct seg *sg, int fd, struct sum_p
 		if (!r->use && !r->tables)
 			continue;
 		/* Checked before the records it stands for are passed over. */
-		if ((err = check_payload(s, fd, r->off, &r->h, &why))) {
+		if ((err = check_payload(&s->rd, fd, r->off, &r->h, &why))) {
 			if (err != -EBADMSG)
 				return err;
 			warnf(s, "%s/%s: offset %llu: %s, the segment is read instead", s->dir, sg->name,
@@ -2084,7 +2122,7 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 			goto out;
 	}
 	s->in_sum = 1;
-	codec__chain_forget(s->codec);
+	codec__chain_forget(s->rd.codec);
 	for (size_t i = 0, held = SIZE_MAX; i < pl.n && !err && !q->stop; i++) {
 		struct rec_ref rr = { .off = pl.v[i].off, .h = pl.v[i].h };
 		struct store_window_info w;
@@ -2105,10 +2143,10 @@ static int read_summarized(struct store *s, struct seg *g, const struct seg *sg,
 			continue;
 		fill_info(sg, rr.off, &rr.h, &w);
 		w.summary = 1;
-		q->stop = q->window(&w, s->prof, q->arg);
+		q->stop = q->window(&w, s->rd.prof, q->arg);
 	}
 	s->in_sum = 0;
-	codec__chain_forget(s->codec);
+	codec__chain_forget(s->rd.codec);
 out:
 	free(pl.v);
 	close(fd);
@@ -2225,7 +2263,7 @@ static int read_day(struct store *s, const struct seg *d, const struct rec_ref *
 
 	if (fd < 0)
 		return 1;
-	if ((err = check_payload(s, fd, dr->off, &dr->h, &why)) == -EBADMSG) {
+	if ((err = check_payload(&s->rd, fd, dr->off, &dr->h, &why)) == -EBADMSG) {
 		warnf(s, "%s/%s: offset 0: %s, its segments are read instead", s->dir, d->name, why);
 		s->st.corrupt_records++;
 		err = 1;
@@ -2234,10 +2272,10 @@ static int read_day(struct store *s, const struct seg *d, const struct rec_ref *
 	if (err)
 		goto out;
 	s->in_sum = 1;
-	codec__chain_forget(s->codec);
+	codec__chain_forget(s->rd.codec);
 	err = decode_for(s, fd, q, dr, 0, &why);
 	s->in_sum = 0;
-	codec__chain_forget(s->codec);
+	codec__chain_forget(s->rd.codec);
 	if (err == -EBADMSG) {
 		/* Past its checksum: part of it may be merged already, so its segments are not read. */
 		warnf(s, "%s/%s: offset 0: %s, record skipped", s->dir, d->name, why);
@@ -2246,7 +2284,7 @@ static int read_day(struct store *s, const struct seg *d, const struct rec_ref *
 	} else if (!err && !q->into) {
 		fill_info(d, dr->off, &dr->h, &w);
 		w.summary = 1;
-		q->stop = q->window(&w, s->prof, q->arg);
+		q->stop = q->window(&w, s->rd.prof, q->arg);
 	}
 out:
 	close(fd);
@@ -2453,7 +2491,9 @@ struct roll {
 	int flush_due;           /* the next record starts another window: write this one first */
 	int pressure;            /* rollup: ahead of its age, the store past its pressure threshold */
 	int no_pids;             /* summary: its record with pids dropped (summary_mem_max) */
+	int no_pids_counted;
 	int over;                /* summary: its record by name alone passed summary_mem_max */
+	uint64_t mem_max, wpeak, ppeak; /* summary_mem_max; its profiles' largest, by name and with pids */
 	int folded;              /* named: the window to write is folded into fprof already */
 	int planned;             /* named: its fold's first step is done (s->mtail) */
 	size_t tier;
@@ -2494,11 +2534,24 @@ struct roll {
 	uint8_t *mraw;
 	size_t mrawcap;
 	uint32_t mrawlen, mrwin;
-	uint8_t *zbuf;           /* its compressed bytes: appends between calls use s->zbuf */
+	uint8_t *zbuf;           /* its compressed bytes: appends between calls use s->rd.zbuf */
 	size_t zcap;
 	/*
-	 * Rollup: the record read last is decoded in s->prof, to be merged in
-	 * the next call (its generation and sizes tell whether s->prof still
+	 * Summary: its read of the whole segment decodes with rd (s->rcodec
+	 * into s->rprof, both idle until its writes), never with the store's
+	 * reader, which appends and queries use between calls. Each call's
+	 * records (items, found by the call's scan) are noted in q, decoded
+	 * and merged into s->wprof and s->pprof on thread eth (encoding set
+	 * too, reading set while they are not picked up).
+	 */
+	struct reader rd;
+	int reading;
+	struct rd_item { struct rec_ref ref; int err, decoded; uint64_t ndec; const char *why; } *items;
+	size_t nitems, items_cap, items_done;
+	struct profile *twprof, *tpprof;
+	/*
+	 * Rollup: the record read last is decoded in s->rd.prof, to be merged in
+	 * the next call (its generation and sizes tell whether s->rd.prof still
 	 * holds it), or merged now, not left for the next call.
 	 */
 	int merge_due, merge_now;
@@ -2550,7 +2603,6 @@ static int roll_thread_start(struct store *s, struct roll *r, const struct profi
 	if (err)
 		return -err;
 	r->encoding = 1;
-	s->st.records_threaded++;
 	s->st.encoding = 1;
 	return 0;
 }
@@ -2558,8 +2610,13 @@ static int roll_thread_start(struct store *s, struct roll *r, const struct profi
 /* Encodes p on the roll's thread: 0 when it started. */
 static int encode_start(struct store *s, struct roll *r, const struct profile *p)
 {
+	int err;
+
 	r->ech = r->ch;
-	return roll_thread_start(s, r, p, encode_main);
+	if ((err = roll_thread_start(s, r, p, encode_main)))
+		return err;
+	s->st.records_threaded++;
+	return 0;
 }
 
 static void *day_merge_main(void *arg)
@@ -2576,7 +2633,7 @@ static void *day_merge_main(void *arg)
 /*
  * A day's merge of one summary record (raw: its payload) on a thread of
  * its own, as a big record's encoding: 0 when it started. The payload is
- * copied (s->rbuf is the loop's), and the roll's codec decodes it: the
+ * copied (s->rd.rbuf is the loop's), and the roll's codec decodes it: the
  * loop's own codec serves appends and queries meanwhile.
  */
 static int day_merge_start(struct store *s, struct roll *r, const uint8_t *raw, uint32_t len, uint32_t windows)
@@ -2591,7 +2648,84 @@ static int day_merge_start(struct store *s, struct roll *r, const uint8_t *raw, 
 	codec__chain_forget(s->rcodec);
 	if ((err = roll_thread_start(s, r, s->wprof, day_merge_main)))
 		return err;
+	s->st.records_threaded++;
 	r->dmerge = 1;
+	return 0;
+}
+
+static void sum_mem_note(struct roll *r, const struct profile *wprof, struct profile **pprof);
+
+/* A summary's record of its segment merged into the whole segment's profiles: by name, and with pids. */
+static int sum_whole_merge(struct profile *wprof, struct profile *pprof, int named, const struct profile *p)
+{
+	int err = profile__merge_flags(wprof, p, NULL, NULL, SUM_MERGE);
+
+	/* pprof NULL: dropped for summary_mem_max. */
+	if (!err && !named && pprof)
+		err = profile__merge_flags(pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION);
+	return err;
+}
+
+/* The 10-minute buckets and windows of the whole segment so far, with one more record. */
+static void sum_whole_note(struct roll *r, int64_t start_ns, uint32_t windows)
+{
+	int64_t id = floor_div(start_ns, SUM_BUCKET_NS);
+
+	if (!r->wwindows)
+		r->first_bucket = id;
+	r->last_bucket = id;
+	r->wwindows += windows ? windows : 1;
+}
+
+/*
+ * The call's records of the segment, in order, as on_window would read
+ * them: noted in their chain, decoded with the roll's reader, merged. It
+ * stops at a merge's failure (items_done: those through).
+ */
+static void *read_main(void *arg)
+{
+	struct roll *r = arg;
+
+	r->eerr = 0;
+	for (r->items_done = 0; r->items_done < r->nitems && !r->eerr; r->items_done++) {
+		struct rd_item *it = &r->items[r->items_done];
+
+		if ((r->eerr = chain_note(&r->q, it->ref.off, &it->ref.h)))
+			break;
+		it->ndec = 0;
+		it->why = NULL;
+		it->err = decode_chained(&r->rd, 0, r->in, &r->q, &it->ref, &it->ndec, &it->why);
+		it->decoded = !it->err;
+		if (it->err == -ESTALE)
+			r->q.broken = 1;
+		if (it->decoded) {
+			r->eerr = sum_whole_merge(r->twprof, r->tpprof, r->named, r->rd.prof);
+			sum_mem_note(r, r->twprof, &r->tpprof);
+			if (r->over)
+				break; /* not built: what is left is not read */
+		} else if (it->err != -EBADMSG && it->err != -ESTALE) {
+			r->eerr = it->err;
+		}
+	}
+	__atomic_store_n(&r->edone, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A record found by the call's scan, for the thread. */
+static int read_collect(struct store *s, const struct seg *g, int fd, uint64_t off, const struct rec_hdr *h,
+			void *arg)
+{
+	struct roll *r = arg;
+
+	if (r->nitems == r->items_cap) {
+		size_t ncap = r->items_cap ? r->items_cap * 2 : 32;
+		struct rd_item *n = realloc(r->items, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		r->items = n;
+		r->items_cap = ncap;
+	}
+	r->items[r->nitems++] = (struct rd_item){ .ref = { .off = off, .h = *h } };
 	return 0;
 }
 
@@ -2779,25 +2913,36 @@ static uint64_t sum_mem_max(const struct store *s)
  * gigabytes. Past the budget the record with pids goes first (a query with
  * pids reads the segment, as it does once the hour is rolled up by name),
  * when it alone takes half or both pass it; a summary whose record by name
- * alone passes it is not built (queries read the segment).
+ * alone passes it is not built (queries read the segment). The roll's
+ * alone: its thread calls it too (sum_mem_apply counts on the loop).
  */
-static void sum_mem_check(struct store *s, struct roll *r)
+static void sum_mem_note(struct roll *r, const struct profile *wprof, struct profile **pprof)
 {
-	uint64_t max = sum_mem_max(s), w = profile__mem_bytes(s->wprof);
-	uint64_t p = r->named || r->no_pids ? 0 : profile__mem_bytes(s->pprof);
+	uint64_t w = profile__mem_bytes(wprof), p = *pprof && !r->named ? profile__mem_bytes(*pprof) : 0;
 
-	if (w > s->st.summary_mem_peak)
-		s->st.summary_mem_peak = w;
-	if (p > s->st.summary_pids_mem_peak)
-		s->st.summary_pids_mem_peak = p;
-	if (p && (p > max / 2 || w + p > max)) {
-		profile__free(s->pprof);
-		s->pprof = NULL;
+	if (w > r->wpeak)
+		r->wpeak = w;
+	if (p > r->ppeak)
+		r->ppeak = p;
+	if (p && (p > r->mem_max / 2 || w + p > r->mem_max)) {
+		profile__free(*pprof);
+		*pprof = NULL;
 		r->no_pids = 1;
+	}
+	if (w > r->mem_max)
+		r->over = 1;
+}
+
+static void sum_mem_apply(struct store *s, struct roll *r)
+{
+	if (r->wpeak > s->st.summary_mem_peak)
+		s->st.summary_mem_peak = r->wpeak;
+	if (r->ppeak > s->st.summary_pids_mem_peak)
+		s->st.summary_pids_mem_peak = r->ppeak;
+	if (r->no_pids && !r->no_pids_counted) {
+		r->no_pids_counted = 1;
 		s->st.summaries_no_pids++;
 	}
-	if (w > max)
-		r->over = 1;
 }
 
 static int roll_window(const struct store_window_info *w, const struct profile *p, void *arg)
@@ -2808,15 +2953,11 @@ static int roll_window(const struct store_window_info *w, const struct profile *
 	int err;
 
 	if (r->sum && r->phase == SUM_READ_WHOLE) {
-		if (!r->wwindows)
-			r->first_bucket = id;
-		r->last_bucket = id;
-		if ((err = profile__merge_flags(s->wprof, p, NULL, NULL, SUM_MERGE)) ||
-		    (!r->named && !r->no_pids &&
-		     (err = profile__merge_flags(s->pprof, p, NULL, NULL, PF_MERGE_BY_FUNCTION))))
+		if ((err = sum_whole_merge(s->wprof, s->pprof, r->named, p)))
 			return r->err = err;
-		r->wwindows += w->windows ? w->windows : 1;
-		sum_mem_check(s, r);
+		sum_whole_note(r, w->start_ns, w->windows);
+		sum_mem_note(r, s->wprof, &s->pprof);
+		sum_mem_apply(s, r);
 		return 0;
 	}
 	if (r->windows && id != r->bucket_id) {
@@ -2919,6 +3060,8 @@ static void roll_end(struct store *s)
 	free(r->parts.v);
 	free(r->zbuf);
 	free(r->mraw);
+	free(r->items);
+	reader_release(&r->rd);
 	free(r);
 	s->roll = NULL;
 	/* A segment's worth of samples by pid is megabytes: not kept between summaries. */
@@ -2955,6 +3098,7 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 	r->sum = sum;
 	r->tier = tier;
 	r->named = named;
+	r->mem_max = sum_mem_max(s);
 	r->in = r->out = -1;
 	r->q.window = roll_window;
 	r->q.arg = s;
@@ -2969,8 +3113,16 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 	r->out = openat(s->dfd, r->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 	if (r->out < 0 || own_file(s, r->out) < 0)
 		return -errno;
-	codec__chain_forget(s->codec);
+	codec__chain_forget(s->rd.codec);
 	s->chain_dev = 0;
+	if (sum) {
+		r->rd.codec = s->rcodec;
+		r->rd.prof = s->rprof;
+		codec__chain_forget(s->rcodec);
+		if ((err = reader_init(&r->rd)))
+			return err;
+		r->q.rd = &r->rd;
+	}
 	return 0;
 }
 
@@ -2992,6 +3144,11 @@ static int sum_step(struct store *s, struct roll *r)
 
 	switch (r->phase) {
 	case SUM_READ_WHOLE:
+		/* s->rcodec and s->rprof are the writes' from now on; the second read uses the store's reader. */
+		codec__chain_forget(s->rcodec);
+		profile__reset(s->rprof);
+		reader_release(&r->rd);
+		r->q.rd = NULL;
 		r->phase = SUM_WRITE_WHOLE;
 		return 0;
 	case SUM_WRITE_WHOLE:
@@ -3011,7 +3168,7 @@ static int sum_step(struct store *s, struct roll *r)
 		r->in_off = 0;
 		r->q.npend = 0;
 		r->q.broken = 0;
-		codec__chain_forget(s->codec);
+		codec__chain_forget(s->rd.codec);
 		return 0;
 	case SUM_READ_BUCKETS:
 		if ((err = roll_flush(s, r)))
@@ -3023,6 +3180,95 @@ static int sum_step(struct store *s, struct roll *r)
 	default:
 		return (err = sum_whole(s, r, 1)) ? (err == 1 ? 0 : err) : 1;
 	}
+}
+
+static int read_threads(const struct store *s)
+{
+	return s->o.encode_thread_min >= 0;
+}
+
+/* The records the roll's thread read, picked up: as on_window would have ended with each. */
+static int read_done(struct store *s, struct roll *r)
+{
+	int err = encode_join(s, r);
+
+	if (!err)
+		err = r->eerr; /* also when read_main ran here */
+	r->reading = 0;
+	for (size_t i = 0; i < r->items_done; i++) {
+		struct rd_item *it = &r->items[i];
+
+		s->st.records_decoded += it->ndec;
+		if (it->err == -EBADMSG || it->err == -ESTALE) /* q->broken is set already */
+			(void)decode_failed(s, &r->q, &r->g, it->ref.off, it->err, it->why);
+		else if (it->decoded)
+			sum_whole_note(r, it->ref.h.start_ns, it->ref.h.windows);
+	}
+	r->nitems = 0;
+	/* The thread freed the profile with pids it dropped. */
+	if (r->no_pids)
+		s->pprof = NULL;
+	sum_mem_apply(s, r);
+	return err;
+}
+
+/*
+ * A summary's read of the whole segment, off the loop: the pickup of what
+ * the thread read, then the next records found (their headers checked
+ * here) handed to it. 1: the read is through.
+ */
+static int read_step(struct store *s, struct roll *r)
+{
+	struct scan sc = {
+		.since = INT64_MIN, .until = INT64_MAX, .fn = read_collect, .arg = r, .start_off = r->in_off,
+		.budget = s->o.compact_windows ? s->o.compact_windows : SUM_BUDGET,
+	};
+	int64_t min = s->o.encode_thread_min ? s->o.encode_thread_min : ENCODE_THREAD_MIN;
+	uint64_t raw = 0;
+	int err;
+
+	if (r->reading) {
+		if (!__atomic_load_n(&r->edone, __ATOMIC_ACQUIRE))
+			return 0;
+		if ((err = read_done(s, r)))
+			return err;
+		if (r->over)
+			return 0;
+	}
+	r->nitems = 0;
+	if ((err = scan_segment(s, &r->g, r->in, r->in_size, &sc)))
+		return err;
+	r->in_off = sc.next_off;
+	if (!r->nitems)
+		return 1;
+	for (size_t i = 0; i < r->nitems; i++)
+		raw += r->items[i].ref.h.raw_len;
+	r->twprof = s->wprof;
+	r->tpprof = s->pprof;
+	/*
+	 * Decoded and merged twice, a raw byte costs 300-1000 ns (a key's
+	 * tables most, a profile's growth in spikes): from a quarter of the
+	 * encoding's threshold in bytes, some 10-30 ms, on the thread.
+	 */
+	if (raw >= (uint64_t)min / 4 && !roll_thread_start(s, r, NULL, read_main)) {
+		s->st.reads_threaded += r->nitems;
+		r->reading = 1;
+		return 0;
+	}
+	/* Few bytes, or no thread: the same, here; at the segment's end the next step goes on in this call. */
+	read_main(r);
+	err = read_done(s, r);
+	return err ? err : !sc.paused;
+}
+
+/* A summary past summary_mem_max: 1 with no file, summed_upto passes it, this writer does not try again. */
+static int sum_over(struct store *s)
+{
+	s->st.summaries_over_mem++;
+	warnf(s, "%s/%s: its summary would take over %llu MiB of memory: not built, "
+	      "queries read the segment (raise summary-memory to build it)", s->dir, s->roll->g.name,
+	      (unsigned long long)(sum_mem_max(s) >> 20));
+	return 1;
 }
 
 /* Reads the next records of the segment; at its end swaps the new file in. 1: finished. */
@@ -3040,12 +3286,24 @@ static int roll_continue(struct store *s)
 	uint64_t nin = r->nin;
 	int err = 0;
 
+	/*
+	 * A summary's first read decodes and merges with the roll's reader:
+	 * on its thread, so that no call holds a key record's decode (all its
+	 * chain's tables) or a profile's growth; in the call without threads.
+	 */
+	if (r->sum && r->phase == SUM_READ_WHOLE && read_threads(s)) {
+		err = read_step(s, r);
+		if (err >= 0 && r->over)
+			return sum_over(s);
+		if (err != 1)
+			return err;
+	}
 	if (r->merge_due) {
 		r->merge_due = 0;
-		if (profile__gen(s->prof) == r->mgen && profile__nstacks(s->prof) == r->mstacks &&
-		    profile__nsamples(s->prof) == r->msamples)
-			return roll_merge(s, r, s->prof, r->mwindows, r->mref.h.raw_len);
-		/* s->prof was decoded into since (a query): the record is read again, its chain noted once. */
+		if (profile__gen(s->rd.prof) == r->mgen && profile__nstacks(s->rd.prof) == r->mstacks &&
+		    profile__nsamples(s->rd.prof) == r->msamples)
+			return roll_merge(s, r, s->rd.prof, r->mwindows, r->mref.h.raw_len);
+		/* s->rd.prof was decoded into since (a query): the record is read again, its chain noted once. */
 		r->q.npend--;
 		r->merge_now = 1;
 		err = on_window(s, &r->g, r->in, r->mref.off, &r->mref.h, &r->q);
@@ -3062,21 +3320,16 @@ static int roll_continue(struct store *s)
 		return err;
 	}
 	/* A record compressed in part is finished before anything more is read. */
-	if (!r->wbusy && (!r->sum || r->phase == SUM_READ_WHOLE || r->phase == SUM_READ_BUCKETS)) {
+	if (!r->wbusy && (!r->sum || (r->phase == SUM_READ_WHOLE && !read_threads(s)) ||
+			  r->phase == SUM_READ_BUCKETS)) {
 		err = scan_segment(s, &r->g, r->in, r->in_size, &sc);
 		if (!err)
 			err = r->err;
 		if (err)
 			return err;
 		r->in_off = sc.next_off;
-		if (r->over) {
-			/* 1 with no file: summed_upto passes it, this writer does not try again. */
-			s->st.summaries_over_mem++;
-			warnf(s, "%s/%s: its summary would take over %llu MiB of memory: not built, "
-			      "queries read the segment (raise summary-memory to build it)", s->dir, r->g.name,
-			      (unsigned long long)(sum_mem_max(s) >> 20));
-			return 1;
-		}
+		if (r->over)
+			return sum_over(s);
 		if (sc.paused || r->merge_due)
 			return 0;
 	}
@@ -3280,9 +3533,7 @@ static int day_continue(struct store *s)
 			return err < 0 ? err : -EBADMSG;
 		if ((fd = open_seg(s, sg->name, O_RDONLY, &size)) < 0)
 			return fd;
-		s->in_sum = 1;
-		err = load_payload(s, fd, wr.off, &wr.h, &raw, &why);
-		s->in_sum = 0;
+		err = load_payload(&s->rd, 1, fd, wr.off, &wr.h, &raw, &why);
 		close(fd);
 		/*
 		 * A big summary record's merge (an hour as flushed: 90 ms here, 32
@@ -3294,8 +3545,8 @@ static int day_continue(struct store *s)
 		    !day_merge_start(s, r, raw, wr.h.raw_len, wr.h.windows))
 			return 0;
 		if (!err)
-			err = codec__decode_merge(s->codec, raw, wr.h.raw_len, 0, 0, SUM_MERGE, NULL, NULL, s->wprof);
-		codec__chain_forget(s->codec);
+			err = codec__decode_merge(s->rd.codec, raw, wr.h.raw_len, 0, 0, SUM_MERGE, NULL, NULL, s->wprof);
+		codec__chain_forget(s->rd.codec);
 		if (!err)
 			r->wwindows += wr.h.windows;
 		return err ? err : day_mem_check(s, r);

@@ -67,7 +67,9 @@ struct store_opts {
 	 * by a later call; 0: default (131072, some 30 ms of encoding); < 0:
 	 * always in the calling thread. The files are the same either way.
 	 * A day file's merge of a segment's summary record of at least this
-	 * many raw bytes runs on such a thread too.
+	 * many raw bytes runs on such a thread too, and so does a summary's
+	 * first read of its segment (decode and merge), a call's records at a
+	 * time, when their raw bytes add up to a quarter of this or more.
 	 */
 	int64_t encode_thread_min;
 	/*
@@ -150,6 +152,8 @@ struct store_stats {
 	uint64_t summaries_no_pids, summaries_over_mem, days_over_mem;
 	/* The largest merged profiles by name (summaries and days) and with pids, bytes. */
 	uint64_t summary_mem_peak, summary_pids_mem_peak;
+	/* A summary's reads of its segment's records on that thread (encoding is 1 meanwhile too). */
+	uint64_t reads_threaded;
 };
 
 int store__open(const struct store_opts *o, struct store **out);

@@ -785,6 +785,8 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 				 .fold_share = getenv("FOLD_SHARE") ? atoll(getenv("FOLD_SHARE")) : 0,
 				 .value_unit_ns = value_unit() };
 	double worst = 0, worst_wall = 0, worst_nodec = 0;
+	/* SLOW_MS: each call over this many ms of CPU printed, with what it did. */
+	double slow = getenv("SLOW_MS") ? atof(getenv("SLOW_MS")) : 0;
 	struct store_stats st;
 	if (store__open(&wo, &s))
 		return 1;
@@ -800,8 +802,15 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 			worst = c1;
 		if (w1 > worst_wall)
 			worst_wall = w1;
-		uint64_t decoded = st.records_decoded;
+		uint64_t decoded = st.records_decoded, built = st.summaries_built + st.rollups + st.days_built;
+		uint64_t threaded = st.records_threaded + st.reads_threaded;
 		store__stats(s, &st);
+		if (slow > 0 && c1 * 1e3 > slow)
+			printf("    call %d: %.1f ms CPU, %.1f ms wall; %llu records decoded, %llu threads started, "
+			       "%llu files finished\n", i, c1 * 1e3, w1 * 1e3,
+			       (unsigned long long)(st.records_decoded - decoded),
+			       (unsigned long long)(st.records_threaded + st.reads_threaded - threaded),
+			       (unsigned long long)(st.summaries_built + st.rollups + st.days_built - built));
 		/* Calls that decoded no record: writes, and a day file's merges of summaries. */
 		if (st.records_decoded == decoded && c1 > worst_nodec)
 			worst_nodec = c1;
@@ -839,11 +848,11 @@ static int roll_copy(const char *dir, int64_t window_ns, int named, double ph, d
 	printf("segments %.2f MB/hour (%.1f%% of as flushed, %llu bytes), "
 	       "summaries %.2f MB/hour (%.0f bytes, %llu built) + day files %.2f MB/hour (%.0f bytes); "
 	       "%llu segments rolled up; on-CPU samples folded %.2f%%; longest call %.1f ms CPU, %.1f ms wall; "
-	       "decoding no record %.1f ms CPU; %llu records encoded off the calling thread\n",
+	       "decoding no record %.1f ms CPU; %llu records encoded off the calling thread, %llu read\n",
 	       seg * ph, flushed > 0 ? 100 * seg / flushed : 0, (unsigned long long)seg, sum * ph, sum,
 	       (unsigned long long)st.summaries_built, day * ph, day, (unsigned long long)st.rollups,
 	       st.cpu_named ? 100.0 * st.cpu_folded / st.cpu_named : 0, worst * 1e3, worst_wall * 1e3, worst_nodec * 1e3,
-	       (unsigned long long)st.records_threaded);
+	       (unsigned long long)st.records_threaded, (unsigned long long)st.reads_threaded);
 	/* PERF_Z: perf record -z's bytes per hour on the same load (MiB here are 2^20 bytes, as "MB/hour"). */
 	if (getenv("PERF_Z") && atof(getenv("PERF_Z")) > 0) {
 		double pz = atof(getenv("PERF_Z")) / 1048576;
@@ -1495,9 +1504,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.summaries, (double)st.summary_bytes / 1e6,
 	       st.bytes_on_disk ? 100.0 * (double)st.summary_bytes / (double)st.bytes_on_disk : 0, roll_max * 1e3);
 	printf("longest call that finished a rollup %.0f ms, a summary %.0f ms, a day file %.0f ms, none %.0f ms CPU; "
-	       "longest %.0f ms wall; %llu records encoded off the calling thread\n",
+	       "longest %.0f ms wall; %llu records encoded off the calling thread, %llu read\n",
 	       kind_max[0] * 1e3, kind_max[1] * 1e3, kind_max[2] * 1e3, kind_max[3] * 1e3, roll_wall_max * 1e3,
-	       (unsigned long long)st.records_threaded);
+	       (unsigned long long)st.records_threaded, (unsigned long long)st.reads_threaded);
 	if (max_mb) {
 		struct span sp = { .oldest = INT64_MAX };
 		int64_t tend = t0 + (int64_t)nwin * WINDOW;

@@ -1120,6 +1120,27 @@ static int compact_waiting(struct store *s, int64_t now)
 }
 
 /*
+ * Calls until the store's thread is started for a record's encoding (read
+ * 0) or a summary's read of one (read 1), not picked up yet: 0, or -1.
+ * Threads of the other kind are waited for, a call a millisecond.
+ */
+static int compact_until_thread(struct store *s, int read)
+{
+	struct store_stats st;
+
+	for (int i = 0; i < 100000; i++) {
+		if (store__compact(s, T0 + 3600 * SEC))
+			return -1;
+		store__stats(s, &st);
+		if (st.encoding && (read ? st.reads_threaded : st.records_threaded))
+			return 0;
+		if (st.encoding)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	return -1;
+}
+
+/*
  * Calls until every sealed segment has a summary file (at most max): the
  * calls made, not counting those that found a record still being encoded.
  */
@@ -1162,10 +1183,14 @@ static void test_summary_pieces(const char *base)
 	CHECK_EQ_INT(store__open(&o, &s), 0);
 	int calls_one = compact_until_summarised(s, RW / 60, 1000);
 	store__close(s);
-	/* A bound of 1 ns: each call reads one record, or compresses one piece, and stops. */
+	/*
+	 * A bound of 1 ns: each call reads one record, or compresses one piece,
+	 * and stops; every step in the call (no thread), so that each is counted.
+	 */
 	o.dir = many;
 	o.compact_windows = 0;
 	o.compact_cpu_ns = 1;
+	o.encode_thread_min = -1;
 	CHECK_EQ_INT(store__open(&o, &s), 0);
 	int calls_many = compact_until_summarised(s, RW / 60, 20000);
 	store__close(s);
@@ -1364,11 +1389,10 @@ static void test_encode_thread(const char *base)
 	o.warn = on_warn;
 	o.rollup_zstd_level = 1;
 	CHECK_EQ_INT(store__open(&o, &s), 0);
-	for (int i = 0; i < 1000 && !st.encoding; i++) {
-		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
-		store__stats(s, &st);
-	}
+	CHECK_EQ_INT(compact_until_thread(s, 0), 0);
+	store__stats(s, &st);
 	CHECK_EQ_INT(st.encoding, 1);
+	CHECK_EQ_INT(st.records_threaded, 1);
 	store__close(s);
 	CHECK_EQ_INT(count_files(cut, "roll-"), 0);
 	CHECK_EQ_INT(count_files(cut, "sum-"), 0);
@@ -1386,13 +1410,11 @@ static void test_encode_thread(const char *base)
 	 */
 	write_deep(cut);
 	o.max_age_ns = 60 * SEC;
-	st.encoding = 0;
 	CHECK_EQ_INT(store__open(&o, &s), 0);
-	for (int i = 0; i < 1000 && !st.encoding; i++) {
-		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
-		store__stats(s, &st);
-	}
+	CHECK_EQ_INT(compact_until_thread(s, 0), 0);
+	store__stats(s, &st);
 	CHECK_EQ_INT(st.encoding, 1);
+	CHECK_EQ_INT(st.records_threaded, 1);
 	struct timespec ra, rb;
 	clock_gettime(CLOCK_MONOTONIC, &ra);
 	CHECK_EQ_INT(store__retain(s, T0 + 3600 * SEC), 0);
@@ -1421,6 +1443,194 @@ static void test_encode_thread(const char *base)
 	CHECK(raw[1] > 0 && raw[1] == sum[1]);
 	CHECK(raw[2] > 0 && raw[2] == sum[2]);
 	CHECK_EQ_INT(nwarn, 0);
+}
+
+/*
+ * A window of KEYED_STACKS stacks 8 deep, the same stacks in every window
+ * (only values change): a chain's key record holds every table, a few
+ * hundred KB raw, and each delta after it samples alone, some tens of KB.
+ */
+#define KEYED_STACKS 3000
+#define KEYED_THREAD_MIN 65536 /* the whole records' encodings stay in the call */
+static void make_keyed_window(struct profile *p, int i, int64_t start, int64_t len)
+{
+	uint32_t s_mod, s_comm, f[8], st;
+	char name[64];
+
+	profile__reset(p);
+	profile__intern_str(p, "/usr/bin/keyed", &s_mod);
+	profile__intern_str(p, "keyed", &s_comm);
+	for (int k = 0; k < KEYED_STACKS; k++) {
+		for (int d = 0; d < 8; d++) {
+			uint32_t fn = (uint32_t)(mix64(((uint64_t)k << 3) + (uint64_t)d) % 20000), s_f;
+			snprintf(name, sizeof(name), "keyed::step_%05u(node*)", fn);
+			profile__intern_str(p, name, &s_f);
+			struct pf_frame fr = { .name = s_f, .module = s_mod, .offset = 0x10000 + 0x40 * (uint64_t)fn,
+					       .kind = PF_FRAME_USER };
+			profile__frame_add(p, &fr, &f[d]);
+		}
+		profile__stack_add(p, f, 8, &st);
+		struct pf_sample x = { .pid = 1000 + (uint32_t)(k % 16), .tid = 1000 + (uint32_t)(k % 16),
+				       .comm = s_comm, .thread = s_comm, .stack = st, .kind = PF_KIND_CPU,
+				       .value = 1 + (uint64_t)((k + i) % 5) };
+		profile__add(p, &x);
+	}
+	struct pf_meta *m = profile__meta(p);
+	m->start_ns = start;
+	m->end_ns = start + len;
+	m->frequency = 99;
+}
+
+/* One sealed segment of 60 keyed windows at dir, in 3 chains of 20. */
+static void write_keyed(const char *dir)
+{
+	struct store_opts o = roll_opts;
+	struct store *w;
+	struct profile *p;
+
+	rm_rf(dir);
+	o.chain_records = 20;
+	profile__new(&p);
+	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
+	for (int i = 0; i < 60; i++) {
+		make_keyed_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		CHECK_EQ_INT(store__append(w, p), 0);
+	}
+	store__close(w);
+	profile__free(p);
+}
+
+static int open_keyed(const char *dir, int64_t thread_min, int64_t max_age, struct store **s)
+{
+	struct store_opts o = roll_opts;
+
+	o.dir = dir;
+	o.writer = 1;
+	o.no_rollup = 1;
+	o.warn = on_warn;
+	o.rollup_zstd_level = 1;
+	o.encode_thread_min = thread_min;
+	o.max_age_ns = max_age;
+	return store__open(&o, s);
+}
+
+/* Calls until dir's summary is built: its reads on the thread, or UINT64_MAX when it was not built. */
+static uint64_t summarise_keyed(const char *dir, int64_t thread_min, uint64_t *encoded)
+{
+	struct store_stats st = { 0 };
+	struct store *s;
+
+	if (open_keyed(dir, thread_min, 0, &s))
+		return UINT64_MAX;
+	for (int i = 0; i < 100000 && !st.summaries_built; i++) {
+		if (compact_waiting(s, T0 + 3600 * SEC))
+			break;
+		store__stats(s, &st);
+	}
+	store__close(s);
+	*encoded = st.records_threaded;
+	return st.summaries_built == 1 ? st.reads_threaded : UINT64_MAX;
+}
+
+/*
+ * A summary's first read of its segment (each chain's key holds every
+ * table) is decoded and merged on the store's thread with the summary's
+ * own codec: each of the segment's 60 records once, and the summary file
+ * is the one built with every read in the call, byte for byte. Meanwhile a query
+ * and an append through the same store answer and write as ever, close
+ * waits for the read, and retention that removes the segment drops the
+ * summary once the read is through.
+ */
+static void test_read_thread(const char *base)
+{
+	char in[256], th[256], mid[256], cut[256];
+	uint64_t enc_in = 0, enc_th = 0;
+	struct store_stats st;
+	struct store *s, *r;
+
+	snprintf(in, sizeof(in), "%s/rd-in", base);
+	snprintf(th, sizeof(th), "%s/rd-th", base);
+	snprintf(mid, sizeof(mid), "%s/rd-mid", base);
+	snprintf(cut, sizeof(cut), "%s/rd-cut", base);
+	write_keyed(in);
+	write_keyed(th);
+	write_keyed(mid);
+	write_keyed(cut);
+	nwarn = 0;
+	CHECK_EQ_INT(summarise_keyed(in, -1, &enc_in), 0);
+	CHECK_EQ_INT(summarise_keyed(th, KEYED_THREAD_MIN, &enc_th), 60);
+	CHECK_EQ_INT(enc_in, 0);
+	CHECK_EQ_INT(enc_th, 0); /* its whole records are small: the reads alone were threaded */
+	size_t len_in, len_th;
+	uint8_t *b_in = file_bytes(in, "sum-", &len_in), *b_th = file_bytes(th, "sum-", &len_th);
+	CHECK(b_in && b_th && len_in > 0 && len_in == len_th && !memcmp(b_in, b_th, len_in));
+	free(b_th);
+
+	/* What a query over the segment answers: from the store summarised in the call. */
+	CHECK_EQ_INT(open_store(in, 0, &r, NULL), 0);
+	char *want = range_text(r, INT64_MIN, INT64_MAX, 0, NULL);
+	char *want_sum = range_text(r, INT64_MIN, INT64_MAX, STORE_READ_SUMMARIES, NULL);
+	store__close(r);
+	CHECK(strcmp(want, want_sum) == 0);
+
+	/* A query and an append mid-read, through the writer's store. */
+	CHECK_EQ_INT(open_keyed(mid, KEYED_THREAD_MIN, 0, &s), 0);
+	CHECK_EQ_INT(compact_until_thread(s, 1), 0);
+	store__stats(s, &st);
+	CHECK_EQ_INT(st.encoding, 1);
+	char *got = range_text(s, INT64_MIN, INT64_MAX, 0, NULL);
+	CHECK(strcmp(want, got) == 0);
+	free(got);
+	struct profile *p;
+	profile__new(&p);
+	make_keyed_window(p, 60, T0 + 600 * SEC, 10 * SEC);
+	CHECK_EQ_INT(store__append(s, p), 0);
+	profile__free(p);
+	for (int i = 0; i < 100000 && !st.summaries_built; i++) {
+		CHECK_EQ_INT(compact_waiting(s, T0 + 3600 * SEC), 0);
+		store__stats(s, &st);
+	}
+	CHECK_EQ_INT(st.summaries_built, 1);
+	CHECK_EQ_INT(st.reads_threaded, 60);
+	got = range_text(s, INT64_MIN, T0 + 600 * SEC, STORE_READ_SUMMARIES, NULL);
+	CHECK(strcmp(want, got) == 0);
+	free(got);
+	store__close(s);
+	size_t len_mid;
+	uint8_t *b_mid = file_bytes(mid, "sum-", &len_mid);
+	CHECK(b_in && b_mid && len_mid == len_in && !memcmp(b_in, b_mid, len_in));
+	free(b_mid);
+
+	/* Closed mid-read: it waits for the thread, and leaves nothing of the summary. */
+	CHECK_EQ_INT(open_keyed(cut, KEYED_THREAD_MIN, 0, &s), 0);
+	CHECK_EQ_INT(compact_until_thread(s, 1), 0);
+	store__stats(s, &st);
+	CHECK_EQ_INT(st.encoding, 1);
+	store__close(s);
+	CHECK_EQ_INT(count_files(cut, "roll-"), 0);
+	CHECK_EQ_INT(count_files(cut, "sum-"), 0);
+
+	/* Retention removing the segment mid-read: the summary is dropped once the thread is through. */
+	CHECK_EQ_INT(open_keyed(cut, KEYED_THREAD_MIN, 60 * SEC, &s), 0);
+	CHECK_EQ_INT(compact_until_thread(s, 1), 0);
+	CHECK_EQ_INT(store__retain(s, T0 + 3600 * SEC), 0);
+	CHECK_EQ_INT(count_files(cut, "seg-"), 0);
+	store__stats(s, &st);
+	for (int i = 0; i < 100000 && st.encoding; i++) {
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
+		store__stats(s, &st);
+	}
+	CHECK_EQ_INT(st.encoding, 0);
+	CHECK_EQ_INT(count_files(cut, "roll-"), 0);
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
+	store__close(s);
+	CHECK_EQ_INT(count_files(cut, "sum-"), 0);
+	CHECK_EQ_INT(nwarn, 0);
+	free(b_in);
+	free(want);
+	free(want_sum);
 }
 
 /* Answers by function and name over the store and ranges on rolled-up window edges. */
@@ -2677,6 +2887,22 @@ static void test_summary_memory(const char *base)
 	CHECK_EQ_INT(sum_mismatches(dir, &dec_sum, NULL), 0);
 	CHECK_EQ_INT(dec_sum, 6);
 	CHECK_EQ_INT(nwarn, 0);
+	/* Read in the calls (no thread), the same files. */
+	{
+		char in[300];
+		snprintf(in, sizeof(in), "%s/summem-inline", base);
+		write_sw(in);
+		sum_thread_min = -1;
+		CHECK_EQ_INT(summarise_all(in, NULL, NULL), 6);
+		sum_thread_min = 0;
+		CHECK_EQ_INT(sum_last.summaries_no_pids, 6);
+		CHECK_EQ_INT(dir_bytes(in, "sum-"), dir_bytes(dir, "sum-"));
+		size_t na, nb;
+		uint8_t *a = file_bytes(dir, "sum-", &na), *b = file_bytes(in, "sum-", &nb);
+		CHECK(a && b && na == nb && na > 0 && !memcmp(a, b, na));
+		free(a);
+		free(b);
+	}
 	/* A query with pids reads the segments' windows, where it read two records a segment. */
 	CHECK_EQ_INT(open_store(dir, 0, &r, NULL), 0);
 	free(range_text(r, T0, T0 + SW * 60 * SEC, 4, &d));
@@ -4017,6 +4243,7 @@ int main(int argc, char **argv)
 	test_rollup_pieces(base);
 	test_summary_pieces(base);
 	test_encode_thread(base);
+	test_read_thread(base);
 	test_named_modules(base);
 	test_named_tail(base);
 	test_merge_by_label(base);
