@@ -338,6 +338,20 @@ static int grow_buf(uint8_t **b, size_t *cap, size_t n)
 	return 0;
 }
 
+/* Room for element n of *v (elements of size bytes): doubled from min when full. */
+static int grow_slots(void **v, size_t *cap, size_t n, size_t size, size_t min)
+{
+	if (n < *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : min;
+	void *p = ncap <= SIZE_MAX / size ? realloc(*v, ncap * size) : NULL;
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = ncap;
+	return 0;
+}
+
 /* ---- segment names ---- */
 
 /* Exactly 19 decimal digits (the width of INT64_MAX), non-negative, no overflow. */
@@ -412,16 +426,8 @@ static int list_files(struct store *s, struct seg_list *l, int want_size, const 
 				continue;
 			g.size = (uint64_t)st.st_size;
 		}
-		if (l->n == l->cap) {
-			size_t ncap = l->cap ? l->cap * 2 : 64;
-			struct seg *v = realloc(l->v, ncap * sizeof(*v));
-			if (!v) {
-				err = -ENOMEM;
-				goto out;
-			}
-			l->v = v;
-			l->cap = ncap;
-		}
+		if ((err = grow_slots((void **)&l->v, &l->cap, l->n, sizeof(*l->v), 64)))
+			goto out;
 		l->v[l->n++] = g;
 	}
 	if (errno)
@@ -1614,14 +1620,8 @@ static int chain_note(struct query *q, uint64_t off, const struct rec_hdr *h)
 		q->npend = 0;
 		q->broken = 0;
 	}
-	if (q->npend == q->pend_cap) {
-		size_t ncap = q->pend_cap ? q->pend_cap * 2 : 32;
-		struct rec_ref *n = realloc(q->pend, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		q->pend = n;
-		q->pend_cap = ncap;
-	}
+	if (grow_slots((void **)&q->pend, &q->pend_cap, q->npend, sizeof(*q->pend), 32))
+		return -ENOMEM;
 	q->pend[q->npend++] = (struct rec_ref){ .off = off, .h = *h };
 	return 0;
 }
@@ -1866,14 +1866,8 @@ static int collect_sum(struct store *s, const struct seg *g, int fd, uint64_t of
 	/* Each record of the segment looks its bucket up among these: keep the product bounded. */
 	if (pl->n >= SUM_MAX_RECORDS)
 		return -E2BIG;
-	if (pl->n == pl->cap) {
-		size_t ncap = pl->cap ? pl->cap * 2 : 16;
-		struct sum_rec *n = realloc(pl->v, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		pl->v = n;
-		pl->cap = ncap;
-	}
+	if (grow_slots((void **)&pl->v, &pl->cap, pl->n, sizeof(*pl->v), 16))
+		return -ENOMEM;
 	pl->v[pl->n++] = (struct sum_rec){ .off = off, .h = *h };
 	return 0;
 }
@@ -2717,14 +2711,8 @@ static int read_collect(struct store *s, const struct seg *g, int fd, uint64_t o
 {
 	struct roll *r = arg;
 
-	if (r->nitems == r->items_cap) {
-		size_t ncap = r->items_cap ? r->items_cap * 2 : 32;
-		struct rd_item *n = realloc(r->items, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		r->items = n;
-		r->items_cap = ncap;
-	}
+	if (grow_slots((void **)&r->items, &r->items_cap, r->nitems, sizeof(*r->items), 32))
+		return -ENOMEM;
 	r->items[r->nitems++] = (struct rd_item){ .ref = { .off = off, .h = *h } };
 	return 0;
 }
@@ -3461,16 +3449,8 @@ static int day_pick(struct store *s, const struct seg_list *l, int64_t now_ns)
 				if (!(sg = find_sum(&m, g))) {
 					ok = 0;
 				} else if (!have) {
-					if (parts.n == parts.cap) {
-						size_t ncap = parts.cap ? parts.cap * 2 : 32;
-						struct seg *v = realloc(parts.v, ncap * sizeof(*v));
-						if (!v) {
-							err = -ENOMEM;
-							break;
-						}
-						parts.v = v;
-						parts.cap = ncap;
-					}
+					if ((err = grow_slots((void **)&parts.v, &parts.cap, parts.n, sizeof(*parts.v), 32)))
+						break;
 					parts.v[parts.n++] = *sg;
 				}
 			}
