@@ -3039,6 +3039,9 @@ static void roll_end(struct store *s)
 		return;
 	/* The profiles and s->rcodec are the encoding thread's until it ends. */
 	(void)encode_join(s, r);
+	/* A read on the thread that dropped the profile with pids freed it; read_done never ran. */
+	if (r->no_pids)
+		s->pprof = NULL;
 	if (r->in >= 0)
 		close(r->in);
 	if (r->out >= 0)

@@ -1500,6 +1500,8 @@ static void write_keyed(const char *dir)
 	profile__free(p);
 }
 
+static uint64_t keyed_mem_max; /* store_opts.summary_mem_max of open_keyed's store */
+
 static int open_keyed(const char *dir, int64_t thread_min, int64_t max_age, struct store **s)
 {
 	struct store_opts o = roll_opts;
@@ -1511,6 +1513,7 @@ static int open_keyed(const char *dir, int64_t thread_min, int64_t max_age, stru
 	o.rollup_zstd_level = 1;
 	o.encode_thread_min = thread_min;
 	o.max_age_ns = max_age;
+	o.summary_mem_max = keyed_mem_max;
 	return store__open(&o, s);
 }
 
@@ -1607,6 +1610,14 @@ static void test_read_thread(const char *base)
 	store__stats(s, &st);
 	CHECK_EQ_INT(st.encoding, 1);
 	store__close(s);
+	CHECK_EQ_INT(count_files(cut, "roll-"), 0);
+	CHECK_EQ_INT(count_files(cut, "sum-"), 0);
+	/* The same with a budget the first read passes: the thread frees the profile with pids it drops. */
+	keyed_mem_max = 1;
+	CHECK_EQ_INT(open_keyed(cut, KEYED_THREAD_MIN, 0, &s), 0);
+	CHECK_EQ_INT(compact_until_thread(s, 1), 0);
+	store__close(s);
+	keyed_mem_max = 0;
 	CHECK_EQ_INT(count_files(cut, "roll-"), 0);
 	CHECK_EQ_INT(count_files(cut, "sum-"), 0);
 
