@@ -1238,18 +1238,25 @@ static void test_summary_pieces(const char *base)
  * about as long as a busy 4-CPU host's hour as flushed (half a second).
  */
 #define DEEP_STACKS 6000
-static void make_deep_window(struct profile *p, int i, int64_t start, int64_t len)
+/*
+ * Window i of program prog: nstacks stacks 8 deep through 20,000
+ * functions named "prog::step_NNNNN(node*)", stack k walking from seed
+ * first + k, its value 1 + (k + shift) % vmod.
+ */
+static void make_walk_window(struct profile *p, const char *prog, int nstacks, uint64_t first, int shift,
+			     int vmod, int64_t start, int64_t len)
 {
 	uint32_t s_mod, s_comm, f[8], st;
 	char name[64];
 
 	profile__reset(p);
-	profile__intern_str(p, "/usr/bin/deep", &s_mod);
-	profile__intern_str(p, "deep", &s_comm);
-	for (int k = 0; k < DEEP_STACKS; k++) {
+	snprintf(name, sizeof(name), "/usr/bin/%s", prog);
+	profile__intern_str(p, name, &s_mod);
+	profile__intern_str(p, prog, &s_comm);
+	for (int k = 0; k < nstacks; k++) {
 		for (int d = 0; d < 8; d++) {
-			uint32_t fn = (uint32_t)(mix64(((uint64_t)(i * DEEP_STACKS + k) << 3) + (uint64_t)d) % 20000), s_f;
-			snprintf(name, sizeof(name), "deep::step_%05u(node*)", fn);
+			uint32_t fn = (uint32_t)(mix64(((first + (uint64_t)k) << 3) + (uint64_t)d) % 20000), s_f;
+			snprintf(name, sizeof(name), "%s::step_%05u(node*)", prog, fn);
 			profile__intern_str(p, name, &s_f);
 			struct pf_frame fr = { .name = s_f, .module = s_mod, .offset = 0x10000 + 0x40 * (uint64_t)fn,
 					       .kind = PF_FRAME_USER };
@@ -1258,7 +1265,7 @@ static void make_deep_window(struct profile *p, int i, int64_t start, int64_t le
 		profile__stack_add(p, f, 8, &st);
 		struct pf_sample x = { .pid = 1000 + (uint32_t)(k % 16), .tid = 1000 + (uint32_t)(k % 16),
 				       .comm = s_comm, .thread = s_comm, .stack = st, .kind = PF_KIND_CPU,
-				       .value = 1 + (uint64_t)(k % 3) };
+				       .value = 1 + (uint64_t)((k + shift) % vmod) };
 		profile__add(p, &x);
 	}
 	struct pf_meta *m = profile__meta(p);
@@ -1267,21 +1274,34 @@ static void make_deep_window(struct profile *p, int i, int64_t start, int64_t le
 	m->frequency = 99;
 }
 
-/* One segment of 60 deep windows, sealed, at dir. */
-static void write_deep(const char *dir)
+/* 60 windows of make_walk_window() at dir, one sealed segment, chains of chain_records (0: default). */
+static void write_walk(const char *dir, void (*make)(struct profile *, int, int64_t, int64_t), uint32_t chain_records)
 {
+	struct store_opts o = roll_opts;
 	struct store *w;
 	struct profile *p;
 
 	rm_rf(dir);
+	o.chain_records = chain_records;
 	profile__new(&p);
-	CHECK_EQ_INT(open_store(dir, 1, &w, (struct store_opts *)&roll_opts), 0);
+	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
 	for (int i = 0; i < 60; i++) {
-		make_deep_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
+		make(p, i, T0 + i * 10 * SEC, 10 * SEC);
 		CHECK_EQ_INT(store__append(w, p), 0);
 	}
 	store__close(w);
 	profile__free(p);
+}
+
+static void make_deep_window(struct profile *p, int i, int64_t start, int64_t len)
+{
+	make_walk_window(p, "deep", DEEP_STACKS, (uint64_t)i * DEEP_STACKS, 0, 3, start, len);
+}
+
+/* One segment of 60 deep windows, sealed, at dir. */
+static void write_deep(const char *dir)
+{
+	write_walk(dir, make_deep_window, roll_opts.chain_records);
 }
 
 /* Records read, on-CPU value, and each frame's function number times its sample's value. */
@@ -1454,50 +1474,13 @@ static void test_encode_thread(const char *base)
 #define KEYED_THREAD_MIN 65536 /* the whole records' encodings stay in the call */
 static void make_keyed_window(struct profile *p, int i, int64_t start, int64_t len)
 {
-	uint32_t s_mod, s_comm, f[8], st;
-	char name[64];
-
-	profile__reset(p);
-	profile__intern_str(p, "/usr/bin/keyed", &s_mod);
-	profile__intern_str(p, "keyed", &s_comm);
-	for (int k = 0; k < KEYED_STACKS; k++) {
-		for (int d = 0; d < 8; d++) {
-			uint32_t fn = (uint32_t)(mix64(((uint64_t)k << 3) + (uint64_t)d) % 20000), s_f;
-			snprintf(name, sizeof(name), "keyed::step_%05u(node*)", fn);
-			profile__intern_str(p, name, &s_f);
-			struct pf_frame fr = { .name = s_f, .module = s_mod, .offset = 0x10000 + 0x40 * (uint64_t)fn,
-					       .kind = PF_FRAME_USER };
-			profile__frame_add(p, &fr, &f[d]);
-		}
-		profile__stack_add(p, f, 8, &st);
-		struct pf_sample x = { .pid = 1000 + (uint32_t)(k % 16), .tid = 1000 + (uint32_t)(k % 16),
-				       .comm = s_comm, .thread = s_comm, .stack = st, .kind = PF_KIND_CPU,
-				       .value = 1 + (uint64_t)((k + i) % 5) };
-		profile__add(p, &x);
-	}
-	struct pf_meta *m = profile__meta(p);
-	m->start_ns = start;
-	m->end_ns = start + len;
-	m->frequency = 99;
+	make_walk_window(p, "keyed", KEYED_STACKS, 0, i, 5, start, len);
 }
 
 /* One sealed segment of 60 keyed windows at dir, in 3 chains of 20. */
 static void write_keyed(const char *dir)
 {
-	struct store_opts o = roll_opts;
-	struct store *w;
-	struct profile *p;
-
-	rm_rf(dir);
-	o.chain_records = 20;
-	profile__new(&p);
-	CHECK_EQ_INT(open_store(dir, 1, &w, &o), 0);
-	for (int i = 0; i < 60; i++) {
-		make_keyed_window(p, i, T0 + i * 10 * SEC, 10 * SEC);
-		CHECK_EQ_INT(store__append(w, p), 0);
-	}
-	store__close(w);
-	profile__free(p);
+	write_walk(dir, make_keyed_window, 20);
 }
 
 static uint64_t keyed_mem_max; /* store_opts.summary_mem_max of open_keyed's store */
