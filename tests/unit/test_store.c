@@ -43,6 +43,17 @@ static void rm_rf(const char *dir)
 	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A test window's span and rate, as the daemon's flush sets them. */
+static struct pf_meta *set_meta(struct profile *p, int64_t start, int64_t len)
+{
+	struct pf_meta *m = profile__meta(p);
+
+	m->start_ns = start;
+	m->end_ns = start + len;
+	m->frequency = 99;
+	return m;
+}
+
 /* A small window: i decides its time and contents. */
 static void make_window(struct profile *p, int i, int64_t start, int64_t len)
 {
@@ -71,11 +82,7 @@ static void make_window(struct profile *p, int i, int64_t start, int64_t len)
 	s.value = 1000000;
 	profile__add(p, &s);
 	profile__counter_add(p, "lost.map_full", (uint64_t)i % 3);
-	struct pf_meta *m = profile__meta(p);
-	m->start_ns = start;
-	m->end_ns = start + len;
-	m->host = s_host;
-	m->frequency = 99;
+	set_meta(p, start, len)->host = s_host;
 }
 
 struct seen {
@@ -965,10 +972,7 @@ static void make_wide_window(struct profile *p, int i, int64_t start, int64_t le
 				       .value = 1 + mix64((uint64_t)(i * 1500 + k)) % 5 };
 		profile__add(p, &x);
 	}
-	struct pf_meta *m = profile__meta(p);
-	m->start_ns = start;
-	m->end_ns = start + len;
-	m->frequency = 99;
+	set_meta(p, start, len);
 }
 
 /* Calls until rollups segments are rolled up (at most max): the calls made. */
@@ -1268,10 +1272,7 @@ static void make_walk_window(struct profile *p, const char *prog, int nstacks, u
 				       .value = 1 + (uint64_t)((k + shift) % vmod) };
 		profile__add(p, &x);
 	}
-	struct pf_meta *m = profile__meta(p);
-	m->start_ns = start;
-	m->end_ns = start + len;
-	m->frequency = 99;
+	set_meta(p, start, len);
 }
 
 /* 60 windows of make_walk_window() at dir, one sealed segment, chains of chain_records (0: default). */
@@ -1705,10 +1706,7 @@ static void make_busy_window(struct profile *p, int i, int64_t start, int64_t le
 		x.tid = x.pid;
 		profile__add(p, &x);
 	}
-	struct pf_meta *m = profile__meta(p);
-	m->start_ns = start;
-	m->end_ns = start + len;
-	m->frequency = 99;
+	set_meta(p, start, len);
 }
 
 /* Bytes of segments after every rollup is done, named from named_age on. */
@@ -1936,10 +1934,7 @@ static void make_stripped_window(struct profile *p, int i, int64_t start, int64_
 	x.kind = PF_KIND_CPU;
 	x.value = 1;
 	profile__add(p, &x);
-	struct pf_meta *m = profile__meta(p);
-	m->start_ns = start;
-	m->end_ns = start + len;
-	m->frequency = 99;
+	set_meta(p, start, len);
 }
 
 static void write_stripped(const char *dir)
@@ -2038,10 +2033,7 @@ static void make_tail_window(struct profile *p, int i, int64_t start, int64_t le
 		x.value = 1;
 		profile__add(p, &x);
 	}
-	struct pf_meta *m = profile__meta(p);
-	m->start_ns = start;
-	m->end_ns = start + len;
-	m->frequency = 99;
+	set_meta(p, start, len);
 }
 
 /* What the store says over [a, b) by name: values by kind, and of a few lines. */
@@ -2195,11 +2187,7 @@ static void make_label_window(struct profile *p, int i, int64_t start, int64_t l
 		}
 	}
 	profile__intern_str(p, "host", &id);
-	struct pf_meta *m = profile__meta(p);
-	m->start_ns = start;
-	m->end_ns = start + len;
-	m->frequency = 99;
-	m->host = id;
+	set_meta(p, start, len)->host = id;
 }
 
 static char *written(const struct query *q, const struct profile *c)
@@ -3332,11 +3320,7 @@ static void rich_window(struct profile *p, int i, int64_t start, int64_t len)
 	e.comm = c2, e.thread = c2, e.value = 4;
 	profile__add(p, &e);
 	profile__counter_add(p, "lost.map_full", (uint64_t)i % 2);
-	struct pf_meta *m = profile__meta(p);
-	m->start_ns = start;
-	m->end_ns = start + len;
-	m->host = s_host;
-	m->frequency = 99;
+	set_meta(p, start, len)->host = s_host;
 }
 
 #define RICH_W 40
@@ -4011,10 +3995,7 @@ static void make_calls_window(struct profile *p, int i)
 		s.value = 123456;
 		profile__add(p, &s);
 	}
-	struct pf_meta *m = profile__meta(p);
-	m->start_ns = T0 + i * 10 * SEC;
-	m->end_ns = m->start_ns + 10 * SEC;
-	m->frequency = 99;
+	set_meta(p, T0 + i * 10 * SEC, 10 * SEC);
 }
 
 struct calls_seen {
