@@ -88,6 +88,8 @@ struct codec {
 	size_t tbuf_cap;
 	uint32_t *bbuf;                  /* a stack's frames as lent ids */
 	size_t bbuf_cap;
+	uint32_t *bfpay;                 /* lent frame id -> payload frame id (those in the chain) */
+	size_t bfpay_cap;
 };
 
 struct sorted {
@@ -141,6 +143,7 @@ void codec__free(struct codec *c)
 	free(c->d2b_k);
 	free(c->tbuf);
 	free(c->bbuf);
+	free(c->bfpay);
 	free(c);
 }
 
@@ -248,7 +251,7 @@ static const uint32_t *dstack(const struct codec *c, uint32_t i, uint32_t *n)
 
 static uint32_t fp(const struct codec *c, uint32_t f)
 {
-	return c->fpay[c->bd ? c->b2d_f[f] : f];
+	return c->bd ? c->bfpay[f] : c->fpay[f];
 }
 
 static void dsizes(const struct codec *c, size_t *ns, size_t *nf, size_t *nk)
@@ -640,6 +643,13 @@ static int encode(struct codec *c, const struct profile *p, uint64_t key_ref, st
 	qsort_r(c->ford, nf - bf, sizeof(uint32_t), cmp_frame, c);
 	for (size_t i = bf; i < nf; i++)
 		c->fpay[c->ford[i - bf]] = (uint32_t)i;
+	/* The stacks' sort compares frames by payload id: one load each, not two. */
+	if (c->bd) {
+		if ((err = grow((void **)&c->bfpay, &c->bfpay_cap, profile__nframes(c->bd) + 1, sizeof(uint32_t))))
+			goto fail;
+		for (size_t i = bf; i < nf; i++)
+			c->bfpay[c->d2b_f[i]] = c->fpay[i];
+	}
 	put_u(c, nf - bf);
 	for (size_t i = bf; i < nf; i++)
 		put_u(c, dframe(c, c->ford[i - bf]).kind);
@@ -814,7 +824,8 @@ size_t codec__mem_bytes(const struct codec *c)
 	return sizeof(*c) + c->cap + profile__mem_bytes(c->dict) +
 	       (c->wsmap_cap + c->wfmap_cap + c->wkmap_cap + c->kpay_cap + c->fpay_cap + c->ford_cap + c->fbuf_cap +
 		c->smap_cap + c->fmap_cap + c->kmap_cap + c->prev_cap + c->cur_cap + c->order_cap + c->tcnt_cap +
-		c->b2d_scap + c->b2d_fcap + c->b2d_kcap + c->d2b_scap + c->d2b_fcap + c->d2b_kcap + c->bbuf_cap) * u +
+		c->b2d_scap + c->b2d_fcap + c->b2d_kcap + c->d2b_scap + c->d2b_fcap + c->d2b_kcap + c->bbuf_cap +
+		c->bfpay_cap) * u +
 	       (c->sord_cap + c->wr_cap) * sizeof(struct sorted) + (c->samples_cap + c->thr_cap) * sizeof(struct pf_sample) +
 	       c->tbuf_cap;
 }
