@@ -67,6 +67,29 @@ struct codec {
 	size_t tcnt_cap;
 	struct pf_sample *thr;     /* decoder: the threads of a version 5 record */
 	size_t thr_cap;
+
+	/*
+	 * A lent dictionary (codec__encode_key_lent): the chain's tables are
+	 * those of the key's own profile, lent, through maps both ways (its ids
+	 * to the chain's, the chain's to its), never copied into dict. Deltas
+	 * intern into it what they add. bd_gen and the sizes after the last
+	 * record tell whether anyone else touched it.
+	 */
+	struct profile *bd;
+	uint64_t bd_gen;
+	size_t bd_ns, bd_nf, bd_nk;
+	int need_key;                    /* the lent profile was let go: a delta is refused */
+	uint32_t *b2d_s, *b2d_f, *b2d_k; /* lent id -> chain id; UINT32_MAX: not in the chain */
+	size_t b2d_scap, b2d_fcap, b2d_kcap, b2d_sn, b2d_fn, b2d_kn;
+	uint32_t *d2b_s, *d2b_f, *d2b_k; /* chain id -> lent id */
+	size_t d2b_scap, d2b_fcap, d2b_kcap;
+	size_t dn_s, dn_f, dn_k;         /* the chain's strings, frames, stacks */
+	char *tbuf;                      /* a string's text, copied before it is interned into bd */
+	size_t tbuf_cap;
+	uint32_t *bbuf;                  /* a stack's frames as lent ids */
+	size_t bbuf_cap;
+	uint32_t *bfpay;                 /* lent frame id -> payload frame id (those in the chain) */
+	size_t bfpay_cap;
 };
 
 struct sorted {
@@ -112,6 +135,15 @@ void codec__free(struct codec *c)
 	free(c->wr);
 	free(c->tcnt);
 	free(c->thr);
+	free(c->b2d_s);
+	free(c->b2d_f);
+	free(c->b2d_k);
+	free(c->d2b_s);
+	free(c->d2b_f);
+	free(c->d2b_k);
+	free(c->tbuf);
+	free(c->bbuf);
+	free(c->bfpay);
 	free(c);
 }
 
@@ -192,40 +224,156 @@ static int64_t unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
+/*
+ * The chain's tables, in dict or in the lent profile: a string's text, a
+ * frame (its strings as chain ids), a stack's frames (dict's ids or the
+ * lent profile's: fp() gives either's payload id).
+ */
+static const char *dstr(const struct codec *c, size_t i)
+{
+	return c->bd ? profile__str(c->bd, c->d2b_s[i]) : profile__str(c->dict, (uint32_t)i);
+}
+
+static struct pf_frame dframe(const struct codec *c, uint32_t i)
+{
+	if (!c->bd)
+		return *profile__frame(c->dict, i);
+	struct pf_frame f = *profile__frame(c->bd, c->d2b_f[i]);
+	f.name = c->b2d_s[f.name];
+	f.module = c->b2d_s[f.module];
+	return f;
+}
+
+static const uint32_t *dstack(const struct codec *c, uint32_t i, uint32_t *n)
+{
+	return c->bd ? profile__stack(c->bd, c->d2b_k[i], n) : profile__stack(c->dict, i, n);
+}
+
+static uint32_t fp(const struct codec *c, uint32_t f)
+{
+	return c->bd ? c->bfpay[f] : c->fpay[f];
+}
+
+static void dsizes(const struct codec *c, size_t *ns, size_t *nf, size_t *nk)
+{
+	if (c->bd) {
+		*ns = c->dn_s, *nf = c->dn_f, *nk = c->dn_k;
+	} else {
+		*ns = profile__nstrs(c->dict), *nf = profile__nframes(c->dict), *nk = profile__nstacks(c->dict);
+	}
+}
+
 /* Orders dict stacks by their frames' payload ids, root first. */
 static int cmp_stack(const void *a, const void *b, void *arg)
 {
 	const struct codec *c = arg;
 	uint32_t na, nb;
-	const uint32_t *fa = profile__stack(c->dict, *(const uint32_t *)a, &na);
-	const uint32_t *fb = profile__stack(c->dict, *(const uint32_t *)b, &nb);
+	const uint32_t *fa = dstack(c, *(const uint32_t *)a, &na);
+	const uint32_t *fb = dstack(c, *(const uint32_t *)b, &nb);
 	for (uint32_t i = 0; i < na && i < nb; i++)
 		if (fa[i] != fb[i])
-			return c->fpay[fa[i]] < c->fpay[fb[i]] ? -1 : 1;
+			return fp(c, fa[i]) < fp(c, fb[i]) ? -1 : 1;
 	return na < nb ? -1 : na > nb;
 }
 
 /* Orders dict frames by kind, module and offset: a function's pcs side by side, offsets in small steps. */
 static int cmp_frame(const void *a, const void *b, void *arg)
 {
-	const struct profile *p = arg;
-	const struct pf_frame *x = profile__frame(p, *(const uint32_t *)a);
-	const struct pf_frame *y = profile__frame(p, *(const uint32_t *)b);
+	const struct codec *c = arg;
+	const struct pf_frame x = dframe(c, *(const uint32_t *)a);
+	const struct pf_frame y = dframe(c, *(const uint32_t *)b);
 
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	if (x->module != y->module)
-		return x->module < y->module ? -1 : 1;
-	if (x->offset != y->offset)
-		return x->offset < y->offset ? -1 : 1;
-	return x->name < y->name ? -1 : x->name > y->name;
+	if (x.kind != y.kind)
+		return x.kind < y.kind ? -1 : 1;
+	if (x.module != y.module)
+		return x.module < y.module ? -1 : 1;
+	if (x.offset != y.offset)
+		return x.offset < y.offset ? -1 : 1;
+	return x.name < y.name ? -1 : x.name > y.name;
+}
+
+/* Room in a lent id -> chain id map for the lent profile's n ids, the new ones unmapped. */
+static int b2d_fit(uint32_t **m, size_t *cap, size_t *have, size_t n)
+{
+	int err = grow((void **)m, cap, n ? n : 1, sizeof(uint32_t));
+	if (!err && n > *have) {
+		memset(*m + *have, 0xff, (n - *have) * sizeof(uint32_t));
+		*have = n;
+	}
+	return err;
+}
+
+/* The chain id of a lent id, a new one (the next) when the chain has none yet. */
+static int b2d_take(uint32_t *b2d, uint32_t **d2b, size_t *d2b_cap, size_t *dn, uint32_t bid, uint32_t *out)
+{
+	if (b2d[bid] == UINT32_MAX) {
+		int err = grow((void **)d2b, d2b_cap, *dn + 1, sizeof(uint32_t));
+		if (err)
+			return err;
+		(*d2b)[*dn] = bid;
+		b2d[bid] = (uint32_t)(*dn)++;
+	}
+	*out = b2d[bid];
+	return 0;
+}
+
+/* The chain's id of a string, a frame (strings as chain ids), a stack (frames as chain ids): added when new. */
+static int dict_str(struct codec *c, const char *t, uint32_t *out)
+{
+	uint32_t bid;
+	size_t n = strlen(t);
+	int err;
+
+	if (!c->bd)
+		return profile__intern(c->dict, t, n, out);
+	/* Interning may move the lent profile's strings, t among them. */
+	if ((err = grow((void **)&c->tbuf, &c->tbuf_cap, n + 1, 1)))
+		return err;
+	memcpy(c->tbuf, t, n + 1);
+	if ((err = profile__intern(c->bd, c->tbuf, n, &bid)) ||
+	    (err = b2d_fit(&c->b2d_s, &c->b2d_scap, &c->b2d_sn, profile__nstrs(c->bd))))
+		return err;
+	return b2d_take(c->b2d_s, &c->d2b_s, &c->d2b_scap, &c->dn_s, bid, out);
+}
+
+static int dict_frame(struct codec *c, const struct pf_frame *g, uint32_t *out)
+{
+	uint32_t bid;
+	int err;
+
+	if (!c->bd)
+		return profile__frame_add(c->dict, g, out);
+	struct pf_frame b = *g;
+	b.name = c->d2b_s[g->name];
+	b.module = c->d2b_s[g->module];
+	if ((err = profile__frame_add(c->bd, &b, &bid)) ||
+	    (err = b2d_fit(&c->b2d_f, &c->b2d_fcap, &c->b2d_fn, profile__nframes(c->bd))))
+		return err;
+	return b2d_take(c->b2d_f, &c->d2b_f, &c->d2b_fcap, &c->dn_f, bid, out);
+}
+
+static int dict_stack(struct codec *c, const uint32_t *f, uint32_t n, uint32_t *out)
+{
+	uint32_t bid;
+	int err;
+
+	if (!c->bd)
+		return profile__stack_add(c->dict, f, n, out);
+	if ((err = grow((void **)&c->bbuf, &c->bbuf_cap, n ? n : 1, sizeof(uint32_t))))
+		return err;
+	for (uint32_t k = 0; k < n; k++)
+		c->bbuf[k] = c->d2b_f[f[k]];
+	if ((err = profile__stack_add(c->bd, c->bbuf, n, &bid)) ||
+	    (err = b2d_fit(&c->b2d_k, &c->b2d_kcap, &c->b2d_kn, profile__nstacks(c->bd))))
+		return err;
+	return b2d_take(c->b2d_k, &c->d2b_k, &c->d2b_kcap, &c->dn_k, bid, out);
 }
 
 /* Window ids to dict ids, adding to the dict what it does not hold yet. */
 static int enc_str(struct codec *c, const struct profile *p, uint32_t id, uint32_t *out)
 {
 	if (c->wsmap[id] == UINT32_MAX) {
-		int err = profile__intern_str(c->dict, profile__str(p, id), &c->wsmap[id]);
+		int err = dict_str(c, profile__str(p, id), &c->wsmap[id]);
 		if (err)
 			return err;
 	}
@@ -248,12 +396,12 @@ static int enc_stack(struct codec *c, const struct profile *p, uint32_t id, uint
 		if (c->wfmap[f[k]] == UINT32_MAX) {
 			struct pf_frame g = *profile__frame(p, f[k]);
 			if ((err = enc_str(c, p, g.name, &g.name)) || (err = enc_str(c, p, g.module, &g.module)) ||
-			    (err = profile__frame_add(c->dict, &g, &c->wfmap[f[k]])))
+			    (err = dict_frame(c, &g, &c->wfmap[f[k]])))
 				return err;
 		}
 		c->fbuf[k] = c->wfmap[f[k]];
 	}
-	if ((err = profile__stack_add(c->dict, c->fbuf, n, &c->wkmap[id])))
+	if ((err = dict_stack(c, c->fbuf, n, &c->wkmap[id])))
 		return err;
 done:
 	*out = c->wkmap[id];
@@ -373,8 +521,56 @@ static void put_values(struct codec *c, const struct sorted *o, size_t ns)
 	}
 }
 
-int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_ref,
-			const uint8_t **buf, size_t *len)
+/* Drops the lent profile: the chain's tables are gone with it. */
+static void lend_end(struct codec *c)
+{
+	if (c->bd)
+		c->need_key = 1;
+	c->bd = NULL;
+}
+
+/*
+ * Makes lent the chain's tables, with none of its ids in the chain yet,
+ * when each of its frames is the one frame_add finds (a renamed frame can
+ * read as another: dict would make them one, so it then stays dict).
+ * Its strings are unique by text (profile__intern) and its stacks by
+ * frames. dict's own tables are let go: a lent chain needs none.
+ */
+static int lend_start(struct codec *c, struct profile *lent)
+{
+	struct profile *fresh;
+	size_t nf = profile__nframes(lent);
+	uint32_t id;
+	int err;
+
+	for (size_t i = 0; i < nf; i++) {
+		struct pf_frame g = *profile__frame(lent, (uint32_t)i);
+		if ((err = profile__frame_add(lent, &g, &id)))
+			return err;
+		if (id != i)
+			return 0;
+	}
+	if (!profile__new(&fresh)) {
+		profile__free(c->dict);
+		c->dict = fresh;
+	}
+	c->b2d_sn = c->b2d_fn = c->b2d_kn = 0;
+	if ((err = b2d_fit(&c->b2d_s, &c->b2d_scap, &c->b2d_sn, profile__nstrs(lent))) ||
+	    (err = b2d_fit(&c->b2d_f, &c->b2d_fcap, &c->b2d_fn, profile__nframes(lent))) ||
+	    (err = b2d_fit(&c->b2d_k, &c->b2d_kcap, &c->b2d_kn, profile__nstacks(lent))) ||
+	    (err = grow((void **)&c->d2b_s, &c->d2b_scap, 1, sizeof(uint32_t))) ||
+	    (err = grow((void **)&c->d2b_k, &c->d2b_kcap, 1, sizeof(uint32_t))))
+		return err;
+	/* "" and the empty stack are id 0 in every profile, the chain's too. */
+	c->b2d_s[0] = c->d2b_s[0] = 0;
+	c->b2d_k[0] = c->d2b_k[0] = 0;
+	c->dn_s = 1, c->dn_f = 0, c->dn_k = 1;
+	c->bd = lent;
+	return 0;
+}
+
+static int encode(struct codec *c, const struct profile *p, uint64_t key_ref, struct profile *lent,
+		  const uint8_t **buf, size_t *len)
 {
 	uint32_t meta[3];
 	int err;
@@ -382,13 +578,25 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 	c->len = 0;
 	c->nparts = 0;
 	c->err = 0;
-	if (!key_ref)
+	if (!key_ref) {
+		lend_end(c);
+		c->need_key = 0;
 		profile__reset(c->dict);
-	size_t bs = profile__nstrs(c->dict), bf = profile__nframes(c->dict), bk = profile__nstacks(c->dict);
+		if (lent && (err = lend_start(c, lent)))
+			goto fail;
+	} else if (c->need_key ||
+		   (c->bd && (profile__gen(c->bd) != c->bd_gen || profile__nstrs(c->bd) != c->bd_ns ||
+			      profile__nframes(c->bd) != c->bd_nf || profile__nstacks(c->bd) != c->bd_nk))) {
+		err = -ESTALE;
+		goto fail;
+	}
+	size_t bs, bf, bk;
+	dsizes(c, &bs, &bf, &bk);
 	err = enc_map(c, p, meta);
 	if (err)
 		goto fail;
-	size_t nstr = profile__nstrs(c->dict), nf = profile__nframes(c->dict), nk = profile__nstacks(c->dict);
+	size_t nstr, nf, nk;
+	dsizes(c, &nstr, &nf, &nk);
 
 	put_u(c, CODEC_PAYLOAD_VERSION);
 	put_u(c, key_ref);
@@ -398,7 +606,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 
 	put_u(c, nstr - bs);
 	for (size_t i = bs; i < nstr; i++) {
-		const char *t = profile__str(c->dict, (uint32_t)i);
+		const char *t = dstr(c, i);
 		size_t n = strlen(t);
 		put_u(c, n);
 		put_bytes(c, t, n);
@@ -432,20 +640,27 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 		goto fail;
 	for (size_t i = bf; i < nf; i++)
 		c->ford[i - bf] = (uint32_t)i;
-	qsort_r(c->ford, nf - bf, sizeof(uint32_t), cmp_frame, c->dict);
+	qsort_r(c->ford, nf - bf, sizeof(uint32_t), cmp_frame, c);
 	for (size_t i = bf; i < nf; i++)
 		c->fpay[c->ford[i - bf]] = (uint32_t)i;
+	/* The stacks' sort compares frames by payload id: one load each, not two. */
+	if (c->bd) {
+		if ((err = grow((void **)&c->bfpay, &c->bfpay_cap, profile__nframes(c->bd) + 1, sizeof(uint32_t))))
+			goto fail;
+		for (size_t i = bf; i < nf; i++)
+			c->bfpay[c->d2b_f[i]] = c->fpay[i];
+	}
 	put_u(c, nf - bf);
 	for (size_t i = bf; i < nf; i++)
-		put_u(c, profile__frame(c->dict, c->ford[i - bf])->kind);
+		put_u(c, dframe(c, c->ford[i - bf]).kind);
 	c->part[c->nparts++] = c->len;
 	for (size_t i = bf; i < nf; i++)
-		put_u(c, profile__frame(c->dict, c->ford[i - bf])->module);
+		put_u(c, dframe(c, c->ford[i - bf]).module);
 	for (size_t i = bf; i < nf; i++)
-		put_u(c, profile__frame(c->dict, c->ford[i - bf])->name);
+		put_u(c, dframe(c, c->ford[i - bf]).name);
 	uint64_t poff = 0;
 	for (size_t i = bf; i < nf; i++) {
-		uint64_t off = profile__frame(c->dict, c->ford[i - bf])->offset;
+		uint64_t off = dframe(c, c->ford[i - bf]).offset;
 		/* Unsigned difference: wraps the same way on decode. */
 		put_u(c, zigzag((int64_t)(off - poff)));
 		poff = off;
@@ -471,7 +686,7 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 	uint32_t nprev = 0;
 	for (size_t i = bk; i < nk; i++) {
 		uint32_t n, id = c->order[i - bk];
-		const uint32_t *f = profile__stack(c->dict, id, &n);
+		const uint32_t *f = dstack(c, id, &n);
 		uint32_t shared = 0;
 		c->kpay[id] = (uint32_t)i;
 		while (shared < n && shared < nprev && f[shared] == prev[shared])
@@ -485,11 +700,11 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 		 * mostly in their caller's module, whose frames are side by side).
 		 */
 		for (uint32_t j = shared; j < n; j++) {
-			uint32_t id = c->fpay[f[j]];
+			uint32_t id = fp(c, f[j]);
 			if (j == shared && j < nprev)
-				put_u(c, (uint64_t)id - c->fpay[prev[j]] - 1);
+				put_u(c, (uint64_t)id - fp(c, prev[j]) - 1);
 			else if (j)
-				put_u(c, zigzag((int64_t)id - c->fpay[f[j - 1]]));
+				put_u(c, zigzag((int64_t)id - fp(c, f[j - 1])));
 			else
 				put_u(c, id);
 		}
@@ -570,13 +785,49 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 		err = c->err;
 		goto fail;
 	}
+	if (c->bd) {
+		c->bd_gen = profile__gen(c->bd);
+		c->bd_ns = profile__nstrs(c->bd);
+		c->bd_nf = profile__nframes(c->bd);
+		c->bd_nk = profile__nstacks(c->bd);
+	}
 	*buf = c->buf;
 	*len = c->len;
 	return 0;
 fail:
 	/* The dict may hold what no record carries: the next record must be a key. */
+	lend_end(c);
 	profile__reset(c->dict);
 	return err;
+}
+
+int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_ref,
+			const uint8_t **buf, size_t *len)
+{
+	return encode(c, p, key_ref, NULL, buf, len);
+}
+
+int codec__encode_key_lent(struct codec *c, struct profile *p, const uint8_t **buf, size_t *len)
+{
+	return encode(c, p, 0, p, buf, len);
+}
+
+void codec__lend_end(struct codec *c)
+{
+	lend_end(c);
+}
+
+size_t codec__mem_bytes(const struct codec *c)
+{
+	size_t u = sizeof(uint32_t);
+
+	return sizeof(*c) + c->cap + profile__mem_bytes(c->dict) +
+	       (c->wsmap_cap + c->wfmap_cap + c->wkmap_cap + c->kpay_cap + c->fpay_cap + c->ford_cap + c->fbuf_cap +
+		c->smap_cap + c->fmap_cap + c->kmap_cap + c->prev_cap + c->cur_cap + c->order_cap + c->tcnt_cap +
+		c->b2d_scap + c->b2d_fcap + c->b2d_kcap + c->d2b_scap + c->d2b_fcap + c->d2b_kcap + c->bbuf_cap +
+		c->bfpay_cap) * u +
+	       (c->sord_cap + c->wr_cap) * sizeof(struct sorted) + (c->samples_cap + c->thr_cap) * sizeof(struct pf_sample) +
+	       c->tbuf_cap;
 }
 
 size_t codec__parts(const struct codec *c, const size_t **ends)

@@ -52,6 +52,21 @@ int codec__encode_chain(struct codec *c, const struct profile *p, uint64_t key_r
 			const uint8_t **buf, size_t *len);
 
 /*
+ * codec__encode_chain(c, p, 0, ...), the same bytes, with p lent as the
+ * chain's tables: they are mapped, not copied (a big merged profile's
+ * copy is about as large as its tables), and the deltas that follow
+ * intern what they add into p. p must not change otherwise, nor go,
+ * until the next key or codec__lend_end(): a delta finds it changed
+ * (-ESTALE), not gone. A profile with two frames that read alike is
+ * copied as codec__encode_chain does.
+ */
+int codec__encode_key_lent(struct codec *c, struct profile *p, const uint8_t **buf, size_t *len);
+/* Gives the lent profile back: the next record must be a key (a delta is -ESTALE). */
+void codec__lend_end(struct codec *c);
+/* Heap bytes held (allocated capacity), the chain's tables included. */
+size_t codec__mem_bytes(const struct codec *c);
+
+/*
  * Where the parts of the payload last encoded end (strings; metadata and
  * frame kinds; frame modules, names and offsets; stacks; thread table;
  * entries' stacks; values), in order, the last at its length.

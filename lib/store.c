@@ -1187,6 +1187,7 @@ struct rec_out {
 	size_t chunk;          /* 0: a part (or the whole payload of a frame of its own) at once */
 	int own, ended;        /* a frame of its own (summaries, days), and its end written */
 	int delta;
+	struct profile *lend;  /* a key: encoded with this profile lent as its chain's tables */
 	uint8_t **buf;
 	size_t *cap;
 	ZSTD_outBuffer out;
@@ -1208,6 +1209,8 @@ static void rec_head(struct store *s, struct rec_out *w, ZSTD_CCtx *z_ctx, const
 /* p encoded by c into w->raw: the one step of a record that is not done in pieces. */
 static int rec_encode(struct rec_out *w, struct codec *c, const struct profile *p, const struct chain *ch)
 {
+	if (w->lend && !w->delta)
+		return codec__encode_key_lent(c, w->lend, &w->raw, &w->rawlen);
 	return codec__encode_chain(c, p, w->delta ? ch->key_off + 1 : 0, &w->raw, &w->rawlen);
 }
 
@@ -2750,6 +2753,15 @@ static int roll_write(struct store *s, struct roll *r, const struct profile *p, 
 	if (!r->wbusy) {
 		r->w = (struct rec_out){ .buf = &r->zbuf, .cap = &r->zcap };
 		rec_head(s, &r->w, s->rcctx, p, &r->ch, level, windows, flags);
+		/*
+		 * A summary's or a day's record by name, its file's key: s->wprof
+		 * stays as it is until the roll ends, so it is lent to the codec
+		 * as the chain's tables, not copied (a copy as large as its
+		 * tables, beside the payload and the compressor). The records
+		 * after it in the file intern what they add into it.
+		 */
+		if (p == s->wprof && !(flags & REC_FLAG_PIDS))
+			r->w.lend = s->wprof;
 		r->wbusy = 1;
 		/*
 		 * A big profile's encoding (a summary's whole segment: up to 0.5 s,
@@ -3055,6 +3067,9 @@ static void roll_end(struct store *s)
 	reader_release(&r->rd);
 	free(r);
 	s->roll = NULL;
+	/* s->wprof was lent to s->rcodec as a chain's tables: its next record is a key. */
+	if (s->rcodec)
+		codec__lend_end(s->rcodec);
 	/* A segment's worth of samples by pid is megabytes: not kept between summaries. */
 	profile__free(s->wprof);
 	profile__free(s->pprof);
@@ -3117,6 +3132,32 @@ static int roll_start(struct store *s, const struct seg *g, size_t tier, int sum
 	return 0;
 }
 
+/* p emptied with its room given back: a profile's capacity is what it held at its largest. */
+static int profile_renew(struct profile **p)
+{
+	struct profile *fresh;
+	int err = profile__new(&fresh);
+
+	if (err)
+		return err;
+	profile__free(*p);
+	*p = fresh;
+	return 0;
+}
+
+/* The store's reader's decoded chain let go (its room given back): the next read starts at a key. */
+static int reader_shrink(struct store *s)
+{
+	int err = profile_renew(&s->rd.prof);
+
+	if (err)
+		return err;
+	codec__chain_forget(s->rd.codec);
+	s->chain_dev = 0;
+	s->chain_ino = 0;
+	return 0;
+}
+
 /* A whole-segment record of a summary: by name (the key), or with pids (the file's last record). */
 static int sum_whole(struct store *s, struct roll *r, int pids)
 {
@@ -3137,15 +3178,18 @@ static int sum_step(struct store *s, struct roll *r)
 	case SUM_READ_WHOLE:
 		/* s->rcodec and s->rprof are the writes' from now on; the second read uses the store's reader. */
 		codec__chain_forget(s->rcodec);
-		profile__reset(s->rprof);
+		/* s->rprof's room is a decoded chain's: a fresh one for the buckets' merges, a fraction of it. */
+		if ((err = profile_renew(&s->rprof)))
+			return err;
+		r->rd.prof = s->rprof;
 		reader_release(&r->rd);
 		r->q.rd = NULL;
 		r->phase = SUM_WRITE_WHOLE;
 		return 0;
 	case SUM_WRITE_WHOLE:
+		/* s->wprof stays: the file's tables, lent to s->rcodec until the roll ends. */
 		if ((err = sum_whole(s, r, 0)))
 			return err == 1 ? 0 : err;
-		profile__reset(s->wprof);
 		/*
 		 * A named segment's records are merged by function and name already:
 		 * a query reads them for a part of it, and there are no pids to keep.
@@ -3166,6 +3210,12 @@ static int sum_step(struct store *s, struct roll *r)
 			return err == 1 ? 0 : err;
 		if (r->no_pids)
 			return 1;
+		/*
+		 * The record with pids is the largest encoding: the room of the
+		 * read's decoded chain and of the last bucket's merge go first.
+		 */
+		if ((err = profile_renew(&s->rprof)) || (err = reader_shrink(s)))
+			return err;
 		r->phase = SUM_WRITE_PIDS;
 		return 0;
 	default:

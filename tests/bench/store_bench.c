@@ -3,7 +3,8 @@
  * store, then times queries over it.
  *
  *   store_bench [-d DIR] [-H HOURS] [-c BUSY_CPUS] [-l ZSTD_LEVEL] [-M MAX_MB] [-q]
- *   store_bench -a DIR | -L DIR | -W DIR | -S DIR | -Q DIR   (a kept store)
+ *   store_bench -a DIR | -L DIR | -W DIR | -S DIR | -Q DIR | -r DIR  (a kept store)
+ *   SUM_ONLY=1 store_bench -r DIR: the summaries of DIR's windows as flushed alone, and their peak RSS
  *
  * "Realistic": a build host with compilers (cc1, deep and varied C++ frames),
  * interpreters (python3, node), a database, a web server and kernel threads;
@@ -1339,10 +1340,15 @@ static int rollups_only(const char *dir)
 	printf("rollups of %s as flushed (%.0f bytes, %.2f MB/hour):\n", dir, v[2], v[2] * ph);
 	if (roll_copy(dir, 0, 0, ph, v[2]))
 		return 1;
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	/* The summaries' peak alone (the tiers' runs after it can only raise it): SUM_ONLY stops here. */
+	printf("peak RSS after the summaries %.1f MB\n", ru.ru_maxrss / 1024.0);
+	if (getenv("SUM_ONLY"))
+		return 0;
 	for (int k = 0; k < 4; k++)
 		if (roll_copy(dir, lens[k % 2], k >= 2, ph, v[2]))
 			return 1;
-	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	printf("peak RSS %.1f MB\n", ru.ru_maxrss / 1024.0);
 	return 0;
