@@ -53,6 +53,18 @@
  * milliseconds of the new image's tables.
  */
 #define EXEC_WAKE_GAP_NS (20 * 1000000LL)
+/*
+ * Exec events without a complete list, held this long. Such a list is
+ * missing mostly because the image was gone when the hook looked (a
+ * shell script's chain execs on within a millisecond or two): the
+ * process's next exec event then comes a few milliseconds later, and a
+ * read of /proc for the one before (100-300 µs with the stats of its
+ * files) would only find the image that event lists. Anything else of the
+ * process (its exit, a fork) and any drain end the wait at once: samples
+ * are named after the events that came before them, as without a wait.
+ */
+#define EXEC_HOLD_NS (25 * 1000000LL)
+#define EXEC_HELD_MAX 16
 
 struct events {
 	struct events_bpf *skel;
@@ -80,6 +92,10 @@ struct events {
 	events_exit_fn exit_fn;
 	void *maps_arg, *exit_arg;
 	uint32_t woken; /* execs and re-captures handled: what wakes the reader */
+
+	struct profd_pev_exec held[EXEC_HELD_MAX]; /* in order of arrival, so of their due times */
+	int64_t held_due[EXEC_HELD_MAX];
+	uint32_t nheld;
 };
 
 /*
@@ -280,8 +296,12 @@ static int capture(struct events *e, struct events_image *im, const struct procr
 
 static void arm(struct events *e)
 {
+	int64_t at = procreg__due_first(e->reg, LOOK);
+
+	if (e->nheld && (!at || e->held_due[0] < at))
+		at = e->held_due[0];
 	/* Re-captures called off (exit, a re-read on the walker's request) wake nobody. */
-	clock__timer_arm(e->tfd, procreg__due_first(e->reg, LOOK), &e->armed_ns);
+	clock__timer_arm(e->tfd, at, &e->armed_ns);
 }
 
 static void run_due(struct events *e)
@@ -435,6 +455,80 @@ static void on_exit_ev(struct events *e, uint32_t pid, uint64_t time_ns)
 	}
 }
 
+static int held_find(const struct events *e, uint32_t pid)
+{
+	for (uint32_t i = 0; i < e->nheld; i++)
+		if (e->held[i].ev.pid == pid)
+			return (int)i;
+	return -1;
+}
+
+static void held_take(struct events *e, uint32_t i)
+{
+	memmove(&e->held[i], &e->held[i + 1], (e->nheld - i - 1) * sizeof(e->held[0]));
+	memmove(&e->held_due[i], &e->held_due[i + 1], (e->nheld - i - 1) * sizeof(e->held_due[0]));
+	e->nheld--;
+}
+
+/* The held event of pid (if any) handled now: what comes next of that process must find it done. */
+static void held_run_pid(struct events *e, uint32_t pid)
+{
+	int i = held_find(e, pid);
+	struct profd_pev_exec x;
+
+	if (i < 0)
+		return;
+	x = e->held[i];
+	held_take(e, (uint32_t)i);
+	on_exec(e, &x.ev, &x);
+}
+
+/* The held events due (all: every one): their process did not exec again meanwhile. */
+static void held_run(struct events *e, bool all)
+{
+	int64_t now;
+
+	if (!e->nheld)
+		return;
+	now = all ? INT64_MAX : clock__mono_ns();
+	while (e->nheld && e->held_due[0] <= now)
+		held_run_pid(e, e->held[0].ev.pid);
+}
+
+static void consume(struct events *e, bool all)
+{
+	ring_buffer__consume(e->rb);
+	held_run(e, all);
+}
+
+/*
+ * An exec event: a held one of the same process is dropped (its image is
+ * gone, the new event's capture serves its samples as a read of /proc
+ * would have); this one is held when it has no complete list.
+ */
+static void exec_event(struct events *e, const struct profd_pev *ev, const struct profd_pev_exec *x)
+{
+	int i = held_find(e, ev->pid);
+
+	if (i >= 0) {
+		held_take(e, (uint32_t)i);
+		e->st.exec_reads_saved++;
+		log_debug("exec event of pid %u without a list: dropped, the process exec'd again", ev->pid);
+	}
+	/*
+	 * A complete list whose files are not all known yet goes on at once:
+	 * the read that names it teaches their paths to the next events.
+	 */
+	if (x && !(x->maps_flags & (PROFD_PEV_MAPS_OK | PROFD_PEV_MAPS_EXITED))) {
+		if (e->nheld == EXEC_HELD_MAX)
+			held_run_pid(e, e->held[0].ev.pid);
+		e->held[e->nheld] = *x;
+		e->held_due[e->nheld++] = clock__mono_ns() + EXEC_HOLD_NS;
+		return;
+	}
+	on_exec(e, ev, x);
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct events *e = ctx;
@@ -452,12 +546,15 @@ static int on_event(void *ctx, void *data, size_t size)
 		    (x->maps_flags & (PROFD_PEV_MAPS_OK | PROFD_PEV_MAPS_NEW | PROFD_PEV_MAPS_EXITED)) !=
 			    PROFD_PEV_MAPS_OK)
 			e->woken++;
-		on_exec(e, ev, x);
-	}
-	else if (ev->type == PROFD_PEV_EXIT)
+		exec_event(e, ev, x);
+	} else if (ev->type == PROFD_PEV_EXIT) {
+		held_run_pid(e, ev->pid);
 		on_exit_ev(e, ev->pid, ev->time_ns);
-	else if (ev->type == PROFD_PEV_FORK)
+	} else if (ev->type == PROFD_PEV_FORK) {
+		held_run_pid(e, ev->ppid);
+		held_run_pid(e, ev->pid);
 		on_fork(e, ev);
+	}
 	return 0;
 }
 
@@ -583,6 +680,7 @@ int events__dispatch(struct events *e)
 	clock__timer_take(e->tfd, clock__mono_ns(), &e->armed_ns);
 	e->woken = 0;
 	n = ring_buffer__consume(e->rb);
+	held_run(e, false);
 	run_due(e);
 	/* Forks and exits wake nobody (they wait for the next exec or drain): not counted. */
 	return n < 0 ? n : (int)e->woken;
@@ -590,13 +688,14 @@ int events__dispatch(struct events *e)
 
 void events__poll(struct events *e)
 {
-	ring_buffer__consume(e->rb);
+	/* Inside a drain: its next entries may be of the processes those events tell of. */
+	consume(e, true);
 	run_due(e);
 }
 
 void events__drain_begin(struct events *e)
 {
-	ring_buffer__consume(e->rb);
+	consume(e, true);
 	arm(e);
 	procreg__drain_begin(e->reg);
 }
@@ -702,6 +801,7 @@ void events__print_status(const struct events *e, FILE *f)
 	fprintf(f, "process_captures\t%" PRIu64 "\n", s.captures);
 	fprintf(f, "process_captures_gone\t%" PRIu64 "\n", s.capture_gone);
 	fprintf(f, "process_captures_listed\t%" PRIu64 "\n", s.captures_listed);
+	fprintf(f, "process_exec_reads_saved\t%" PRIu64 "\n", s.exec_reads_saved);
 	fprintf(f, "process_names_learned\t%" PRIu64 "\n", s.names_learned);
 	fprintf(f, "process_names_unstated\t%" PRIu64 "\n", s.names_unstated);
 	fprintf(f, "process_names_stale\t%" PRIu64 "\n", s.names_stale);

@@ -31,6 +31,7 @@ struct events_stats {
 	uint64_t fork_parents_read;    /* forks whose parent was read at the fork (not read before) */
 	uint64_t captures;             /* processes captured (exec, re-capture, first sight) */
 	uint64_t captures_listed;      /* of them, from the exec event's list of mappings: no read of /proc */
+	uint64_t exec_reads_saved;     /* exec events without a list dropped: the process exec'd again within the wait */
 	uint64_t names_stale;          /* listed files whose path was learned for another file of the inode number */
 	uint64_t names_learned;        /* paths learned from /proc reads, each with a stat of the file mapped */
 	uint64_t lists_named_late;     /* exec lists named only once a read of /proc taught their files' paths */
