@@ -13,14 +13,6 @@
 # programs starting meanwhile must not move them.
 source "$(dirname "$0")/lib.sh"
 
-# run PROG ARGS...: runs it in the foreground, its pid appended to $T/pids.
-run() { "$@" & echo $! >>"$T/pids"; wait $!; }
-# own_count PATTERN: debug log lines matching "PATTERN" whose pid is one of ours.
-own_count() {
-	awk -v pat="$1" 'NR == FNR { own[$1] = 1; next }
-		match($0, pat) { s = substr($0, RSTART, RLENGTH); gsub(/[^0-9]/, "", s); if (s in own) n++ }
-		END { print n + 0 }' "$T/pids" "$T/profd.log"
-}
 
 # The checks wait for settled (lib.sh) first: at start profd reads the
 # symbols of every program running on the host, for a second or more on a
@@ -54,11 +46,11 @@ wait_ms=$(profctl status | awk '$1 == "process_exec_wait_ms" { print $2 }')
 check "exec events wait for ld.so (process_exec_wait_ms ${wait_ms:-missing} > 0)" test "${wait_ms:-0}" -gt 0
 sv() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 profctl status >"$T/s0"
-for _ in $(seq 40); do run "$TP/sym_short" 30; done
-for _ in $(seq 5); do run "$TP/spin_nolibc" 80; done
+for _ in $(seq 40); do run_own "$TP/sym_short" 30; done
+for _ in $(seq 5); do run_own "$TP/spin_nolibc" 80; done
 cp "$TP/spin_nolibc" "$T/quick_nolibc"
-run "$T/quick_nolibc" 60 # lives past the wait: its path is read from /proc once
-for _ in $(seq 50); do run "$T/quick_nolibc" 8; done
+run_own "$T/quick_nolibc" 60 # lives past the wait: its path is read from /proc once
+for _ in $(seq 50); do run_own "$T/quick_nolibc" 8; done
 sleep 1.5 # a drain
 profctl status >"$T/s1"
 d() { echo $(($(sv "$T/s1" "$1") - $(sv "$T/s0" "$1"))); }
@@ -98,7 +90,7 @@ PROFD_EXEC_NOWAIT=1 start_profd --log-level debug
 check "without the wait: profd settled within 15 s" settled
 profctl status >"$T/s0"
 check "without the wait: process_exec_wait_ms $(sv "$T/s0" process_exec_wait_ms)" test "$(sv "$T/s0" process_exec_wait_ms)" = 0
-for _ in $(seq 20); do run "$TP/sym_short" 30; done
+for _ in $(seq 20); do run_own "$TP/sym_short" 30; done
 sleep 1.5
 execs=$(wc -l <"$T/pids") caps=$(own_count 'capture of pid [0-9]+:') listed=$(own_count 'capture of pid [0-9]+: listed')
 echo "without the wait: own processes $execs, captures $caps, $listed from a list; $(stall)"

@@ -12,14 +12,6 @@
 # pid of each capture and read): profd watches the whole host.
 source "$(dirname "$0")/lib.sh"
 
-# run PROG ARGS...: runs it in the foreground, its pid appended to $T/pids.
-run() { "$@" & echo $! >>"$T/pids"; wait $!; }
-# own_count PATTERN: debug log lines matching "PATTERN" whose pid is one of ours.
-own_count() {
-	awk -v pat="$1" 'NR == FNR { own[$1] = 1; next }
-		match($0, pat) { s = substr($0, RSTART, RLENGTH); gsub(/[^0-9]/, "", s); if (s in own) n++ }
-		END { print n + 0 }' "$T/pids" "$T/profd.log"
-}
 ENV=$(command -v env)
 # own_share FOLDED COMM FRAME: "N T": of COMM's samples not in the exec,
 # ld.so or exit (page faults through the hypervisor there, 5-15 % of a
@@ -38,7 +30,7 @@ check "profd settled: two drains and a window within 15 s" settled
 # Twelve images of env each, then a 30 ms program: 13 execs per chain.
 CHAINS=${CHAINS:-120}
 for _ in $(seq "$CHAINS"); do
-	run "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$TP/sym_short" 30
+	run_own "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$ENV" "$TP/sym_short" 30
 done
 caught_up || fail "profd did not answer a flush"
 reads=$(own_count 'read /proc/[0-9]+/maps for symbols') fromproc=$(own_count 'capture of pid [0-9]+: from /proc')

@@ -194,6 +194,16 @@ stop_profd() {
 	return $rc
 }
 
+# run_own PROG ARGS...: runs it in the foreground, its pid appended to $T/pids
+# (a test that counts what profd's debug log says of its own processes only).
+run_own() { "$@" & echo $! >>"$T/pids"; wait $!; }
+# own_count PATTERN: lines of $T/profd.log matching PATTERN whose pid (the
+# digits of the match) is one of $T/pids: profd watches the whole host.
+own_count() {
+	awk -v pat="$1" 'NR == FNR { own[$1] = 1; next }
+		match($0, pat) { s = substr($0, RSTART, RLENGTH); gsub(/[^0-9]/, "", s); if (s in own) n++ }
+		END { print n + 0 }' "$T/pids" "$T/profd.log"
+}
 ok() { CHECKS=$((CHECKS + 1)); echo "ok: $*"; }
 fail() { CHECKS=$((CHECKS + 1)); FAILS=$((FAILS + 1)); echo "FAIL: $*"; }
 check() { # check DESCRIPTION CMD...
