@@ -173,6 +173,12 @@ measure_late() {
 }
 
 : >"$W/rows"
+# pd_start: a profd on an empty store (with PROFD=... for profd-b). A store
+# left by the round before holds the segments sealed at each daemon's exit,
+# and the next daemon builds their summaries in its first minutes (2-5 ms
+# of flush CPU a second in quiet rounds): a catch-up after a restart that
+# would be charged to whichever round follows, not the steady state.
+pd_start() { rm -rf "$W/pd/state"; profd_start "$W/pd" --config /dev/null; }
 log "rows: condition, CPU %, BPF ns/sample, execs/s, peak RSS MB; profd: main thread CPU %, tables evicted, build ms/s, drains/s, main thread wake-ups/s, ms per drain, µs per exec; drain and flush CPU ms/s, wake-ups/s by process events and by table requests"
 for r in $(seq 1 "$ROUNDS"); do
 	n=${#CONDS[@]}
@@ -180,8 +186,8 @@ for r in $(seq 1 "$ROUNDS"); do
 		c=${CONDS[$(((k + r - 1) % n))]}
 		prog= pd=0
 		case $c in
-		profd) profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' pd=1 ;;
-		profd-b) PROFD=$W/bin/profd-b profd_start "$W/pd" --config /dev/null; P=$PROFD_PID re='on_cpu' pd=1 ;;
+		profd) pd_start; P=$PROFD_PID re='on_cpu' pd=1 ;;
+		profd-b) PROFD=$W/bin/profd-b pd_start; P=$PROFD_PID re='on_cpu' pd=1 ;;
 		bpftrace) bpftrace_start "$W/bt.log" "$BT_PROG"; P=$BT_PID re='99|profile_hz_99' ;;
 		perf) perf_start "$W/perf.data"; P=$PERF_PID re= ;;
 		esac
@@ -207,8 +213,8 @@ QCONDS=(profd-10)
 for r in $(seq 1 "${ROUNDS_Q:-$ROUNDS}"); do
 	for k in $(seq 0 $((${#QCONDS[@]} - 1))); do
 		c=${QCONDS[$(((k + r - 1) % ${#QCONDS[@]}))]}
-		if [ "$c" = profd-10 ]; then profd_start "$W/pd" --config /dev/null
-		else PROFD=$W/bin/profd-b profd_start "$W/pd" --config /dev/null; fi
+		if [ "$c" = profd-10 ]; then pd_start
+		else PROFD=$W/bin/profd-b pd_start; fi
 		P=$PROFD_PID prog= pd=1
 		sleep "$WARM"
 		measure_late "$c" "quiet round $r"
@@ -222,8 +228,8 @@ ICONDS=(profd-0)
 for r in $(seq 1 "$([ "${IDLE:-0}" = 1 ] && echo "$ROUNDS" || echo 0)"); do
 	for k in $(seq 0 $((${#ICONDS[@]} - 1))); do
 		c=${ICONDS[$(((k + r - 1) % ${#ICONDS[@]}))]}
-		if [ "$c" = profd-0 ]; then profd_start "$W/pd" --config /dev/null
-		else PROFD=$W/bin/profd-b profd_start "$W/pd" --config /dev/null; fi
+		if [ "$c" = profd-0 ]; then pd_start
+		else PROFD=$W/bin/profd-b pd_start; fi
 		P=$PROFD_PID prog= pd=1
 		sleep "$WARM"
 		measure_late "$c" "idle round $r"
