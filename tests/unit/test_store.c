@@ -1144,6 +1144,21 @@ static int compact_until_thread(struct store *s, int read)
 	return -1;
 }
 
+/* Calls, a millisecond apart, while the store's thread is busy: 0 once it is done, -1 if it never is. */
+static int compact_while_encoding(struct store *s)
+{
+	struct store_stats st;
+
+	store__stats(s, &st);
+	for (int i = 0; i < 100000 && st.encoding; i++) {
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		if (store__compact(s, T0 + 3600 * SEC))
+			return -1;
+		store__stats(s, &st);
+	}
+	return st.encoding ? -1 : 0;
+}
+
 /*
  * Calls until every sealed segment has a summary file (at most max): the
  * calls made, not counting those that found a record still being encoded.
@@ -1443,12 +1458,7 @@ static void test_encode_thread(const char *base)
 	/* Not waiting for the thread: the rest of its encoding is 400 ms or more. */
 	CHECK((rb.tv_sec - ra.tv_sec) * SEC + (rb.tv_nsec - ra.tv_nsec) < 250 * 1000000ll);
 	CHECK_EQ_INT(count_files(cut, "seg-"), 0);
-	for (int i = 0; i < 100000 && st.encoding; i++) {
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
-		store__stats(s, &st);
-	}
-	CHECK_EQ_INT(st.encoding, 0);
+	CHECK_EQ_INT(compact_while_encoding(s), 0);
 	CHECK_EQ_INT(count_files(cut, "roll-"), 0);
 	store__close(s);
 	CHECK_EQ_INT(count_files(cut, "sum-"), 0);
@@ -1610,13 +1620,7 @@ static void test_read_thread(const char *base)
 	CHECK_EQ_INT(compact_until_thread(s, 1), 0);
 	CHECK_EQ_INT(store__retain(s, T0 + 3600 * SEC), 0);
 	CHECK_EQ_INT(count_files(cut, "seg-"), 0);
-	store__stats(s, &st);
-	for (int i = 0; i < 100000 && st.encoding; i++) {
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
-		store__stats(s, &st);
-	}
-	CHECK_EQ_INT(st.encoding, 0);
+	CHECK_EQ_INT(compact_while_encoding(s), 0);
 	CHECK_EQ_INT(count_files(cut, "roll-"), 0);
 	for (int i = 0; i < 10; i++)
 		CHECK_EQ_INT(store__compact(s, T0 + 3600 * SEC), 0);
